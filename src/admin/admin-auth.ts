@@ -1,0 +1,40 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { randomSecret, secretsEqual } from '../secrets.ts';
+
+const ADMIN_TOKEN_FILE = 'admin-token';
+
+/**
+ * The admin token: TRIBUTARY_ADMIN_TOKEN, or the one generated into DATA_DIR/admin-token
+ * (mode 0600) on first start so the CLI on the same machine finds it.
+ */
+export function resolveAdminToken(configured: string | undefined, dataDir: string): string {
+  if (configured) return configured;
+  const file = path.join(dataDir, ADMIN_TOKEN_FILE);
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const token = randomSecret('tbadm_');
+  fs.writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  return token;
+}
+
+export function readAdminTokenFile(dataDir: string): string | undefined {
+  try {
+    return fs.readFileSync(path.join(dataDir, ADMIN_TOKEN_FILE), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+export function authenticateAdmin(deps: Pick<Deps, 'adminToken'>, authorization: string | undefined): void {
+  const m = authorization ? /^Bearer (\S+)$/i.exec(authorization) : null;
+  if (!m || !secretsEqual(m[1]!, deps.adminToken)) {
+    throw new AppError('unauthorized', 'A valid admin token is required', { headers: { 'www-authenticate': 'Bearer realm="admin"' } });
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The admin API: what the `tributary` CLI talks to. Bearer admin token, plain JSON in and
+ * out ({"data": ...}); errors use the JSON:API error shape.
+ */
+import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import * as admin from './service.ts';
+import { sweep } from './sweep.ts';
+
+const options: RouteShorthandOptions = { config: { surface: 'admin', auth: 'admin' } };
+
+type Body = Record<string, unknown>;
+
+function body(raw: unknown): Body {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw) || Buffer.isBuffer(raw)) throw new AppError('bad_request', 'The body must be a JSON object');
+  return raw as Body;
+}
+
+function send(reply: FastifyReply, status: number, data: unknown): FastifyReply {
+  return reply.code(status).type('application/json').send(JSON.stringify({ data }));
+}
+
+export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
+  const p = '/admin/v1';
+  app.post(`${p}/organizations`, options, async (req, reply) => send(reply, 201, await admin.createOrganization(deps, body(req.body))));
+  app.post(`${p}/workspaces`, options, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps, body(req.body))));
+  app.post(`${p}/users`, options, async (req, reply) => send(reply, 201, await admin.createUser(deps, body(req.body))));
+  app.post(`${p}/memberships`, options, async (req, reply) => send(reply, 201, await admin.addMember(deps, body(req.body))));
+  app.post(`${p}/memberships/:id/deactivate`, options, async (req, reply) =>
+    send(reply, 200, await admin.deactivateMember(deps, (req.params as { id: string }).id)),
+  );
+  app.post(`${p}/credentials`, options, async (req, reply) => send(reply, 201, await admin.createCredential(deps, body(req.body))));
+  app.patch(`${p}/credentials/:id`, options, async (req, reply) =>
+    send(reply, 200, await admin.updateCredential(deps, (req.params as { id: string }).id, body(req.body))),
+  );
+  app.post(`${p}/widgets`, options, async (req, reply) => send(reply, 201, await admin.createWidget(deps, body(req.body))));
+  app.post(`${p}/sweep`, options, async (_req, reply) => send(reply, 200, await sweep(deps)));
+}

@@ -1,0 +1,181 @@
+/**
+ * Administration: tenancy, users, memberships, service accounts and widget placements.
+ * Called by the admin API (and so by the CLI), by the first-start bootstrap and by tests.
+ */
+import type { Db } from '../db/connect.ts';
+import type { Role } from '../db/schema.ts';
+import { AppError, fromPgError } from '../errors.ts';
+import { isUuid, uuidv7 } from '../ids.ts';
+import { randomSecret, sha256Hex } from '../secrets.ts';
+import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
+import * as q from './admin.sql.ts';
+
+type Deps = { db: Db };
+
+const invalid = (pointer: string, detail: string) => new AppError('invalid_request', detail, { source: { pointer } });
+const notFound = (what: string) => new AppError('not_found', `No ${what} with this id`);
+
+function text(v: unknown, pointer: string, max = 200): string {
+  if (typeof v !== 'string' || v.trim() === '') throw invalid(pointer, `${pointer.slice(1)} is required`);
+  if (v.length > max) throw invalid(pointer, `${pointer.slice(1)} must be at most ${max} characters`);
+  return v.trim();
+}
+
+function optionalText(v: unknown, pointer: string, max = 200): string | null {
+  return v === undefined || v === null ? null : text(v, pointer, max);
+}
+
+function id(v: unknown, pointer: string): string {
+  if (!isUuid(v)) throw invalid(pointer, `${pointer.slice(1)} must be an id`);
+  return v.toLowerCase();
+}
+
+async function wrap<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw fromPgError(err, q.ADMIN_CONSTRAINTS);
+  }
+}
+
+export function parseScopes(v: unknown): Scope[] {
+  const list = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
+  if (!Array.isArray(list) || list.length === 0 || !list.every((s) => typeof s === 'string' && isScope(s))) {
+    throw invalid('/scopes', `scopes must be a non-empty list of ${SCOPES.join(', ')}`);
+  }
+  return [...new Set(list as Scope[])];
+}
+
+export async function createOrganization(deps: Deps, input: { name?: unknown; domain?: unknown }) {
+  const domain = text(input.domain, '/domain', 253).toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) throw invalid('/domain', 'domain must be a DNS name');
+  return wrap(q.insertOrganization(deps.db, { id: uuidv7(), name: text(input.name, '/name'), domain }));
+}
+
+export async function createWorkspace(deps: Deps, input: { organization_id?: unknown; name?: unknown }) {
+  const orgId = id(input.organization_id, '/organization_id');
+  if (!(await q.findOrganization(deps.db, orgId))) throw notFound('organization');
+  return wrap(q.insertWorkspace(deps.db, { id: uuidv7(), organization_id: orgId, name: text(input.name, '/name') }));
+}
+
+export async function createUser(deps: Deps, input: { email?: unknown; first_name?: unknown; last_name?: unknown; timezone?: unknown; phone_number?: unknown }) {
+  const email = text(input.email, '/email', 320);
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw invalid('/email', 'email must be an email address');
+  const timezone = optionalText(input.timezone, '/timezone', 64);
+  if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC') throw invalid('/timezone', 'timezone must be an IANA timezone name');
+  return wrap(
+    q.insertUser(deps.db, {
+      id: uuidv7(),
+      email,
+      first_name: optionalText(input.first_name, '/first_name'),
+      last_name: optionalText(input.last_name, '/last_name'),
+      phone_number: optionalText(input.phone_number, '/phone_number', 40),
+      timezone,
+      preferences: '{}',
+    }),
+  );
+}
+
+const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
+
+export async function addMember(deps: Deps, input: { organization_id?: unknown; user_id?: unknown; role?: unknown }) {
+  const orgId = id(input.organization_id, '/organization_id');
+  const userId = id(input.user_id, '/user_id');
+  if (typeof input.role !== 'string' || !ROLES.includes(input.role as Role)) throw invalid('/role', 'role must be owner, admin or member');
+  if (!(await q.findOrganization(deps.db, orgId))) throw notFound('organization');
+  if (!(await q.findUser(deps.db, userId))) throw notFound('user');
+  return wrap(q.insertMembership(deps.db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: input.role as Role }));
+}
+
+export async function deactivateMember(deps: Deps, membershipId: unknown) {
+  const row = isUuid(membershipId) ? await q.setMembershipActive(deps.db, membershipId.toLowerCase(), false) : undefined;
+  if (!row) throw notFound('membership');
+  return row;
+}
+
+/** The account row without its secret hash: what the admin API returns. */
+function publicAccount<T extends { secret_hash: string }>(row: T): Omit<T, 'secret_hash'> {
+  const { secret_hash: _hash, ...rest } = row;
+  return rest;
+}
+
+export async function createCredential(deps: Deps, input: { workspace_id?: unknown; run_as_membership_id?: unknown; name?: unknown; scopes?: unknown }) {
+  const workspaceId = id(input.workspace_id, '/workspace_id');
+  const membershipId = id(input.run_as_membership_id, '/run_as_membership_id');
+  const name = text(input.name, '/name');
+  const scopes = parseScopes(input.scopes);
+  const workspace = await q.findWorkspace(deps.db, workspaceId);
+  if (!workspace) throw notFound('workspace');
+  const membership = await q.findMembership(deps.db, membershipId);
+  if (!membership || membership.organization_id !== workspace.organization_id) {
+    throw invalid('/run_as_membership_id', "run_as_membership_id must be a membership of the workspace's organization");
+  }
+  if (!membership.is_active) throw invalid('/run_as_membership_id', 'the run-as membership is inactive');
+  const clientSecret = randomSecret('tbcs_');
+  const row = await wrap(
+    q.insertServiceAccount(deps.db, {
+      id: uuidv7(),
+      organization_id: workspace.organization_id,
+      workspace_id: workspaceId,
+      run_as_membership_id: membershipId,
+      name,
+      client_id: randomSecret('tbci_').slice(0, 37),
+      secret_hash: sha256Hex(clientSecret),
+      scopes,
+    }),
+  );
+  return { ...publicAccount(row), client_secret: clientSecret };
+}
+
+export async function updateCredential(deps: Deps, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown }) {
+  const accountId = id(credentialId, '/id');
+  const account = await q.findServiceAccount(deps.db, accountId);
+  if (!account) throw notFound('credential');
+  const patch: { scopes?: string[]; is_active?: boolean; workspace_id?: string } = {};
+  if (input.scopes !== undefined) patch.scopes = parseScopes(input.scopes);
+  if (input.is_active !== undefined) {
+    if (typeof input.is_active !== 'boolean') throw invalid('/is_active', 'is_active must be true or false');
+    patch.is_active = input.is_active;
+  }
+  if (input.workspace_id !== undefined) {
+    const ws = await q.findWorkspace(deps.db, id(input.workspace_id, '/workspace_id'));
+    // The run-as membership belongs to the organization, so an account stays inside it.
+    if (!ws || ws.organization_id !== account.organization_id) throw invalid('/workspace_id', "workspace_id must be a workspace of the account's organization");
+    patch.workspace_id = ws.id;
+  }
+  const row = await wrap(q.updateServiceAccount(deps.db, accountId, patch));
+  if (!row) throw notFound('credential');
+  return publicAccount(row);
+}
+
+function position(v: unknown): { x: number; y: number; w: number; h: number } {
+  if (v === undefined || v === null) return { x: 0, y: 0, w: 4, h: 3 };
+  const p = v as Record<string, unknown>;
+  if (typeof v !== 'object' || Array.isArray(v) || !['x', 'y', 'w', 'h'].every((k) => Number.isInteger(p[k]) && (p[k] as number) >= 0 && (p[k] as number) <= 10_000)) {
+    throw invalid('/position', 'position must be an object {x, y, w, h} of whole numbers');
+  }
+  return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
+}
+
+export async function createWidget(deps: Deps, input: { workspace_id?: unknown; data_model_id?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
+  const workspaceId = id(input.workspace_id, '/workspace_id');
+  const workspace = await q.findWorkspace(deps.db, workspaceId);
+  if (!workspace) throw notFound('workspace');
+  const dataModelId = id(input.data_model_id, '/data_model_id');
+  if (!(await q.findDataModel(deps.db, workspaceId, dataModelId))) throw invalid('/data_model_id', 'data_model_id must be a data model of the workspace');
+  const config = input.config ?? {};
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalid('/config', 'config must be an object');
+  return wrap(
+    q.insertWidget(deps.db, {
+      id: uuidv7(),
+      organization_id: workspace.organization_id,
+      workspace_id: workspaceId,
+      data_model_id: dataModelId,
+      dashboard: input.dashboard === undefined ? 'home' : text(input.dashboard, '/dashboard', 100),
+      kind: text(input.kind, '/kind', 100),
+      title: optionalText(input.title, '/title'),
+      position: JSON.stringify(position(input.position)),
+      config: JSON.stringify(config),
+    }),
+  );
+}

@@ -1,0 +1,63 @@
+/**
+ * The caller of a protected request, rebuilt from the database on every request so that
+ * deactivation, scope removal, a workspace move or an inactive run-as membership take
+ * effect on the very next request.
+ */
+import { AppError } from '../errors.ts';
+import { isUuid } from '../ids.ts';
+import type { Db } from '../db/connect.ts';
+import type { Role } from '../db/schema.ts';
+import { loadAccountById } from './auth.sql.ts';
+import { verifyToken, type Scope } from './tokens.ts';
+
+export interface Principal {
+  credentialId: string;
+  organizationId: string;
+  workspaceId: string;
+  membershipId: string;
+  userId: string;
+  role: Role;
+  /** The token's scopes that the account still holds. */
+  scopes: ReadonlySet<Scope>;
+}
+
+const BEARER_RE = /^Bearer ([\x21-\x7e]+)$/i;
+
+function invalidToken(sent: boolean): AppError {
+  return new AppError('unauthorized', sent ? 'The bearer token is invalid, expired or revoked' : 'A bearer token is required', {
+    headers: { 'www-authenticate': sent ? 'Bearer error="invalid_token"' : 'Bearer' },
+  });
+}
+
+export async function authenticate(db: Db, signingKey: Buffer, authorization: string | undefined, nowSeconds: number): Promise<Principal> {
+  if (!authorization) throw invalidToken(false);
+  const match = BEARER_RE.exec(authorization);
+  if (!match) throw invalidToken(true);
+  const claims = verifyToken(signingKey, match[1]!, nowSeconds);
+  if (!claims || !isUuid(claims.sub)) throw invalidToken(true);
+  const account = await loadAccountById(db, claims.sub);
+  if (
+    !account ||
+    !account.is_active ||
+    account.workspace_id !== claims.ws ||
+    account.organization_id !== claims.org ||
+    account.membership_organization_id !== account.organization_id
+  ) {
+    throw invalidToken(true);
+  }
+  if (!account.membership_active) throw new AppError('forbidden', 'The run-as membership of this service account is inactive');
+  const held = new Set(account.scopes);
+  return {
+    credentialId: account.id,
+    organizationId: account.organization_id,
+    workspaceId: account.workspace_id,
+    membershipId: account.membership_id,
+    userId: account.user_id,
+    role: account.role,
+    scopes: new Set(claims.scp.filter((s) => held.has(s))),
+  };
+}
+
+export function requireScope(principal: Principal, scope: Scope): void {
+  if (!principal.scopes.has(scope)) throw new AppError('forbidden', `This operation requires the ${scope} scope`);
+}

@@ -1,0 +1,99 @@
+/**
+ * POST /api/v1/oauth/token: the client-credentials grant (RFC 6749 4.4) with client
+ * authentication by body members (client_secret_post) or HTTP Basic (2.3.1). Failures use
+ * RFC 6749 5.2 bodies, not JSON:API documents, so stock OAuth clients understand them.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { matchesHash } from '../secrets.ts';
+import { loadAccountByClientId } from './auth.sql.ts';
+import { isScope, signToken, type Scope } from './tokens.ts';
+
+type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope';
+
+function oauthError(reply: FastifyReply, status: number, error: OAuthErrorCode, description: string, basic = false): FastifyReply {
+  if (basic) reply.header('www-authenticate', 'Basic realm="tributary", charset="UTF-8"');
+  return reply.code(status).header('cache-control', 'no-store').header('pragma', 'no-cache').type('application/json').send({ error, error_description: description });
+}
+
+/** RFC 6749 2.3.1: both parts are form-urlencoded before being joined with a colon. */
+function parseBasic(header: string): { id: string; secret: string } | undefined {
+  const m = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header.trim());
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
+  } catch {
+    return undefined;
+  }
+}
+
+function member(body: Record<string, unknown>, name: string): string | undefined | null {
+  const v = body[name];
+  if (v === undefined) return undefined;
+  // A repeated or non-string member is malformed (RFC 6749 3.1: parameters must not repeat).
+  return typeof v === 'string' ? v : null;
+}
+
+export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
+  app.post('/api/v1/oauth/token', { config: { surface: 'oauth' }, bodyLimit: 16 * 1024 }, async (request: FastifyRequest, reply) => {
+    const ct = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (ct !== 'application/json' && ct !== 'application/x-www-form-urlencoded') {
+      return oauthError(reply, 400, 'invalid_request', 'The body must be application/x-www-form-urlencoded or application/json');
+    }
+    const body = request.body;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return oauthError(reply, 400, 'invalid_request', 'The body must be an object of parameters');
+    const params = body as Record<string, unknown>;
+    const names = ['grant_type', 'client_id', 'client_secret', 'scope'] as const;
+    const values: Partial<Record<(typeof names)[number], string>> = {};
+    for (const n of names) {
+      const v = member(params, n);
+      if (v === null) return oauthError(reply, 400, 'invalid_request', `The ${n} parameter is malformed or repeated`);
+      if (v !== undefined) values[n] = v;
+    }
+    const authHeader = request.headers.authorization;
+    const usesBasic = authHeader !== undefined && /^Basic /i.test(authHeader);
+    if (values.grant_type === undefined) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
+    if (values.grant_type !== 'client_credentials') return oauthError(reply, 400, 'unsupported_grant_type', 'Only the client_credentials grant is supported');
+
+    let clientId: string | undefined;
+    let secret: string | undefined;
+    if (usesBasic) {
+      const basic = parseBasic(authHeader!);
+      if (!basic) return oauthError(reply, 401, 'invalid_client', 'The Basic credentials are malformed', true);
+      // RFC 6749 2.3: a client must not use more than one authentication method.
+      if (values.client_secret !== undefined) return oauthError(reply, 400, 'invalid_request', 'Use either HTTP Basic or body credentials, not both');
+      if (values.client_id !== undefined && values.client_id !== basic.id) return oauthError(reply, 400, 'invalid_request', 'client_id does not match the Basic credentials');
+      clientId = basic.id;
+      secret = basic.secret;
+    } else {
+      clientId = values.client_id;
+      secret = values.client_secret;
+      if (clientId === undefined || secret === undefined) return oauthError(reply, 401, 'invalid_client', 'Client authentication is required');
+    }
+
+    const account = clientId.length <= 128 ? await loadAccountByClientId(deps.db, clientId) : undefined;
+    // One answer for every failure, so the response does not tell which part was wrong.
+    if (!account || !matchesHash(secret, account.secret_hash) || !account.is_active || !account.membership_active || account.membership_organization_id !== account.organization_id) {
+      return oauthError(reply, 401, 'invalid_client', 'Client authentication failed', usesBasic);
+    }
+
+    let scopes = account.scopes.filter(isScope);
+    if (values.scope !== undefined && values.scope.trim() !== '') {
+      const requested = [...new Set(values.scope.trim().split(/ +/))];
+      if (!requested.every((s) => isScope(s) && account.scopes.includes(s))) {
+        return oauthError(reply, 400, 'invalid_scope', 'The requested scope exceeds the scopes granted to this client');
+      }
+      scopes = requested as Scope[];
+    }
+    const ttl = deps.config.tokenTtlSeconds;
+    const accessToken = signToken(deps.signingKey, { sub: account.id, org: account.organization_id, ws: account.workspace_id, scp: scopes, exp: deps.now() + ttl });
+    return reply
+      .header('cache-control', 'no-store')
+      .header('pragma', 'no-cache')
+      .type('application/json')
+      .send({ access_token: accessToken, token_type: 'bearer', expires_in: ttl, scope: scopes.join(' ') });
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * The `tributary` command. serve/worker/migrate work on the database directly; every
+ * administrative command talks to the running server's admin API with the admin token.
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError, loadConfig } from '../config.ts';
+import { createDb } from '../db/connect.ts';
+import { migrate } from '../db/migrate.ts';
+import { runUntilSignal, serve } from '../server.ts';
+import { registerAdminCommands } from './admin-commands.ts';
+
+export async function runCli(argv: string[], io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Promise<number> {
+  const program = new Command('tributary')
+    .description('Tributary: harmonized business data and workflows')
+    .option('--json', 'print exactly one JSON document on stdout')
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err });
+
+  program
+    .command('serve')
+    .description('serve the HTTP API (and run the worker unless --no-worker)')
+    .option('--no-worker', 'serve HTTP only')
+    .action(async (opts: { worker: boolean }) => {
+      const config = loadConfig();
+      const running = await serve(config, { http: true, worker: opts.worker && config.worker });
+      running.deps.log.info({ url: running.url, engine: running.deps.engine }, 'tributary listening');
+      await runUntilSignal(running);
+    });
+
+  program
+    .command('worker')
+    .description('run the worker only (scheduled sweep; workflow runs in a later release)')
+    .action(async () => {
+      const running = await serve(loadConfig(), { http: false, worker: true });
+      running.deps.log.info('worker started');
+      await runUntilSignal(running);
+    });
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations and exit')
+    .action(async () => {
+      const config = loadConfig();
+      const { db } = createDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      try {
+        const applied = await migrate(db);
+        const json = program.opts().json === true;
+        io.out(json ? `${JSON.stringify({ applied })}\n` : applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+      } finally {
+        await db.destroy();
+      }
+    });
+
+  registerAdminCommands(program, io);
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (err instanceof ConfigError) {
+      io.err(`${err.message}\n`);
+      return 78;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    if (program.opts().json === true) io.out(`${JSON.stringify({ error: message })}\n`);
+    else io.err(`error: ${message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The only reader of process.env. Every setting is read and validated once; a bad value
+ * stops the process at start with a message naming the variable.
+ */
+import path from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** PostgreSQL connection string; when absent, embedded PGlite in dataDir. */
+  readonly databaseUrl: string | undefined;
+  readonly databasePoolSize: number;
+  readonly redisUrl: string | undefined;
+  readonly dataDir: string;
+  readonly tokenTtlSeconds: number;
+  readonly idempotencyTtlSeconds: number;
+  readonly rateLimit: { readonly max: number; readonly windowSeconds: number };
+  readonly tokenRateLimit: { readonly max: number; readonly windowSeconds: number };
+  readonly logLevel: LogLevel;
+  /** Admin API bearer token; when absent, one is generated into DATA_DIR/admin-token. */
+  readonly adminToken: string | undefined;
+  readonly bodyLimitBytes: number;
+  readonly shutdownGraceMs: number;
+  readonly worker: boolean;
+  /** UTC time of the nightly sweep (SWEEP_AT, HH:MM). */
+  readonly sweepAt: { readonly hour: number; readonly minute: number };
+}
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be a whole number, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (['true', '1', 'yes'].includes(v.toLowerCase())) return true;
+  if (['false', '0', 'no'].includes(v.toLowerCase())) return false;
+  throw new ConfigError(name, `must be true or false, got "${v}"`);
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(name, 'must be a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
+  return v;
+}
+
+function clock(env: Env, name: string, def: string): { hour: number; minute: number } {
+  const v = str(env, name) ?? def;
+  const m = /^([01]\d|2[0-3]):([0-5]\d)$/.exec(v);
+  if (!m) throw new ConfigError(name, `must be a UTC time HH:MM, got "${v}"`);
+  return { hour: Number(m[1]), minute: Number(m[2]) };
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = (str(env, 'LOG_LEVEL') ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  const adminToken = str(env, 'TRIBUTARY_ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 32) throw new ConfigError('TRIBUTARY_ADMIN_TOKEN', 'must be at least 32 characters');
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  return Object.freeze({
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host,
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.tributary'),
+    tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 900, 60, 86_400),
+    idempotencyTtlSeconds: int(env, 'IDEMPOTENCY_TTL', 86_400, 60, 30 * 86_400),
+    rateLimit: Object.freeze({
+      max: int(env, 'RATE_LIMIT_MAX', 600, 1, 1_000_000),
+      windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    }),
+    tokenRateLimit: Object.freeze({
+      max: int(env, 'TOKEN_RATE_LIMIT_MAX', 1_000_000, 1, 1_000_000_000),
+      windowSeconds: int(env, 'TOKEN_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    }),
+    logLevel,
+    adminToken,
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    worker: bool(env, 'WORKER', true),
+    sweepAt: Object.freeze(clock(env, 'SWEEP_AT', '03:00')),
+  });
+}
+
+/** Settings the CLI needs to reach a running server. */
+export interface CliConfig {
+  readonly url: string;
+  readonly adminToken: string | undefined;
+  readonly dataDir: string;
+}
+
+export function loadCliConfig(env: Env = process.env): CliConfig {
+  const port = int(env, 'PORT', 8080, 1, 65535);
+  return Object.freeze({
+    url: url(env, 'TRIBUTARY_URL', ['http:', 'https:']) ?? `http://127.0.0.1:${port}`,
+    adminToken: str(env, 'TRIBUTARY_ADMIN_TOKEN'),
+    dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.tributary'),
+  });
+}

@@ -1,0 +1,21 @@
+/**
+ * Forward-only migrations, imported statically so a bundle or a fresh clone needs no
+ * file-system discovery. Kysely's Migrator takes a row lock on its lock table inside a
+ * transaction, so concurrent starts against one PostgreSQL run each migration once.
+ */
+import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
+import type { Db } from './connect.ts';
+import * as m0001 from './migrations/0001_tenancy.ts';
+
+const migrations: Record<string, Migration> = {
+  '0001_tenancy': m0001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrate(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider, migrationTableName: 'schema_migrations', migrationLockTableName: 'schema_migrations_lock' });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

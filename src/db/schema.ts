@@ -1,0 +1,142 @@
+/**
+ * The database as Kysely sees it: one row type per table.
+ * Ids are UUIDv7 made by the service (src/ids.ts); timestamps are timestamptz.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** jsonb goes in as JSON text (both drivers pass it through unchanged) and comes out parsed. */
+type Json<T = unknown> = ColumnType<T, string, string>;
+type JsonNullable<T = unknown> = ColumnType<T | null, string | null | undefined, string | null>;
+
+export interface OrganizationTable {
+  id: string;
+  name: string;
+  domain: string;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WorkspaceTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface UserTable {
+  id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  phone_number: string | null;
+  timezone: string | null;
+  preferences: Json<Record<string, unknown>>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type Role = 'owner' | 'admin' | 'member';
+
+export interface OrgMembershipTable {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  role: Role;
+  is_active: Generated<boolean>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ServiceAccountTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  run_as_membership_id: string;
+  name: string;
+  client_id: string;
+  /** hex SHA-256 of the client secret: the secret has 256 bits of entropy, so a fast hash is safe. */
+  secret_hash: string;
+  scopes: string[];
+  is_active: Generated<boolean>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface DataModelTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  retention_days: number | null;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type FieldType = 'string' | 'integer' | 'boolean' | 'datetime' | 'float' | 'map';
+
+export interface DataModelFieldTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  data_model_id: string;
+  name: string;
+  label: string;
+  description: string | null;
+  type: FieldType | null;
+  is_primary_key: boolean;
+  is_required: boolean;
+  constraints: JsonNullable<Record<string, unknown>>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface DashboardWidgetTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  data_model_id: string | null;
+  dashboard: string;
+  kind: string;
+  title: string | null;
+  position: Json<{ x: number; y: number; w: number; h: number }>;
+  config: Json<Record<string, unknown>>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface IdempotencyKeyTable {
+  credential_id: string;
+  key: string;
+  fingerprint: string;
+  /** 'in_flight' until the first response is stored, then 'done'. */
+  state: 'in_flight' | 'done';
+  status: number | null;
+  body: string | null;
+  /** An in-flight claim older than this was abandoned (crash) and may be taken over. */
+  locked_until: Timestamp;
+  expires_at: Timestamp;
+  inserted_at: Timestamp;
+}
+
+export interface InstanceSecretTable {
+  name: string;
+  value: string;
+  inserted_at: Timestamp;
+}
+
+export interface DB {
+  organizations: OrganizationTable;
+  workspaces: WorkspaceTable;
+  users: UserTable;
+  org_memberships: OrgMembershipTable;
+  service_accounts: ServiceAccountTable;
+  data_models: DataModelTable;
+  data_model_fields: DataModelFieldTable;
+  dashboard_widgets: DashboardWidgetTable;
+  idempotency_keys: IdempotencyKeyTable;
+  instance_secrets: InstanceSecretTable;
+}

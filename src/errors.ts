@@ -1,0 +1,142 @@
+/**
+ * The one error type of the service. Services throw AppError; each surface (JSON:API,
+ * GraphQL, webhooks, token exchange) renders it in one place. Anything else that escapes
+ * a handler is an internal error and is rendered without detail.
+ */
+
+export const ERROR_STATUS = {
+  bad_request: 400,
+  invalid_query: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  not_acceptable: 406,
+  conflict: 409,
+  type_mismatch: 409,
+  idempotency_key_reused: 409,
+  idempotency_key_in_flight: 409,
+  stale_lock_version: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid_request: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+const TITLES: Record<ErrorCode, string> = {
+  bad_request: 'Bad request',
+  invalid_query: 'Invalid query parameter',
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  not_acceptable: 'Not acceptable',
+  conflict: 'Conflict',
+  type_mismatch: 'Type mismatch',
+  idempotency_key_reused: 'Idempotency key reused',
+  idempotency_key_in_flight: 'Idempotency key in flight',
+  stale_lock_version: 'Stale lock version',
+  payload_too_large: 'Payload too large',
+  unsupported_media_type: 'Unsupported media type',
+  invalid_request: 'Invalid request',
+  rate_limited: 'Rate limited',
+  internal_error: 'Internal error',
+  unavailable: 'Service unavailable',
+};
+
+export interface ErrorSource {
+  pointer?: string;
+  parameter?: string;
+  header?: string;
+}
+
+export interface AppErrorOptions {
+  source?: ErrorSource;
+  /** Seconds, sent as Retry-After. */
+  retryAfter?: number;
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  readonly source: ErrorSource | undefined;
+  readonly retryAfter: number | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, detail?: string, options: AppErrorOptions = {}) {
+    super(detail ?? TITLES[code], options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.title = TITLES[code];
+    this.detail = detail ?? TITLES[code];
+    this.source = options.source;
+    this.retryAfter = options.retryAfter;
+    this.headers = options.headers;
+  }
+}
+
+/** Validation failure at a JSON pointer of the request document. */
+export function invalidAt(pointer: string, detail: string): AppError {
+  return new AppError('invalid_request', detail, { source: { pointer } });
+}
+
+/** A malformed query parameter. */
+export function invalidParam(parameter: string, detail: string): AppError {
+  return new AppError('invalid_query', detail, { source: { parameter } });
+}
+
+interface PgLikeError {
+  code?: unknown;
+  constraint?: unknown;
+}
+
+/**
+ * Translates PostgreSQL errors into AppErrors: the only place that knows SQLSTATEs.
+ * `constraints` maps a constraint name to the pointer and text a client should see,
+ * so a unique violation reads as a validation error on the field that caused it.
+ */
+export function fromPgError(err: unknown, constraints: Readonly<Record<string, [pointer: string, detail: string]>> = {}): unknown {
+  if (err instanceof AppError || typeof err !== 'object' || err === null) return err;
+  if (isConnectionError(err)) return new AppError('unavailable', 'The database is unavailable', { retryAfter: 5, cause: err });
+  const { code, constraint } = err as PgLikeError;
+  if (typeof code !== 'string') return err;
+  const known = typeof constraint === 'string' ? constraints[constraint] : undefined;
+  switch (code) {
+    case '23505': // unique_violation
+    case '23503': // foreign_key_violation
+    case '23514': // check_violation
+    case '23502': // not_null_violation
+      if (known) return invalidAt(known[0], known[1]);
+      return new AppError('invalid_request', code === '23505' ? 'A resource with these values already exists' : 'The request conflicts with stored data', { cause: err });
+    case '22P02': // invalid_text_representation
+    case '22007': // invalid_datetime_format
+    case '22008': // datetime_field_overflow
+    case '22003': // numeric_value_out_of_range
+    case '54000': // program_limit_exceeded (e.g. jsonb too deep)
+      return new AppError('invalid_request', 'A value is out of range or malformed', { cause: err });
+    case '40001': // serialization_failure
+    case '40P01': // deadlock_detected
+    case '55P03': // lock_not_available
+    case '57P01': // admin_shutdown
+    case '57P03': // cannot_connect_now
+    case '53300': // too_many_connections
+      return new AppError('unavailable', 'The database is busy; retry shortly', { retryAfter: 1, cause: err });
+    default:
+      if (code.startsWith('08')) return new AppError('unavailable', 'The database is unavailable', { retryAfter: 5, cause: err });
+      return err;
+  }
+}
+
+function isConnectionError(err: object): boolean {
+  const code = (err as { errno?: unknown; code?: unknown }).code;
+  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code);
+}

@@ -1,0 +1,67 @@
+/**
+ * Body parsing for every surface: JSON (and JSON:API) through one parser that refuses
+ * deep nesting before it allocates, strips prototype keys, and reports malformed input
+ * as a 4xx; form bodies for the token endpoint.
+ */
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../errors.ts';
+
+export const MAX_JSON_DEPTH = 64;
+
+/** Depth of the deepest array/object nesting, scanning outside strings; stops early past the limit. */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped char
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return false;
+}
+
+export function parseJson(text: string): unknown {
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    throw new AppError('invalid_request', `The JSON document is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  try {
+    return JSON.parse(text, stripPrototypeKeys);
+  } catch {
+    throw new AppError('bad_request', 'The request body is not valid JSON');
+  }
+}
+
+// A reviver returning undefined deletes the member, so these keys never reach an object.
+function stripPrototypeKeys(key: string, value: unknown): unknown {
+  return key === '__proto__' || key === 'constructor' || key === 'prototype' ? undefined : value;
+}
+
+export function registerBodyParsers(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  const json = (_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void) => {
+    if (body.length === 0) return done(new AppError('bad_request', 'The request body is empty'));
+    try {
+      done(null, parseJson(body));
+    } catch (err) {
+      done(err as Error);
+    }
+  };
+  app.addContentTypeParser(['application/json', 'application/vnd.api+json'], { parseAs: 'string' }, json);
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    const params = new URLSearchParams(body as string);
+    const out: Record<string, string | string[]> = Object.create(null);
+    for (const [k, v] of params) {
+      const prev = out[k];
+      out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
+    done(null, out);
+  });
+  // Any other media type is refused by the surface's own negotiation before parsing;
+  // reaching here means a surface without one, so keep the bytes and let it decide.
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+}

@@ -1,0 +1,90 @@
+/**
+ * Routes declare what they need in their options (`config`); these hooks enforce it, so a
+ * handler never checks auth, scope, media type, rate or idempotency itself.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { authenticate, requireScope, type Principal } from '../auth/principal.ts';
+import type { Scope } from '../auth/tokens.ts';
+import { authenticateAdmin } from '../admin/admin-auth.ts';
+import { beginIdempotent, finishIdempotent, type IdempotencyState } from './idempotency.ts';
+import { rateLimitHeaders } from './rate-limit.ts';
+import { JSONAPI_MEDIA_TYPE, type Surface } from './render-error.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    surface?: Surface;
+    /** 'bearer': a service-account access token; 'admin': the admin token; absent: public. */
+    auth?: 'bearer' | 'admin';
+    scope?: Scope;
+    /** Honour Idempotency-Key (POST/PATCH). */
+    idempotent?: boolean;
+    /** Count the request against the caller's rate window. */
+    rateLimit?: 'account';
+  }
+  interface FastifyRequest {
+    principal: Principal | undefined;
+    idempotency: IdempotencyState | undefined;
+  }
+}
+
+/** JSON:API 1.1 content negotiation: media type parameters other than ext/profile are refused. */
+function acceptableJsonApi(mediaType: string): boolean {
+  const [type, ...params] = mediaType.split(';').map((s) => s.trim());
+  if (type?.toLowerCase() !== JSONAPI_MEDIA_TYPE) return false;
+  return params.every((p) => /^(ext|profile)\s*=/i.test(p));
+}
+
+function negotiateJsonApi(request: FastifyRequest): void {
+  const accept = request.headers.accept;
+  if (accept !== undefined && accept.trim() !== '') {
+    const ranges = accept.split(',').map((s) => s.trim());
+    const ok = ranges.some((r) => {
+      const type = r.split(';')[0]!.trim().toLowerCase();
+      return type === '*/*' || type === 'application/*' || (type === JSONAPI_MEDIA_TYPE && acceptableJsonApi(r.replace(/;\s*q=[\d.]+/i, '')));
+    });
+    if (!ok) throw new AppError('not_acceptable', `Accept must allow ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Accept' } });
+  }
+  const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
+  if (hasBody || request.headers['content-type'] !== undefined) {
+    const ct = request.headers['content-type'];
+    if (ct === undefined || !acceptableJsonApi(ct)) {
+      throw new AppError('unsupported_media_type', `Content-Type must be ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Content-Type' } });
+    }
+  }
+}
+
+export function registerHooks(app: FastifyInstance, deps: Deps): void {
+  app.decorateRequest('principal', undefined);
+  app.decorateRequest('idempotency', undefined);
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const cfg = request.routeOptions.config;
+    if (cfg.auth === 'admin') {
+      authenticateAdmin(deps, request.headers.authorization);
+    } else if (cfg.auth === 'bearer') {
+      request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
+      if (cfg.rateLimit === 'account') {
+        const { max, windowSeconds } = deps.config.rateLimit;
+        const r = await deps.limiter.hit(`acct:${request.principal.credentialId}`, max, windowSeconds);
+        reply.headers(rateLimitHeaders(r, windowSeconds));
+        if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
+      }
+      if (cfg.scope) requireScope(request.principal, cfg.scope);
+    }
+    if (cfg.surface === 'jsonapi') negotiateJsonApi(request);
+  });
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.routeOptions.config.idempotent && request.principal) {
+      await beginIdempotent(deps.db, deps.config.idempotencyTtlSeconds, request, reply);
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    if (request.idempotency) await finishIdempotent(deps.db, request, reply, payload);
+    return payload;
+  });
+}

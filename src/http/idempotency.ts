@@ -1,0 +1,73 @@
+/**
+ * Idempotency-Key on POST/PATCH, scoped to the service account. The fingerprint is the
+ * method, path with query, and the canonical body; a replay returns the stored status and
+ * body. 5xx results are not stored, so a retry after a server fault runs again.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../db/connect.ts';
+import { AppError } from '../errors.ts';
+import { claimKey, completeKey, findKey, releaseKey } from './idempotency.sql.ts';
+
+const KEY_RE = /^[\x20-\x7e]{1,255}$/;
+/** An in-flight claim older than this is considered abandoned by a crashed request. */
+const LEASE_SECONDS = 60;
+
+/** JSON with object keys sorted, so semantically equal bodies fingerprint alike. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
+    const obj = value as Record<string, unknown>;
+    return `{${Object.keys(obj).sort().filter((k) => obj[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+  }
+  if (Buffer.isBuffer(value)) return JSON.stringify(value.toString('base64'));
+  return JSON.stringify(value) ?? 'null';
+}
+
+function fingerprint(request: FastifyRequest): string {
+  return createHash('sha256').update(`${request.method}\n${request.url}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+}
+
+export interface IdempotencyState {
+  credentialId: string;
+  key: string;
+}
+
+/** preHandler: claim the key or answer from what is stored. Returns true when the reply was sent. */
+export async function beginIdempotent(db: Db, ttlSeconds: number, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  const header = request.headers['idempotency-key'];
+  if (header === undefined) return false;
+  if (typeof header !== 'string' || !KEY_RE.test(header)) {
+    throw new AppError('bad_request', 'Idempotency-Key must be 1-255 printable ASCII characters', { source: { header: 'Idempotency-Key' } });
+  }
+  const principal = request.principal!;
+  const fp = fingerprint(request);
+  if (await claimKey(db, principal.credentialId, header, fp, ttlSeconds, LEASE_SECONDS)) {
+    request.idempotency = { credentialId: principal.credentialId, key: header };
+    return false;
+  }
+  const stored = await findKey(db, principal.credentialId, header);
+  // Vanished between the two statements (released after a 5xx): ask the client to retry.
+  if (!stored) throw new AppError('idempotency_key_in_flight', 'A request with this Idempotency-Key is in progress', { retryAfter: 1 });
+  if (stored.fingerprint !== fp) {
+    throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with different request parameters', { source: { header: 'Idempotency-Key' } });
+  }
+  if (stored.state === 'in_flight') {
+    throw new AppError('idempotency_key_in_flight', 'A request with this Idempotency-Key is in progress', { retryAfter: 1 });
+  }
+  reply.header('idempotent-replayed', 'true');
+  reply.code(stored.status!).type('application/vnd.api+json').send(stored.body);
+  return true;
+}
+
+/** onSend: store the first response (or free the key after a server fault). */
+export async function finishIdempotent(db: Db, request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<void> {
+  const state = request.idempotency;
+  if (!state) return;
+  request.idempotency = undefined;
+  if (reply.statusCode >= 500 || typeof payload !== 'string') {
+    await releaseKey(db, state.credentialId, state.key);
+  } else {
+    await completeKey(db, state.credentialId, state.key, reply.statusCode, payload);
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Serialization of rows into JSON:API documents: the public attribute list is the only
+ * way a column reaches a client; `fields` narrows it; `include` adds related resources
+ * with full linkage, each loaded through its own type's visibility rule.
+ */
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/connect.ts';
+import { getType, type ResourceType } from './resource.ts';
+import { loadVisibleBy } from './read.sql.ts';
+import type { ParsedQuery } from './types.ts';
+
+type Row = Record<string, any>;
+type Identifier = { type: string; id: string };
+type Linkage = Identifier | null | Identifier[];
+
+export const API_PREFIX = '/api/json/v1';
+
+function jsonValue(v: unknown): unknown {
+  if (v instanceof Date) return v.toISOString();
+  return v === undefined ? null : v;
+}
+
+/** Linkage found while walking `include`, keyed by type:id:relationship. */
+type LinkageMap = Map<string, Linkage>;
+const linkKey = (type: string, id: string, rel: string) => `${type}:${id}:${rel}`;
+
+export function resourceObject(type: ResourceType, row: Row, fields: Set<string> | undefined, linkage?: LinkageMap): Record<string, unknown> {
+  const presented = type.present?.(row);
+  const attributes: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(type.attributes)) {
+    if (fields && !fields.has(name)) continue;
+    attributes[name] = jsonValue(presented && name in presented ? presented[name] : row[spec.column]);
+  }
+  const id = String(row.id);
+  const relationships: Record<string, unknown> = {};
+  for (const [name, rel] of Object.entries(type.relationships)) {
+    if (fields && !fields.has(name)) continue;
+    const found = linkage?.get(linkKey(type.type, id, name));
+    if (found !== undefined) relationships[name] = { data: found };
+    else if (rel.kind === 'one') relationships[name] = { data: row[rel.column!] ? { type: rel.type, id: String(row[rel.column!]) } : null };
+    else relationships[name] = { meta: { included: false } };
+  }
+  const obj: Record<string, unknown> = { type: type.type, id, attributes };
+  if (Object.keys(relationships).length > 0) obj.relationships = relationships;
+  obj.links = { self: `${API_PREFIX}/${type.path}/${id}` };
+  return obj;
+}
+
+/** Turns ['a','b'] and ['a','c'] into a tree {a: {b: {}, c: {}}}. */
+function includeTree(paths: string[][]): Map<string, any> {
+  const root = new Map<string, any>();
+  for (const p of paths) {
+    let node = root;
+    for (const seg of p) {
+      if (!node.has(seg)) node.set(seg, new Map());
+      node = node.get(seg);
+    }
+  }
+  return root;
+}
+
+async function walkIncludes(
+  db: Db,
+  principal: Principal,
+  type: ResourceType,
+  parents: Row[],
+  tree: Map<string, Map<string, any>>,
+  linkage: LinkageMap,
+  included: Map<string, { type: ResourceType; row: Row }>,
+): Promise<void> {
+  for (const [relName, subtree] of tree) {
+    const rel = type.relationships[relName]!;
+    const target = getType(rel.type);
+    let related: Row[];
+    if (rel.kind === 'one') {
+      const ids = [...new Set(parents.map((p) => p[rel.column!]).filter((v): v is string => typeof v === 'string'))];
+      related = await loadVisibleBy(db, target, principal, 'id', ids);
+      const byId = new Map(related.map((r) => [String(r.id), r]));
+      for (const p of parents) {
+        const fk = p[rel.column!];
+        // A related row the caller may not see is linked as null, never revealed.
+        linkage.set(linkKey(type.type, String(p.id), relName), fk && byId.has(String(fk)) ? { type: target.type, id: String(fk) } : null);
+      }
+    } else {
+      related = await loadVisibleBy(db, target, principal, rel.foreignKey!, parents.map((p) => String(p.id)));
+      const byParent = new Map<string, Identifier[]>();
+      for (const r of related) {
+        const k = String(r[rel.foreignKey!]);
+        if (!byParent.has(k)) byParent.set(k, []);
+        byParent.get(k)!.push({ type: target.type, id: String(r.id) });
+      }
+      for (const p of parents) linkage.set(linkKey(type.type, String(p.id), relName), byParent.get(String(p.id)) ?? []);
+    }
+    for (const r of related) included.set(`${target.type}:${r.id}`, { type: target, row: r });
+    if (subtree.size > 0) await walkIncludes(db, principal, target, related, subtree, linkage, included);
+  }
+}
+
+export interface DocumentOptions {
+  links?: Record<string, string | null>;
+  meta?: Record<string, unknown>;
+}
+
+/** A complete document for one row or a list of rows of `type`. */
+export async function buildDocument(
+  db: Db,
+  principal: Principal,
+  type: ResourceType,
+  data: Row | Row[],
+  q: Pick<ParsedQuery, 'include' | 'fields'>,
+  opts: DocumentOptions = {},
+): Promise<Record<string, unknown>> {
+  const rows = Array.isArray(data) ? data : [data];
+  const linkage: LinkageMap = new Map();
+  const included = new Map<string, { type: ResourceType; row: Row }>();
+  if (q.include.length > 0 && rows.length > 0) await walkIncludes(db, principal, type, rows, includeTree(q.include), linkage, included);
+  for (const r of rows) included.delete(`${type.type}:${r.id}`);
+  const serialize = (t: ResourceType, r: Row) => resourceObject(t, r, q.fields.get(t.type), linkage);
+  const doc: Record<string, unknown> = { jsonapi: { version: '1.1' } };
+  doc.data = Array.isArray(data) ? rows.map((r) => serialize(type, r)) : serialize(type, data);
+  if (q.include.length > 0) doc.included = [...included.values()].map(({ type: t, row }) => serialize(t, row));
+  if (opts.links) doc.links = opts.links;
+  if (opts.meta) doc.meta = opts.meta;
+  return doc;
+}

@@ -1,0 +1,34 @@
+/** The generic reads of every JSON:API type, always narrowed by the type's visibility rule. */
+import { sql } from 'kysely';
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/connect.ts';
+import type { ResourceType } from './resource.ts';
+import type { ParsedQuery } from './types.ts';
+import { applyListQuery, countRows } from './list.sql.ts';
+
+type Row = Record<string, any>;
+
+function visibleRows(db: Db, type: ResourceType, principal: Principal) {
+  return type.visible((db as any).selectFrom(type.table).selectAll(type.table), principal);
+}
+
+export async function findVisible(db: Db, type: ResourceType, principal: Principal, id: string): Promise<Row | undefined> {
+  return visibleRows(db, type, principal).where(sql.ref(`${type.table}.id`), '=', id).executeTakeFirst();
+}
+
+export async function listVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<Row[]> {
+  return applyListQuery(visibleRows(db, type, principal), type.table, q).execute();
+}
+
+export async function countVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<number> {
+  return countRows(visibleRows(db, type, principal), type.table, q);
+}
+
+/** Visible rows of `type` whose `column` is one of `values` (ids for to-one, foreign keys for to-many). */
+export async function loadVisibleBy(db: Db, type: ResourceType, principal: Principal, column: string, values: string[]): Promise<Row[]> {
+  if (values.length === 0) return [];
+  return visibleRows(db, type, principal)
+    .where(sql.ref(`${type.table}.${column}`), 'in', values)
+    .orderBy(sql.ref(`${type.table}.id`))
+    .execute();
+}

@@ -1,0 +1,88 @@
+/** The generic read endpoints, list and by id, that every JSON:API type gets. */
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { Deps } from '../../deps.ts';
+import { AppError } from '../../errors.ts';
+import { isUuid } from '../../ids.ts';
+import type { Principal } from '../../auth/principal.ts';
+import { API_PREFIX, buildDocument } from './document.ts';
+import { countVisible, findVisible, listVisible } from './read.sql.ts';
+import { encodeCursor, parseQuery } from './query.ts';
+import { finishKeysetPage } from './list.sql.ts';
+import { lookupType, type ResourceType } from './resource.ts';
+import type { ParsedQuery } from './types.ts';
+import { JSONAPI_MEDIA_TYPE } from '../render-error.ts';
+
+type RawQuery = Record<string, string | string[] | undefined>;
+
+export const readOptions: RouteShorthandOptions = { config: { surface: 'jsonapi', auth: 'bearer', scope: 'api_read', rateLimit: 'account' } };
+export const writeOptions: RouteShorthandOptions = { config: { surface: 'jsonapi', auth: 'bearer', scope: 'api_write', rateLimit: 'account', idempotent: true } };
+
+export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
+  return reply.code(status).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(doc));
+}
+
+export function parseFor(request: FastifyRequest, type: ResourceType, list: boolean): ParsedQuery {
+  return parseQuery(request.query as RawQuery, type, { registry: lookupType, list });
+}
+
+/** 404 for ids that are malformed, absent, or not visible: the three read the same. */
+export async function findOr404(deps: Deps, type: ResourceType, principal: Principal, id: string): Promise<Record<string, any>> {
+  const row = isUuid(id) ? await findVisible(deps.db, type, principal, id.toLowerCase()) : undefined;
+  if (!row) throw new AppError('not_found', `No ${type.type} with this id`);
+  return row;
+}
+
+function pageUrl(path: string, raw: RawQuery, page: Record<string, string>): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(raw)) {
+    if (k.startsWith('page[') && k !== 'page[limit]' && k !== 'page[count]') continue;
+    if (typeof v === 'string') params.set(k, v);
+  }
+  for (const [k, v] of Object.entries(page)) params.set(`page[${k}]`, v);
+  const qs = params.toString();
+  return qs ? `${path}?${qs.replace(/%5B/g, '[').replace(/%5D/g, ']')}` : path;
+}
+
+export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: ResourceType): void {
+  const path = `${API_PREFIX}/${type.path}`;
+
+  app.get(path, readOptions, async (request, reply) => {
+    const q = parseFor(request, type, true);
+    const principal = request.principal!;
+    const raw = request.query as RawQuery;
+    const fetched = await listVisible(deps.db, type, principal, q);
+    const { rows, hasNext, hasPrev } = finishKeysetPage(fetched, q);
+    const links: Record<string, string | null> = { self: pageUrl(path, raw, {}) };
+    const page: Record<string, unknown> = { limit: q.page.limit };
+    if (q.page.kind === 'offset') {
+      const { limit, offset } = q.page;
+      page.offset = offset;
+      links.first = pageUrl(path, raw, { offset: '0' });
+      links.next = hasNext ? pageUrl(path, raw, { offset: String(offset + limit) }) : null;
+      links.prev = offset > 0 ? pageUrl(path, raw, { offset: String(Math.max(0, offset - limit)) }) : null;
+    }
+    // Cursors are offered on every page, so a client may switch to keyset at any point.
+    const first = rows[0];
+    const last = rows.at(-1);
+    if (last && first) {
+      const nextCursor = encodeCursor(q.sort, last);
+      const prevCursor = encodeCursor(q.sort, first);
+      page.next_cursor = hasNext ? nextCursor : null;
+      page.prev_cursor = hasPrev ? prevCursor : null;
+      if (q.page.kind === 'keyset') {
+        links.next = hasNext ? pageUrl(path, raw, { after: nextCursor }) : null;
+        links.prev = hasPrev ? pageUrl(path, raw, { before: prevCursor }) : null;
+      }
+    }
+    if (q.count) page.total = await countVisible(deps.db, type, principal, q);
+    const doc = await buildDocument(deps.db, principal, type, rows, q, { links, meta: { page } });
+    return sendDocument(reply, 200, doc);
+  });
+
+  app.get(`${path}/:id`, readOptions, async (request, reply) => {
+    const q = parseFor(request, type, false);
+    const principal = request.principal!;
+    const row = await findOr404(deps, type, principal, (request.params as { id: string }).id);
+    return sendDocument(reply, 200, await buildDocument(deps.db, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
+  });
+}

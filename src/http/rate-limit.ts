@@ -1,0 +1,84 @@
+/**
+ * Fixed-window counters: per process in memory, or shared through Redis when REDIS_URL is
+ * set. Used for the per-account JSON:API window (and later per-trigger webhook windows).
+ *
+ * Why not @fastify/rate-limit: its headers are the older X-RateLimit/draft-6 set and its
+ * 429 body is its own; we need the RateLimit/RateLimit-Policy fields and our error
+ * document, and the same counter must serve non-Fastify callers. The counter itself is
+ * a dozen lines.
+ */
+import type { Redis } from 'ioredis';
+
+export interface WindowResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets. */
+  resetSeconds: number;
+}
+
+export interface Limiter {
+  hit(key: string, max: number, windowSeconds: number): Promise<WindowResult>;
+  close(): Promise<void>;
+}
+
+export function memoryLimiter(now: () => number = Date.now): Limiter {
+  const windows = new Map<string, { count: number; resetAt: number }>();
+  let lastSweep = now();
+  return {
+    async hit(key, max, windowSeconds) {
+      const t = now();
+      // Drop expired windows now and then so idle keys do not accumulate.
+      if (t - lastSweep > 60_000) {
+        for (const [k, w] of windows) if (w.resetAt <= t) windows.delete(k);
+        lastSweep = t;
+      }
+      let w = windows.get(key);
+      if (!w || w.resetAt <= t) {
+        // Windows align to the clock so every process (and Redis) agrees on the boundaries.
+        const size = windowSeconds * 1000;
+        w = { count: 0, resetAt: Math.floor(t / size) * size + size };
+        windows.set(key, w);
+      }
+      w.count += 1;
+      return result(w.count, max, Math.max(1, Math.ceil((w.resetAt - t) / 1000)));
+    },
+    async close() {
+      windows.clear();
+    },
+  };
+}
+
+// INCR and set the expiry in one round trip, atomically.
+const SCRIPT = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {n, redis.call('PTTL', KEYS[1])}`;
+
+export function redisLimiter(redis: Redis, now: () => number = Date.now): Limiter {
+  return {
+    async hit(key, max, windowSeconds) {
+      const size = windowSeconds * 1000;
+      const t = now();
+      const bucket = Math.floor(t / size);
+      const ttl = bucket * size + size - t;
+      const [count, pttl] = (await redis.eval(SCRIPT, 1, `tributary:rl:${key}:${bucket}`, String(ttl))) as [number, number];
+      return result(count, max, Math.max(1, Math.ceil((pttl > 0 ? pttl : ttl) / 1000)));
+    },
+    async close() {
+      await redis.quit().catch(() => undefined);
+    },
+  };
+}
+
+function result(count: number, max: number, resetSeconds: number): WindowResult {
+  return { allowed: count <= max, limit: max, remaining: Math.max(0, max - count), resetSeconds };
+}
+
+/** RateLimit and RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers). */
+export function rateLimitHeaders(r: WindowResult, windowSeconds: number): Record<string, string> {
+  return {
+    'ratelimit-policy': `"default";q=${r.limit};w=${windowSeconds}`,
+    ratelimit: `"default";r=${r.remaining};t=${r.resetSeconds}`,
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * Every error of the HTTP surfaces is rendered here, once: an AppError (or something that
+ * can be translated into one) becomes the surface's error shape. Unknown errors are logged
+ * and answered without detail: no stack, SQL, path or secret ever reaches a body.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, fromPgError } from '../errors.ts';
+
+export type Surface = 'jsonapi' | 'oauth' | 'admin' | 'plain';
+
+export const JSONAPI_MEDIA_TYPE = 'application/vnd.api+json';
+
+/** Fastify's own errors, by code, as AppErrors. */
+function fromFastifyError(err: FastifyError): AppError | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('unsupported_media_type', 'The Content-Type of the request is not supported');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('bad_request', 'The request body is empty');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('bad_request', 'The request body is not valid JSON');
+    case 'FST_ERR_VALIDATION':
+      return new AppError('invalid_request', err.message);
+    default:
+      if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+        return new AppError(err.statusCode === 404 ? 'not_found' : err.statusCode === 413 ? 'payload_too_large' : 'bad_request', 'The request could not be read');
+      }
+      return undefined;
+  }
+}
+
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const translated = fromPgError(err);
+  if (translated instanceof AppError) return translated;
+  if (typeof err === 'object' && err !== null && typeof (err as FastifyError).code === 'string') {
+    const f = fromFastifyError(err as FastifyError);
+    if (f) return f;
+  }
+  return new AppError('internal_error', 'An unexpected error occurred', { cause: err });
+}
+
+export function renderError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = toAppError(err);
+  if (e.status >= 500) request.log.error({ err: e.cause ?? err }, 'request failed');
+  const surface: Surface = request.routeOptions.config?.surface ?? (request.url.startsWith('/api/json/') ? 'jsonapi' : 'plain');
+  if (e.headers) reply.headers(e.headers);
+  if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
+  reply.code(e.status);
+  if (surface === 'jsonapi' || surface === 'admin') {
+    const error: Record<string, unknown> = { id: request.id, status: String(e.status), code: e.code, title: e.title, detail: e.detail };
+    if (e.source) error.source = e.source;
+    return reply.type(JSONAPI_MEDIA_TYPE).send(JSON.stringify({ errors: [error], jsonapi: { version: '1.1' } }));
+  }
+  if (surface === 'oauth') {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    const code = e.status >= 500 ? 'server_error' : e.status === 429 ? 'slow_down' : 'invalid_request';
+    return reply.type('application/json').send(JSON.stringify({ error: code, error_description: e.detail }));
+  }
+  return reply.type('application/json').send(JSON.stringify({ error: e.detail, code: e.code }));
+}

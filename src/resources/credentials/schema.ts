@@ -1,0 +1,21 @@
+import { registerType } from '../../http/jsonapi/resource.ts';
+import { SCOPES } from '../../auth/tokens.ts';
+import { TIMESTAMPS } from '../common.ts';
+import { visibleCredentials } from './credentials.sql.ts';
+
+export const credentialType = registerType({
+  type: 'credential',
+  path: 'credentials',
+  table: 'service_accounts',
+  attributes: {
+    client_id: { column: 'client_id', kind: 'string', filter: true, sort: true },
+    is_active: { column: 'is_active', kind: 'boolean', filter: true, sort: true },
+    name: { column: 'name', kind: 'string', filter: true, sort: true },
+    scopes: { column: 'scopes', kind: 'string_array', values: SCOPES, filter: true },
+    ...TIMESTAMPS,
+  },
+  relationships: {
+    run_as_membership: { type: 'org_membership', kind: 'one', column: 'run_as_membership_id' },
+  },
+  visible: visibleCredentials,
+});

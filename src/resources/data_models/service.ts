@@ -1,0 +1,52 @@
+import type { Principal } from '../../auth/principal.ts';
+import type { Deps } from '../../deps.ts';
+import { AppError, fromPgError, invalidAt } from '../../errors.ts';
+import { uuidv7 } from '../../ids.ts';
+import type { InputSchema } from '../../http/jsonapi/input.ts';
+import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
+
+export const SLUG_RE = /^[a-z0-9-]{1,63}$/;
+
+export const dataModelInput: InputSchema = {
+  name: { kind: 'string', required: true, max: 200 },
+  slug: { kind: 'string', required: true, max: 63, pattern: SLUG_RE, patternText: 'must be 1-63 lowercase letters, digits or hyphens', trim: false },
+  description: { kind: 'string', nullable: true, max: 4000 },
+  organization_id: { kind: 'string', nullable: true, max: 64 },
+  retention_days: { kind: 'integer', nullable: true, min: 1, max: 36_500 },
+};
+
+/** An organization_id other than the caller's is refused with one text, whether it exists or not. */
+export function checkOrganization(principal: Principal, value: unknown): void {
+  if (value !== undefined && value !== null && (typeof value !== 'string' || value.toLowerCase() !== principal.organizationId)) {
+    throw invalidAt('/data/attributes/organization_id', "organization_id must be the caller's organization");
+  }
+}
+
+export async function createDataModel(deps: Deps, principal: Principal, attrs: Record<string, unknown>) {
+  checkOrganization(principal, attrs.organization_id);
+  try {
+    return await insertDataModel(deps.db, {
+      id: uuidv7(),
+      organization_id: principal.organizationId,
+      workspace_id: principal.workspaceId,
+      name: attrs.name as string,
+      slug: attrs.slug as string,
+      description: (attrs.description as string | null | undefined) ?? null,
+      retention_days: (attrs.retention_days as number | null | undefined) ?? null,
+    });
+  } catch (err) {
+    throw fromPgError(err, DATA_MODEL_CONSTRAINTS);
+  }
+}
+
+export async function patchDataModel(deps: Deps, principal: Principal, id: string, attrs: Record<string, unknown>) {
+  checkOrganization(principal, attrs.organization_id);
+  const { organization_id: _org, ...patch } = attrs;
+  try {
+    const row = await updateDataModel(deps.db, principal.workspaceId, id, patch);
+    if (!row) throw new AppError('not_found', 'No data_model with this id');
+    return row;
+  } catch (err) {
+    throw fromPgError(err, DATA_MODEL_CONSTRAINTS);
+  }
+}

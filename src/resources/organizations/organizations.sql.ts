@@ -1,0 +1,8 @@
+import { sql } from 'kysely';
+import type { Principal } from '../../auth/principal.ts';
+import type { AnyQuery } from '../../http/jsonapi/resource.ts';
+
+/** A caller sees its own organization only. */
+export function visibleOrganizations(qb: AnyQuery, p: Principal): AnyQuery {
+  return qb.where(sql.ref('organizations.id'), '=', p.organizationId);
+}

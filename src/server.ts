@@ -1,0 +1,59 @@
+/**
+ * `tributary serve`: config -> deps (db, migrations) -> first-start bootstrap -> HTTP.
+ * SIGTERM/SIGINT: readiness turns 503, the listener stops accepting, in-flight requests
+ * finish (bounded by SHUTDOWN_GRACE_MS), then the pool closes.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { buildApp } from './app.ts';
+import { closeDeps, createDeps, type Deps } from './deps.ts';
+import { bootstrapIfEmpty } from './admin/bootstrap.ts';
+import { startScheduler, type Scheduler } from './worker/scheduler.ts';
+
+export interface Running {
+  app: FastifyInstance;
+  deps: Deps;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function serve(config: Config, opts: { http: boolean; worker: boolean }): Promise<Running> {
+  const deps = await createDeps(config);
+  await bootstrapIfEmpty(deps);
+  const app = await buildApp(deps);
+  let url = '';
+  if (opts.http) {
+    url = await app.listen({ port: config.port, host: config.host });
+  }
+  const scheduler: Scheduler | undefined = opts.worker ? startScheduler(deps) : undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      deps.draining.value = true;
+      deps.log.info('draining');
+      await scheduler?.stop();
+      const timer = setTimeout(() => app.server.closeAllConnections?.(), config.shutdownGraceMs);
+      await app.close();
+      clearTimeout(timer);
+      await closeDeps(deps);
+      deps.log.info('stopped');
+    })());
+  return { app, deps, url, stop };
+}
+
+/** Runs until SIGTERM or SIGINT, then drains and resolves. */
+export async function runUntilSignal(running: Running): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const onSignal = (signal: string) => {
+      running.deps.log.info({ signal }, 'signal received');
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      running.stop().then(resolve, (err) => {
+        running.deps.log.error({ err }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}

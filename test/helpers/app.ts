@@ -1,0 +1,172 @@
+/**
+ * Test harness: a real app on a real database, listening on a loopback socket.
+ * Each test file gets a fresh database: an in-memory PGlite, or, when DATABASE_URL is set,
+ * a new PostgreSQL database created for the file and dropped afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { buildApp } from '../../src/app.ts';
+import { closeDeps, createDeps, type Deps } from '../../src/deps.ts';
+import * as admin from '../../src/admin/service.ts';
+import type { Role } from '../../src/db/schema.ts';
+import type { Scope } from '../../src/auth/tokens.ts';
+
+export const ENGINE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+
+/** A fresh PostgreSQL database on the server of DATABASE_URL; returns its URL and a drop function. */
+export async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = new URL(process.env.DATABASE_URL!);
+  const name = `tributary_t_${randomBytes(6).toString('hex')}`;
+  const adminClient = new pg.Client({ connectionString: base.toString() });
+  await adminClient.connect();
+  await adminClient.query(`create database ${name}`);
+  await adminClient.end();
+  const url = new URL(base.toString());
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base.toString() });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  deps: Deps;
+  config: Config;
+  /** http://127.0.0.1:PORT */
+  url: string;
+  adminToken: string;
+  close(): Promise<void>;
+}
+
+export async function startApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-test-'));
+  const adminToken = `tbadm_${randomBytes(32).toString('base64url')}`;
+  let drop: (() => Promise<void>) | undefined;
+  const vars: Record<string, string> = { DATA_DIR: dataDir, TRIBUTARY_ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', PORT: '0' };
+  if (process.env.DATABASE_URL) {
+    const fresh = await freshPostgresDatabase();
+    vars.DATABASE_URL = fresh.url;
+    drop = fresh.drop;
+  }
+  if (process.env.REDIS_URL) vars.REDIS_URL = process.env.REDIS_URL;
+  const config = loadConfig({ ...vars, ...env });
+  const deps = await createDeps(config, { dataDir: config.databaseUrl ? dataDir : 'memory' });
+  const app = await buildApp(deps);
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    app,
+    deps,
+    config,
+    url,
+    adminToken,
+    async close() {
+      await app.close();
+      await closeDeps(deps);
+      await drop?.();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Tenant {
+  organizationId: string;
+  workspaceId: string;
+  userId: string;
+  membershipId: string;
+  credentialId: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+let seq = 0;
+
+/** An organization with one workspace, one user of `role` and a service account running as that user. */
+export async function seedTenant(deps: Deps, opts: { role?: Role; scopes?: Scope[] } = {}): Promise<Tenant> {
+  const n = `${process.pid}-${++seq}-${randomBytes(3).toString('hex')}`;
+  const org = await admin.createOrganization(deps, { name: `Org ${n}`, domain: `org-${n}.example` });
+  const ws = await admin.createWorkspace(deps, { organization_id: org.id, name: 'Main' });
+  const user = await admin.createUser(deps, { email: `user-${n}@example.com` });
+  const member = await admin.addMember(deps, { organization_id: org.id, user_id: user.id, role: opts.role ?? 'owner' });
+  const cred = await admin.createCredential(deps, { workspace_id: ws.id, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write', 'webhooks', 'embed'] });
+  return { organizationId: org.id, workspaceId: ws.id, userId: user.id, membershipId: member.id, credentialId: cred.id, clientId: cred.client_id, clientSecret: cred.client_secret };
+}
+
+/** Another service account in the same workspace, running as a new user of `role`. */
+export async function seedAccount(deps: Deps, tenant: Tenant, opts: { role?: Role; scopes?: Scope[] } = {}): Promise<Tenant> {
+  const n = `${process.pid}-${++seq}-${randomBytes(3).toString('hex')}`;
+  const user = await admin.createUser(deps, { email: `user-${n}@example.com` });
+  const member = await admin.addMember(deps, { organization_id: tenant.organizationId, user_id: user.id, role: opts.role ?? 'member' });
+  const cred = await admin.createCredential(deps, { workspace_id: tenant.workspaceId, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write'] });
+  return { ...tenant, userId: user.id, membershipId: member.id, credentialId: cred.id, clientId: cred.client_id, clientSecret: cred.client_secret };
+}
+
+export async function tokenFor(t: TestApp, tenant: Pick<Tenant, 'clientId' | 'clientSecret'>, scope?: string): Promise<string> {
+  const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret });
+  if (scope !== undefined) body.set('scope', scope);
+  const res = await fetch(`${t.url}/api/v1/oauth/token`, { method: 'POST', body });
+  if (res.status !== 200) throw new Error(`token exchange failed: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+export const JSONAPI = 'application/vnd.api+json';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** A JSON:API client over fetch: real socket, real headers. */
+export function jsonApi(t: TestApp, token: string | undefined) {
+  const request = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
+    const h: Record<string, string> = { accept: JSONAPI, ...headers };
+    if (token !== undefined) h.authorization = `Bearer ${token}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['content-type'] ??= JSONAPI;
+    }
+    const res = await fetch(`${t.url}${p}`, { method, headers: h, body: payload });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+  return {
+    get: (p: string, headers?: Record<string, string>) => request('GET', p, undefined, headers),
+    post: (p: string, body: unknown, headers?: Record<string, string>) => request('POST', p, body, headers),
+    patch: (p: string, body: unknown, headers?: Record<string, string>) => request('PATCH', p, body, headers),
+    request,
+  };
+}
+
+/** The admin API as the CLI uses it. */
+export async function adminCall(t: TestApp, method: string, p: string, body?: unknown): Promise<ApiResponse> {
+  const res = await fetch(`${t.url}/admin/v1${p}`, {
+    method,
+    headers: { authorization: `Bearer ${t.adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+}
+
+export function dataModelDoc(attrs: Record<string, unknown>) {
+  return { data: { type: 'data_model', attributes: attrs } };
+}
