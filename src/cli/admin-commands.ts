@@ -1,4 +1,201 @@
-import type { Command } from 'commander';
+/**
+ * The administrative commands of `tributary`: thin clients of the admin API. With --json
+ * every command prints exactly one JSON document on stdout (the object, or
+ * {"error", "status", "code"}); help and usage text go to stderr.
+ * Exit codes: 0 success, 1 failure, 2 usage error, 78 bad configuration.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ConfigError } from '../config.ts';
+import { AdminApiError, UsageError, createAdminClient, resolveClientSettings, type AdminClient } from './admin-client.ts';
 
-/** Placeholder: replaced by the admin commands. */
-export function registerAdminCommands(_program: Command, _io: { out: (s: string) => void; err: (s: string) => void }): void {}
+type Io = { out: (s: string) => void; err: (s: string) => void };
+type Data = Record<string, unknown>;
+
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_CONFIG = 78;
+
+const ROLES = ['owner', 'admin', 'member'] as const;
+
+function scopesArg(value: string): string[] {
+  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
+  if (list.length === 0) throw new InvalidArgumentError('expected a comma-separated list of scopes (webhooks, api_read, api_write, embed)');
+  return [...new Set(list)];
+}
+
+function positionArg(value: string): Data {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('expected JSON such as {"x":0,"y":0,"w":4,"h":3}');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object such as {"x":0,"y":0,"w":4,"h":3}');
+  return parsed as Data;
+}
+
+function formatValue(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.every((x) => typeof x !== 'object' || x === null)) return v.join(', ');
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+/** key: value lines. */
+export function renderHuman(data: Data): string {
+  return Object.entries(data).map(([k, v]) => `${k}: ${formatValue(v)}\n`).join('');
+}
+
+function stripPrefix(message: string): string {
+  return message.replace(/^error:\s*/i, '').trim();
+}
+
+/**
+ * Help to stderr, and commander's usage errors as exit code 2 (with --json, also as one JSON
+ * document on stdout). Applied to the program and every command already registered; commands
+ * added later inherit both from their parent.
+ */
+function applyConventions(cmd: Command, io: Io, json: () => boolean): void {
+  cmd.configureOutput({ writeOut: io.err, writeErr: io.err });
+  cmd.exitOverride((err: CommanderError) => {
+    if (err.code === 'commander.executeSubCommandAsync') return;
+    if (err.exitCode === 0) throw err;
+    const message = err.code === 'commander.help' ? 'incomplete command: see the usage on stderr' : stripPrefix(err.message);
+    if (json()) io.out(`${JSON.stringify({ error: message, status: null, code: 'usage_error' })}\n`);
+    throw new CommanderError(EXIT_USAGE, err.code, err.message);
+  });
+  for (const sub of cmd.commands) applyConventions(sub, io, json);
+}
+
+export function registerAdminCommands(program: Command, io: Io): void {
+  const json = () => program.opts().json === true;
+  program
+    .option('--url <url>', 'the server to administer (default: TRIBUTARY_URL or http://127.0.0.1:$PORT)')
+    .option('--admin-token <token>', 'admin API token (default: TRIBUTARY_ADMIN_TOKEN or the DATA_DIR/admin-token file)');
+  applyConventions(program, io, json);
+
+  /** Runs one admin call and prints its result; on failure prints the error and exits non-zero. */
+  const execute = async (call: (client: AdminClient) => Promise<Data>, note?: string): Promise<void> => {
+    const asJson = json();
+    try {
+      const { url, adminToken } = program.opts() as { url?: string; adminToken?: string };
+      const data = await call(createAdminClient(resolveClientSettings({ url, adminToken })));
+      io.out(asJson ? `${JSON.stringify(data)}\n` : `${renderHuman(data)}${note ? `\n${note}\n` : ''}`);
+    } catch (err) {
+      let doc: { error: string; status: number | null; code: string; source?: Data };
+      let exitCode: number;
+      if (err instanceof AdminApiError) {
+        doc = { error: err.message, status: err.status, code: err.code, ...(err.source ? { source: err.source } : {}) };
+        exitCode = EXIT_FAILURE;
+      } else if (err instanceof UsageError) {
+        doc = { error: err.message, status: null, code: 'usage_error' };
+        exitCode = EXIT_USAGE;
+      } else if (err instanceof ConfigError) {
+        doc = { error: err.message, status: null, code: 'config_error' };
+        exitCode = EXIT_CONFIG;
+      } else {
+        throw err;
+      }
+      if (asJson) {
+        io.out(`${JSON.stringify(doc)}\n`);
+      } else {
+        const where = doc.source && typeof doc.source.pointer === 'string' ? ` at ${doc.source.pointer}` : '';
+        io.err(`error: ${doc.error}${where}${doc.status !== null ? ` (HTTP ${doc.status} ${doc.code})` : ''}\n`);
+      }
+      throw new CommanderError(exitCode, 'tributary.failed', doc.error);
+    }
+  };
+
+  const org = program.command('org').description('organizations');
+  org
+    .command('create')
+    .description('create an organization')
+    .requiredOption('--name <name>', 'display name')
+    .requiredOption('--domain <domain>', 'DNS domain, unique')
+    .action((o: { name: string; domain: string }) => execute((c) => c.request('POST', '/organizations', { name: o.name, domain: o.domain })));
+
+  const workspace = program.command('workspace').description('workspaces');
+  workspace
+    .command('create')
+    .description('create a workspace in an organization')
+    .requiredOption('--org <org-id>', 'organization id')
+    .requiredOption('--name <name>', 'display name')
+    .action((o: { org: string; name: string }) => execute((c) => c.request('POST', '/workspaces', { organization_id: o.org, name: o.name })));
+
+  const user = program.command('user').description('users');
+  user
+    .command('create')
+    .description('create a user')
+    .requiredOption('--email <email>', 'email address')
+    .option('--first-name <name>', 'first name')
+    .option('--last-name <name>', 'last name')
+    .option('--timezone <tz>', 'IANA timezone, e.g. Europe/Berlin')
+    .action((o: { email: string; firstName?: string; lastName?: string; timezone?: string }) =>
+      execute((c) => c.request('POST', '/users', { email: o.email, first_name: o.firstName, last_name: o.lastName, timezone: o.timezone })),
+    );
+
+  const member = program.command('member').description('organization memberships');
+  member
+    .command('add')
+    .description('add a user to an organization')
+    .requiredOption('--org <org-id>', 'organization id')
+    .requiredOption('--user <user-id>', 'user id')
+    .addOption(new Option('--role <role>', 'role in the organization').choices(ROLES).makeOptionMandatory())
+    .action((o: { org: string; user: string; role: string }) =>
+      execute((c) => c.request('POST', '/memberships', { organization_id: o.org, user_id: o.user, role: o.role })),
+    );
+  member
+    .command('deactivate')
+    .description('deactivate a membership; accounts running as it stop working at once')
+    .argument('<membership-id>', 'membership id')
+    .action((id: string) => execute((c) => c.request('POST', `/memberships/${encodeURIComponent(id)}/deactivate`)));
+
+  const credential = program.command('credential').description('service accounts (OAuth client credentials)');
+  credential
+    .command('create')
+    .description('create a service account; prints its client_secret this once')
+    .requiredOption('--workspace <workspace-id>', 'workspace id')
+    .requiredOption('--run-as <membership-id>', 'membership the account acts as')
+    .requiredOption('--name <name>', 'display name')
+    .requiredOption('--scopes <a,b>', 'comma-separated scopes: webhooks, api_read, api_write, embed', scopesArg)
+    .action((o: { workspace: string; runAs: string; name: string; scopes: string[] }) =>
+      execute(
+        (c) => c.request('POST', '/credentials', { workspace_id: o.workspace, run_as_membership_id: o.runAs, name: o.name, scopes: o.scopes }),
+        'warning: the client_secret is shown only this once; store it now, it cannot be retrieved later.',
+      ),
+    );
+  credential
+    .command('update')
+    .description("change a service account's scopes, active state or workspace")
+    .argument('<credential-id>', 'service account id')
+    .option('--scopes <a,b>', 'comma-separated scopes: webhooks, api_read, api_write, embed', scopesArg)
+    .addOption(new Option('--active <bool>', 'activate or deactivate').choices(['true', 'false']))
+    .option('--workspace <workspace-id>', "move to another workspace of the account's organization")
+    .action((id: string, o: { scopes?: string[]; active?: 'true' | 'false'; workspace?: string }, cmd: Command) => {
+      const patch: Data = {};
+      if (o.scopes !== undefined) patch.scopes = o.scopes;
+      if (o.active !== undefined) patch.is_active = o.active === 'true';
+      if (o.workspace !== undefined) patch.workspace_id = o.workspace;
+      if (Object.keys(patch).length === 0) cmd.error('error: nothing to update: pass --scopes, --active or --workspace', { exitCode: EXIT_USAGE, code: 'tributary.nothingToUpdate' });
+      return execute((c) => c.request('PATCH', `/credentials/${encodeURIComponent(id)}`, patch));
+    });
+
+  const widget = program.command('widget').description('dashboard widget placements');
+  widget
+    .command('create')
+    .description('place a dashboard widget')
+    .requiredOption('--workspace <workspace-id>', 'workspace id')
+    .requiredOption('--data-model <data-model-id>', 'data model id (of the workspace)')
+    .requiredOption('--kind <kind>', 'widget kind')
+    .option('--position <json>', 'JSON {"x","y","w","h"} (default {"x":0,"y":0,"w":4,"h":3})', positionArg)
+    .option('--title <title>', 'title')
+    .action((o: { workspace: string; dataModel: string; kind: string; position?: Data; title?: string }) =>
+      execute((c) => c.request('POST', '/widgets', { workspace_id: o.workspace, data_model_id: o.dataModel, kind: o.kind, position: o.position, title: o.title })),
+    );
+
+  program
+    .command('sweep')
+    .description('run the retention sweep now (expired idempotency keys)')
+    .action(() => execute((c) => c.request('POST', '/sweep', undefined, { timeoutMs: 0 })));
+}

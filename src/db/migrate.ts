@@ -6,9 +6,11 @@
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
 import type { Db } from './connect.ts';
 import * as m0001 from './migrations/0001_tenancy.ts';
+import * as m0002 from './migrations/0002_facts.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
+  '0002_facts': m0002,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -128,7 +128,45 @@ export interface InstanceSecretTable {
   inserted_at: Timestamp;
 }
 
+/**
+ * A fact: one observation of a business entity, conforming to a data model.
+ * entity_id comes from the model's primary-key field (null without one).
+ * source_key makes a retried writer idempotent: unique per data model.
+ */
+export interface FactTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  data_model_id: string;
+  entity_id: string | null;
+  observed_at: Timestamp;
+  inserted_at: Timestamp;
+  data: Json<unknown>;
+  source_key: string;
+}
+
+export type TimeAxis = 'observed_at' | 'inserted_at';
+
+/**
+ * The current state: per data model, time axis and entity, the latest fact (ordered by
+ * the axis, then inserted_at, then id). entity_key is the entity id, or, for a fact with
+ * no entity id, a key of its own (each such fact is its own entity).
+ */
+export interface FactCurrentTable {
+  data_model_id: string;
+  axis: TimeAxis;
+  entity_key: string;
+  fact_id: string;
+  workspace_id: string;
+  entity_id: string | null;
+  observed_at: Timestamp;
+  inserted_at: Timestamp;
+  data: Json<unknown>;
+}
+
 export interface DB {
+  facts: FactTable;
+  fact_current: FactCurrentTable;
   organizations: OrganizationTable;
   workspaces: WorkspaceTable;
   users: UserTable;

@@ -47,7 +47,8 @@ function negotiateJsonApi(request: FastifyRequest): void {
     if (!ok) throw new AppError('not_acceptable', `Accept must allow ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Accept' } });
   }
   const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
-  if (hasBody || request.headers['content-type'] !== undefined) {
+  // Only a body's media type matters: some clients send Content-Type on bodiless GETs.
+  if (hasBody) {
     const ct = request.headers['content-type'];
     if (ct === undefined || !acceptableJsonApi(ct)) {
       throw new AppError('unsupported_media_type', `Content-Type must be ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Content-Type' } });

@@ -6,16 +6,16 @@ const statements = [
     id uuid primary key,
     name text not null,
     domain text not null,
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now()
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now()
   )`,
   sql`create unique index organizations_domain_key on organizations (lower(domain))`,
   sql`create table workspaces (
     id uuid primary key,
     organization_id uuid not null references organizations (id),
     name text not null,
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now()
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now()
   )`,
   sql`create index workspaces_organization_id_idx on workspaces (organization_id)`,
   sql`create table users (
@@ -26,8 +26,8 @@ const statements = [
     phone_number text,
     timezone text,
     preferences jsonb not null default '{}',
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now()
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now()
   )`,
   sql`create unique index users_email_key on users (lower(email))`,
   sql`create table org_memberships (
@@ -36,8 +36,8 @@ const statements = [
     user_id uuid not null references users (id),
     role text not null check (role in ('owner', 'admin', 'member')),
     is_active boolean not null default true,
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now(),
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now(),
     constraint org_memberships_org_user_key unique (organization_id, user_id)
   )`,
   sql`create index org_memberships_user_id_idx on org_memberships (user_id)`,
@@ -51,8 +51,8 @@ const statements = [
     secret_hash text not null,
     scopes text[] not null,
     is_active boolean not null default true,
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now(),
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now(),
     constraint service_accounts_client_id_key unique (client_id)
   )`,
   sql`create index service_accounts_workspace_id_idx on service_accounts (workspace_id, inserted_at)`,
@@ -64,8 +64,8 @@ const statements = [
     slug text not null,
     description text,
     retention_days integer check (retention_days >= 1),
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now(),
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now(),
     constraint data_models_org_slug_key unique (organization_id, slug)
   )`,
   sql`create index data_models_workspace_idx on data_models (workspace_id, inserted_at, id)`,
@@ -81,8 +81,8 @@ const statements = [
     is_primary_key boolean not null default false,
     is_required boolean not null default false,
     constraints jsonb,
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now(),
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now(),
     constraint data_model_fields_model_name_key unique (data_model_id, name)
   )`,
   sql`create unique index data_model_fields_one_primary_key on data_model_fields (data_model_id) where is_primary_key`,
@@ -97,8 +97,8 @@ const statements = [
     title text,
     position jsonb not null,
     config jsonb not null default '{}',
-    inserted_at timestamptz not null default now(),
-    updated_at timestamptz not null default now()
+    inserted_at timestamptz(3) not null default now(),
+    updated_at timestamptz(3) not null default now()
   )`,
   sql`create index dashboard_widgets_workspace_idx on dashboard_widgets (workspace_id, inserted_at, id)`,
   sql`create table idempotency_keys (
@@ -108,16 +108,16 @@ const statements = [
     state text not null check (state in ('in_flight', 'done')),
     status integer,
     body text,
-    locked_until timestamptz not null,
-    expires_at timestamptz not null,
-    inserted_at timestamptz not null default now(),
+    locked_until timestamptz(3) not null,
+    expires_at timestamptz(3) not null,
+    inserted_at timestamptz(3) not null default now(),
     primary key (credential_id, key)
   )`,
   sql`create index idempotency_keys_expires_at_idx on idempotency_keys (expires_at)`,
   sql`create table instance_secrets (
     name text primary key,
     value text not null,
-    inserted_at timestamptz not null default now()
+    inserted_at timestamptz(3) not null default now()
   )`,
 ];
 

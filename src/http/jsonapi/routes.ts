@@ -11,6 +11,7 @@ import { finishKeysetPage } from './list.sql.ts';
 import { lookupType, type ResourceType } from './resource.ts';
 import type { ParsedQuery } from './types.ts';
 import { JSONAPI_MEDIA_TYPE } from '../render-error.ts';
+import { readAttributes, type InputSchema } from './input.ts';
 
 type RawQuery = Record<string, string | string[] | undefined>;
 
@@ -84,5 +85,31 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: Resou
     const principal = request.principal!;
     const row = await findOr404(deps, type, principal, (request.params as { id: string }).id);
     return sendDocument(reply, 200, await buildDocument(deps.db, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
+  });
+}
+
+export interface WriteHandlers {
+  /** Writable attributes: the create rules; on update every attribute is optional. */
+  input: InputSchema;
+  create(deps: Deps, principal: Principal, attrs: Record<string, unknown>): Promise<Record<string, any>>;
+  update(deps: Deps, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Record<string, any>>;
+}
+
+/** POST (201 with Location) and PATCH for a writable type; Idempotency-Key applies to both. */
+export function registerWriteRoutes(app: FastifyInstance, deps: Deps, type: ResourceType, handlers: WriteHandlers): void {
+  const path = `${API_PREFIX}/${type.path}`;
+  app.post(path, writeOptions, async (request, reply) => {
+    const q = parseFor(request, type, false);
+    const attrs = readAttributes(request.body, { type: type.type }, handlers.input);
+    const row = await handlers.create(deps, request.principal!, attrs);
+    reply.header('location', `${path}/${row.id}`);
+    return sendDocument(reply, 201, await buildDocument(deps.db, request.principal!, type, row, q));
+  });
+  app.patch(`${path}/:id`, writeOptions, async (request, reply) => {
+    const q = parseFor(request, type, false);
+    const existing = await findOr404(deps, type, request.principal!, (request.params as { id: string }).id);
+    const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id) }, handlers.input);
+    const row = await handlers.update(deps, request.principal!, existing, attrs);
+    return sendDocument(reply, 200, await buildDocument(deps.db, request.principal!, type, row, q));
   });
 }

@@ -39,11 +39,11 @@ export async function createDataModel(deps: Deps, principal: Principal, attrs: R
   }
 }
 
-export async function patchDataModel(deps: Deps, principal: Principal, id: string, attrs: Record<string, unknown>) {
+export async function patchDataModel(deps: Deps, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
   checkOrganization(principal, attrs.organization_id);
   const { organization_id: _org, ...patch } = attrs;
   try {
-    const row = await updateDataModel(deps.db, principal.workspaceId, id, patch);
+    const row = await updateDataModel(deps.db, principal.workspaceId, existing.id, patch);
     if (!row) throw new AppError('not_found', 'No data_model with this id');
     return row;
   } catch (err) {

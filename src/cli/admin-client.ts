@@ -1,0 +1,130 @@
+/**
+ * The CLI's client of the admin API (/admin/v1): JSON in, {"data": ...} out, errors in the
+ * JSON:API error shape. Settings come from the command line, else from loadCliConfig().
+ */
+import { loadCliConfig, type CliConfig } from '../config.ts';
+import { readAdminTokenFile } from '../admin/admin-auth.ts';
+
+/** A failed admin call: `status` is the HTTP status, or null when no answer came back. */
+export class AdminApiError extends Error {
+  readonly status: number | null;
+  readonly code: string;
+  readonly source: Record<string, unknown> | undefined;
+
+  constructor(message: string, status: number | null, code: string, source?: Record<string, unknown>) {
+    super(message);
+    this.name = 'AdminApiError';
+    this.status = status;
+    this.code = code;
+    this.source = source;
+  }
+}
+
+/** A problem with how the CLI was called or configured (exit code 2). */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export interface AdminClient {
+  readonly url: string;
+  request(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, opts?: { timeoutMs?: number }): Promise<Record<string, unknown>>;
+}
+
+export interface ClientOptions {
+  url?: string | undefined;
+  adminToken?: string | undefined;
+}
+
+/**
+ * The admin API's URL and token: --url / --admin-token when given, otherwise TRIBUTARY_URL
+ * (or http://127.0.0.1:$PORT) and TRIBUTARY_ADMIN_TOKEN or the DATA_DIR/admin-token file.
+ * The environment is read (through loadCliConfig) only when an option is missing.
+ */
+export function resolveClientSettings(opts: ClientOptions, load: () => CliConfig = loadCliConfig): { url: string; adminToken: string } {
+  let config: CliConfig | undefined;
+  const cfg = () => (config ??= load());
+  const rawUrl = opts.url ?? cfg().url;
+  let parsed: URL;
+  try {
+    parsed = new URL(rawUrl);
+  } catch {
+    throw new UsageError(`--url must be an http(s) URL, got "${rawUrl}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--url must be an http(s) URL, got "${rawUrl}"`);
+  const adminToken = opts.adminToken ?? cfg().adminToken ?? readAdminTokenFile(cfg().dataDir);
+  if (!adminToken) {
+    throw new UsageError('no admin token: pass --admin-token, set TRIBUTARY_ADMIN_TOKEN, or run where DATA_DIR/admin-token is readable');
+  }
+  return { url: rawUrl.replace(/\/+$/, ''), adminToken };
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+function networkCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function errorFromBody(status: number, text: string): AdminApiError {
+  try {
+    const doc = JSON.parse(text) as { errors?: Array<Record<string, unknown>> };
+    const first = Array.isArray(doc.errors) ? doc.errors[0] : undefined;
+    if (first && typeof first === 'object') {
+      const detail = typeof first.detail === 'string' ? first.detail : typeof first.title === 'string' ? first.title : `HTTP ${status}`;
+      const code = typeof first.code === 'string' ? first.code : 'http_error';
+      const source = first.source && typeof first.source === 'object' ? (first.source as Record<string, unknown>) : undefined;
+      return new AdminApiError(detail, status, code, source);
+    }
+  } catch {
+    // not JSON: fall through
+  }
+  return new AdminApiError(`the server answered HTTP ${status}`, status, 'http_error');
+}
+
+export function createAdminClient(settings: { url: string; adminToken: string }): AdminClient {
+  const base = settings.url;
+  return {
+    url: base,
+    async request(method, path, body, opts = {}) {
+      const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      const headers: Record<string, string> = { authorization: `Bearer ${settings.adminToken}`, accept: 'application/json' };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      let res: Response;
+      try {
+        res = await fetch(`${base}/admin/v1${path}`, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
+        });
+      } catch (err) {
+        if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
+          throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
+        }
+        const code = networkCode(err);
+        throw new AdminApiError(`cannot reach the server at ${base}${code ? ` (${code})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+      }
+      const text = await res.text();
+      if (!res.ok) throw errorFromBody(res.status, text);
+      let doc: unknown;
+      try {
+        doc = JSON.parse(text);
+      } catch {
+        throw new AdminApiError(`the server at ${base} answered with something other than JSON`, res.status, 'bad_response');
+      }
+      const data = doc && typeof doc === 'object' ? (doc as { data?: unknown }).data : undefined;
+      if (!data || typeof data !== 'object' || Array.isArray(data)) {
+        throw new AdminApiError(`the server at ${base} answered without a data object`, res.status, 'bad_response');
+      }
+      return data as Record<string, unknown>;
+    },
+  };
+}
