@@ -101,7 +101,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     }),
     tokenRateLimit: Object.freeze({
-      max: int(env, 'TOKEN_RATE_LIMIT_MAX', 1_000_000, 1, 1_000_000_000),
+      max: int(env, 'TOKEN_RATE_LIMIT_MAX', 1_200, 1, 1_000_000_000),
       windowSeconds: int(env, 'TOKEN_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     }),
     logLevel,

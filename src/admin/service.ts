@@ -94,8 +94,8 @@ export async function deactivateMember(deps: Deps, membershipId: unknown) {
 }
 
 /** The account row without its secret hash: what the admin API returns. */
-function publicAccount<T extends { secret_hash: string }>(row: T): Omit<T, 'secret_hash'> {
-  const { secret_hash: _hash, ...rest } = row;
+function publicAccount<T extends { secret_hash: string; tokens_not_before: Date | null }>(row: T): Omit<T, 'secret_hash' | 'tokens_not_before'> {
+  const { secret_hash: _hash, tokens_not_before: _nbf, ...rest } = row;
   return rest;
 }
 
@@ -127,7 +127,7 @@ export async function createCredential(deps: Deps, input: { workspace_id?: unkno
   return { ...publicAccount(row), client_secret: clientSecret };
 }
 
-export async function updateCredential(deps: Deps, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown }) {
+export async function updateCredential(deps: Deps, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown; revoke_tokens?: unknown }) {
   const accountId = id(credentialId, '/id');
   const account = await q.findServiceAccount(deps.db, accountId);
   if (!account) throw notFound('credential');
@@ -143,7 +143,14 @@ export async function updateCredential(deps: Deps, credentialId: unknown, input:
     if (!ws || ws.organization_id !== account.organization_id) throw invalid('/workspace_id', "workspace_id must be a workspace of the account's organization");
     patch.workspace_id = ws.id;
   }
-  const row = await wrap(q.updateServiceAccount(deps.db, accountId, patch));
+  if (input.revoke_tokens !== undefined && typeof input.revoke_tokens !== 'boolean') throw invalid('/revoke_tokens', 'revoke_tokens must be true or false');
+  const narrowed =
+    input.revoke_tokens === true ||
+    patch.is_active === false ||
+    (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
+  // Tokens minted before a deactivation, move or revocation stay dead even if it is undone.
+  // A removed scope is refused per request instead, so the token's other scopes keep working.
+  const row = await wrap(q.updateServiceAccount(deps.db, accountId, narrowed ? { ...patch, tokens_not_before: new Date() } : patch));
   if (!row) throw notFound('credential');
   return publicAccount(row);
 }

@@ -6,7 +6,7 @@ function accountQuery(db: Db) {
     .selectFrom('service_accounts as sa')
     .innerJoin('org_memberships as m', 'm.id', 'sa.run_as_membership_id')
     .select([
-      'sa.id', 'sa.organization_id', 'sa.workspace_id', 'sa.scopes', 'sa.is_active', 'sa.secret_hash',
+      'sa.id', 'sa.organization_id', 'sa.workspace_id', 'sa.scopes', 'sa.is_active', 'sa.secret_hash', 'sa.tokens_not_before',
       'm.id as membership_id', 'm.user_id', 'm.role', 'm.is_active as membership_active', 'm.organization_id as membership_organization_id',
     ]);
 }

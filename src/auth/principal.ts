@@ -41,7 +41,8 @@ export async function authenticate(db: Db, signingKey: Buffer, authorization: st
     !account.is_active ||
     account.workspace_id !== claims.ws ||
     account.organization_id !== claims.org ||
-    account.membership_organization_id !== account.organization_id
+    account.membership_organization_id !== account.organization_id ||
+    (account.tokens_not_before !== null && claims.iat < account.tokens_not_before.getTime())
   ) {
     throw invalidToken(true);
   }

@@ -9,7 +9,7 @@ import { matchesHash } from '../secrets.ts';
 import { loadAccountByClientId } from './auth.sql.ts';
 import { isScope, signToken, type Scope } from './tokens.ts';
 
-type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope';
+type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'temporarily_unavailable';
 
 function oauthError(reply: FastifyReply, status: number, error: OAuthErrorCode, description: string, basic = false): FastifyReply {
   if (basic) reply.header('www-authenticate', 'Basic realm="tributary", charset="UTF-8"');
@@ -39,6 +39,13 @@ function member(body: Record<string, unknown>, name: string): string | undefined
 
 export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
   app.post('/api/v1/oauth/token', { config: { surface: 'oauth' }, bodyLimit: 16 * 1024 }, async (request: FastifyRequest, reply) => {
+    // Per client address, before any lookup: bounds credential guessing and exchange floods.
+    const { max, windowSeconds } = deps.config.tokenRateLimit;
+    const window = await deps.limiter.hit(`token:${request.ip}`, max, windowSeconds);
+    if (!window.allowed) {
+      reply.header('retry-after', String(window.resetSeconds));
+      return oauthError(reply, 429, 'temporarily_unavailable', 'Too many token requests; retry after the indicated time');
+    }
     const ct = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (ct !== 'application/json' && ct !== 'application/x-www-form-urlencoded') {
       return oauthError(reply, 400, 'invalid_request', 'The body must be application/x-www-form-urlencoded or application/json');
@@ -89,7 +96,7 @@ export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
       scopes = requested as Scope[];
     }
     const ttl = deps.config.tokenTtlSeconds;
-    const accessToken = signToken(deps.signingKey, { sub: account.id, org: account.organization_id, ws: account.workspace_id, scp: scopes, exp: deps.now() + ttl });
+    const accessToken = signToken(deps.signingKey, { sub: account.id, org: account.organization_id, ws: account.workspace_id, scp: scopes, exp: deps.now() + ttl, iat: Date.now() });
     return reply
       .header('cache-control', 'no-store')
       .header('pragma', 'no-cache')

@@ -3,7 +3,7 @@
  * the account anyway (see principal.ts), so a token only has to say who it was minted
  * for, which workspace and scopes it carried, and until when.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 export const SCOPES = ['webhooks', 'api_read', 'api_write', 'embed'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -16,13 +16,29 @@ export interface TokenClaims {
   scp: Scope[];
   /** expiry, unix seconds */
   exp: number;
+  /** minted at, unix milliseconds (compared with the account's tokens_not_before) */
+  iat: number;
 }
 
 const PREFIX = 'tbat_';
 
+// createHmac with a Buffer key first asks "is this a KeyObject? a CryptoKey?", and Node 24
+// answers each by throwing and catching an exception (with its stack trace), which costs
+// several times the HMAC itself. A KeyObject skips both checks; build it once per key.
+const hmacKeys = new WeakMap<Buffer, KeyObject>();
+
+function hmacKey(key: Buffer): KeyObject {
+  let k = hmacKeys.get(key);
+  if (k === undefined) {
+    k = createSecretKey(key);
+    hmacKeys.set(key, k);
+  }
+  return k;
+}
+
 export function signToken(key: Buffer, claims: TokenClaims): string {
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
-  const mac = createHmac('sha256', key).update(payload).digest('base64url');
+  const mac = createHmac('sha256', hmacKey(key)).update(payload).digest('base64url');
   return `${PREFIX}${payload}.${mac}`;
 }
 
@@ -33,7 +49,7 @@ export function verifyToken(key: Buffer, token: string, nowSeconds: number): Tok
   if (dot < 0) return undefined;
   const payload = token.slice(PREFIX.length, dot);
   const mac = Buffer.from(token.slice(dot + 1), 'base64url');
-  const expected = createHmac('sha256', key).update(payload).digest();
+  const expected = createHmac('sha256', hmacKey(key)).update(payload).digest();
   if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) return undefined;
   let claims: TokenClaims;
   try {
@@ -41,7 +57,7 @@ export function verifyToken(key: Buffer, token: string, nowSeconds: number): Tok
   } catch {
     return undefined;
   }
-  if (typeof claims.exp !== 'number' || claims.exp <= nowSeconds) return undefined;
+  if (typeof claims.exp !== 'number' || claims.exp <= nowSeconds || typeof claims.iat !== 'number') return undefined;
   return claims;
 }
 

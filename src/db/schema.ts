@@ -60,6 +60,11 @@ export interface ServiceAccountTable {
   secret_hash: string;
   scopes: string[];
   is_active: Generated<boolean>;
+  /**
+   * Tokens minted before this instant are refused. Set when the account is deactivated,
+   * moved or loses a scope, so undoing the change does not revive tokens minted before it.
+   */
+  tokens_not_before: Date | null;
   inserted_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -57,7 +57,7 @@ export function renderError(err: unknown, request: FastifyRequest, reply: Fastif
   }
   if (surface === 'oauth') {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    const code = e.status >= 500 ? 'server_error' : e.status === 429 ? 'slow_down' : 'invalid_request';
+    const code = e.status >= 500 ? 'server_error' : e.status === 429 ? 'temporarily_unavailable' : 'invalid_request';
     return reply.type('application/json').send(JSON.stringify({ error: code, error_description: e.detail }));
   }
   return reply.type('application/json').send(JSON.stringify({ error: e.detail, code: e.code }));

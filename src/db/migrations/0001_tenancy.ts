@@ -51,6 +51,7 @@ const statements = [
     secret_hash text not null,
     scopes text[] not null,
     is_active boolean not null default true,
+    tokens_not_before timestamptz(3),
     inserted_at timestamptz(3) not null default now(),
     updated_at timestamptz(3) not null default now(),
     constraint service_accounts_client_id_key unique (client_id)

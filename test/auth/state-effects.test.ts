@@ -1,0 +1,212 @@
+/**
+ * Checked effects of state (api-contract.md): a minted token stops being honoured on the
+ * very next request once its account is deactivated, loses a scope, changes workspace or
+ * its run-as membership becomes inactive. Plus bearer-token failures and role visibility.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as admin from '../../src/admin/service.ts';
+import { jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
+
+let t: TestApp;
+let tenant: Tenant;
+
+before(async () => {
+  t = await startApp();
+  tenant = await seedTenant(t.deps);
+});
+after(async () => {
+  await t?.close();
+});
+
+const ORGS = '/api/json/v1/organizations';
+
+/** A JSON:API error document with exactly one error of this status and code. */
+function assertJsonApiError(res: ApiResponse, status: number, code: string): void {
+  assert.equal(res.status, status, res.text);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/vnd\.api\+json/);
+  assert.ok(Array.isArray(res.body?.errors), res.text);
+  assert.equal(res.body.errors.length, 1);
+  assert.equal(res.body.errors[0].status, String(status));
+  assert.equal(res.body.errors[0].code, code);
+}
+
+function assertInvalidToken(res: ApiResponse): void {
+  assertJsonApiError(res, 401, 'unauthorized');
+  assert.equal(res.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+}
+
+async function freshAccount(): Promise<{ acct: Tenant; token: string }> {
+  const acct = await seedAccount(t.deps, tenant, { role: 'member', scopes: ['api_read', 'api_write'] });
+  const token = await tokenFor(t, acct);
+  const ok = await jsonApi(t, token).get(ORGS);
+  assert.equal(ok.status, 200, `control: the token works before the change: ${ok.text}`);
+  return { acct, token };
+}
+
+describe('a minted token stops being honoured on the very next request', () => {
+  test('account deactivated: 401 invalid_token; re-activated: a new token works again', async () => {
+    const { acct, token } = await freshAccount();
+    await admin.updateCredential(t.deps, acct.credentialId, { is_active: false });
+    assertInvalidToken(await jsonApi(t, token).get(ORGS));
+    // The exchange refuses too while inactive.
+    await assert.rejects(tokenFor(t, acct), /token exchange failed: 401/);
+
+    await admin.updateCredential(t.deps, acct.credentialId, { is_active: true });
+    const fresh = await tokenFor(t, acct);
+    assert.equal((await jsonApi(t, fresh).get(ORGS)).status, 200);
+    // Undoing the deactivation does not revive the token minted before it.
+    assertInvalidToken(await jsonApi(t, token).get(ORGS));
+  });
+
+  test('moved away and back: the token minted before the move stays refused', async () => {
+    const { acct, token } = await freshAccount();
+    const other = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'Elsewhere' });
+    await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: other.id });
+    await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: tenant.workspaceId });
+    assertInvalidToken(await jsonApi(t, token).get(ORGS));
+    assert.equal((await jsonApi(t, await tokenFor(t, acct)).get(ORGS)).status, 200);
+  });
+
+  test('revoke_tokens: every token minted before is refused, new ones work', async () => {
+    const { acct, token } = await freshAccount();
+    await admin.updateCredential(t.deps, acct.credentialId, { revoke_tokens: true });
+    assertInvalidToken(await jsonApi(t, token).get(ORGS));
+    assert.equal((await jsonApi(t, await tokenFor(t, acct)).get(ORGS)).status, 200);
+  });
+
+  test('scope removed (api_write only): GET 403 forbidden, writes still pass the scope check', async () => {
+    const { acct, token } = await freshAccount();
+    await admin.updateCredential(t.deps, acct.credentialId, { scopes: ['api_write'] });
+    const api = jsonApi(t, token);
+    assertJsonApiError(await api.get(ORGS), 403, 'forbidden');
+    // The token's api_write is still held: a write is authorised (reaches validation).
+    const write = await api.post('/api/json/v1/data_models', { data: { type: 'data_model', attributes: { name: 'After scope change', slug: 'after-scope-change' } } });
+    assert.equal(write.status, 201, write.text);
+    // A new token now carries only api_write.
+    const narrowed = jsonApi(t, await tokenFor(t, acct));
+    assertJsonApiError(await narrowed.get(ORGS), 403, 'forbidden');
+  });
+
+  test('re-granting a scope does not widen a token minted without it', async () => {
+    const acct = await seedAccount(t.deps, tenant, { scopes: ['api_write'] });
+    const token = await tokenFor(t, acct);
+    await admin.updateCredential(t.deps, acct.credentialId, { scopes: ['api_read', 'api_write'] });
+    assertJsonApiError(await jsonApi(t, token).get(ORGS), 403, 'forbidden');
+  });
+
+  test('account moved to another workspace of the same organization: 401 invalid_token', async () => {
+    const { acct, token } = await freshAccount();
+    const other = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'Other' });
+    await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: other.id });
+    assertInvalidToken(await jsonApi(t, token).get(ORGS));
+    // A token minted after the move works (in the new workspace).
+    assert.equal((await jsonApi(t, await tokenFor(t, acct)).get(ORGS)).status, 200);
+  });
+
+  test('run-as membership deactivated: 403 forbidden', async () => {
+    const { acct, token } = await freshAccount();
+    await admin.deactivateMember(t.deps, acct.membershipId);
+    const res = await jsonApi(t, token).get(ORGS);
+    assertJsonApiError(res, 403, 'forbidden');
+    assert.equal(res.headers.get('www-authenticate'), null);
+    await assert.rejects(tokenFor(t, acct), /token exchange failed: 401/);
+  });
+
+  test('one account changing state does not affect another account of the workspace', async () => {
+    const a = await freshAccount();
+    const b = await freshAccount();
+    await admin.updateCredential(t.deps, a.acct.credentialId, { is_active: false });
+    assertInvalidToken(await jsonApi(t, a.token).get(ORGS));
+    assert.equal((await jsonApi(t, b.token).get(ORGS)).status, 200);
+  });
+});
+
+describe('bearer token failures', () => {
+  test('no token: 401 with WWW-Authenticate: Bearer and code unauthorized', async () => {
+    const res = await jsonApi(t, undefined).get(ORGS);
+    assertJsonApiError(res, 401, 'unauthorized');
+    assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+  });
+
+  test('a non-Bearer Authorization header: 401', async () => {
+    const res = await jsonApi(t, undefined).get(ORGS, { authorization: `Basic ${Buffer.from(`${tenant.clientId}:${tenant.clientSecret}`).toString('base64')}` });
+    assertJsonApiError(res, 401, 'unauthorized');
+    assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+    assert.ok(!res.text.includes(tenant.clientSecret));
+  });
+
+  test('a garbage token: 401 invalid_token', async () => {
+    assertInvalidToken(await jsonApi(t, 'garbage').get(ORGS));
+    assertInvalidToken(await jsonApi(t, 'tbat_garbage.garbage').get(ORGS));
+  });
+
+  test('a token with a flipped signature character: 401 invalid_token', async () => {
+    const token = await tokenFor(t, tenant);
+    assert.equal((await jsonApi(t, token).get(ORGS)).status, 200);
+    const dot = token.lastIndexOf('.');
+    // The first signature character carries 6 significant bits (the last one only 4).
+    const c = token[dot + 1]!;
+    const flipped = `${token.slice(0, dot + 1)}${c === 'A' ? 'B' : 'A'}${token.slice(dot + 2)}`;
+    assert.notEqual(flipped, token);
+    assertInvalidToken(await jsonApi(t, flipped).get(ORGS));
+  });
+
+  test('a token with altered claims (later expiry) under its old signature: 401', async () => {
+    const token = await tokenFor(t, tenant);
+    const dot = token.lastIndexOf('.');
+    const claims = JSON.parse(Buffer.from(token.slice('tbat_'.length, dot), 'base64url').toString('utf8'));
+    const forged = `tbat_${Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 86_400 })).toString('base64url')}${token.slice(dot)}`;
+    assertInvalidToken(await jsonApi(t, forged).get(ORGS));
+  });
+
+  test('an expired token: 401 invalid_token, exactly at exp', async () => {
+    const realNow = t.deps.now;
+    const frozen = realNow();
+    try {
+      t.deps.now = () => frozen;
+      const token = await tokenFor(t, tenant);
+      const api = jsonApi(t, token);
+      t.deps.now = () => frozen + 899;
+      assert.equal((await api.get(ORGS)).status, 200);
+      t.deps.now = () => frozen + 900;
+      assertInvalidToken(await api.get(ORGS));
+      t.deps.now = () => Math.floor(Date.now() / 1000) + 10_000;
+      assertInvalidToken(await api.get(ORGS));
+    } finally {
+      t.deps.now = realNow;
+    }
+  });
+});
+
+describe('role of the run-as member', () => {
+  test('a member sees only its own credential; an admin sees both', async () => {
+    const owner = await seedTenant(t.deps, { role: 'admin', scopes: ['api_read'] });
+    const member = await seedAccount(t.deps, owner, { role: 'member', scopes: ['api_read'] });
+
+    const asMember = jsonApi(t, await tokenFor(t, member));
+    const memberList = await asMember.get('/api/json/v1/credentials');
+    assert.equal(memberList.status, 200, memberList.text);
+    assert.deepEqual(memberList.body.data.map((c: any) => c.id), [member.credentialId]);
+    assert.equal(memberList.body.data[0].type, 'credential');
+    assert.equal(memberList.body.data[0].attributes.client_id, member.clientId);
+    assert.equal((await asMember.get(`/api/json/v1/credentials/${member.credentialId}`)).status, 200);
+    assertJsonApiError(await asMember.get(`/api/json/v1/credentials/${owner.credentialId}`), 404, 'not_found');
+
+    const asAdmin = jsonApi(t, await tokenFor(t, owner));
+    const adminList = await asAdmin.get('/api/json/v1/credentials');
+    assert.equal(adminList.status, 200, adminList.text);
+    assert.deepEqual(adminList.body.data.map((c: any) => c.id).sort(), [owner.credentialId, member.credentialId].sort());
+    assert.equal((await asAdmin.get(`/api/json/v1/credentials/${member.credentialId}`)).status, 200);
+    for (const c of adminList.body.data) {
+      assert.equal(c.attributes.secret_hash, undefined);
+      assert.equal(c.attributes.client_secret, undefined);
+    }
+  });
+
+  test('a credential of another organization is 404 even for an admin', async () => {
+    const adminTenant = await seedTenant(t.deps, { role: 'admin', scopes: ['api_read'] });
+    const api = jsonApi(t, await tokenFor(t, adminTenant));
+    assertJsonApiError(await api.get(`/api/json/v1/credentials/${tenant.credentialId}`), 404, 'not_found');
+  });
+});
