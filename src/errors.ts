@@ -121,6 +121,8 @@ export function fromPgError(err: unknown, constraints: Readonly<Record<string, [
     case '22007': // invalid_datetime_format
     case '22008': // datetime_field_overflow
     case '22003': // numeric_value_out_of_range
+    case '22021': // character_not_in_repertoire (NUL in text)
+    case '22P05': // untranslatable_character (\u0000 in jsonb)
     case '54000': // program_limit_exceeded (e.g. jsonb too deep)
       return new AppError('invalid_request', 'A value is out of range or malformed', { cause: err });
     case '40001': // serialization_failure

@@ -85,6 +85,8 @@ export function registerHooks(app: FastifyInstance, deps: Deps): void {
 
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id);
+    // Fastify appends "; charset=utf-8" to JSON-like types; JSON:API 1.1 allows only ext/profile.
+    if (/^application\/vnd\.api\+json; charset=utf-8$/i.test(String(reply.getHeader('content-type')))) reply.header('content-type', JSONAPI_MEDIA_TYPE);
     if (request.idempotency) await finishIdempotent(deps.db, request, reply, payload);
     return payload;
   });

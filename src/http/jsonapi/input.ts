@@ -25,6 +25,7 @@ function checkValue(name: string, f: InputField, v: unknown): unknown {
   switch (f.kind) {
     case 'string': {
       if (typeof v !== 'string') throw invalidAt(at, `${name} must be a string`);
+      if (v.includes('\0') || !v.isWellFormed()) throw invalidAt(at, `${name} must be valid Unicode text without NUL characters`);
       const s = f.trim === false ? v : v.trim();
       if (f.required && s === '') throw invalidAt(at, `${name} must not be empty`);
       if (s.length > (f.max ?? 1000)) throw invalidAt(at, `${name} must be at most ${f.max ?? 1000} characters`);
@@ -72,7 +73,8 @@ export function readAttributes(body: unknown, target: DocumentTarget, schema: In
   }
   if (target.id === undefined) {
     if (data.id !== undefined || data.lid !== undefined) throw new AppError('forbidden', 'Client-generated ids are not supported', { source: { pointer: '/data/id' } });
-  } else if (data.id !== target.id) {
+  } else if (typeof data.id !== 'string' || data.id.toLowerCase() !== target.id.toLowerCase()) {
+    // Ids are UUIDs, which compare case-insensitively, as they do in the URL.
     throw new AppError('conflict', 'data.id must match the id in the URL', { source: { pointer: '/data/id' } });
   }
   for (const k of Object.keys(data)) {

@@ -33,10 +33,10 @@ export async function findOr404(deps: Deps, type: ResourceType, principal: Princ
   return row;
 }
 
-function pageUrl(path: string, raw: RawQuery, page: Record<string, string>): string {
+function pageUrl(path: string, raw: RawQuery, page: Record<string, string>, keepPage = false): string {
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(raw)) {
-    if (k.startsWith('page[') && k !== 'page[limit]' && k !== 'page[count]') continue;
+    if (!keepPage && k.startsWith('page[') && k !== 'page[limit]' && k !== 'page[count]') continue;
     if (typeof v === 'string') params.set(k, v);
   }
   for (const [k, v] of Object.entries(page)) params.set(`page[${k}]`, v);
@@ -53,7 +53,8 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: Resou
     const raw = request.query as RawQuery;
     const fetched = await listVisible(deps.db, type, principal, q);
     const { rows, hasNext, hasPrev } = finishKeysetPage(fetched, q);
-    const links: Record<string, string | null> = { self: pageUrl(path, raw, {}) };
+    // self is the page that was asked for, offset or cursor included.
+    const links: Record<string, string | null> = { self: pageUrl(path, raw, {}, true) };
     const page: Record<string, unknown> = { limit: q.page.limit };
     if (q.page.kind === 'offset') {
       const { limit, offset } = q.page;
@@ -103,13 +104,13 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, type: Reso
     const attrs = readAttributes(request.body, { type: type.type }, handlers.input);
     const row = await handlers.create(deps, request.principal!, attrs);
     reply.header('location', `${path}/${row.id}`);
-    return sendDocument(reply, 201, await buildDocument(deps.db, request.principal!, type, row, q));
+    return sendDocument(reply, 201, await buildDocument(deps.db, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
   app.patch(`${path}/:id`, writeOptions, async (request, reply) => {
     const q = parseFor(request, type, false);
     const existing = await findOr404(deps, type, request.principal!, (request.params as { id: string }).id);
     const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id) }, handlers.input);
     const row = await handlers.update(deps, request.principal!, existing, attrs);
-    return sendDocument(reply, 200, await buildDocument(deps.db, request.principal!, type, row, q));
+    return sendDocument(reply, 200, await buildDocument(deps.db, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
 }
