@@ -38,7 +38,7 @@ export function parseJson(text: string): unknown {
 
 // A reviver returning undefined deletes the member, so these keys never reach an object.
 function stripPrototypeKeys(key: string, value: unknown): unknown {
-  return key === '__proto__' || key === 'constructor' || key === 'prototype' ? undefined : value;
+  return key === '__proto__' || key === 'constructor' ? undefined : value;
 }
 
 export function registerBodyParsers(app: FastifyInstance): void {
