@@ -13,6 +13,7 @@ import { renderError } from './http/render-error.ts';
 import { registerTokenRoute } from './auth/token-route.ts';
 import { registerAdminRoutes } from './admin/routes.ts';
 import { registerJsonApiRoutes } from './resources/routes.ts';
+import { registerGraphqlRoute } from './graphql/route.ts';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -36,7 +37,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimitBytes,
     // Our own keys of the querystring are bracketed literals (filter[name]); no nesting parser.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    return503OnClosing: true,
+    // Requests already on an open connection while draining run normally (readiness says 503).
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
   });
 
@@ -58,6 +60,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   registerTokenRoute(app, deps);
   registerJsonApiRoutes(app, deps);
+  registerGraphqlRoute(app, deps);
   registerAdminRoutes(app, deps);
   await app.ready();
   return app;

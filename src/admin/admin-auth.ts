@@ -20,7 +20,18 @@ export function resolveAdminToken(configured: string | undefined, dataDir: strin
   }
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const token = randomSecret('tbadm_');
-  fs.writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  // Written aside, then linked into place: of two processes starting at once on one DATA_DIR
+  // (serve --no-worker and worker), one wins and the other reads the complete file.
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, `${token}\n`, { mode: 0o600 });
+  try {
+    fs.linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return fs.readFileSync(file, 'utf8').trim();
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
   return token;
 }
 

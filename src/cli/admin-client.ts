@@ -63,14 +63,19 @@ export function resolveClientSettings(opts: ClientOptions, load: () => CliConfig
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-function networkCode(err: unknown): string | undefined {
+/** The socket error code under fetch's "fetch failed" (ECONNREFUSED, ENOTFOUND, ...), or the innermost message. */
+function networkReason(err: unknown): { code: string | undefined; reason: string | undefined } {
   let e: unknown = err;
+  let reason: string | undefined;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
+    if (typeof code === 'string') return { code, reason: code };
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.length > 0) return networkReason(errors[0]);
+    if (e !== err && typeof (e as { message?: unknown }).message === 'string') reason = (e as { message: string }).message;
     e = (e as { cause?: unknown }).cause;
   }
-  return undefined;
+  return { code: undefined, reason };
 }
 
 function errorFromBody(status: number, text: string): AdminApiError {
@@ -109,8 +114,8 @@ export function createAdminClient(settings: { url: string; adminToken: string })
         if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
           throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
         }
-        const code = networkCode(err);
-        throw new AdminApiError(`cannot reach the server at ${base}${code ? ` (${code})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+        const { code, reason } = networkReason(err);
+        throw new AdminApiError(`cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
       }
       const text = await res.text();
       if (!res.ok) throw errorFromBody(res.status, text);

@@ -172,12 +172,14 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .option('--scopes <a,b>', 'comma-separated scopes: webhooks, api_read, api_write, embed', scopesArg)
     .addOption(new Option('--active <bool>', 'activate or deactivate').choices(['true', 'false']))
     .option('--workspace <workspace-id>', "move to another workspace of the account's organization")
-    .action((id: string, o: { scopes?: string[]; active?: 'true' | 'false'; workspace?: string }, cmd: Command) => {
+    .option('--revoke-tokens', 'refuse every access token minted before now')
+    .action((id: string, o: { scopes?: string[]; active?: 'true' | 'false'; workspace?: string; revokeTokens?: boolean }, cmd: Command) => {
       const patch: Data = {};
       if (o.scopes !== undefined) patch.scopes = o.scopes;
       if (o.active !== undefined) patch.is_active = o.active === 'true';
       if (o.workspace !== undefined) patch.workspace_id = o.workspace;
-      if (Object.keys(patch).length === 0) cmd.error('error: nothing to update: pass --scopes, --active or --workspace', { exitCode: EXIT_USAGE, code: 'tributary.nothingToUpdate' });
+      if (o.revokeTokens) patch.revoke_tokens = true;
+      if (Object.keys(patch).length === 0) cmd.error('error: nothing to update: pass --scopes, --active, --workspace or --revoke-tokens', { exitCode: EXIT_USAGE, code: 'tributary.nothingToUpdate' });
       return execute((c) => c.request('PATCH', `/credentials/${encodeURIComponent(id)}`, patch));
     });
 

@@ -4,10 +4,8 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { createDb } from '../db/connect.ts';
-import { migrate } from '../db/migrate.ts';
-import { runUntilSignal, serve } from '../server.ts';
 import { registerAdminCommands } from './admin-commands.ts';
+import { registerFactsCommands } from './facts-import.ts';
 
 export async function runCli(argv: string[], io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Promise<number> {
   const program = new Command('tributary')
@@ -22,6 +20,8 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
     .option('--no-worker', 'serve HTTP only')
     .action(async (opts: { worker: boolean }) => {
       const config = loadConfig();
+      // The server code loads only for the commands that run it: admin commands start fast.
+      const { runUntilSignal, serve } = await import('../server.ts');
       const running = await serve(config, { http: true, worker: opts.worker && config.worker });
       running.deps.log.info({ url: running.url, engine: running.deps.engine }, 'tributary listening');
       await runUntilSignal(running);
@@ -31,6 +31,7 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
     .command('worker')
     .description('run the worker only (scheduled sweep; workflow runs in a later release)')
     .action(async () => {
+      const { runUntilSignal, serve } = await import('../server.ts');
       const running = await serve(loadConfig(), { http: false, worker: true });
       running.deps.log.info('worker started');
       await runUntilSignal(running);
@@ -41,6 +42,8 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
     .description('apply pending database migrations and exit')
     .action(async () => {
       const config = loadConfig();
+      const { createDb } = await import('../db/connect.ts');
+      const { migrate } = await import('../db/migrate.ts');
       const { db } = createDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
       try {
         const applied = await migrate(db);
@@ -52,6 +55,7 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
     });
 
   registerAdminCommands(program, io);
+  registerFactsCommands(program, io);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

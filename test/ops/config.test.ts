@@ -1,0 +1,108 @@
+/**
+ * Configuration: bad values stop the process with a message naming the variable; the
+ * defaults are the documented ones (docs/configuration.md).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { ConfigError, loadCliConfig, loadConfig } from '../../src/config.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const NODE = path.join(ROOT, 'node_modules/.bin/node');
+
+function rejects(env: Record<string, string>, message: string): void {
+  assert.throws(
+    () => loadConfig(env),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+      assert.equal(err.message, message);
+      return true;
+    },
+  );
+}
+
+test('bad values are refused with a message naming the variable', () => {
+  rejects({ PORT: 'abc' }, 'Invalid configuration: PORT must be a whole number, got "abc"');
+  rejects({ PORT: '65536' }, 'Invalid configuration: PORT must be between 0 and 65535, got 65536');
+  rejects({ PORT: '-1' }, 'Invalid configuration: PORT must be a whole number, got "-1"');
+  rejects({ PORT: '80.5' }, 'Invalid configuration: PORT must be a whole number, got "80.5"');
+  rejects({ DATABASE_URL: 'not a url' }, 'Invalid configuration: DATABASE_URL must be a URL');
+  rejects({ DATABASE_URL: 'mysql://db.example/app' }, 'Invalid configuration: DATABASE_URL must use postgres: or postgresql:');
+  rejects({ TOKEN_TTL_SECONDS: '59' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be between 60 and 86400, got 59');
+  rejects({ TOKEN_TTL_SECONDS: '86401' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be between 60 and 86400, got 86401');
+  rejects({ TOKEN_TTL_SECONDS: '15m' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be a whole number, got "15m"');
+  rejects({ LOG_LEVEL: 'verbose' }, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent');
+  rejects({ TRIBUTARY_ADMIN_TOKEN: 'short-token' }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
+  rejects({ TRIBUTARY_ADMIN_TOKEN: 'x'.repeat(31) }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
+  rejects({ SWEEP_AT: '24:00' }, 'Invalid configuration: SWEEP_AT must be a UTC time HH:MM, got "24:00"');
+  rejects({ SWEEP_AT: '3:00' }, 'Invalid configuration: SWEEP_AT must be a UTC time HH:MM, got "3:00"');
+  rejects({ REDIS_URL: 'http://cache.example' }, 'Invalid configuration: REDIS_URL must use redis: or rediss:');
+  rejects({ IDEMPOTENCY_TTL: '59' }, 'Invalid configuration: IDEMPOTENCY_TTL must be between 60 and 2592000, got 59');
+  rejects({ WORKER: 'maybe' }, 'Invalid configuration: WORKER must be true or false, got "maybe"');
+});
+
+test('good values are taken as given', () => {
+  const c = loadConfig({
+    PORT: '0',
+    DATABASE_URL: 'postgresql://u@db.example:5432/app',
+    TOKEN_TTL_SECONDS: '60',
+    LOG_LEVEL: 'debug',
+    TRIBUTARY_ADMIN_TOKEN: 'x'.repeat(32),
+    SWEEP_AT: '23:59',
+  });
+  assert.equal(c.port, 0);
+  assert.equal(c.databaseUrl, 'postgresql://u@db.example:5432/app');
+  assert.equal(c.tokenTtlSeconds, 60);
+  assert.equal(c.logLevel, 'debug');
+  assert.equal(c.adminToken, 'x'.repeat(32));
+  assert.deepEqual(c.sweepAt, { hour: 23, minute: 59 });
+});
+
+test('defaults are the documented ones', () => {
+  const c = loadConfig({});
+  assert.equal(c.port, 8080);
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.databaseUrl, undefined);
+  assert.equal(c.databasePoolSize, 10);
+  assert.equal(c.redisUrl, undefined);
+  assert.equal(c.dataDir, path.resolve('.tributary'));
+  assert.equal(c.tokenTtlSeconds, 900);
+  assert.equal(c.idempotencyTtlSeconds, 86_400);
+  assert.deepEqual(c.rateLimit, { max: 600, windowSeconds: 60 });
+  assert.equal(c.bodyLimitBytes, 1_048_576);
+  assert.equal(c.logLevel, 'info');
+  assert.equal(c.adminToken, undefined);
+  assert.equal(c.shutdownGraceMs, 10_000);
+  assert.equal(c.worker, true);
+  assert.deepEqual(c.sweepAt, { hour: 3, minute: 0 });
+  // Blank counts as unset.
+  assert.equal(loadConfig({ PORT: '  ', LOG_LEVEL: '' }).port, 8080);
+
+  const cli = loadCliConfig({});
+  assert.deepEqual({ ...cli }, { url: 'http://127.0.0.1:8080', adminToken: undefined, dataDir: path.resolve('.tributary') });
+  assert.equal(loadCliConfig({ PORT: '9090' }).url, 'http://127.0.0.1:9090');
+  assert.equal(loadCliConfig({ PORT: '9090', TRIBUTARY_URL: 'https://tributary.example' }).url, 'https://tributary.example');
+  assert.throws(() => loadCliConfig({ TRIBUTARY_URL: 'ftp://x' }), { name: 'ConfigError', message: 'Invalid configuration: TRIBUTARY_URL must use http: or https:' });
+});
+
+function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const base: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(TRIBUTARY_|PORT$|DATA_DIR$|DATABASE_URL$|REDIS_URL$|LOG_LEVEL$)/.test(k)) base[k] = v;
+  return new Promise((resolve, reject) => {
+    execFile(NODE, ['src/main.ts', ...args], { cwd: ROOT, env: { ...base, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+      if (err && typeof (err as { code?: unknown }).code !== 'number') return reject(err);
+      resolve({ code: err ? (err as { code: number }).code : 0, stdout, stderr });
+    });
+  });
+}
+
+test('the CLI exits 78 naming the variable', async () => {
+  const [migrate, sweep] = await Promise.all([run(['migrate'], { PORT: 'abc' }), run(['sweep', '--json'], { PORT: 'abc' })]);
+  assert.equal(migrate.code, 78);
+  assert.equal(migrate.stdout, '');
+  assert.equal(migrate.stderr, 'Invalid configuration: PORT must be a whole number, got "abc"\n');
+  // An admin command reads PORT for its default URL: same failure, as one JSON document.
+  assert.equal(sweep.code, 78);
+  assert.deepEqual(JSON.parse(sweep.stdout), { error: 'Invalid configuration: PORT must be a whole number, got "abc"', status: null, code: 'config_error' });
+});
