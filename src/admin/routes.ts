@@ -7,6 +7,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import * as admin from './service.ts';
 import { sweep } from './sweep.ts';
+import { registerFactsAdminRoutes } from '../facts/admin-routes.ts';
 
 const options: RouteShorthandOptions = { config: { surface: 'admin', auth: 'admin' } };
 
@@ -37,4 +38,5 @@ export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   );
   app.post(`${p}/widgets`, options, async (req, reply) => send(reply, 201, await admin.createWidget(deps, body(req.body))));
   app.post(`${p}/sweep`, options, async (_req, reply) => send(reply, 200, await sweep(deps)));
+  registerFactsAdminRoutes(app, deps);
 }

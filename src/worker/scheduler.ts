@@ -20,13 +20,19 @@ export function msUntilNextUtc(now: Date, hour: number, minute: number): number 
 }
 
 export async function sweepOnce(deps: Deps): Promise<boolean> {
-  // The transaction holds the lock for the sweep's duration; others skip this night.
-  return deps.db.transaction().execute(async (trx) => {
-    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${SWEEP_LOCK}) as locked`.execute(trx);
+  // One connection holds a session lock for the sweep's duration (others skip this night),
+  // while the sweep commits batch by batch on it: one long transaction would hold every
+  // deleted row's lock until the end.
+  return deps.db.connection().execute(async (conn) => {
+    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${SWEEP_LOCK}) as locked`.execute(conn);
     if (!rows[0]?.locked) return false;
-    const result = await sweep({ db: trx });
-    deps.log.info({ sweep: result }, 'nightly sweep done');
-    return true;
+    try {
+      const result = await sweep({ db: conn });
+      deps.log.info({ sweep: result }, 'nightly sweep done');
+      return true;
+    } finally {
+      await sql`select pg_advisory_unlock(${SWEEP_LOCK})`.execute(conn);
+    }
   });
 }
 

@@ -1,0 +1,208 @@
+/**
+ * `tributary facts import --workspace WS_ID --data-model SLUG FILE.ndjson [--json]`: streams
+ * the file to the admin API (POST /admin/v1/facts/import) without reading it into memory,
+ * with a progress bar on stderr when stderr is a terminal, then prints the summary
+ * (written, duplicates, rejected lines with their numbers and reasons), or with --json the
+ * server's answer as one JSON document. A file with rejected lines still exits 0: the valid
+ * lines are stored, and the answer says which were not.
+ */
+import fs from 'node:fs';
+import { Transform, type TransformCallback } from 'node:stream';
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config.ts';
+import { AdminApiError, UsageError, resolveClientSettings } from './admin-client.ts';
+
+type Io = {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  /** Whether `err` writes to a terminal; defaults to process.stderr.isTTY. */
+  errIsTTY?: () => boolean;
+};
+
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+const EXIT_CONFIG = 78;
+
+interface ImportAnswer {
+  lines?: number;
+  written: number;
+  duplicates: number;
+  rejected: number;
+  errors: Array<{ line: number; pointer?: string; detail: string }>;
+  errors_omitted?: number;
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** One line of progress, redrawn in place with \r. */
+export function progressLine(sent: number, total: number, width = 30): string {
+  const frac = total > 0 ? Math.min(1, sent / total) : 1;
+  const filled = Math.round(frac * width);
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.floor(frac * 100)).padStart(3)}% ${formatBytes(sent)} / ${formatBytes(total)}`;
+}
+
+/** Counts the bytes fetch has pulled from the file: with backpressure, about what was sent. */
+class ByteCounter extends Transform {
+  bytes = 0;
+  private readonly onProgress: (bytes: number) => void;
+
+  constructor(onProgress: (bytes: number) => void) {
+    super();
+    this.onProgress = onProgress;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    this.onProgress(this.bytes);
+    callback(null, chunk);
+  }
+}
+
+function progressReporter(io: Io, total: number, enabled: boolean) {
+  let last = 0;
+  let shown = false;
+  const draw = (text: string) => {
+    shown = true;
+    io.err(`\r\x1b[2K${text}`);
+  };
+  return {
+    update(bytes: number) {
+      const now = Date.now();
+      if (!enabled || (now - last < 100 && bytes < total)) return;
+      last = now;
+      draw(progressLine(bytes, total));
+    },
+    waiting() {
+      if (enabled) draw(`${progressLine(total, total)} sent; waiting for the server to finish`);
+    },
+    clear() {
+      if (shown) io.err('\r\x1b[2K');
+    },
+  };
+}
+
+function errorFromResponse(status: number, text: string): AdminApiError {
+  try {
+    const doc = JSON.parse(text) as { errors?: Array<Record<string, unknown>> };
+    const first = Array.isArray(doc.errors) ? doc.errors[0] : undefined;
+    if (first && typeof first === 'object') {
+      const detail = typeof first.detail === 'string' ? first.detail : `HTTP ${status}`;
+      const code = typeof first.code === 'string' ? first.code : 'http_error';
+      const source = first.source && typeof first.source === 'object' ? (first.source as Record<string, unknown>) : undefined;
+      return new AdminApiError(detail, status, code, source);
+    }
+  } catch {
+    // not JSON: the generic message below
+  }
+  return new AdminApiError(`the server answered HTTP ${status}`, status, 'http_error');
+}
+
+function networkCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+export function renderImportSummary(a: ImportAnswer): string {
+  let s = `written: ${a.written}\nduplicates: ${a.duplicates}\nrejected: ${a.rejected}\n`;
+  for (const e of a.errors) s += `  line ${e.line}: ${e.pointer ? `${e.pointer} ` : ''}${e.detail}\n`;
+  if (a.errors_omitted) s += `  ... and ${a.errors_omitted} more errors\n`;
+  return s;
+}
+
+async function upload(settings: { url: string; adminToken: string }, workspace: string, dataModel: string, file: string, io: Io): Promise<ImportAnswer> {
+  const total = fs.statSync(file).size;
+  const progress = progressReporter(io, total, (io.errIsTTY ?? (() => process.stderr.isTTY === true))());
+  const counter = new ByteCounter((bytes) => progress.update(bytes));
+  const source = fs.createReadStream(file);
+  source.on('error', (err) => counter.destroy(err));
+  source.on('end', () => progress.waiting());
+  const query = new URLSearchParams({ workspace_id: workspace, data_model: dataModel });
+  let res: Response;
+  try {
+    res = await fetch(`${settings.url}/admin/v1/facts/import?${query}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${settings.adminToken}`, 'content-type': 'application/x-ndjson', accept: 'application/json' },
+      body: source.pipe(counter),
+      // Required by fetch for a streamed request body.
+      duplex: 'half',
+    });
+  } catch (err) {
+    progress.clear();
+    const code = networkCode(err);
+    throw new AdminApiError(`cannot reach the server at ${settings.url}${code ? ` (${code})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+  } finally {
+    source.destroy();
+  }
+  const text = await res.text();
+  progress.clear();
+  if (!res.ok) throw errorFromResponse(res.status, text);
+  let data: unknown;
+  try {
+    data = (JSON.parse(text) as { data?: unknown }).data;
+  } catch {
+    throw new AdminApiError(`the server at ${settings.url} answered with something other than JSON`, res.status, 'bad_response');
+  }
+  if (!data || typeof data !== 'object' || typeof (data as ImportAnswer).written !== 'number') {
+    throw new AdminApiError(`the server at ${settings.url} answered without an import summary`, res.status, 'bad_response');
+  }
+  return data as ImportAnswer;
+}
+
+export function registerFactsCommands(program: Command, io: Io): void {
+  const json = () => program.opts().json === true;
+  const facts = program.command('facts').description('facts of data models');
+  facts
+    .command('import')
+    .description('import facts from an NDJSON file, one {"observed_at", "data", "source_key"?} per line')
+    .requiredOption('--workspace <workspace-id>', 'workspace id')
+    .requiredOption('--data-model <slug>', 'slug of the data model in that workspace')
+    .argument('<file>', 'NDJSON file')
+    .action(async (file: string, o: { workspace: string; dataModel: string }) => {
+      const asJson = json();
+      try {
+        let stat: fs.Stats;
+        try {
+          stat = fs.statSync(file);
+        } catch {
+          throw new UsageError(`cannot read ${file}`);
+        }
+        if (!stat.isFile()) throw new UsageError(`${file} is not a file`);
+        const { url, adminToken } = program.opts() as { url?: string; adminToken?: string };
+        const answer = await upload(resolveClientSettings({ url, adminToken }), o.workspace, o.dataModel, file, io);
+        io.out(asJson ? `${JSON.stringify(answer)}\n` : renderImportSummary(answer));
+      } catch (err) {
+        let doc: { error: string; status: number | null; code: string; source?: Record<string, unknown> };
+        let exitCode: number;
+        if (err instanceof AdminApiError) {
+          doc = { error: err.message, status: err.status, code: err.code, ...(err.source ? { source: err.source } : {}) };
+          exitCode = EXIT_FAILURE;
+        } else if (err instanceof UsageError) {
+          doc = { error: err.message, status: null, code: 'usage_error' };
+          exitCode = EXIT_USAGE;
+        } else if (err instanceof ConfigError) {
+          doc = { error: err.message, status: null, code: 'config_error' };
+          exitCode = EXIT_CONFIG;
+        } else {
+          throw err;
+        }
+        if (asJson) io.out(`${JSON.stringify(doc)}\n`);
+        else io.err(`error: ${doc.error}${doc.status !== null ? ` (HTTP ${doc.status} ${doc.code})` : ''}\n`);
+        throw new CommanderError(exitCode, 'tributary.failed', doc.error);
+      }
+    });
+}

@@ -1,0 +1,180 @@
+/**
+ * Every statement of the fact store: the write path, the current-state upkeep, retention
+ * and the lookups of the import. Each function takes the handle to run on (a transaction
+ * or the db) and never opens another.
+ *
+ * fact_current ordering, per axis (decisions.md section 5):
+ *   observed_at: (observed_at, inserted_at, id)
+ *   inserted_at: (inserted_at, id)
+ * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
+ * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
+ */
+import { sql, type Insertable, type Kysely } from 'kysely';
+import type { DB, FactTable, FieldType, TimeAxis } from '../db/schema.ts';
+
+type Db = Kysely<DB>;
+
+/**
+ * The end of every fact_current upsert (the target is aliased `c`): replace the row only
+ * with a fact that orders after it on the row's axis. The comparison runs against the row
+ * as it is once locked, so out-of-order and concurrent writes cannot move it back.
+ */
+const KEEP_GREATEST = sql`
+    on conflict (data_model_id, axis, entity_key) do update set
+      fact_id = excluded.fact_id,
+      workspace_id = excluded.workspace_id,
+      entity_id = excluded.entity_id,
+      observed_at = excluded.observed_at,
+      inserted_at = excluded.inserted_at,
+      data = excluded.data
+    where case when excluded.axis = 'observed_at'
+      then (excluded.observed_at, excluded.inserted_at, excluded.fact_id) > (c.observed_at, c.inserted_at, c.fact_id)
+      else (excluded.inserted_at, excluded.fact_id) > (c.inserted_at, c.fact_id)
+    end`;
+
+/** Inserts facts; a row whose (data model, source key) is already stored is skipped. Returns the ids written. */
+export async function insertFacts(db: Db, rows: Insertable<FactTable>[]): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const written = await db
+    .insertInto('facts')
+    .values(rows)
+    .onConflict((oc) => oc.constraint('facts_model_source_key').doNothing())
+    .returning('id')
+    .execute();
+  return written.map((r) => r.id);
+}
+
+/**
+ * Folds freshly inserted facts into fact_current on both axes, in one statement.
+ *
+ * DISTINCT ON reduces the batch to one candidate per entity first: one INSERT ... ON
+ * CONFLICT may not touch a row twice. Rows go in sorted by (axis, entity_key), the same order for every writer, so two writers
+ * of overlapping entities wait for each other instead of deadlocking.
+ */
+export async function upsertCurrent(db: Db, dataModelId: string, factIds: string[]): Promise<void> {
+  if (factIds.length === 0) return;
+  await sql`
+    insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+    select s.data_model_id, s.axis, s.entity_key, s.id, s.workspace_id, s.entity_id, s.observed_at, s.inserted_at, s.data
+    from (
+      (select distinct on (entity_key) 'observed_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+              f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+       from facts f
+       where f.data_model_id = ${dataModelId} and f.id = any(${factIds}::uuid[])
+       order by entity_key, f.observed_at desc, f.inserted_at desc, f.id desc)
+      union all
+      (select distinct on (entity_key) 'inserted_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+              f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+       from facts f
+       where f.data_model_id = ${dataModelId} and f.id = any(${factIds}::uuid[])
+       order by entity_key, f.inserted_at desc, f.id desc)
+    ) s
+    order by s.axis, s.entity_key
+    ${KEEP_GREATEST}
+  `.execute(db);
+}
+
+export interface ImportModel {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  slug: string;
+  fields: Array<{ name: string; type: FieldType | null; is_primary_key: boolean; is_required: boolean }>;
+}
+
+export async function findWorkspace(db: Db, workspaceId: string): Promise<{ id: string; organization_id: string } | undefined> {
+  return db.selectFrom('workspaces').select(['id', 'organization_id']).where('id', '=', workspaceId).executeTakeFirst();
+}
+
+/** A data model of a workspace by slug, with its fields; undefined when there is none. */
+export async function findModelBySlug(db: Db, workspaceId: string, slug: string): Promise<ImportModel | undefined> {
+  const model = await db
+    .selectFrom('data_models')
+    .select(['id', 'organization_id', 'workspace_id', 'slug'])
+    .where('workspace_id', '=', workspaceId)
+    .where('slug', '=', slug)
+    .executeTakeFirst();
+  if (!model) return undefined;
+  const fields = await db
+    .selectFrom('data_model_fields')
+    .select(['name', 'type', 'is_primary_key', 'is_required'])
+    .where('data_model_id', '=', model.id)
+    .orderBy('name')
+    .execute();
+  return { ...model, fields };
+}
+
+/** Models with a retention window and the instant before which their facts expire. */
+export async function modelsWithRetention(db: Db): Promise<Array<{ id: string; cutoff: Date }>> {
+  const { rows } = await sql<{ id: string; cutoff: Date }>`
+    select id, now() - make_interval(days => retention_days) as cutoff
+    from data_models where retention_days is not null order by id
+  `.execute(db);
+  return rows;
+}
+
+/**
+ * Deletes up to `limit` facts of a model observed before `cutoff`, oldest first; returns
+ * their ids. SKIP LOCKED lets two sweeps share the work instead of queueing on the same rows.
+ */
+export async function deleteExpiredFacts(db: Db, dataModelId: string, cutoff: Date, limit: number): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    delete from facts where id in (
+      select id from facts
+      where data_model_id = ${dataModelId} and observed_at < ${cutoff.toISOString()}::timestamptz
+      order by observed_at, id
+      limit ${limit}
+      for update skip locked
+    )
+    returning id
+  `.execute(db);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Removes the fact_current rows that point at deleted facts and returns their entities.
+ * Rows are locked in (axis, entity_key) order, the writers' order. A row a concurrent
+ * writer has meanwhile moved to a newer fact no longer matches and is left alone.
+ */
+export async function detachCurrent(db: Db, dataModelId: string, factIds: string[]): Promise<Array<{ axis: TimeAxis; entity_id: string | null }>> {
+  if (factIds.length === 0) return [];
+  const { rows } = await sql<{ axis: TimeAxis; entity_id: string | null }>`
+    delete from fact_current c
+    using (
+      select data_model_id, axis, entity_key from fact_current
+      where data_model_id = ${dataModelId} and fact_id = any(${factIds}::uuid[])
+      order by axis, entity_key
+      for update
+    ) d
+    where c.data_model_id = d.data_model_id and c.axis = d.axis and c.entity_key = d.entity_key
+      and c.fact_id = any(${factIds}::uuid[])
+    returning c.axis, c.entity_id
+  `.execute(db);
+  return rows;
+}
+
+/**
+ * Sets fact_current of the given entities on one axis to their latest remaining fact (one
+ * index probe per entity); an entity without facts left gets no row.
+ */
+export async function restoreCurrent(db: Db, dataModelId: string, axis: TimeAxis, entityIds: string[]): Promise<void> {
+  if (entityIds.length === 0) return;
+  const latest =
+    axis === 'observed_at'
+      ? sql`order by f.observed_at desc, f.inserted_at desc, f.id desc`
+      : sql`order by f.inserted_at desc, f.id desc`;
+  await sql`
+    insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+    select l.data_model_id, ${axis}::text, l.entity_id, l.id, l.workspace_id, l.entity_id, l.observed_at, l.inserted_at, l.data
+    from unnest(${entityIds}::text[]) as e(entity_id)
+    cross join lateral (
+      select f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+      from facts f
+      where f.data_model_id = ${dataModelId} and f.entity_id = e.entity_id
+      ${latest}
+      limit 1
+    ) l
+    order by l.entity_id
+    ${KEEP_GREATEST}
+  `.execute(db);
+}

@@ -1,0 +1,119 @@
+/**
+ * Fact import: NDJSON lines `{"observed_at": ..., "data": {...}, "source_key"?: ...}`,
+ * read as a stream and written through writeFacts in batches, each batch its own short
+ * transaction. A bad line is reported with its number and skipped, never fatal. Memory
+ * stays bounded by one batch whatever the size of the input.
+ */
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import { AppError } from '../errors.ts';
+import { isUuid } from '../ids.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../http/body.ts';
+import * as q from './facts.sql.ts';
+import { writeFacts, type FactInput } from './write.ts';
+
+export const IMPORT_BATCH = 1000;
+/** The answer lists this many errors; the rest are counted in errors_omitted. */
+export const MAX_LISTED_ERRORS = 1000;
+
+export interface ImportError {
+  line: number;
+  pointer?: string;
+  detail: string;
+}
+
+export interface ImportResult {
+  /** Lines read, blank ones included, so error line numbers can be checked against it. */
+  lines: number;
+  written: number;
+  duplicates: number;
+  /** Lines not written because they were not JSON or not a valid fact. */
+  rejected: number;
+  errors: ImportError[];
+  errors_omitted: number;
+}
+
+const SLUG_RE = /^[a-z0-9-]{1,63}$/;
+
+export interface ImportTarget {
+  workspaceId: unknown;
+  dataModelSlug: unknown;
+}
+
+/** The workspace and data model an import writes to; 404 when either is unknown. */
+export async function resolveImportTarget(db: Kysely<DB>, target: ImportTarget) {
+  if (!isUuid(target.workspaceId)) throw new AppError('invalid_query', 'workspace_id must be a workspace id', { source: { parameter: 'workspace_id' } });
+  if (typeof target.dataModelSlug !== 'string' || !SLUG_RE.test(target.dataModelSlug)) {
+    throw new AppError('invalid_query', 'data_model must be the slug of a data model', { source: { parameter: 'data_model' } });
+  }
+  const workspace = await q.findWorkspace(db, target.workspaceId.toLowerCase());
+  if (!workspace) throw new AppError('not_found', 'No workspace with this id');
+  const model = await q.findModelBySlug(db, workspace.id, target.dataModelSlug);
+  if (!model) throw new AppError('not_found', `No data model with slug "${target.dataModelSlug}" in this workspace`);
+  return { scope: { organizationId: workspace.organization_id, workspaceId: workspace.id }, model };
+}
+
+type Parsed = { item: unknown } | { error: string };
+
+function parseLine(text: string): Parsed {
+  // The same nesting limit as JSON bodies, checked before JSON.parse allocates anything.
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) return { error: `the line is nested deeper than ${MAX_JSON_DEPTH} levels` };
+  try {
+    // Plain JSON.parse: it defines members as own data properties, so a `__proto__`
+    // member never reaches a prototype, and the validator rejects it as an unknown member.
+    return { item: JSON.parse(text) };
+  } catch (err) {
+    const why = err instanceof SyntaxError ? err.message : 'unreadable';
+    return { error: `the line is not JSON: ${why.length > 200 ? `${why.slice(0, 200)}...` : why}` };
+  }
+}
+
+/**
+ * Imports `lines` (an async iterable of text lines, such as node:readline over a request)
+ * into one data model. Lines are numbered from 1; blank lines are skipped.
+ */
+export async function importFacts(db: Kysely<DB>, target: Awaited<ReturnType<typeof resolveImportTarget>>, lines: AsyncIterable<string> | Iterable<string>): Promise<ImportResult> {
+  const result: ImportResult = { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 };
+  const addError = (e: ImportError) => {
+    if (result.errors.length < MAX_LISTED_ERRORS) result.errors.push(e);
+    else result.errors_omitted++;
+  };
+
+  // Lines since the last flush, in order; a bad line waits here with its error so that
+  // errors are listed (and the first MAX_LISTED_ERRORS kept) in line order.
+  let pending: Array<{ line: number; item: unknown } | { line: number; error: string }> = [];
+  const flush = async () => {
+    if (pending.length === 0) return;
+    const chunk = pending;
+    pending = [];
+    const parsed = chunk.filter((l): l is { line: number; item: unknown } => 'item' in l);
+    // writeFacts reports by position among the parsed lines; the answer reports by line number.
+    const invalid = new Map<number, ImportError[]>();
+    if (parsed.length > 0) {
+      const r = await db.transaction().execute((trx) => writeFacts(trx, target.scope, target.model, parsed.map((l) => l.item as FactInput)));
+      result.written += r.written;
+      result.duplicates += r.duplicates;
+      for (const e of r.errors) {
+        const line = parsed[e.index]!.line;
+        invalid.set(line, [...(invalid.get(line) ?? []), { line, pointer: e.pointer, detail: e.detail }]);
+      }
+    }
+    for (const l of chunk) {
+      const errs = 'error' in l ? [{ line: l.line, detail: l.error }] : (invalid.get(l.line) ?? []);
+      if (errs.length > 0) result.rejected++;
+      for (const e of errs) addError(e);
+    }
+  };
+
+  for await (const raw of lines) {
+    const n = ++result.lines;
+    // A byte-order mark is not part of the first line's JSON.
+    const text = n === 1 && raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
+    if (text.trim() === '') continue;
+    const parsed = parseLine(text);
+    pending.push('error' in parsed ? { line: n, error: parsed.error } : { line: n, item: parsed.item });
+    if (pending.length >= IMPORT_BATCH) await flush();
+  }
+  await flush();
+  return result;
+}

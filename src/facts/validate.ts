@@ -1,0 +1,271 @@
+/**
+ * Validation of one fact against its data model's fields (decisions.md section 4), and
+ * the values derived from it: the UTC observed_at, the normalized data, the entity id and
+ * the source key. Pure functions: no I/O, so the write path and tests share them.
+ */
+import { createHash } from 'node:crypto';
+import type { FieldType } from '../db/schema.ts';
+
+export interface FactField {
+  name: string;
+  type: FieldType | null;
+  is_primary_key: boolean;
+  is_required: boolean;
+}
+
+export interface FactModel {
+  id: string;
+  fields: FactField[];
+}
+
+export interface FactInput {
+  observed_at: unknown;
+  data: unknown;
+  source_key?: unknown;
+}
+
+export interface FieldError {
+  pointer: string;
+  detail: string;
+}
+
+export interface ValidFact {
+  /** ISO 8601 in UTC with Z, millisecond precision. */
+  observedAt: string;
+  /** The data with datetime values normalized to UTC. */
+  data: Record<string, unknown>;
+  entityId: string | null;
+  sourceKey: string;
+}
+
+export type Validated = { ok: true; fact: ValidFact } | { ok: false; errors: FieldError[] };
+
+/** Same nesting limit as the HTTP body parser, so a value accepted there fits here. */
+export const MAX_DEPTH = 64;
+export const MAX_SOURCE_KEY_LENGTH = 512;
+
+const DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+// PostgreSQL has no year 0 and JS prints years past 9999 in an extended form; stay inside both.
+const MIN_MS = new Date('0001-01-01T00:00:00.000Z').getTime();
+const MAX_MS = new Date('9999-12-31T23:59:59.999Z').getTime();
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * An ISO 8601 date-time with Z or a UTC offset, as epoch milliseconds; undefined when it is
+ * not one. A local time without an offset is refused: its instant would be a guess.
+ * Digits past milliseconds are dropped (the columns are timestamptz(3)).
+ */
+export function parseDateTime(s: string): number | undefined {
+  const m = DATETIME_RE.exec(s);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const ms = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+  let offsetMinutes = 0;
+  if (m[8] === undefined) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return undefined;
+    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0-99 to 1900-1999.
+  const d = new Date(Date.UTC(2000, 0, 1, hour, minute, second, ms));
+  d.setUTCFullYear(year, month - 1, day);
+  const t = d.getTime() - offsetMinutes * 60_000;
+  return t < MIN_MS || t > MAX_MS ? undefined : t;
+}
+
+/** The UTC form of an ISO 8601 date-time, or undefined. */
+export function normalizeDateTime(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const t = parseDateTime(v);
+  return t === undefined ? undefined : new Date(t).toISOString();
+}
+
+/** RFC 6901: a member name as a pointer segment. */
+export function pointerSegment(name: string): string {
+  return name.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+// PostgreSQL text and jsonb reject U+0000, and a lone surrogate cannot be stored as UTF-8;
+// either would fail the whole batch's statement, so it is refused per item instead.
+function badText(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'must not contain the character U+0000';
+  if (!s.isWellFormed()) return 'must not contain unpaired UTF-16 surrogates';
+  return undefined;
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** The first thing in `v` that JSON (as jsonb stores it) cannot carry, with its pointer. */
+export function jsonProblem(v: unknown, pointer: string, depth = 1): FieldError | undefined {
+  if (v === null || typeof v === 'boolean') return undefined;
+  if (typeof v === 'number') return Number.isFinite(v) ? undefined : { pointer, detail: 'must be a finite number' };
+  if (typeof v === 'string') {
+    const bad = badText(v);
+    return bad ? { pointer, detail: bad } : undefined;
+  }
+  const isArray = Array.isArray(v);
+  if (!isArray && !isPlainObject(v)) return { pointer, detail: 'must be a JSON value' };
+  if (depth > MAX_DEPTH) return { pointer, detail: `must not be nested deeper than ${MAX_DEPTH} levels` };
+  if (isArray) {
+    for (let i = 0; i < v.length; i++) {
+      const p = jsonProblem(v[i], `${pointer}/${i}`, depth + 1);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  for (const [k, item] of Object.entries(v)) {
+    const bad = badText(k);
+    if (bad) return { pointer: `${pointer}/${pointerSegment(k)}`, detail: `member name ${bad}` };
+    const p = jsonProblem(item, `${pointer}/${pointerSegment(k)}`, depth + 1);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+const TYPE_DETAIL: Record<FieldType, string> = {
+  string: 'must be a string',
+  integer: 'must be a whole number between -9007199254740991 and 9007199254740991',
+  float: 'must be a finite number',
+  boolean: 'must be true or false',
+  datetime: 'must be an ISO 8601 date-time with Z or a UTC offset',
+  map: 'must be a JSON object',
+};
+
+/** A field's value (not null) checked against its type: the value to store, or an error. */
+function checkValue(type: FieldType | null, v: unknown, pointer: string): { value: unknown } | FieldError {
+  const mismatch = (t: FieldType): FieldError => ({ pointer, detail: TYPE_DETAIL[t] });
+  switch (type) {
+    case 'string': {
+      if (typeof v !== 'string') return mismatch(type);
+      const bad = badText(v);
+      return bad ? { pointer, detail: bad } : { value: v };
+    }
+    case 'integer':
+      return typeof v === 'number' && Number.isSafeInteger(v) ? { value: v } : mismatch(type);
+    case 'float':
+      return typeof v === 'number' && Number.isFinite(v) ? { value: v } : mismatch(type);
+    case 'boolean':
+      return typeof v === 'boolean' ? { value: v } : mismatch(type);
+    case 'datetime': {
+      const iso = normalizeDateTime(v);
+      return iso === undefined ? mismatch(type) : { value: iso };
+    }
+    case 'map': {
+      if (!isPlainObject(v)) return mismatch(type);
+      return jsonProblem(v, pointer) ?? { value: v };
+    }
+    case null:
+      return jsonProblem(v, pointer) ?? { value: v };
+  }
+}
+
+/** JSON with object members in code-unit order at every level: equal values, equal text. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * The entity id from the primary-key value: a string as it is, a number or boolean as its
+ * JSON text, an object or array (primary key of type map or untyped) as canonical JSON.
+ */
+export function entityIdOf(v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return canonicalJson(v);
+}
+
+/**
+ * Without a caller's key, the key is a hash of what the fact says, so resending the same
+ * observation (a retried import or request) is recognized as a duplicate. The prefix keeps
+ * derived keys apart from given ones.
+ */
+export function deriveSourceKey(observedAt: string, data: Record<string, unknown>): string {
+  return `sha256:${createHash('sha256').update(canonicalJson([observedAt, data])).digest('hex')}`;
+}
+
+const ITEM_MEMBERS = new Set(['observed_at', 'data', 'source_key']);
+
+/**
+ * Checks one item. Every problem is reported, each at its JSON pointer in the item:
+ * `/observed_at`, `/data`, `/data/<field>` (or deeper for a bad nested value), `/source_key`.
+ *
+ * A primary-key field that is not required may be absent or null: the fact then has a null
+ * entity id and is an entity of its own. A required one is reported as missing.
+ */
+export function validateFact(model: FactModel, item: unknown): Validated {
+  if (!isPlainObject(item)) return { ok: false, errors: [{ pointer: '', detail: 'must be an object with observed_at and data' }] };
+  const errors: FieldError[] = [];
+  for (const name of Object.keys(item)) {
+    if (!ITEM_MEMBERS.has(name)) errors.push({ pointer: `/${pointerSegment(name)}`, detail: 'is not a member of a fact (observed_at, data, source_key)' });
+  }
+
+  const observedAt = normalizeDateTime(item.observed_at);
+  if (item.observed_at === undefined || item.observed_at === null) errors.push({ pointer: '/observed_at', detail: 'is required' });
+  else if (observedAt === undefined) errors.push({ pointer: '/observed_at', detail: TYPE_DETAIL.datetime });
+
+  let sourceKey: string | undefined;
+  if (item.source_key !== undefined && item.source_key !== null) {
+    const sk = item.source_key;
+    if (typeof sk !== 'string' || sk.length === 0 || sk.length > MAX_SOURCE_KEY_LENGTH) {
+      errors.push({ pointer: '/source_key', detail: `must be a string of 1 to ${MAX_SOURCE_KEY_LENGTH} characters` });
+    } else {
+      const bad = badText(sk);
+      if (bad) errors.push({ pointer: '/source_key', detail: bad });
+      else sourceKey = sk;
+    }
+  }
+
+  const entries: Array<[string, unknown]> = [];
+  let entityId: string | null = null;
+  const raw = item.data;
+  if (raw === undefined || raw === null) {
+    errors.push({ pointer: '/data', detail: 'is required' });
+  } else if (!isPlainObject(raw)) {
+    errors.push({ pointer: '/data', detail: 'must be a JSON object' });
+  } else {
+    const fields = new Map(model.fields.map((f) => [f.name, f]));
+    for (const name of Object.keys(raw)) {
+      if (!fields.has(name)) errors.push({ pointer: `/data/${pointerSegment(name)}`, detail: 'is not a field of the data model' });
+    }
+    for (const field of model.fields) {
+      const pointer = `/data/${pointerSegment(field.name)}`;
+      // Object.hasOwn: a field may be called `constructor` or `toString`.
+      const present = Object.hasOwn(raw, field.name);
+      const v = present ? raw[field.name] : undefined;
+      if (v === undefined || v === null) {
+        if (field.is_required) errors.push({ pointer, detail: 'is required' });
+        else if (present) entries.push([field.name, null]);
+        continue;
+      }
+      const checked = checkValue(field.type, v, pointer);
+      if ('detail' in checked) {
+        errors.push(checked);
+        continue;
+      }
+      entries.push([field.name, checked.value]);
+      if (field.is_primary_key) entityId = entityIdOf(checked.value);
+    }
+  }
+
+  if (errors.length > 0 || observedAt === undefined) return { ok: false, errors };
+  // fromEntries defines own members, so no field name can reach a prototype.
+  const data: Record<string, unknown> = Object.fromEntries(entries);
+  return { ok: true, fact: { observedAt, data, entityId, sourceKey: sourceKey ?? deriveSourceKey(observedAt, data) } };
+}

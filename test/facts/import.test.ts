@@ -1,0 +1,204 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
+import { createModel, factCount, recomputedCurrent, storedCurrent, type TestModel } from './helpers.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+let t: TestApp;
+let tenant: Tenant;
+let model: TestModel;
+let tmp: string;
+
+before(async () => {
+  t = await startApp();
+  tenant = await seedTenant(t.deps);
+  model = await createModel(t.deps.db, tenant, [
+    { name: 'k', type: 'string', is_primary_key: true, is_required: true },
+    { name: 'amount', type: 'integer', is_required: true },
+    { name: 'at', type: 'datetime' },
+  ]);
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-facts-import-'));
+});
+after(async () => {
+  await t.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function importUrl(workspaceId: string, slug: string): string {
+  return `${t.url}/admin/v1/facts/import?${new URLSearchParams({ workspace_id: workspaceId, data_model: slug })}`;
+}
+
+/** Streams `text` in uneven chunks, so lines are split across chunk boundaries. */
+async function postNdjson(url: string, text: string, headers: Record<string, string> = {}) {
+  const buf = Buffer.from(text);
+  async function* chunks() {
+    let at = 0;
+    for (let i = 0; at < buf.length; i++) {
+      const n = 1 + ((i * 7919) % 65_536);
+      yield buf.subarray(at, at + n);
+      at += n;
+    }
+  }
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/x-ndjson', ...headers },
+    body: Readable.from(chunks()),
+    duplex: 'half',
+  });
+  const body = await res.text();
+  return { status: res.status, body: body ? JSON.parse(body) : undefined };
+}
+
+interface Expected {
+  text: string;
+  lines: number;
+  written: number;
+  duplicates: number;
+  rejected: Array<{ line: number; pointer?: string; detail: RegExp | string }>;
+}
+
+/** ~20k lines: valid facts of 500 entities, with non-JSON lines, invalid facts, blank lines, CRLF endings and repeated lines. */
+function generate(lineCount: number): Expected {
+  const out: string[] = [];
+  const exp: Expected = { text: '', lines: lineCount, written: 0, duplicates: 0, rejected: [] };
+  for (let n = 1; n <= lineCount; n++) {
+    const fact = { observed_at: new Date(Date.UTC(2025, 0, 1) + ((n * 7919) % 100_000) * 60_000).toISOString(), data: { k: `e${n % 500}`, amount: n, at: '2025-01-01T01:00:00+01:00' } };
+    let line: string;
+    if (n % 1000 === 500) {
+      line = `{"observed_at": "2025-01-01T00:00:00Z", "data": {`;
+      exp.rejected.push({ line: n, detail: /^the line is not JSON/ });
+    } else if (n % 997 === 0) {
+      line = JSON.stringify({ ...fact, data: { ...fact.data, amount: 'many' } });
+      exp.rejected.push({ line: n, pointer: '/data/amount', detail: 'must be a whole number between -9007199254740991 and 9007199254740991' });
+    } else if (n % 1999 === 0) {
+      line = JSON.stringify({ observed_at: fact.observed_at, data: { k: 'x', amount: 1, extra: true } });
+      exp.rejected.push({ line: n, pointer: '/data/extra', detail: 'is not a field of the data model' });
+    } else if (n % 2500 === 0) {
+      line = '   ';
+    } else if (n % 1500 === 0) {
+      line = out[out.length - 1]!.replace(/\r$/, '');
+      exp.duplicates++;
+    } else {
+      line = JSON.stringify(fact);
+      exp.written++;
+    }
+    out.push(n % 3 === 0 ? `${line}\r` : line);
+  }
+  exp.text = `${out.join('\n')}\n`;
+  return exp;
+}
+
+describe('POST /admin/v1/facts/import', () => {
+  test('refuses a request without the admin token, of another media type, or for an unknown target', async () => {
+    const line = '{"observed_at":"2025-01-01T00:00:00Z","data":{"k":"a","amount":1}}\n';
+    const noToken = await fetch(importUrl(tenant.workspaceId, model.slug), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: line });
+    assert.equal(noToken.status, 401);
+    const json = await postNdjson(importUrl(tenant.workspaceId, model.slug), line, { 'content-type': 'application/json' });
+    assert.equal(json.status, 415);
+    assert.equal(json.body.errors[0].code, 'unsupported_media_type');
+    const unknownModel = await postNdjson(importUrl(tenant.workspaceId, 'no-such-model'), line);
+    assert.equal(unknownModel.status, 404);
+    const other = await seedTenant(t.deps);
+    const otherWorkspace = await postNdjson(importUrl(other.workspaceId, model.slug), line);
+    assert.equal(otherWorkspace.status, 404, "a model of another workspace is not found");
+    const badId = await postNdjson(importUrl('nope', model.slug), line);
+    assert.equal(badId.status, 400);
+    assert.deepEqual(badId.body.errors[0].source, { parameter: 'workspace_id' });
+    assert.equal(await factCount(t.deps.db, model.id), 0);
+  });
+
+  test('imports ~20k streamed lines in batches, reporting rejected lines by number', async () => {
+    const exp = generate(20_000);
+    const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), exp.text);
+    assert.equal(res.status, 200);
+    const d = res.body.data;
+    assert.equal(d.lines, exp.lines);
+    assert.equal(d.written, exp.written);
+    assert.equal(d.duplicates, exp.duplicates);
+    assert.equal(d.rejected, exp.rejected.length);
+    assert.equal(d.errors_omitted, 0);
+    assert.equal(d.errors.length, exp.rejected.length);
+    exp.rejected.forEach((e, i) => {
+      const got = d.errors[i];
+      assert.equal(got.line, e.line);
+      assert.equal(got.pointer, e.pointer);
+      if (typeof e.detail === 'string') assert.equal(got.detail, e.detail);
+      else assert.match(got.detail, e.detail);
+    });
+    assert.equal(await factCount(t.deps.db, model.id), exp.written);
+    assert.deepEqual(await storedCurrent(t.deps.db, model.id), await recomputedCurrent(t.deps.db, model.id));
+    const sample = await t.deps.db.selectFrom('facts').select('data').where('data_model_id', '=', model.id).limit(1).executeTakeFirstOrThrow();
+    assert.equal((sample.data as { at: string }).at, '2025-01-01T00:00:00.000Z');
+
+    // Sending the same file again stores nothing twice.
+    const again = await postNdjson(importUrl(tenant.workspaceId, model.slug), exp.text);
+    assert.equal(again.body.data.written, 0);
+    assert.equal(again.body.data.duplicates, exp.written + exp.duplicates);
+    assert.equal(await factCount(t.deps.db, model.id), exp.written);
+  });
+
+  test('lists the first 1000 errors and counts the rest', async () => {
+    const text = Array.from({ length: 1_200 }, (_, i) => (i === 600 ? '{"observed_at":"2025-01-01T00:00:00Z","data":{"k":"cap","amount":1}}' : `not json ${i}`)).join('\n');
+    const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), text);
+    assert.equal(res.status, 200);
+    const d = res.body.data;
+    assert.equal(d.written, 1);
+    assert.equal(d.rejected, 1_199);
+    assert.equal(d.errors.length, 1_000);
+    assert.equal(d.errors_omitted, 199);
+    assert.deepEqual(d.errors.slice(599, 602).map((e: { line: number }) => e.line), [600, 602, 603]);
+  });
+
+  test('an empty body imports nothing', async () => {
+    const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), '');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.data, { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 });
+  });
+});
+
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('tributary facts import', () => {
+  test('streams a file and prints one JSON document with --json', async () => {
+    const cliModel = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'amount', type: 'integer' }]);
+    const file = path.join(tmp, 'facts.ndjson');
+    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ observed_at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString(), data: { k: `c${i % 50}`, amount: i } }));
+    lines[41] = '{"observed_at": "soon", "data": {"k": "x"}}';
+    lines[2999] = 'oops';
+    fs.writeFileSync(file, `${lines.join('\n')}\n`);
+
+    const r = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', cliModel.slug, file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '', 'no progress bar when stderr is not a terminal');
+    const docs = r.stdout.trim().split('\n');
+    assert.equal(docs.length, 1, 'exactly one JSON document');
+    const d = JSON.parse(docs[0]!);
+    assert.equal(d.written, 2998);
+    assert.equal(d.rejected, 2);
+    assert.deepEqual(d.errors.map((e: { line: number }) => e.line), [42, 3000]);
+    assert.equal(await factCount(t.deps.db, cliModel.id), 2998);
+
+    const missing = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', 'no-such-model', file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
+    assert.equal(missing.code, 1);
+    const err = JSON.parse(missing.stdout.trim());
+    assert.equal(err.status, 404);
+    assert.equal(err.code, 'not_found');
+  });
+});

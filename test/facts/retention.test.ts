@@ -1,0 +1,131 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { adminCall, seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
+import { writeFacts, type FactScope } from '../../src/facts/write.ts';
+import { sweepFactRetention } from '../../src/facts/retention.ts';
+import { sweep } from '../../src/admin/sweep.ts';
+import { sweepOnce } from '../../src/worker/scheduler.ts';
+import { createModel, daysAgo, factCount, recomputedCurrent, sleep, storedCurrent, type TestModel } from './helpers.ts';
+
+let t: TestApp;
+let tenant: Tenant;
+let other: Tenant;
+let scope: FactScope;
+
+before(async () => {
+  t = await startApp();
+  tenant = await seedTenant(t.deps);
+  other = await seedTenant(t.deps);
+  scope = { organizationId: tenant.organizationId, workspaceId: tenant.workspaceId };
+});
+after(async () => {
+  await t.close();
+});
+
+const scopeOf = (x: Tenant): FactScope => ({ organizationId: x.organizationId, workspaceId: x.workspaceId });
+const PK = [{ name: 'k', type: 'string' as const, is_primary_key: true }, { name: 'v', type: 'integer' as const }];
+
+async function write(m: TestModel, s: FactScope, k: string | null, observedAt: string, v: number): Promise<string> {
+  const r = await writeFacts(t.deps.db, s, m, [{ observed_at: observedAt, data: k === null ? { v } : { k, v } }]);
+  assert.equal(r.written, 1);
+  // Separate transactions a few ms apart: distinct inserted_at, in the order written.
+  await sleep(3);
+  return r.ids[0]!;
+}
+
+async function current(m: TestModel, axis: string, key: string): Promise<string | undefined> {
+  return (await storedCurrent(t.deps.db, m.id)).find((r) => r.axis === axis && r.entity_key === key)?.fact_id;
+}
+
+async function assertConsistent(m: TestModel): Promise<void> {
+  assert.deepEqual(await storedCurrent(t.deps.db, m.id), await recomputedCurrent(t.deps.db, m.id));
+}
+
+test('facts past retention_days are deleted and fact_current is repaired on both axes', async () => {
+  const m = await createModel(t.deps.db, tenant, PK, { retentionDays: 30 });
+  const untouched = await createModel(t.deps.db, tenant, PK);
+  const longer = await createModel(t.deps.db, other, PK, { retentionDays: 60 });
+
+  // recent: an old fact and a newer one; the newer is current on both axes and stays.
+  await write(m, scope, 'recent', daysAgo(40), 1);
+  const recentNew = await write(m, scope, 'recent', daysAgo(5), 2);
+  // backfill: the old fact was inserted last, so it is current on the inserted_at axis only.
+  const backfillNew = await write(m, scope, 'backfill', daysAgo(3), 1);
+  const backfillOld = await write(m, scope, 'backfill', daysAgo(45), 2);
+  // allold: every fact is outside the window, so the entity leaves fact_current.
+  await write(m, scope, 'allold', daysAgo(50), 1);
+  await write(m, scope, 'allold', daysAgo(31), 2);
+  // null entity ids: each its own entity, gone with its fact.
+  const nullOld = await write(m, scope, null, daysAgo(90), 1);
+  const nullNew = await write(m, scope, null, daysAgo(1), 2);
+  // just inside the window (by an hour).
+  const edge = await write(m, scope, 'edge', daysAgo(30, 3_600_000), 1);
+
+  const keptOld = await write(untouched, scope, 'x', daysAgo(400), 1);
+  const within60 = await write(longer, scopeOf(other), 'y', daysAgo(40), 1);
+  await write(longer, scopeOf(other), 'z', daysAgo(70), 1);
+
+  assert.equal(await current(m, 'inserted_at', 'backfill'), backfillOld);
+  assert.equal(await current(m, 'observed_at', 'backfill'), backfillNew);
+
+  // A small batch, so the repair also runs across batch boundaries.
+  const deleted = await sweepFactRetention(t.deps.db, { batch: 2 });
+  assert.equal(deleted, 5 + 1);
+
+  assert.equal(await current(m, 'observed_at', 'recent'), recentNew);
+  assert.equal(await current(m, 'inserted_at', 'recent'), recentNew);
+  assert.equal(await current(m, 'observed_at', 'backfill'), backfillNew);
+  assert.equal(await current(m, 'inserted_at', 'backfill'), backfillNew, 'moved to the latest remaining fact');
+  assert.equal(await current(m, 'observed_at', 'allold'), undefined);
+  assert.equal(await current(m, 'inserted_at', 'allold'), undefined);
+  assert.equal(await current(m, 'observed_at', `#${nullOld}`), undefined);
+  assert.equal(await current(m, 'inserted_at', `#${nullOld}`), undefined);
+  assert.equal(await current(m, 'observed_at', `#${nullNew}`), nullNew);
+  assert.equal(await current(m, 'observed_at', 'edge'), edge);
+  assert.equal(await factCount(t.deps.db, m.id), 4);
+  await assertConsistent(m);
+
+  // A model without retention, and another workspace's longer window, keep their facts.
+  assert.equal(await current(untouched, 'observed_at', 'x'), keptOld);
+  assert.equal(await factCount(t.deps.db, untouched.id), 1);
+  assert.equal(await factCount(t.deps.db, longer.id), 1);
+  assert.equal(await current(longer, 'observed_at', 'y'), within60);
+  assert.equal(await current(longer, 'observed_at', 'z'), undefined);
+  await assertConsistent(untouched);
+  await assertConsistent(longer);
+
+  assert.equal(await sweepFactRetention(t.deps.db), 0, 'a second sweep finds nothing');
+});
+
+test('the sweep (admin API, and the scheduler under its lock) deletes expired facts and idempotency keys', async () => {
+  const m = await createModel(t.deps.db, tenant, PK, { retentionDays: 7 });
+  for (let i = 0; i < 12; i++) await write(m, scope, `e${i % 4}`, daysAgo(8 + i), i);
+  const keep = await write(m, scope, 'e0', daysAgo(1), 99);
+  const expiredKey = async (key: string) =>
+    sql`insert into idempotency_keys (credential_id, key, fingerprint, state, status, body, locked_until, expires_at)
+        values (${tenant.credentialId}, ${key}, 'fp', 'done', 201, '{}', now() - interval '2 days', now() - interval '1 day')`.execute(t.deps.db);
+  await expiredKey('old-key-1');
+  await sql`insert into idempotency_keys (credential_id, key, fingerprint, state, status, body, locked_until, expires_at)
+            values (${tenant.credentialId}, 'live-key', 'fp', 'done', 201, '{}', now(), now() + interval '1 day')`.execute(t.deps.db);
+
+  const res = await adminCall(t, 'POST', '/sweep');
+  assert.equal(res.status, 200);
+  assert.equal(res.body.data.facts_deleted, 12);
+  assert.ok(res.body.data.idempotency_keys_deleted >= 1);
+  const keys = await t.deps.db.selectFrom('idempotency_keys').select('key').where('credential_id', '=', tenant.credentialId).execute();
+  assert.deepEqual(keys.map((k) => k.key), ['live-key']);
+  assert.equal(await factCount(t.deps.db, m.id), 1);
+  assert.equal(await current(m, 'observed_at', 'e0'), keep);
+  assert.equal(await current(m, 'inserted_at', 'e1'), undefined);
+  await assertConsistent(m);
+
+  // The nightly path: one connection, a session lock, batches committed one by one.
+  await write(m, scope, 'e5', daysAgo(10), 1);
+  await expiredKey('old-key-2');
+  assert.equal(await sweepOnce(t.deps), true);
+  assert.equal(await factCount(t.deps.db, m.id), 1);
+  await assertConsistent(m);
+  const direct = await sweep({ db: t.deps.db });
+  assert.deepEqual(direct, { idempotency_keys_deleted: 0, facts_deleted: 0 });
+});
