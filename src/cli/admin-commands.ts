@@ -198,6 +198,6 @@ export function registerAdminCommands(program: Command, io: Io): void {
 
   program
     .command('sweep')
-    .description('run the retention sweep now (expired idempotency keys)')
+    .description('run the retention sweep now (facts past retention, expired idempotency keys)')
     .action(() => execute((c) => c.request('POST', '/sweep', undefined, { timeoutMs: 0 })));
 }
