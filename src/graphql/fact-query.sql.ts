@@ -1,0 +1,258 @@
+/**
+ * factQuery as SQL: one statement for the page, one for the count when a selected field
+ * needs it. Which table answers depends on the mode:
+ *
+ * - latest without `until` reads fact_current (one row per entity and axis, kept on write),
+ *   never the history, so a page costs an index scan whatever the history's size;
+ * - latest with `until` (as of) takes, per entity, the newest fact at or before `until`
+ *   with DISTINCT ON over the (model, entity, axis desc) index; facts without an entity id
+ *   are each their own entity, so they join the result unreduced;
+ * - timeline reads facts in [since, until) over the (model, axis, id) index.
+ *
+ * Every value that came from the caller is a bound parameter; identifiers (columns,
+ * directions) are picked from fixed lists, never built from the caller's text.
+ */
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import type { FieldType, TimeAxis } from '../db/schema.ts';
+import type { FilterClause } from './filters.ts';
+
+type Frag = RawBuilder<unknown>;
+
+export interface ModelRef {
+  id: string;
+  slug: string;
+  fields: { name: string; type: FieldType | null }[];
+}
+
+export interface FactQueryPlan {
+  workspaceId: string;
+  model: ModelRef;
+  mode: 'latest' | 'timeline';
+  axis: TimeAxis;
+  /** Latest: entities whose latest row is older are dropped. Timeline: inclusive start. */
+  since: Date | undefined;
+  /** Latest: as-of instant (inclusive), absent for the current state. Timeline: exclusive end, always set. */
+  until: Date | undefined;
+  sort: 'observed_at' | 'inserted_at' | 'entity_id';
+  direction: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+  filters: FilterClause[];
+  join: { model: ModelRef; type: 'left' | 'inner'; filters: FilterClause[] } | undefined;
+}
+
+export interface FactSqlRow {
+  id: string;
+  entity_id: string | null;
+  observed_at: Date;
+  inserted_at: Date;
+  data?: unknown;
+  /** The joined fact's data; null when nothing matched (left join). */
+  joined?: Record<string, unknown> | null;
+}
+
+const AXIS_COLUMN: Record<TimeAxis, string> = { observed_at: 'observed_at', inserted_at: 'inserted_at' };
+const DIRECTION: Record<'asc' | 'desc', Frag> = { asc: sql.raw('asc'), desc: sql.raw('desc') };
+
+// Stored datetimes are ISO 8601 strings; the guard keeps a value of another shape (a field
+// whose type was changed after facts were written) from failing the cast of every row.
+const ISO_GUARD = '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)$';
+
+const ref = (alias: string, column: string): Frag => sql.ref(`${alias}.${column}`) as Frag;
+
+/** The newest-first order that defines "latest" on an axis (decisions.md 5: ties by inserted_at, then id). */
+function latestOrder(alias: string, axis: TimeAxis): Frag {
+  return axis === 'observed_at'
+    ? sql`${ref(alias, 'observed_at')} desc, ${ref(alias, 'inserted_at')} desc, ${ref(alias, 'id')} desc`
+    : sql`${ref(alias, 'inserted_at')} desc, ${ref(alias, 'id')} desc`;
+}
+
+/** The SQL value a clause compares, typed by the field: numeric, timestamptz, text or jsonb. */
+function operand(data: Frag, c: FilterClause): Frag {
+  const member = sql`(${data} -> ${c.field}::text)`;
+  const text = sql`(${data} ->> ${c.field}::text)`;
+  if (c.type === 'integer' || c.type === 'float') return sql`(case when jsonb_typeof(${member}) = 'number' then ${text}::numeric end)`;
+  if (c.type === 'datetime') return sql`(case when jsonb_typeof(${member}) = 'string' and ${text} ~ ${ISO_GUARD} then ${text}::timestamptz end)`;
+  if (c.op === 'contains' || c.op === 'starts_with') return sql`(case when jsonb_typeof(${member}) = 'string' then ${text} end)`;
+  return member;
+}
+
+function bound(c: FilterClause, v: unknown): Frag {
+  if (c.type === 'integer' || c.type === 'float') return sql`${String(v)}::numeric`;
+  if (c.type === 'datetime') return sql`${v as string}::timestamptz`;
+  return sql`${JSON.stringify(v)}::jsonb`;
+}
+
+function boundList(c: FilterClause, values: unknown[]): Frag {
+  const elements = sql`jsonb_array_elements(${JSON.stringify(values)}::jsonb) as e(v)`;
+  if (c.type === 'integer' || c.type === 'float') return sql`(select (e.v #>> '{}')::numeric from ${elements})`;
+  if (c.type === 'datetime') return sql`(select (e.v #>> '{}')::timestamptz from ${elements})`;
+  return sql`(select e.v from ${elements})`;
+}
+
+export function clauseSql(data: Frag, c: FilterClause): Frag {
+  const x = operand(data, c);
+  switch (c.op) {
+    case 'eq':
+      return sql`${x} = ${bound(c, c.value)}`;
+    // ne and nin are the complements of eq and in: a missing or null member matches them.
+    case 'ne':
+      return sql`${x} is distinct from ${bound(c, c.value)}`;
+    case 'in':
+      return sql`${x} in ${boundList(c, c.value as unknown[])}`;
+    case 'nin':
+      return sql`(${x} is null or ${x} not in ${boundList(c, c.value as unknown[])})`;
+    case 'is_null':
+      return c.value ? sql`(${data} ->> ${c.field}::text) is null` : sql`(${data} ->> ${c.field}::text) is not null`;
+    case 'gt':
+      return sql`${x} > ${bound(c, c.value)}`;
+    case 'gte':
+      return sql`${x} >= ${bound(c, c.value)}`;
+    case 'lt':
+      return sql`${x} < ${bound(c, c.value)}`;
+    case 'lte':
+      return sql`${x} <= ${bound(c, c.value)}`;
+    case 'contains':
+      return sql`strpos(${x}, ${c.value as string}::text) > 0`;
+    case 'starts_with':
+      return sql`starts_with(${x}, ${c.value as string}::text)`;
+  }
+}
+
+interface Source {
+  /** FROM item, aliased b. */
+  from: Frag;
+  where: Frag[];
+  /** The fact id column of b. */
+  id: string;
+}
+
+function baseSource(p: FactQueryPlan): Source {
+  const axis = AXIS_COLUMN[p.axis];
+  const where: Frag[] = [];
+  let source: Source;
+  if (p.mode === 'timeline') {
+    source = {
+      from: sql`facts as b`,
+      where: [sql`b.data_model_id = ${p.model.id}`, sql`b.workspace_id = ${p.workspaceId}`, sql`${ref('b', axis)} >= ${p.since!}`, sql`${ref('b', axis)} < ${p.until!}`],
+      id: 'id',
+    };
+  } else if (p.until === undefined) {
+    source = { from: sql`fact_current as b`, where: [sql`b.data_model_id = ${p.model.id}`, sql`b.workspace_id = ${p.workspaceId}`, sql`b.axis = ${p.axis}`], id: 'fact_id' };
+  } else {
+    const scope = sql`f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId} and ${ref('f', axis)} <= ${p.until}`;
+    const asOf = sql`(select distinct on (f.entity_id) f.id, f.entity_id, f.observed_at, f.inserted_at, f.data
+        from facts as f where ${scope} and f.entity_id is not null
+        order by f.entity_id, ${latestOrder('f', p.axis)})
+      union all
+      (select f.id, f.entity_id, f.observed_at, f.inserted_at, f.data
+        from facts as f where ${scope} and f.entity_id is null)`;
+    source = { from: sql`(${asOf}) as b`, where: [], id: 'id' };
+  }
+  if (p.mode === 'latest' && p.since !== undefined) where.push(sql`${ref('b', axis)} >= ${p.since}`);
+  for (const c of p.filters) where.push(clauseSql(sql.ref('b.data') as Frag, c));
+  return { ...source, where: [...source.where, ...where] };
+}
+
+function orderBy(p: FactQueryPlan, alias: string, idColumn: string): Frag {
+  const dir = DIRECTION[p.direction];
+  const id = ref(alias, idColumn);
+  if (p.mode === 'timeline' && p.sort === 'entity_id') {
+    // Byte order, so the order is the same on every server whatever its default collation.
+    return sql`${ref(alias, 'entity_id')} collate "C" ${dir} nulls last, ${id} ${dir}`;
+  }
+  const column = p.mode === 'timeline' ? AXIS_COLUMN[p.sort as TimeAxis] : 'observed_at';
+  return sql`${ref(alias, column)} ${dir}, ${id} ${dir}`;
+}
+
+/** The joined model's newest fact for the entity of `outer`, among those passing joinFilters. */
+function joinLateral(p: FactQueryPlan, outer: string): Frag {
+  const join = p.join!;
+  const entity = ref(outer, 'entity_id');
+  if (join.filters.length === 0 && p.until === undefined) {
+    // Without joinFilters the newest fact is the current state: a primary-key lookup.
+    return sql`(select jc.data from fact_current as jc
+      where jc.data_model_id = ${join.model.id} and jc.workspace_id = ${p.workspaceId} and jc.axis = ${p.axis}
+        and jc.entity_key = ${entity} and jc.entity_id = ${entity})`;
+  }
+  const conds: Frag[] = [sql`jf.data_model_id = ${join.model.id}`, sql`jf.workspace_id = ${p.workspaceId}`, sql`jf.entity_id = ${entity}`];
+  if (p.until !== undefined) conds.push(sql`${ref('jf', AXIS_COLUMN[p.axis])} <= ${p.until}`);
+  for (const c of join.filters) conds.push(clauseSql(sql.ref('jf.data') as Frag, c));
+  return sql`(select jf.data from facts as jf where ${sql.join(conds, sql` and `)} order by ${latestOrder('jf', p.axis)} limit 1)`;
+}
+
+function columns(alias: string, idColumn: string, withData: boolean): Frag {
+  const base = sql`${ref(alias, idColumn)} as id, ${ref(alias, 'entity_id')} as entity_id, ${ref(alias, 'observed_at')} as observed_at, ${ref(alias, 'inserted_at')} as inserted_at`;
+  return withData ? sql`${base}, ${ref(alias, 'data')} as data` : base;
+}
+
+/** The page statement; `extra` rows beyond the limit are fetched to learn whether a next page exists. */
+export function pageSql(p: FactQueryPlan, opts: { withData: boolean; extra: number }): Frag {
+  const src = baseSource(p);
+  const where = src.where.length > 0 ? sql`where ${sql.join(src.where, sql` and `)}` : sql``;
+  const limit = p.limit + opts.extra;
+  if (p.join?.type === 'inner') {
+    return sql`select ${columns('b', src.id, opts.withData)}${opts.withData ? sql`, j.data as joined` : sql``}
+      from ${src.from} join lateral ${joinLateral(p, 'b')} as j on true
+      ${where} order by ${orderBy(p, 'b', src.id)} limit ${limit} offset ${p.offset}`;
+  }
+  const page = sql`select ${columns('b', src.id, opts.withData)} from ${src.from} ${where}
+    order by ${orderBy(p, 'b', src.id)} limit ${limit} offset ${p.offset}`;
+  // A left join never changes which rows are on the page: look the joined facts up for
+  // the page's rows only, after the limit.
+  if (p.join?.type === 'left' && opts.withData) {
+    return sql`select pg.*, j.data as joined from (${page}) as pg
+      left join lateral ${joinLateral(p, 'pg')} as j on true
+      order by ${orderBy(p, 'pg', 'id')}`;
+  }
+  return page;
+}
+
+export function countSql(p: FactQueryPlan): Frag {
+  const src = baseSource(p);
+  const where = src.where.length > 0 ? sql`where ${sql.join(src.where, sql` and `)}` : sql``;
+  if (p.join?.type === 'inner') {
+    return sql`select count(*)::int as n from ${src.from} join lateral ${joinLateral(p, 'b')} as j on true ${where}`;
+  }
+  return sql`select count(*)::int as n from ${src.from} ${where}`;
+}
+
+export async function selectPage(db: Db, p: FactQueryPlan, opts: { withData: boolean; extra: number }): Promise<FactSqlRow[]> {
+  const { rows } = await pageSql(p, opts).execute(db);
+  return rows as FactSqlRow[];
+}
+
+export async function selectCount(db: Db, p: FactQueryPlan): Promise<number> {
+  const { rows } = await countSql(p).execute(db);
+  return (rows[0] as { n: number }).n;
+}
+
+export interface ModelRow {
+  id: string;
+  slug: string;
+  field_name: string | null;
+  field_type: FieldType | null;
+}
+
+/** The models of these slugs in one workspace, with their fields; a slug of another workspace is simply absent. */
+export async function loadModels(db: Db, workspaceId: string, slugs: string[]): Promise<Map<string, ModelRef>> {
+  const rows = await db
+    .selectFrom('data_models as m')
+    .leftJoin('data_model_fields as f', 'f.data_model_id', 'm.id')
+    .select(['m.id as id', 'm.slug as slug', 'f.name as field_name', 'f.type as field_type'])
+    .where('m.workspace_id', '=', workspaceId)
+    .where('m.slug', 'in', slugs)
+    .orderBy('f.name')
+    .execute();
+  const out = new Map<string, ModelRef>();
+  for (const r of rows) {
+    let m = out.get(r.slug);
+    if (!m) {
+      m = { id: r.id, slug: r.slug, fields: [] };
+      out.set(r.slug, m);
+    }
+    if (r.field_name !== null) m.fields.push({ name: r.field_name, type: r.field_type });
+  }
+  return out;
+}

@@ -1,0 +1,221 @@
+/**
+ * factQuery: checks the arguments (decisions.md 5), resolves the slugs inside the caller's
+ * workspace, turns the rest into a FactQueryPlan and runs it (fact-query.sql.ts). Only the
+ * statements the selection needs are run: no count unless count or lastPage is selected,
+ * and hasNextPage alone is answered by fetching one row past the page.
+ */
+import {
+  getDirectiveValues,
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
+  Kind,
+  type FieldNode,
+  type GraphQLResolveInfo,
+  type SelectionSetNode,
+} from 'graphql';
+import type { Deps } from '../deps.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { TimeAxis } from '../db/schema.ts';
+import { SLUG_RE } from '../resources/data_models/service.ts';
+import { invalidArgument } from './errors.ts';
+import { parseFilterText, typeFilters, type FieldDef } from './filters.ts';
+import { MIN_MS } from './scalars.ts';
+import { loadModels, selectCount, selectPage, type FactQueryPlan, type FactSqlRow, type ModelRef } from './fact-query.sql.ts';
+
+export interface GraphqlContext {
+  deps: Deps;
+  /** Set whenever a field other than health/__typename is selected (the route authenticates first). */
+  principal: Principal | undefined;
+  /** The request's "now": the default end of a timeline window. */
+  now: Date;
+}
+
+export interface FactRow {
+  id: string;
+  dataModelId: string;
+  entityId: string | null;
+  observedAt: Date;
+  insertedAt: Date;
+  data: unknown;
+}
+
+export interface PageOfFact {
+  hasNextPage?: boolean;
+  hasPreviousPage: boolean;
+  pageNumber: number;
+  lastPage?: number;
+  limit: number;
+  count?: number;
+  results?: FactRow[];
+}
+
+export const MAX_LIMIT = 250;
+export const DEFAULT_LIMIT = 50;
+const DAY_MS = 86_400_000;
+export const DEFAULT_WINDOW_DAYS = 90;
+export const MAX_WINDOW_DAYS = 366;
+
+const MODES = ['latest', 'timeline'] as const;
+const AXES = ['observed_at', 'inserted_at'] as const;
+const SORTS = ['observed_at', 'inserted_at', 'entity_id'] as const;
+const DIRECTIONS = ['asc', 'desc'] as const;
+const JOIN_TYPES = ['left', 'inner'] as const;
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], def: T, argument: string): T {
+  if (value === null || value === undefined) return def;
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw invalidArgument(`${argument} must be one of ${allowed.join(', ')}`, argument);
+}
+
+/** Explicit null means "the default", as if the argument were left out. */
+function intArg(value: unknown, def: number): number {
+  return typeof value === 'number' ? value : def;
+}
+
+/** Checks every argument that needs no database and returns the plan minus the models. */
+export function checkArguments(args: Record<string, unknown>, now: Date) {
+  const slug = args.dataModelSlug;
+  if (typeof slug !== 'string') throw invalidArgument('dataModelSlug is required', 'dataModelSlug');
+  const mode = oneOf(args.mode, MODES, 'latest', 'mode');
+  const axis = oneOf<TimeAxis>(args.timeAxis, AXES, 'observed_at', 'timeAxis');
+  const sort = oneOf(args.sort, SORTS, 'observed_at', 'sort');
+  const direction = oneOf(args.sortDirection, DIRECTIONS, 'desc', 'sortDirection');
+  const joinType = oneOf(args.joinType, JOIN_TYPES, 'left', 'joinType');
+  const limit = intArg(args.limit, DEFAULT_LIMIT);
+  const offset = intArg(args.offset, 0);
+  if (limit < 1 || limit > MAX_LIMIT) throw invalidArgument(`limit must be between 1 and ${MAX_LIMIT}`, 'limit');
+  if (offset < 0) throw invalidArgument('offset must not be negative', 'offset');
+  if (mode === 'latest' && sort !== 'observed_at') throw invalidArgument('sort must be observed_at in latest mode (the latest rows are ordered by observedAt)', 'sort');
+
+  let since = args.since instanceof Date ? args.since : undefined;
+  let until = args.until instanceof Date ? args.until : undefined;
+  // A window computed back from an instant near year 1 stops at year 1, the earliest instant a DateTime can name.
+  const back = (from: Date, days: number) => new Date(Math.max(MIN_MS, from.getTime() - days * DAY_MS));
+  if (mode === 'timeline') {
+    until ??= now;
+    since ??= back(until, DEFAULT_WINDOW_DAYS);
+  }
+  if (since !== undefined && until !== undefined && since.getTime() > until.getTime()) throw invalidArgument('since must not be after until', 'since');
+  if (mode === 'timeline' && until!.getTime() - since!.getTime() > MAX_WINDOW_DAYS * DAY_MS) {
+    since = back(until!, MAX_WINDOW_DAYS);
+  }
+
+  const joinSlug = typeof args.joinDataModelSlug === 'string' ? args.joinDataModelSlug : undefined;
+  if (joinSlug !== undefined && mode !== 'latest') throw invalidArgument('joinDataModelSlug is allowed in latest mode only', 'joinDataModelSlug');
+  const hasJoinFilters = args.joinFilters !== null && args.joinFilters !== undefined;
+  if (hasJoinFilters && joinSlug === undefined) throw invalidArgument('joinFilters needs joinDataModelSlug', 'joinFilters');
+
+  const filters = parseFilterText(args.filters as string | null | undefined, 'filters');
+  const joinFilters = parseFilterText(args.joinFilters as string | null | undefined, 'joinFilters');
+  return { slug, mode, axis, sort, direction, limit, offset, since, until, joinSlug, joinType, filters, joinFilters };
+}
+
+const UNKNOWN_MODEL = 'does not name a data model of this workspace';
+
+function fieldMap(model: ModelRef): Map<string, FieldDef> {
+  return new Map(model.fields.map((f) => [f.name, f]));
+}
+
+export async function planFactQuery(deps: Deps, principal: Principal, args: Record<string, unknown>, now: Date): Promise<FactQueryPlan> {
+  const a = checkArguments(args, now);
+  // A malformed slug cannot exist; answering it without a lookup reads the same as an unknown one.
+  if (!SLUG_RE.test(a.slug)) throw invalidArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
+  if (a.joinSlug !== undefined && !SLUG_RE.test(a.joinSlug)) throw invalidArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
+  const models = await loadModels(deps.db, principal.workspaceId, a.joinSlug === undefined ? [a.slug] : [a.slug, a.joinSlug]);
+  const model = models.get(a.slug);
+  if (!model) throw invalidArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
+  const joinModel = a.joinSlug === undefined ? undefined : models.get(a.joinSlug);
+  if (a.joinSlug !== undefined && !joinModel) throw invalidArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
+  return {
+    workspaceId: principal.workspaceId,
+    model,
+    mode: a.mode,
+    axis: a.axis,
+    since: a.since,
+    until: a.until,
+    sort: a.sort,
+    direction: a.direction,
+    limit: a.limit,
+    offset: a.offset,
+    filters: typeFilters(a.filters, fieldMap(model), 'filters', model.slug),
+    join: joinModel ? { model: joinModel, type: a.joinType, filters: typeFilters(a.joinFilters, fieldMap(joinModel), 'joinFilters', joinModel.slug) } : undefined,
+  };
+}
+
+/**
+ * Response names of the fields selected under the given selection sets, following
+ * fragments and honouring @skip/@include, with their nodes (for looking one level deeper).
+ */
+export function selectedFields(sets: readonly (SelectionSetNode | undefined)[], info: Pick<GraphQLResolveInfo, 'fragments' | 'variableValues'>): Map<string, FieldNode[]> {
+  const out = new Map<string, FieldNode[]>();
+  const seen = new Set<string>();
+  const included = (node: Parameters<typeof getDirectiveValues>[1]): boolean => {
+    if (getDirectiveValues(GraphQLSkipDirective, node, info.variableValues)?.if === true) return false;
+    return getDirectiveValues(GraphQLIncludeDirective, node, info.variableValues)?.if !== false;
+  };
+  const walk = (set: SelectionSetNode | undefined) => {
+    if (!set) return;
+    for (const sel of set.selections) {
+      if (!included(sel)) continue;
+      if (sel.kind === Kind.FIELD) {
+        const list = out.get(sel.name.value) ?? [];
+        list.push(sel);
+        out.set(sel.name.value, list);
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        walk(sel.selectionSet);
+      } else if (!seen.has(sel.name.value)) {
+        seen.add(sel.name.value);
+        walk(info.fragments[sel.name.value]?.selectionSet);
+      }
+    }
+  };
+  for (const s of sets) walk(s);
+  return out;
+}
+
+function toFact(plan: FactQueryPlan, row: FactSqlRow): FactRow {
+  let data = row.data;
+  if (plan.join && data !== undefined) {
+    const joined = row.joined ?? null;
+    // Every joined field is present, null when the joined fact lacks it or nothing matched.
+    const member: Record<string, unknown> = {};
+    for (const f of plan.join.model.fields) member[f.name] = joined !== null && Object.hasOwn(joined, f.name) ? joined[f.name] : null;
+    data = { ...(data as Record<string, unknown>), [plan.join.model.slug]: member };
+  }
+  return { id: row.id, dataModelId: plan.model.id, entityId: row.entity_id, observedAt: row.observed_at, insertedAt: row.inserted_at, data };
+}
+
+export async function resolveFactQuery(args: Record<string, unknown>, context: GraphqlContext, info: GraphQLResolveInfo): Promise<PageOfFact> {
+  // The route authenticates before executing anything but health; this is the backstop.
+  if (!context.principal) throw invalidArgument('factQuery requires a bearer token');
+  const plan = await planFactQuery(context.deps, context.principal, args, context.now);
+
+  const selected = selectedFields(info.fieldNodes.map((n) => n.selectionSet), info);
+  const results = selected.get('results');
+  const withData = results !== undefined && selectedFields(results.map((n) => n.selectionSet), info).has('data');
+  const needCount = selected.has('count') || selected.has('lastPage');
+  const needNext = selected.has('hasNextPage');
+  // hasNextPage without a count: one row past the page answers it, with or without results.
+  const probe = needNext && !needCount;
+  const wantRows = results !== undefined || probe;
+
+  const [rows, count] = await Promise.all([
+    wantRows ? selectPage(context.deps.db, plan, { withData, extra: probe ? 1 : 0 }) : Promise.resolve(undefined),
+    needCount ? selectCount(context.deps.db, plan) : Promise.resolve(undefined),
+  ]);
+
+  const page: PageOfFact = {
+    hasPreviousPage: plan.offset > 0,
+    pageNumber: Math.floor(plan.offset / plan.limit) + 1,
+    limit: plan.limit,
+  };
+  if (count !== undefined) {
+    page.count = count;
+    page.lastPage = Math.max(1, Math.ceil(count / plan.limit));
+    page.hasNextPage = plan.offset + plan.limit < count;
+  } else if (probe) {
+    page.hasNextPage = rows!.length > plan.limit;
+  }
+  if (results !== undefined) page.results = rows!.slice(0, plan.limit).map((r) => toFact(plan, r));
+  return page;
+}

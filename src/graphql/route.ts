@@ -1,0 +1,171 @@
+/**
+ * POST /api/graphql. The order of checks puts the cheap, token-free ones first so that a
+ * hostile document costs little and an anonymous caller learns nothing it could not read
+ * in schema.graphql:
+ *
+ *   envelope (400/415) -> parse with maxTokens -> depth and complexity (query_too_complex)
+ *   -> token, rate window, scope, unless only health/__typename is selected (401/429/403)
+ *   -> standard validation (graphql_validation) -> execute.
+ *
+ * Auth, scope and rate are done here rather than by the route-config hooks because one
+ * field (health) is public while the others are not, and that depends on the document.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { execute, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult } from 'graphql';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { authenticate, requireScope, type Principal } from '../auth/principal.ts';
+import { rateLimitHeaders } from '../http/rate-limit.ts';
+import { toAppError } from '../http/render-error.ts';
+import { invalidArgument, tooComplex } from './errors.ts';
+import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
+import { schema, SCHEMA_VERSION } from './schema.ts';
+import type { GraphqlContext } from './fact-query.ts';
+
+export const GRAPHQL_PATH = '/api/graphql';
+const VERSION_HEADER = 'x-graphql-schema-version';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+interface ErrorJson {
+  message: string;
+  locations?: readonly { line: number; column: number }[];
+  path?: readonly (string | number)[];
+  extensions: Record<string, unknown>;
+}
+
+function send(reply: FastifyReply, status: number, body: { data?: unknown; errors?: ErrorJson[] }): FastifyReply {
+  return reply.code(status).header(VERSION_HEADER, SCHEMA_VERSION).header('cache-control', 'no-store').type(JSON_TYPE).send(JSON.stringify(body));
+}
+
+function errorJson(e: GraphQLError, fallbackCode: string): ErrorJson {
+  const j = e.toJSON();
+  return { ...j, extensions: { ...(j.extensions ?? {}), code: (j.extensions?.code as string | undefined) ?? fallbackCode } } as ErrorJson;
+}
+
+/** A request-level failure (validation, limits): 200 with errors and no data, as the contract says. */
+function sendGraphqlErrors(reply: FastifyReply, errors: readonly GraphQLError[], fallbackCode = 'graphql_validation'): FastifyReply {
+  return send(reply, 200, { errors: errors.map((e) => errorJson(e, fallbackCode)) });
+}
+
+/** HTTP-level failures (400, 401, 403, 415, 429, 5xx) in the GraphQL error shape. */
+function sendHttpError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = toAppError(err);
+  if (e.status >= 500) request.log.error({ err: e.cause ?? err }, 'graphql request failed');
+  if (e.headers) reply.headers(e.headers);
+  if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
+  return send(reply, e.status, { errors: [{ message: e.detail, extensions: { code: e.code } }] });
+}
+
+function isJsonContentType(value: string | undefined): boolean {
+  return value !== undefined && value.split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+  const principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
+  // The same per-account window as JSON:API: one budget per service account across surfaces.
+  const { max, windowSeconds } = deps.config.rateLimit;
+  const r = await deps.limiter.hit(`acct:${principal.credentialId}`, max, windowSeconds);
+  reply.headers(rateLimitHeaders(r, windowSeconds));
+  if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
+  requireScope(principal, 'api_read');
+  return principal;
+}
+
+/** Resolver failures that are not the caller's fault are logged and answered without detail. */
+function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult): { status: number; retryAfter?: number; body: { data?: unknown; errors?: ErrorJson[] } } {
+  let status = 200;
+  let retryAfter: number | undefined;
+  const errors = result.errors?.map((e) => {
+    const original = e.originalError;
+    if (original === undefined || original instanceof GraphQLError) return errorJson(e, 'graphql_validation');
+    const app = toAppError(original);
+    request.log.error({ err: app.cause ?? original }, 'factQuery failed');
+    const unavailable = app.code === 'unavailable';
+    status = Math.max(status, unavailable ? 503 : 500);
+    if (unavailable) retryAfter = app.retryAfter;
+    return {
+      message: unavailable ? app.detail : 'An unexpected error occurred',
+      ...(e.locations ? { locations: e.locations } : {}),
+      ...(e.path ? { path: e.path } : {}),
+      extensions: { code: unavailable ? 'unavailable' : 'internal_error' },
+    };
+  });
+  const body: { data?: unknown; errors?: ErrorJson[] } = {};
+  if (errors) body.errors = errors;
+  if ('data' in result) body.data = result.data;
+  return retryAfter === undefined ? { status, body } : { status, retryAfter, body };
+}
+
+export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
+  const errorHandler = (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => sendHttpError(err, request, reply);
+
+  app.post(GRAPHQL_PATH, { config: { surface: 'plain' }, errorHandler }, async (request, reply) => {
+    if (!isJsonContentType(request.headers['content-type'])) {
+      throw new AppError('unsupported_media_type', 'Content-Type must be application/json');
+    }
+    const body = request.body;
+    // Not an object at all (including a batch array): the envelope itself is wrong.
+    if (!isObject(body)) throw new AppError('bad_request', 'The request body must be a JSON object {query, variables, operationName}');
+    const { query, variables, operationName } = body;
+    if (typeof query !== 'string' || query.trim() === '') return sendGraphqlErrors(reply, [invalidArgument('query must be a string holding a GraphQL document')]);
+    if (variables !== undefined && variables !== null && !isObject(variables)) return sendGraphqlErrors(reply, [invalidArgument('variables must be a JSON object')]);
+    if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
+      return sendGraphqlErrors(reply, [invalidArgument('operationName must be a string')]);
+    }
+    const vars = (variables ?? {}) as Record<string, unknown>;
+
+    const scan = scanDocument(query);
+    if (scan === 'tokens') return sendGraphqlErrors(reply, [tooComplex(`The document has more than ${MAX_TOKENS} tokens`)]);
+    if (scan === 'nesting') return sendGraphqlErrors(reply, [tooComplex(`The document nests brackets more than ${MAX_NESTING} deep`)]);
+    let document: DocumentNode;
+    try {
+      // maxTokens again: the scan above is what answers, this is the parser's own guard.
+      document = parse(query, { maxTokens: MAX_TOKENS });
+    } catch (err) {
+      if (err instanceof GraphQLError) return sendGraphqlErrors(reply, [err]);
+      // A stack overflow in the recursive parser: the scan should have stopped it first.
+      if (err instanceof RangeError) return sendGraphqlErrors(reply, [tooComplex('The document is nested too deeply')]);
+      throw err;
+    }
+
+    const cost = documentCost(schema, document, vars);
+    if (cost.depth > MAX_DEPTH) return sendGraphqlErrors(reply, [tooComplex(`The query is ${cost.depth} levels deep; at most ${MAX_DEPTH} are allowed`)]);
+    if (cost.complexity > MAX_COMPLEXITY) {
+      const shown = cost.complexity < 1e9 ? String(cost.complexity) : 'above a billion';
+      return sendGraphqlErrors(reply, [tooComplex(`The query's complexity is ${shown}; at most ${MAX_COMPLEXITY} is allowed`)]);
+    }
+
+    const operation = getOperationAST(document, (operationName as string | null | undefined) ?? undefined);
+    if (!operation) {
+      const message = operationName ? 'operationName does not name an operation of the document' : 'The document must hold exactly one operation, or operationName must pick one';
+      return sendGraphqlErrors(reply, [invalidArgument(message)]);
+    }
+
+    const principal = isPublicOperation(operation, document) ? undefined : await authorize(deps, request, reply);
+
+    const errors = validate(schema, document, specifiedRules, { maxErrors: 20 });
+    if (errors.length > 0) return sendGraphqlErrors(reply, errors);
+
+    const contextValue: GraphqlContext = { deps, principal, now: new Date() };
+    const result = await execute({ schema, document, variableValues: vars, operationName: operation.name?.value, contextValue });
+    const shaped = shapeExecutionResult(request, result);
+    if (shaped.retryAfter !== undefined) reply.header('retry-after', String(shaped.retryAfter));
+    return send(reply, shaped.status, shaped.body);
+  });
+
+  // Only POST is served; answer the other methods here so they carry the schema version too.
+  app.route({
+    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    url: GRAPHQL_PATH,
+    config: { surface: 'plain' },
+    errorHandler,
+    handler: async (_request, reply) => {
+      reply.header('allow', 'POST');
+      throw new AppError('method_not_allowed', 'Use POST with a JSON body {query, variables}');
+    },
+  });
+}
