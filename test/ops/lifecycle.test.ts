@@ -164,7 +164,8 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   while (!refused && Date.now() - signalledAt < GRACE_MS - 1_000) {
     const outcome = await probe(`${base}/readyz`);
     if (outcome === 'ECONNREFUSED') refused = true;
-    else assert.equal(outcome, 503, 'readiness must not answer 200 after SIGTERM');
+    // A connection accepted just before the listener closed may be reset: not a 200 either.
+    else if (outcome !== 'ECONNRESET') assert.equal(outcome, 503, 'readiness must not answer 200 after SIGTERM');
     if (!refused) await sleep(50);
   }
   assert.equal(refused, true, 'the listener still accepted connections after SIGTERM');
