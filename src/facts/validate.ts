@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FieldType } from '../db/schema.ts';
+import { parseIsoDateTime } from '../datetime.ts';
 
 export interface FactField {
   name: string;
@@ -44,40 +45,9 @@ export type Validated = { ok: true; fact: ValidFact } | { ok: false; errors: Fie
 export const MAX_DEPTH = 64;
 export const MAX_SOURCE_KEY_LENGTH = 512;
 
-const DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
-// PostgreSQL has no year 0 and JS prints years past 9999 in an extended form; stay inside both.
-const MIN_MS = new Date('0001-01-01T00:00:00.000Z').getTime();
-const MAX_MS = new Date('9999-12-31T23:59:59.999Z').getTime();
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
-
-/**
- * An ISO 8601 date-time with Z or a UTC offset, as epoch milliseconds; undefined when it is
- * not one. A local time without an offset is refused: its instant would be a guess.
- * Digits past milliseconds are dropped (the columns are timestamptz(3)).
- */
+/** An ISO 8601 date-time with Z or an offset, as epoch milliseconds; undefined when it is not one. */
 export function parseDateTime(s: string): number | undefined {
-  const m = DATETIME_RE.exec(s);
-  if (!m) return undefined;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
-  const second = m[6] === undefined ? 0 : Number(m[6]);
-  const ms = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
-  let offsetMinutes = 0;
-  if (m[8] === undefined) {
-    const oh = Number(m[10]);
-    const om = Number(m[11]);
-    if (oh > 23 || om > 59) return undefined;
-    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0-99 to 1900-1999.
-  const d = new Date(Date.UTC(2000, 0, 1, hour, minute, second, ms));
-  d.setUTCFullYear(year, month - 1, day);
-  const t = d.getTime() - offsetMinutes * 60_000;
-  return t < MIN_MS || t > MAX_MS ? undefined : t;
+  return parseIsoDateTime(s)?.getTime();
 }
 
 /** The UTC form of an ISO 8601 date-time, or undefined. */

@@ -19,7 +19,7 @@ import type { TimeAxis } from '../db/schema.ts';
 import { SLUG_RE } from '../resources/data_models/service.ts';
 import { invalidArgument } from './errors.ts';
 import { parseFilterText, typeFilters, type FieldDef } from './filters.ts';
-import { MIN_MS } from './scalars.ts';
+import { MIN_MS } from '../datetime.ts';
 import { loadModels, selectCount, selectPage, type FactQueryPlan, type FactSqlRow, type ModelRef } from './fact-query.sql.ts';
 
 export interface GraphqlContext {

@@ -4,41 +4,12 @@
  * shape of a data model to select `data`.
  */
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
+import { parseIsoDateTime } from '../datetime.ts';
 
-// Date and time with a mandatory zone: a timestamp without one would silently depend on
-// the server's time zone. Seconds and fractions are optional, as ISO 8601 allows.
-// PostgreSQL has no year 0 and JS prints years past 9999 in an extended form: stay inside both.
-export const MIN_MS = Date.parse('0001-01-01T00:00:00.000Z');
-const MAX_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
-const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
-
-/**
- * Parses an ISO 8601 date-time with a zone into a Date (milliseconds; finer digits are
- * dropped, as storage keeps milliseconds). Returns undefined for anything else, including
- * impossible calendar dates such as February 30th and instants outside the years 1-9999.
- */
+/** GraphQL DateTime input: ISO 8601 with a zone (a space may separate date and time). */
 export function parseDateTime(text: string): Date | undefined {
-  const m = DATE_TIME_RE.exec(text);
-  if (!m) return undefined;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
-  const second = m[6] === undefined ? 0 : Number(m[6]);
-  const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  let offsetMinutes = 0;
-  if (m[8] === undefined) {
-    const oh = Number(m[10]);
-    const om = Number(m[11]);
-    if (oh > 23 || om > 59) return undefined;
-    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  // setUTCFullYear, unlike Date.UTC, does not map years 0-99 onto 1900-1999.
-  const d = new Date(0);
-  d.setUTCFullYear(year, month - 1, day);
-  if (d.getUTCMonth() !== month - 1 || d.getUTCDate() !== day) return undefined;
-  d.setUTCHours(hour, minute, second, millis);
-  const ms = d.getTime() - offsetMinutes * 60_000;
-  return ms < MIN_MS || ms > MAX_MS ? undefined : new Date(ms);
+  return parseIsoDateTime(text);
 }
 
 function serializeDateTime(value: unknown): string {

@@ -8,6 +8,7 @@
  */
 import { invalidParam } from '../../errors.ts';
 import type { AttrKind, AttrSpec, Cursor, FilterClause, FilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
+import { parseIsoDateTime } from '../../datetime.ts';
 
 export interface ParseQueryOptions {
   registry: (type: string) => ResourceSpec | undefined;
@@ -37,7 +38,6 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 // Date-only, or date-time with a mandatory zone: a zone-less time would be read in the
 // server's local time. A space is accepted as the offset sign because an unencoded `+`
 // in a query string decodes to a space.
-const DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+\- ](\d{2}):?(\d{2})))?$/;
 
 export function parseQuery(raw: RawQuery, spec: ResourceSpec, opts: ParseQueryOptions): ParsedQuery {
   const result: ParsedQuery = {
@@ -227,25 +227,7 @@ function parseBoolean(name: string, value: string): boolean {
  * hold it). Years 0001-9999 only.
  */
 export function parseDatetime(value: string): Date | undefined {
-  const m = DATETIME_RE.exec(value);
-  if (m === null) return undefined;
-  const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '', zone, oh = '0', om = '0'] = m;
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
-  const hour = Number(h);
-  const minute = Number(mi);
-  const second = Number(s);
-  const offsetHours = Number(oh);
-  const offsetMinutes = Number(om);
-  if (year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  if (offsetHours > 23 || offsetMinutes > 59) return undefined;
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  if (date.getUTCMonth() !== month - 1) return undefined;
-  date.setUTCHours(hour, minute, second, Number(frac.slice(0, 3).padEnd(3, '0')));
-  const offset = (offsetHours * 60 + offsetMinutes) * (zone === undefined || zone === 'Z' || zone.startsWith('-') ? -1 : 1);
-  return new Date(date.getTime() - offset * 60_000);
+  return parseIsoDateTime(value, { dateOnly: true, spaceAsPlus: true });
 }
 
 function parseInteger(name: string, value: string, min: number, max: number): number {

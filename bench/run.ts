@@ -1,0 +1,495 @@
+/**
+ * `npm run bench`: throughput of token exchange and of an authenticated JSON:API read,
+ * each beside a bare Fastify route doing one indexed SELECT through the same Kysely db,
+ * on embedded PGlite and (when reachable) on PostgreSQL. Writes docs/benchmarks.md.
+ *
+ * The servers run in this process; autocannon runs in a worker thread (`workers: 1`) so
+ * the load generator has its own event loop and does not queue behind the server's.
+ * Everything is bounded: fixed durations, one connection attempt per database, and a
+ * watchdog that ends the process if a step hangs.
+ *
+ * Settings (environment): BENCH_DATABASE_URL or DATABASE_URL (PostgreSQL server to create
+ * the scratch database on; default postgres://postgres@127.0.0.1:5432/postgres, skipped
+ * when unreachable), BENCH_DURATION (seconds per measured run, default 8),
+ * BENCH_CONNECTIONS (default 16), BENCH_ENGINES (comma list, default "pglite,postgres"),
+ * BENCH_NO_WRITE=1 (print only, leave docs/benchmarks.md alone).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import Fastify, { type FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.ts';
+import { buildApp } from '../src/app.ts';
+import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
+import * as admin from '../src/admin/service.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
+const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
+const JSONAPI = 'application/vnd.api+json';
+
+function intEnv(name: string, def: number, min: number, max: number): number {
+  const v = process.env[name];
+  if (v === undefined || v.trim() === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number between ${min} and ${max}`);
+  return n;
+}
+
+const DURATION = intEnv('BENCH_DURATION', 8, 1, 60);
+const WARMUP = 2;
+const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 16, 1, 256);
+const ENGINES = (process.env.BENCH_ENGINES ?? 'pglite,postgres').split(',').map((s) => s.trim());
+const TARGET_READ_RATIO = 0.5;
+const TARGET_TOKENS_PER_S = 2000;
+
+// Hard bound on the whole run: per engine 3 x 2 s of first warm-up, then 4 scenarios x
+// (2 s warm-up + 8 s run), plus setup: about 100 s in all.
+const WATCHDOG_MS = 240_000;
+const watchdog = setTimeout(() => {
+  console.error(`bench: still running after ${WATCHDOG_MS / 1000} s; giving up`);
+  process.exit(1);
+}, WATCHDOG_MS);
+watchdog.unref();
+
+interface Row {
+  scenario: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+  /** CPU time of the server's thread (this process's main thread) per request, in microseconds. */
+  cpuUs: number;
+  /** CPU time of the PostgreSQL backends serving the app's pool per request (local server only). */
+  dbCpuUs: number | undefined;
+  /** Busy CPU of everything else on the machine during the run, as a share of all cores. */
+  otherLoad: number | undefined;
+  ratio: number | undefined;
+}
+
+interface EngineReport {
+  engine: string;
+  detail: string;
+  rows: Row[];
+  notes: string[];
+}
+
+/**
+ * One warm-up run (discarded), then the measured run. Besides autocannon's figures, the
+ * CPU time of this thread (the servers' event loop; with PGlite also the database) per
+ * request: unlike req/s it hardly moves when other processes compete for the cores.
+ */
+async function measure(scenario: string, opts: autocannon.Options, dbCpu?: DbCpuProbe): Promise<Omit<Row, 'ratio'>> {
+  const base: autocannon.Options = { connections: CONNECTIONS, pipelining: 1, timeout: 10, workers: 1, ...opts };
+  await autocannon({ ...base, duration: WARMUP });
+  const db0 = await dbCpu?.();
+  const machine0 = machineBusyMicros();
+  const proc0 = process.cpuUsage();
+  const cpu0 = process.threadCpuUsage();
+  const t0 = performance.now();
+  const r = await autocannon({ ...base, duration: DURATION });
+  const cpu = process.threadCpuUsage(cpu0);
+  const proc = process.cpuUsage(proc0);
+  const machine1 = machineBusyMicros();
+  const wallMicros = (performance.now() - t0) * 1000;
+  const db1 = await dbCpu?.();
+  let dbMicros: number | undefined;
+  if (db0 && db1) {
+    // Backends present at both ends; one that came or went during the run is not counted.
+    dbMicros = 0;
+    for (const [pid, t1] of db1) dbMicros += t1 - (db0.get(pid) ?? t1);
+  }
+  const dbCpuUs = dbMicros !== undefined && r.requests.total > 0 ? dbMicros / r.requests.total : undefined;
+  // What the rest of the machine used meanwhile: all busy CPU minus this process (servers
+  // and load generator) minus our database backends.
+  const otherLoad =
+    machine0 !== undefined && machine1 !== undefined
+      ? Math.max(0, machine1 - machine0 - proc.user - proc.system - (dbMicros ?? 0)) / (wallMicros * os.availableParallelism())
+      : undefined;
+  const row = {
+    scenario,
+    rps: r.requests.mean,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    cpuUs: r.requests.total > 0 ? (cpu.user + cpu.system) / r.requests.total : 0,
+    dbCpuUs,
+    otherLoad,
+  };
+  console.log(
+    `  ${scenario.padEnd(46)} ${fmt(row.rps, 0).padStart(7)} req/s  p50 ${fmt(row.p50, 1).padStart(5)} ms  p99 ${fmt(row.p99, 1).padStart(6)} ms  ${fmt(row.cpuUs, 0).padStart(5)} us CPU/req` +
+      (dbCpuUs === undefined ? '' : `  PG ${fmt(dbCpuUs, 0).padStart(4)} us CPU/req`) +
+      (otherLoad === undefined ? '' : `  other load ${fmt(otherLoad * 100, 0)}%`) +
+      (row.non2xx || row.errors ? `  (non-2xx ${row.non2xx}, errors ${row.errors})` : ''),
+  );
+  return row;
+}
+
+/** Busy (non-idle, non-iowait) CPU time of the whole machine so far, from /proc/stat. */
+function machineBusyMicros(): number | undefined {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const [user, nice, system, _idle, _iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+    return ((user! + nice! + system! + irq! + softirq! + steal!) * 1e6) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
+}
+
+/** pid -> CPU microseconds so far, of the PostgreSQL backends serving a database. */
+type DbCpuProbe = () => Promise<Map<number, number> | undefined>;
+
+const CLK_TCK = Number(sh('getconf', ['CLK_TCK'])) || 100;
+
+function procCpuMicros(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * When PostgreSQL runs on this machine (its backends' pids are visible in /proc), the CPU
+ * of the backends connected to `db`'s database; otherwise undefined.
+ */
+function postgresCpuProbe(deps: Deps): DbCpuProbe {
+  return async () => {
+    const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`.execute(deps.db);
+    const out = new Map<number, number>();
+    for (const { pid } of rows) {
+      const comm = (() => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+        } catch {
+          return '';
+        }
+      })();
+      if (comm !== 'postgres') return undefined;
+      const t = procCpuMicros(pid);
+      if (t !== undefined) out.set(pid, t);
+    }
+    return out.size > 0 ? out : undefined;
+  };
+}
+
+function fmt(n: number, digits: number): string {
+  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** A fresh database on the server of `baseUrl`, or undefined (with the reason) when unreachable. */
+async function freshPostgres(baseUrl: string): Promise<{ url: string; version: string; drop: () => Promise<void> } | { skip: string }> {
+  const name = `tributary_bench_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    return { skip: `PostgreSQL at ${redact(baseUrl)} unreachable: ${(err as Error).message}` };
+  }
+  let version: string;
+  try {
+    version = String((await client.query('show server_version')).rows[0]?.server_version ?? '?');
+    await client.query(`create database ${name}`);
+  } catch (err) {
+    return { skip: `could not create a database on ${redact(baseUrl)}: ${(err as Error).message}` };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    version,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+    },
+  };
+}
+
+function redact(u: string): string {
+  try {
+    const url = new URL(u);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+async function seed(deps: Deps, appUrl: string) {
+  const tag = randomBytes(4).toString('hex');
+  const org = await admin.createOrganization(deps, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
+  const ws = await admin.createWorkspace(deps, { organization_id: org.id, name: 'Main' });
+  const user = await admin.createUser(deps, { email: `bench-${tag}@example.com` });
+  const member = await admin.addMember(deps, { organization_id: org.id, user_id: user.id, role: 'owner' });
+  const cred = await admin.createCredential(deps, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read', 'api_write'] });
+  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }).toString();
+  const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form, signal: AbortSignal.timeout(10_000) });
+  if (tokenRes.status !== 200) throw new Error(`token exchange failed: ${tokenRes.status} ${await tokenRes.text()}`);
+  const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+  const created = await fetch(`${appUrl}/api/json/v1/data_models`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': JSONAPI, accept: JSONAPI },
+    body: JSON.stringify({ data: { type: 'data_model', attributes: { name: 'Invoices', slug: 'invoices', description: 'Benchmark model', retention_days: 365 } } }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (created.status !== 201) throw new Error(`creating the data model failed: ${created.status} ${await created.text()}`);
+  const modelId = ((await created.json()) as { data: { id: string } }).data.id;
+  return { form, token, modelId };
+}
+
+/** A plain Fastify instance (no hooks, no logger) with one route: one indexed SELECT by primary key. */
+async function bareServer(deps: Deps): Promise<{ app: FastifyInstance; url: string }> {
+  const app = Fastify({ logger: false });
+  app.get('/bare/data_models/:id', async (request, reply) => {
+    const row = await deps.db.selectFrom('data_models').selectAll().where('id', '=', (request.params as { id: string }).id).executeTakeFirst();
+    if (!row) return reply.code(404).send({ error: 'not found' });
+    return row;
+  });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, url };
+}
+
+async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
+  const notes: string[] = [];
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
+  const vars: Record<string, string> = {
+    DATA_DIR: dataDir,
+    TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    // The rate windows (per account on the JSON:API, per client address on the token
+    // endpoint) still run but must never reject: the largest allowed max per 1 s window.
+    RATE_LIMIT_MAX: '1000000',
+    RATE_LIMIT_WINDOW_SECONDS: '1',
+    TOKEN_RATE_LIMIT_MAX: '1000000000',
+    TOKEN_RATE_LIMIT_WINDOW_SECONDS: '1',
+    WORKER: 'false',
+  };
+  let drop: (() => Promise<void>) | undefined;
+  let detail = 'PGlite (embedded, in memory, one connection)';
+  if (engine === 'postgres') {
+    const base = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG;
+    const fresh = await freshPostgres(base);
+    if ('skip' in fresh) {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      return { engine, detail: 'PostgreSQL', rows: [], notes: [`Skipped: ${fresh.skip}.`] };
+    }
+    vars.DATABASE_URL = fresh.url;
+    drop = fresh.drop;
+    detail = `PostgreSQL ${fresh.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)`;
+  }
+
+  let deps: Deps | undefined;
+  let app: FastifyInstance | undefined;
+  let bare: FastifyInstance | undefined;
+  try {
+    const config = loadConfig(vars);
+    deps = await createDeps(config, { dataDir: config.databaseUrl ? dataDir : 'memory' });
+    app = await buildApp(deps);
+    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    const { form, token, modelId } = await seed(deps, appUrl);
+    const b = await bareServer(deps);
+    bare = b.app;
+
+    console.log(`\n${detail}`);
+    // The bare route is measured first and again last; ratios are to the mean of the two,
+    // and the gap between them shows how much the machine's load drifted meanwhile.
+    const bareUrl = `${b.url}/bare/data_models/${modelId}`;
+    const readOpts: autocannon.Options = { url: `${appUrl}/api/json/v1/data_models/${modelId}`, headers: { authorization: `Bearer ${token}`, accept: JSONAPI } };
+    const tokenOpts: autocannon.Options = { url: `${appUrl}/api/v1/oauth/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form };
+    // One discarded pass over every route first, so code they share (Kysely, the driver,
+    // PGlite) is warm before the first measured scenario and not only before the last.
+    for (const opts of [{ url: bareUrl }, readOpts, tokenOpts]) await autocannon({ ...opts, connections: CONNECTIONS, duration: WARMUP, workers: 1 });
+    const probe = engine === 'postgres' ? postgresCpuProbe(deps) : undefined;
+    const bareBefore = await measure('bare SELECT by id, plain Fastify (first)', { url: bareUrl }, probe);
+    const read = await measure('GET /api/json/v1/data_models/{id} (bearer)', readOpts, probe);
+    const tokenRow = await measure('POST /api/v1/oauth/token (client_credentials)', tokenOpts, probe);
+    const bareAfter = await measure('bare SELECT by id, plain Fastify (last)', { url: bareUrl }, probe);
+    const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
+    const ratio = (r: Omit<Row, 'ratio'>) => (bareRps > 0 ? r.rps / bareRps : undefined);
+    const rows: Row[] = [bareBefore, read, tokenRow, bareAfter].map((r) => ({ ...r, ratio: ratio(r) }));
+    for (const r of rows) if (r.non2xx || r.errors) notes.push(`${r.scenario}: ${r.non2xx} non-2xx responses, ${r.errors} errors/timeouts; its figure is not valid.`);
+    const readRatio = rows[1]!.ratio ?? 0;
+    notes.push(`Authenticated read: ${fmt(readRatio * 100, 0)}% of bare (target >= ${TARGET_READ_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${readRatio >= TARGET_READ_RATIO ? 'met' : 'missed'}.`);
+    notes.push(`Token exchange: ${fmt(tokenRow.rps, 0)}/s (target >= ${fmt(TARGET_TOKENS_PER_S, 0)}/s): ${tokenRow.rps >= TARGET_TOKENS_PER_S ? 'met' : 'missed'}.`);
+    return { engine, detail, rows, notes };
+  } finally {
+    await bare?.close().catch((err) => console.error('closing the bare server:', err));
+    await app?.close().catch((err) => console.error('closing the app:', err));
+    if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
+    await drop?.().catch((err) => console.error('dropping the bench database:', err));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function sh(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', timeout: 5000 }).trimEnd();
+  } catch {
+    return '(unavailable)';
+  }
+}
+
+function machine() {
+  let cpu = '(unknown)';
+  try {
+    cpu = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
+  } catch {
+    // not Linux
+  }
+  return { nproc: sh('nproc', []), free: sh('free', ['-h']), node: process.version, cpu, os: `${os.type()} ${os.release()} ${os.arch()}` };
+}
+
+function markdownTable(rows: Row[]): string {
+  const withDb = rows.some((r) => r.dbCpuUs !== undefined);
+  const withOther = rows.some((r) => r.otherLoad !== undefined);
+  const lines = [
+    `| Scenario | req/s (mean) | p50 latency (ms) | p99 latency (ms) | Ratio to bare | Server thread CPU per request (µs) |${withDb ? ' PostgreSQL backend CPU per request (µs) |' : ''}${withOther ? ' Other processes (% of all cores) |' : ''}`,
+    `|---|---:|---:|---:|---:|---:|${withDb ? '---:|' : ''}${withOther ? '---:|' : ''}`,
+  ];
+  for (const r of rows) {
+    const bad = r.non2xx || r.errors ? ` (non-2xx ${r.non2xx}, errors ${r.errors})` : '';
+    const db = withDb ? ` ${r.dbCpuUs === undefined ? 'n/a' : fmt(r.dbCpuUs, 0)} |` : '';
+    const other = withOther ? ` ${r.otherLoad === undefined ? 'n/a' : `${fmt(r.otherLoad * 100, 0)}%`} |` : '';
+    lines.push(`| ${r.scenario}${bad} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${r.ratio === undefined ? 'n/a' : `${fmt(r.ratio * 100, 0)}%`} | ${fmt(r.cpuUs, 0)} |${db}${other}`);
+  }
+  return lines.join('\n');
+}
+
+const HEADER = `# Benchmarks
+
+## How to run
+
+\`npm run bench\` (\`node bench/run.ts\`, about a minute and a half). For each engine it
+creates a fresh database (in-memory PGlite always; on PostgreSQL a scratch database
+\`tributary_bench_<random>\`, created then dropped, on the server of \`BENCH_DATABASE_URL\`,
+else \`DATABASE_URL\`, else \`${DEFAULT_PG}\`; skipped with a note if
+unreachable), starts the app in-process on 127.0.0.1, seeds one tenant, one service
+account and one data model through the admin service and the JSON:API, and drives
+autocannon over loopback against:
+
+- **bare SELECT by id**: a separate plain Fastify instance (no logger, none of our hooks)
+  on another port whose one route runs \`select * from data_models where id = $1\`
+  through the same Kysely \`db\` handle and returns the row as JSON. The baseline.
+- **GET /api/json/v1/data_models/{id}** with a bearer token: token verification, the
+  service-account lookup, the per-account rate window, JSON:API negotiation, the
+  visible-row SELECT and JSON:API serialization.
+- **POST /api/v1/oauth/token**: client_credentials with a form body.
+
+After one discarded 2 s pass over every route, each scenario gets a 2 s warm-up
+(discarded) and a measured run (default 8 s), 16 connections, no pipelining. The bare
+route is measured first and again last; "ratio to bare" is relative to the mean of the
+two, and the gap between them shows how much the machine's load drifted meanwhile.
+
+Besides autocannon's figures, CPU columns:
+
+- **Server thread CPU per request**: \`process.threadCpuUsage()\` of the thread running the
+  servers over the measured run, divided by the requests completed. It covers Fastify,
+  our hooks, Kysely and the driver (with PGlite, the database too), not PostgreSQL nor the
+  load generator, and it moves far less than req/s when other work competes for the cores.
+- **PostgreSQL backend CPU per request** (PostgreSQL on this machine only): user+system
+  time of the backends serving the app's pool, read from \`/proc\` (10 ms ticks, so
+  approximate).
+
+And one to judge the run by: **other processes**, the busy CPU of everything else on the
+machine during the measured run (\`/proc/stat\` minus this process minus those backends)
+as a share of all cores. Anything well above a few percent means the figures of that row
+were taken on a contended machine.
+
+The app runs with \`LOG_LEVEL=silent\` and rate windows it cannot exhaust
+(\`RATE_LIMIT_MAX=1000000\` and \`TOKEN_RATE_LIMIT_MAX=1000000000\`, each per 1 s), so the
+limiters run but never reject. With the default per-address token window a single client
+could not sustain the token rate below; that figure is the endpoint's capacity.
+
+Options: \`BENCH_DURATION\` (seconds, default 8), \`BENCH_CONNECTIONS\` (default 16),
+\`BENCH_ENGINES\` (default \`pglite,postgres\`), \`BENCH_NO_WRITE=1\` (print only). Each run
+adds a section above the earlier ones.
+
+Targets: authenticated read >= ${TARGET_READ_RATIO * 100}% of the bare route on PostgreSQL; token exchange >= ${fmt(TARGET_TOKENS_PER_S, 0)}/s.
+
+**Caveat:** the load generator (autocannon, in a worker thread of the same process) shares
+the machine's cores with the server and, on PostgreSQL, with the database server. On a
+2-core machine absolute req/s are low and noisy, more so while other work (a test run, a
+type check) is going on: see the "other processes" column. The host is a VM, so it can
+slow down with nothing else busy in it: in one run below the bare route lost 30% of its
+rate, and its CPU per request rose by a third, between its first and last measurement.
+Compare ratios and CPU per request within one run rather than req/s across runs.
+`;
+
+const SECTION_MARK = '\n## Run ';
+
+const loadavg = () => os.loadavg().map((n) => n.toFixed(2)).join(' / ');
+
+function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): void {
+  const m = machine();
+  const section = [
+    `## Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    '',
+    `Command: \`npm run bench\` (duration ${DURATION} s per scenario after a ${WARMUP} s warm-up, ${CONNECTIONS} connections, pipelining 1)`,
+    '',
+    `Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.node}. The load generator shares these cores with the server${reports.some((r) => r.engine === 'postgres' && r.rows.length > 0) ? ' and PostgreSQL' : ''}.`,
+    '',
+    '```',
+    '$ free -h',
+    m.free,
+    '```',
+    '',
+    `Load average (1 / 5 / 15 min) before the run: ${loadBefore}.`,
+    '',
+    ...reports.flatMap((r) => [`### ${r.engine === 'pglite' ? 'PGlite' : 'PostgreSQL'}`, '', r.detail + '.', '', ...(r.rows.length > 0 ? [markdownTable(r.rows), ''] : []), ...r.notes.map((n) => `- ${n}`), '']),
+  ].join('\n');
+
+  let older = '';
+  if (fs.existsSync(DOC)) {
+    const existing = fs.readFileSync(DOC, 'utf8');
+    const at = existing.indexOf(SECTION_MARK);
+    if (at >= 0) older = existing.slice(at + 1);
+    else if (existing.trim() !== '') older = `## Earlier notes\n\n${existing.replace(/^# .*\n/, '').trim()}\n`;
+  }
+  fs.mkdirSync(path.dirname(DOC), { recursive: true });
+  fs.writeFileSync(DOC, `${HEADER}\n${section}${older ? `\n${older.trimEnd()}\n` : ''}`);
+  console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const loadBefore = loadavg();
+  console.log(`bench: ${DURATION} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, engines ${ENGINES.join(', ')}`);
+  const reports: EngineReport[] = [];
+  for (const engine of ['pglite', 'postgres'] as const) {
+    if (!ENGINES.includes(engine)) continue;
+    const report = await benchEngine(engine);
+    for (const n of report.notes) console.log(`  ${n}`);
+    reports.push(report);
+  }
+  if (process.env.BENCH_NO_WRITE !== '1') writeDoc(reports, started, loadBefore);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
