@@ -1,4 +1,5 @@
-import type { Db } from '../db/connect.ts';
+import type { CompiledQuery } from 'kysely';
+import { preferPrepared, type Db } from '../db/connect.ts';
 
 /** A service account with its run-as membership: one indexed join, no cache. */
 function accountQuery(db: Db) {
@@ -11,12 +12,19 @@ function accountQuery(db: Db) {
     ]);
 }
 
+// Both lookups run on every request or exchange: prepared once per connection on PostgreSQL.
+async function firstPrepared<R>(db: Db, query: { compile(): CompiledQuery<R> }): Promise<R | undefined> {
+  const compiled = query.compile();
+  preferPrepared(compiled.sql);
+  return (await db.executeQuery(compiled)).rows[0];
+}
+
 export function loadAccountById(db: Db, id: string) {
-  return accountQuery(db).where('sa.id', '=', id).executeTakeFirst();
+  return firstPrepared(db, accountQuery(db).where('sa.id', '=', id));
 }
 
 export function loadAccountByClientId(db: Db, clientId: string) {
-  return accountQuery(db).where('sa.client_id', '=', clientId).executeTakeFirst();
+  return firstPrepared(db, accountQuery(db).where('sa.client_id', '=', clientId));
 }
 
 export type AccountRow = NonNullable<Awaited<ReturnType<typeof loadAccountById>>>;

@@ -2,6 +2,7 @@
  * The only module that knows which engine is behind Kysely: embedded PGlite (zero setup,
  * one connection) or PostgreSQL over a pg Pool.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -10,6 +11,29 @@ import pg from 'pg';
 import type { DB } from './schema.ts';
 
 export type Db = Kysely<DB>;
+
+/**
+ * SQL texts that run on every request (the account re-check) and so are worth a named
+ * prepared statement on PostgreSQL: parsing and planning the join again each time cost
+ * more than executing it. Only fixed texts with a fixed parameter list belong here, so the
+ * set of statements per connection stays bounded.
+ */
+const preparedTexts = new Map<string, string>();
+
+export function preferPrepared(sqlText: string): void {
+  if (!preparedTexts.has(sqlText)) preparedTexts.set(sqlText, `tb_${createHash('sha256').update(sqlText).digest('hex').slice(0, 24)}`);
+}
+
+type QueryFn = (...args: unknown[]) => unknown;
+
+/** Routes the texts of preferPrepared() through named statements on this client. */
+function namePreparedStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as QueryFn;
+  (client as unknown as { query: QueryFn }).query = (text: unknown, ...rest: unknown[]) => {
+    const name = typeof text === 'string' ? preparedTexts.get(text) : undefined;
+    return name !== undefined && Array.isArray(rest[0]) ? query({ name, text, values: rest[0] }, ...rest.slice(1)) : query(text, ...rest);
+  };
+}
 
 export interface DbOptions {
   /** PostgreSQL connection string. */
@@ -31,6 +55,7 @@ export function createDb(opts: DbOptions): DbHandle {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
     // An idle client's error (server restart) must not crash the process: the next query reports it.
     pool.on('error', () => {});
+    pool.on('connect', namePreparedStatements);
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
   }
   const dir = opts.dataDir ?? '.tributary';
