@@ -18,9 +18,12 @@ const statements = [
     source_key text not null,
     constraint facts_model_source_key unique (data_model_id, source_key)
   )`,
-  // Timeline windows on either axis, newest first, ties by id.
-  sql`create index facts_model_observed_idx on facts (data_model_id, observed_at, id)`,
-  sql`create index facts_model_inserted_idx on facts (data_model_id, inserted_at, id)`,
+  // Timeline windows on either axis, newest first, ties by id. workspace_id is carried in
+  // the index (the planner also checks it) so a window's count is an index-only scan
+  // instead of a visit to every fact of the window (bench/facts.ts: ~250 ms -> ~40 ms for
+  // 250k facts).
+  sql`create index facts_model_observed_idx on facts (data_model_id, observed_at, id) include (workspace_id)`,
+  sql`create index facts_model_inserted_idx on facts (data_model_id, inserted_at, id) include (workspace_id)`,
   // As-of latest (until given): the newest fact per entity at or before a time.
   sql`create index facts_model_entity_observed_idx on facts (data_model_id, entity_id, observed_at desc, inserted_at desc, id desc)`,
   sql`create index facts_model_entity_inserted_idx on facts (data_model_id, entity_id, inserted_at desc, id desc)`,
@@ -36,8 +39,10 @@ const statements = [
     data jsonb not null,
     primary key (data_model_id, axis, entity_key)
   )`,
-  sql`create index fact_current_observed_idx on fact_current (data_model_id, axis, observed_at, fact_id)`,
-  sql`create index fact_current_inserted_idx on fact_current (data_model_id, axis, inserted_at, fact_id)`,
+  // Latest pages in observed_at order, and `since` on either axis; workspace_id included for
+  // index-only counts when no filter needs the data.
+  sql`create index fact_current_observed_idx on fact_current (data_model_id, axis, observed_at, fact_id) include (workspace_id)`,
+  sql`create index fact_current_inserted_idx on fact_current (data_model_id, axis, inserted_at, fact_id) include (workspace_id)`,
   sql`create index fact_current_fact_idx on fact_current (fact_id)`,
 ];
 

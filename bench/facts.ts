@@ -1,0 +1,790 @@
+/**
+ * Fact store benchmark (issue 3 part 4): the GraphQL factQuery beside the raw SQL its
+ * planner runs, timed in the same run on the same connection pool.
+ *
+ *   node bench/facts.ts
+ *
+ * For each engine: a fresh database (PostgreSQL: a scratch `tributary_bench_facts_<random>`
+ * created on the server of BENCH_DATABASE_URL / DATABASE_URL / the local default and
+ * dropped at the end; PGlite: in memory), the app started in-process, one tenant, two data
+ * models (`invoices`, and `shipments` to join on the invoice id), facts loaded with
+ * set-based SQL, then three queries measured:
+ *
+ *   (a) latest, page + count, two filters;
+ *   (b) timeline over 90 days, page + count;
+ *   (c) latest with a left join, page (hasNextPage by probing one row past the page).
+ *
+ * Each factQuery is an HTTP POST /api/graphql over loopback (bearer token, full stack);
+ * its "raw SQL" is the page (and count) statement built by the planner's own exported
+ * builders (planFactQuery + pageSql/countSql) for the same arguments, run like the
+ * resolver runs them (concurrently, on deps.db). Requests are sequential (one in flight),
+ * in alternating blocks of factQuery and raw SQL so that drift of the machine's load hits
+ * both alike. Results of both are compared (ids of the page and the count) before timing.
+ *
+ * The load does not go through writeFacts (1M facts row by row would take many minutes),
+ * but produces exactly the rows it would: entity_id from the primary-key field, the
+ * derived source key sha256 of canonical JSON [observed_at, data], data as jsonb, uuidv7
+ * ids, and fact_current on both axes with the writer's ordering. A sample of the loaded
+ * rows is checked against validateFact/deriveSourceKey and the fact_current ordering
+ * before anything is timed.
+ *
+ * Settings (environment): BENCH_DATABASE_URL or DATABASE_URL, BENCH_ENGINES (default
+ * "pglite,postgres"), BENCH_FACTS_SECONDS (measured seconds per query and side, default 4),
+ * BENCH_PG_FACTS / BENCH_PG_ENTITIES (default 1,000,000 / 100,000), BENCH_PGLITE_FACTS /
+ * BENCH_PGLITE_ENTITIES (default 100,000 / 10,000), BENCH_NO_WRITE=1 (print only),
+ * BENCH_KEEP_DB=1 (leave the PostgreSQL database in place, for EXPLAIN by hand).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { sql, type RawBuilder } from 'kysely';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig } from '../src/config.ts';
+import { buildApp } from '../src/app.ts';
+import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
+import type { Db } from '../src/db/connect.ts';
+import type { FieldType } from '../src/db/schema.ts';
+import * as admin from '../src/admin/service.ts';
+import type { Principal } from '../src/auth/principal.ts';
+import { uuidv7 } from '../src/ids.ts';
+import { canonicalJson, validateFact, type FactModel } from '../src/facts/validate.ts';
+import { planFactQuery } from '../src/graphql/fact-query.ts';
+import { countSql, pageSql, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
+const PLANS_DOC = path.join(ROOT, 'docs', 'query-plans.md');
+const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
+const DAY_MS = 86_400_000;
+
+function intEnv(name: string, def: number, min: number, max: number): number {
+  const v = process.env[name];
+  if (v === undefined || v.trim() === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number between ${min} and ${max}`);
+  return n;
+}
+
+const SECONDS = intEnv('BENCH_FACTS_SECONDS', 4, 1, 60);
+const ENGINES = (process.env.BENCH_ENGINES ?? 'pglite,postgres').split(',').map((s) => s.trim());
+const BLOCK = 10;
+const MAX_ITER = 2000;
+const TARGET_RATIO = 1.25;
+const TARGET_LATEST_P50_MS = 15;
+
+interface Scale {
+  facts: number;
+  entities: number;
+  joinFacts: number;
+  joinEntities: number;
+}
+const SCALES: Record<'pglite' | 'postgres', Scale> = {
+  postgres: (() => {
+    const facts = intEnv('BENCH_PG_FACTS', 1_000_000, 1000, 50_000_000);
+    const entities = intEnv('BENCH_PG_ENTITIES', 100_000, 10, facts);
+    return { facts, entities, joinFacts: Math.round(facts / 10), joinEntities: Math.round(entities / 2) };
+  })(),
+  pglite: (() => {
+    const facts = intEnv('BENCH_PGLITE_FACTS', 100_000, 1000, 5_000_000);
+    const entities = intEnv('BENCH_PGLITE_ENTITIES', 10_000, 10, facts);
+    return { facts, entities, joinFacts: Math.round(facts / 10), joinEntities: Math.round(entities / 2) };
+  })(),
+};
+
+// Bounded: load (about a minute at 1M on 2 cores) + 3 queries x 2 sides x (warm-up + run) per engine.
+const WATCHDOG_MS = intEnv('BENCH_FACTS_WATCHDOG_SECONDS', 900, 60, 7200) * 1000;
+const watchdog = setTimeout(() => {
+  console.error(`bench/facts: still running after ${WATCHDOG_MS / 1000} s; giving up`);
+  process.exit(1);
+}, WATCHDOG_MS);
+watchdog.unref();
+
+type Frag = RawBuilder<unknown>;
+
+// ---------------------------------------------------------------------------------------
+// Data: two models whose every field is a string or an integer, generated in SQL from n.
+// ---------------------------------------------------------------------------------------
+
+interface GenField {
+  name: string;
+  type: Extract<FieldType, 'string' | 'integer'>;
+  primaryKey?: boolean;
+  /** SQL over the generator columns n (bigint) and h (a 31-bit hash of n), giving text or bigint. */
+  expr: string;
+}
+
+interface GenModel {
+  slug: string;
+  fields: GenField[];
+}
+
+/** Entity ids: a fixed-width number, so the join model's ids are the main model's. */
+const entityExpr = (entities: number, step = 1) => `'inv-' || lpad(((n % ${entities}) * ${step})::text, 7, '0')`;
+
+function invoices(s: Scale): GenModel {
+  return {
+    slug: 'invoices',
+    fields: [
+      { name: 'invoice_id', type: 'string', primaryKey: true, expr: entityExpr(s.entities) },
+      { name: 'status', type: 'string', expr: `(array['open','paid','void','overdue'])[1 + (h % 4)]` },
+      { name: 'region', type: 'string', expr: `(array['eu','us','apac'])[1 + ((h / 4) % 3)]` },
+      { name: 'customer', type: 'string', expr: `'c-' || ((h / 12) % 5000)::text` },
+      { name: 'amount', type: 'integer', expr: `((h / 60000) % 10000)` },
+    ],
+  };
+}
+
+function shipments(s: Scale): GenModel {
+  return {
+    slug: 'shipments',
+    fields: [
+      // Every second invoice has shipments: the left join finds half its rows unmatched.
+      { name: 'invoice_id', type: 'string', primaryKey: true, expr: entityExpr(s.joinEntities, 2) },
+      { name: 'carrier', type: 'string', expr: `(array['dhl','ups','fedex','post'])[1 + (h % 4)]` },
+      { name: 'weight', type: 'integer', expr: `((h / 4) % 50000)` },
+    ],
+  };
+}
+
+/**
+ * One INSERT ... SELECT from generate_series for a model. What writeFacts stores for the
+ * item {observed_at, data} (no source_key given):
+ * - data: the fields as jsonb (jsonb_build_object; the writer stores JSON.stringify(data)
+ *   as jsonb, and jsonb does not keep member order, so the two are the same value);
+ * - entity_id: the primary-key field's string;
+ * - source_key: 'sha256:' || hex sha256 of canonicalJson([observedAt ISO, data]): members
+ *   sorted by code unit, no spaces; every string here is [a-z0-9-] so its JSON text is
+ *   itself in double quotes, and integers print as digits in both languages;
+ * - id: a uuidv7 of the write instant; inserted_at: the write instant (the writer's
+ *   transaction's now()), here observed_at plus an ingestion lag of 1 s to 5 min, as if
+ *   the facts had been written as they were observed;
+ * - observed_at spread over the 365 days before `endMs`, not in insertion order.
+ */
+function insertSql(m: GenModel, modelId: string, orgId: string, wsId: string, count: number, endMs: number, salt: number): Frag {
+  const span = 365 * DAY_MS;
+  const start = endMs - span - 3_600_000;
+  const sorted = [...m.fields].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const canon = sorted.map((f, i) => `'${i === 0 ? '' : ','}"${f.name}":' || ${f.type === 'string' ? `'"' || g.${f.name} || '"'` : `g.${f.name}::text`}`).join(' || ');
+  const obj = m.fields.map((f) => `'${f.name}', g.${f.name}`).join(', ');
+  const pk = m.fields.find((f) => f.primaryKey)!;
+  const cols = m.fields.map((f) => `${f.expr} as ${f.name}`).join(', ');
+  return sql.raw(`
+    insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, inserted_at, data, source_key)
+    select
+      (substr(t.ihex, 1, 8) || '-' || substr(t.ihex, 9, 4) || '-7' || substr(t.u, 16))::uuid,
+      '${orgId}', '${wsId}', '${modelId}',
+      g.${pk.name},
+      t.observed_at, t.inserted_at,
+      jsonb_build_object(${obj}),
+      'sha256:' || encode(sha256(convert_to('["' || to_char(t.observed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '",{' || ${canon} || '}]', 'UTF8')), 'hex')
+    from (
+      select n, ${cols}
+      from (select n, (hashint8(n + ${salt}) & 2147483647)::bigint as h from generate_series(0::bigint, ${count - 1}::bigint) as s(n)) as x
+    ) as g
+    cross join lateral (
+      select o.observed_at, o.inserted_at,
+             lpad(to_hex((extract(epoch from o.inserted_at) * 1000)::bigint), 12, '0') as ihex,
+             gen_random_uuid()::text as u
+      from (
+        select timestamptz 'epoch' + (${start} + ((g.n * 2654435761 + ${salt}) % ${span})) * interval '1 millisecond' as observed_at,
+               timestamptz 'epoch' + (${start} + ((g.n * 2654435761 + ${salt}) % ${span}) + 1000 + ((g.n * 7919) % 299000)) * interval '1 millisecond' as inserted_at
+      ) as o
+    ) as t
+  `);
+}
+
+/** fact_current from the whole history, one DISTINCT ON per axis, with the writer's order and entity_key. */
+function currentSql(modelId: string, axis: 'observed_at' | 'inserted_at'): Frag {
+  const order = axis === 'observed_at' ? 'f.observed_at desc, f.inserted_at desc, f.id desc' : 'f.inserted_at desc, f.id desc';
+  return sql.raw(`
+    insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+    select distinct on (entity_key) f.data_model_id, '${axis}', coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+           f.id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+    from facts f where f.data_model_id = '${modelId}'
+    order by entity_key, ${order}
+  `);
+}
+
+async function createModel(db: Db, orgId: string, wsId: string, m: GenModel): Promise<FactModel & { slug: string }> {
+  const id = uuidv7();
+  await db.insertInto('data_models').values({ id, organization_id: orgId, workspace_id: wsId, name: m.slug, slug: m.slug, description: 'benchmark', retention_days: null }).execute();
+  const fields = m.fields.map((f) => ({ name: f.name, type: f.type, is_primary_key: f.primaryKey ?? false, is_required: f.primaryKey ?? false }));
+  await db
+    .insertInto('data_model_fields')
+    .values(fields.map((f) => ({ id: uuidv7(), organization_id: orgId, workspace_id: wsId, data_model_id: id, label: f.name, description: null, constraints: null, ...f })))
+    .execute();
+  return { id, slug: m.slug, fields };
+}
+
+async function timed<T>(label: string, f: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  const r = await f();
+  console.log(`  ${label}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return r;
+}
+
+/**
+ * Loads both models. Secondary indexes of facts and fact_current are dropped for the load
+ * and rebuilt from their own definitions afterwards (a sorted build beats a million
+ * random-order insertions); constraint indexes stay, so uniqueness is enforced throughout.
+ */
+async function load(db: Db, orgId: string, wsId: string, scale: Scale, endMs: number) {
+  const inv = await createModel(db, orgId, wsId, invoices(scale));
+  const shp = await createModel(db, orgId, wsId, shipments(scale));
+  const { rows: indexes } = await sql<{ indexname: string; indexdef: string }>`
+    select indexname, indexdef from pg_indexes
+    where schemaname = current_schema() and tablename in ('facts', 'fact_current')
+      and indexname not in (select conname from pg_constraint)
+    order by indexname`.execute(db);
+  await sql`set maintenance_work_mem = '256MB'`.execute(db).catch(() => undefined);
+  for (const i of indexes) await sql.raw(`drop index ${i.indexname}`).execute(db);
+  await timed(`insert ${scale.facts.toLocaleString('en-US')} invoices facts`, () => insertSql(invoices(scale), inv.id, orgId, wsId, scale.facts, endMs, 1).execute(db));
+  await timed(`insert ${scale.joinFacts.toLocaleString('en-US')} shipments facts`, () => insertSql(shipments(scale), shp.id, orgId, wsId, scale.joinFacts, endMs, 7).execute(db));
+  await timed('fact_current, both models and axes', async () => {
+    for (const m of [inv, shp]) for (const axis of ['observed_at', 'inserted_at'] as const) await currentSql(m.id, axis).execute(db);
+  });
+  await timed(`rebuild ${indexes.length} secondary indexes`, async () => {
+    for (const i of indexes) await sql.raw(i.indexdef).execute(db);
+  });
+  await timed('vacuum analyze', () => sql`vacuum (analyze) facts, fact_current`.execute(db));
+  return { inv, shp };
+}
+
+/** The loaded rows are what writeFacts would have stored: checked on a sample. */
+async function verifyLoad(db: Db, model: FactModel, sample: number): Promise<void> {
+  const { rows } = await sql<{ id: string; entity_id: string | null; observed_at: Date; inserted_at: Date; data: Record<string, unknown>; source_key: string }>`
+    select id, entity_id, observed_at, inserted_at, data, source_key from facts
+    where data_model_id = ${model.id} order by md5(id::text) limit ${sample}`.execute(db);
+  for (const r of rows) {
+    const v = validateFact(model, { observed_at: r.observed_at.toISOString(), data: r.data });
+    if (!v.ok) throw new Error(`loaded fact ${r.id} does not validate: ${JSON.stringify(v.errors)}`);
+    if (v.fact.entityId !== r.entity_id) throw new Error(`fact ${r.id}: entity_id ${r.entity_id}, writer would store ${v.fact.entityId}`);
+    if (v.fact.sourceKey !== r.source_key) throw new Error(`fact ${r.id}: source_key ${r.source_key}, writer would store ${v.fact.sourceKey}`);
+    if (canonicalJson(v.fact.data) !== canonicalJson(r.data)) throw new Error(`fact ${r.id}: data differs from the writer's`);
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(r.id)) throw new Error(`fact ${r.id} is not a uuidv7`);
+    if (parseInt(r.id.replace('-', '').slice(0, 12), 16) !== r.inserted_at.getTime()) throw new Error(`fact ${r.id}: id time differs from inserted_at`);
+  }
+  // fact_current: per sampled entity and axis, the greatest fact in the writer's order.
+  const entities = [...new Set(rows.map((r) => r.entity_id!))].slice(0, 50);
+  const { rows: hist } = await sql<{ id: string; entity_id: string; observed_at: Date; inserted_at: Date }>`
+    select id, entity_id, observed_at, inserted_at from facts where data_model_id = ${model.id} and entity_id = any(${entities}::text[])`.execute(db);
+  const { rows: cur } = await sql<{ axis: string; entity_key: string; entity_id: string; fact_id: string }>`
+    select axis, entity_key, entity_id, fact_id from fact_current where data_model_id = ${model.id} and entity_key = any(${entities}::text[])`.execute(db);
+  const cmp = (a: [number, number, string], b: [number, number, string]) => (a[0] - b[0]) || (a[1] - b[1]) || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+  for (const e of entities) {
+    const facts = hist.filter((h) => h.entity_id === e);
+    const best = (axis: string) =>
+      facts.reduce((m, f) => {
+        const key = (x: typeof f): [number, number, string] => (axis === 'observed_at' ? [x.observed_at.getTime(), x.inserted_at.getTime(), x.id] : [x.inserted_at.getTime(), 0, x.id]);
+        return cmp(key(f), key(m)) > 0 ? f : m;
+      }).id;
+    for (const axis of ['observed_at', 'inserted_at']) {
+      const c = cur.filter((r) => r.entity_key === e && r.axis === axis);
+      if (c.length !== 1 || c[0]!.fact_id !== best(axis) || c[0]!.entity_id !== e) throw new Error(`fact_current of ${e} on ${axis} is not the latest fact`);
+    }
+  }
+  const { rows: counts } = await sql<{ n: number; e: number }>`
+    select (select count(*)::int from fact_current where data_model_id = ${model.id}) as n,
+           (select count(distinct entity_id)::int from facts where data_model_id = ${model.id}) as e`.execute(db);
+  if (counts[0]!.n !== counts[0]!.e * 2) throw new Error(`fact_current has ${counts[0]!.n} rows for ${counts[0]!.e} entities (want two per entity)`);
+}
+
+// ---------------------------------------------------------------------------------------
+// Measuring
+// ---------------------------------------------------------------------------------------
+
+const FACT_FIELDS = 'id entityId observedAt insertedAt data';
+
+interface Scenario {
+  key: 'a' | 'b' | 'c';
+  name: string;
+  query: string;
+  variables: Record<string, unknown>;
+  /** The resolver's options for this selection. */
+  withCount: boolean;
+  extra: number;
+}
+
+function scenarios(now: Date): Scenario[] {
+  const filters = JSON.stringify([
+    { field: 'status', op: 'eq', value: 'open' },
+    { field: 'amount', op: 'gte', value: 5000 },
+  ]);
+  return [
+    {
+      key: 'a',
+      name: 'latest, 2 filters, page + count',
+      query: `query($f: String) { factQuery(dataModelSlug: "invoices", filters: $f, limit: 50) { count lastPage hasNextPage results { ${FACT_FIELDS} } } }`,
+      variables: { f: filters },
+      withCount: true,
+      extra: 0,
+    },
+    {
+      key: 'b',
+      name: 'timeline 90 days, page + count',
+      query: `query($s: DateTime, $u: DateTime) { factQuery(dataModelSlug: "invoices", mode: "timeline", since: $s, until: $u, limit: 50) { count lastPage hasNextPage results { ${FACT_FIELDS} } } }`,
+      variables: { s: new Date(now.getTime() - 90 * DAY_MS).toISOString(), u: now.toISOString() },
+      withCount: true,
+      extra: 0,
+    },
+    {
+      key: 'c',
+      name: 'latest, left join shipments, page',
+      query: `query { factQuery(dataModelSlug: "invoices", joinDataModelSlug: "shipments", joinType: "left", limit: 50) { hasNextPage results { ${FACT_FIELDS} } } }`,
+      variables: {},
+      withCount: false,
+      extra: 1,
+    },
+  ];
+}
+
+/** The planner's arguments as graphql-js hands them to the resolver (DateTime parsed to Date). */
+function resolverArgs(s: Scenario): Record<string, unknown> {
+  const q = s.query;
+  const args: Record<string, unknown> = { dataModelSlug: 'invoices', limit: 50 };
+  if (q.includes('mode: "timeline"')) {
+    args.mode = 'timeline';
+    args.since = new Date(s.variables.s as string);
+    args.until = new Date(s.variables.u as string);
+  }
+  if (s.variables.f !== undefined) args.filters = s.variables.f;
+  if (q.includes('joinDataModelSlug')) {
+    args.joinDataModelSlug = 'shipments';
+    args.joinType = 'left';
+  }
+  return args;
+}
+
+interface Stats {
+  n: number;
+  p50: number;
+  p95: number;
+  mean: number;
+  rps: number;
+}
+
+function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+  const sum = s.reduce((a, b) => a + b, 0);
+  return { n: s.length, p50: at(0.5), p95: at(0.95), mean: sum / s.length, rps: (1000 * s.length) / sum };
+}
+
+interface Result {
+  scenario: Scenario;
+  gql: Stats;
+  raw: Stats;
+  rows: number;
+  count: number | undefined;
+  plans: { statement: string; text: string }[];
+}
+
+async function measureScenario(deps: Deps, appUrl: string, token: string, principal: Principal, s: Scenario): Promise<Result> {
+  const body = JSON.stringify({ query: s.query, variables: s.variables });
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+  const gqlOnce = async () => {
+    const res = await fetch(`${appUrl}/api/graphql`, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
+    const json = (await res.json()) as { data?: { factQuery: { count?: number; results: { id: string }[] } }; errors?: unknown };
+    if (res.status !== 200 || json.errors || !json.data) throw new Error(`factQuery ${s.key} failed: ${res.status} ${JSON.stringify(json.errors)}`);
+    return json.data.factQuery;
+  };
+  // The same plan the resolver builds (planFactQuery also loads the models, as the resolver does).
+  const plan: FactQueryPlan = await planFactQuery(deps, principal, resolverArgs(s), new Date());
+  const page = pageSql(plan, { withData: true, extra: s.extra });
+  const count = s.withCount ? countSql(plan) : undefined;
+  const rawOnce = async () => {
+    const [p, c] = await Promise.all([page.execute(deps.db), count ? count.execute(deps.db) : Promise.resolve(undefined)]);
+    return { ids: (p.rows as { id: string }[]).map((r) => r.id), count: c ? (c.rows[0] as { n: number }).n : undefined };
+  };
+
+  // Same answer both ways, before anything is timed.
+  const g = await gqlOnce();
+  const r = await rawOnce();
+  const gIds = g.results.map((x) => x.id);
+  if (JSON.stringify(gIds) !== JSON.stringify(r.ids.slice(0, 50)) || g.count !== r.count) {
+    throw new Error(`factQuery ${s.key} and its raw SQL disagree: ${gIds.length} vs ${r.ids.length} rows, count ${g.count} vs ${r.count}`);
+  }
+
+  const gqlTimes: number[] = [];
+  const rawTimes: number[] = [];
+  const time = async (f: () => Promise<unknown>, into: number[] | undefined) => {
+    const t0 = performance.now();
+    await f();
+    into?.push(performance.now() - t0);
+  };
+  // Warm-up (discarded): ~1 s of each.
+  for (const [f] of [[gqlOnce], [rawOnce]] as const) {
+    const end = performance.now() + 1000;
+    let i = 0;
+    while (performance.now() < end || i < 3) {
+      await time(f, undefined);
+      i++;
+    }
+  }
+  // Alternating blocks until each side has had SECONDS of wall time (or MAX_ITER samples).
+  let gSpent = 0;
+  let rSpent = 0;
+  while ((gSpent < SECONDS * 1000 || rSpent < SECONDS * 1000) && gqlTimes.length < MAX_ITER) {
+    for (let i = 0; i < BLOCK; i++) await time(gqlOnce, gqlTimes);
+    for (let i = 0; i < BLOCK; i++) await time(rawOnce, rawTimes);
+    gSpent = gqlTimes.reduce((a, b) => a + b, 0);
+    rSpent = rawTimes.reduce((a, b) => a + b, 0);
+  }
+
+  const plans: Result['plans'] = [];
+  const explain = async (name: string, f: Frag) => {
+    const { rows } = await sql`explain (analyze, buffers) ${f}`.execute(deps.db);
+    plans.push({ statement: name, text: (rows as Record<string, string>[]).map((x) => Object.values(x)[0]).join('\n') });
+  };
+  await explain('page', page);
+  if (count) await explain('count', count);
+  return { scenario: s, gql: stats(gqlTimes), raw: stats(rawTimes), rows: r.ids.length, count: r.count, plans };
+}
+
+/** The fixed cost of a factQuery request: everything but the fact statements. */
+async function measureFloor(appUrl: string, token: string): Promise<Stats> {
+  const body = JSON.stringify({ query: 'query { factQuery(dataModelSlug: "invoices") { limit } }' });
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+  const times: number[] = [];
+  const warmUntil = performance.now() + 1000;
+  const end = warmUntil + SECONDS * 500;
+  while (performance.now() < end && times.length < MAX_ITER) {
+    const t0 = performance.now();
+    const res = await fetch(`${appUrl}/api/graphql`, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
+    const json = (await res.json()) as { data?: { factQuery?: { limit: number } } };
+    if (res.status !== 200 || json.data?.factQuery?.limit !== 50) throw new Error(`floor query failed: ${res.status}`);
+    if (t0 >= warmUntil) times.push(performance.now() - t0);
+  }
+  return stats(times);
+}
+
+// ---------------------------------------------------------------------------------------
+// Engines
+// ---------------------------------------------------------------------------------------
+
+interface EngineReport {
+  engine: 'pglite' | 'postgres';
+  detail: string;
+  scale: Scale;
+  loadSeconds: number;
+  results: Result[];
+  notes: string[];
+}
+
+async function freshPostgres(baseUrl: string): Promise<{ url: string; version: string; drop: () => Promise<void> } | { skip: string }> {
+  const name = `tributary_bench_facts_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    return { skip: `PostgreSQL unreachable: ${(err as Error).message}` };
+  }
+  let version: string;
+  try {
+    version = String((await client.query('show server_version')).rows[0]?.server_version ?? '?');
+    await client.query(`create database ${name}`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    version,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 30_000 });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+    },
+  };
+}
+
+async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
+  const scale = SCALES[engine];
+  const notes: string[] = [];
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-facts-'));
+  const vars: Record<string, string> = {
+    DATA_DIR: dataDir,
+    TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    RATE_LIMIT_MAX: '1000000',
+    RATE_LIMIT_WINDOW_SECONDS: '1',
+    TOKEN_RATE_LIMIT_MAX: '1000000000',
+    TOKEN_RATE_LIMIT_WINDOW_SECONDS: '1',
+    WORKER: 'false',
+  };
+  let drop: (() => Promise<void>) | undefined;
+  let detail = 'PGlite (embedded, in memory, one connection)';
+  if (engine === 'postgres') {
+    const fresh = await freshPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG);
+    if ('skip' in fresh) {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      return { engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [`Skipped: ${fresh.skip}.`] };
+    }
+    vars.DATABASE_URL = fresh.url;
+    drop = fresh.drop;
+    detail = `PostgreSQL ${fresh.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)`;
+  }
+  let deps: Deps | undefined;
+  let app: FastifyInstance | undefined;
+  try {
+    const config = loadConfig(vars);
+    deps = await createDeps(config, { dataDir: config.databaseUrl ? dataDir : 'memory' });
+    app = await buildApp(deps);
+    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+
+    const tag = randomBytes(4).toString('hex');
+    const org = await admin.createOrganization(deps, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
+    const ws = await admin.createWorkspace(deps, { organization_id: org.id, name: 'Main' });
+    const user = await admin.createUser(deps, { email: `bench-${tag}@example.com` });
+    const member = await admin.addMember(deps, { organization_id: org.id, user_id: user.id, role: 'owner' });
+    const cred = await admin.createCredential(deps, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read'] });
+    const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (tokenRes.status !== 200) throw new Error(`token exchange failed: ${tokenRes.status} ${await tokenRes.text()}`);
+    const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+
+    console.log(`\n${detail}: loading ${scale.facts.toLocaleString('en-US')} + ${scale.joinFacts.toLocaleString('en-US')} facts`);
+    const now = new Date();
+    const t0 = performance.now();
+    const { inv, shp } = await load(deps.db, org.id, ws.id, scale, now.getTime());
+    const loadSeconds = (performance.now() - t0) / 1000;
+    await verifyLoad(deps.db, inv, 500);
+    await verifyLoad(deps.db, shp, 200);
+    console.log('  sample of the load checked against validateFact and the fact_current order');
+
+    const principal = { workspaceId: ws.id, organizationId: org.id } as Principal;
+    const results: Result[] = [];
+    for (const s of scenarios(now)) {
+      const r = await measureScenario(deps, appUrl, token, principal, s);
+      results.push(r);
+      console.log(
+        `  (${s.key}) ${s.name.padEnd(36)} factQuery p50 ${r.gql.p50.toFixed(2).padStart(6)} ms p95 ${r.gql.p95.toFixed(2).padStart(6)} ms ${r.gql.rps.toFixed(0).padStart(5)} req/s | raw p50 ${r.raw.p50.toFixed(2).padStart(6)} ms p95 ${r.raw.p95.toFixed(2).padStart(6)} ms | ratio ${(r.gql.p50 / r.raw.p50).toFixed(2)}`,
+      );
+    }
+    const floor = await measureFloor(appUrl, token);
+    console.log(`  floor: factQuery selecting only limit (token, principal, slug lookup, no fact SQL) p50 ${floor.p50.toFixed(2)} ms p95 ${floor.p95.toFixed(2)} ms`);
+    notes.push(
+      `Floor: a factQuery selecting only \`limit\` (bearer check and principal lookup, rate window, parse/validate, slug lookup; no fact SQL) takes p50 ${floor.p50.toFixed(2)} ms, p95 ${floor.p95.toFixed(2)} ms (${floor.n} sequential requests). A query whose raw SQL is faster than about 4x this floor cannot meet the ${TARGET_RATIO}x ratio.`,
+    );
+    for (const r of results) {
+      const ratio = r.gql.p50 / r.raw.p50;
+      notes.push(`(${r.scenario.key}) factQuery p50 / raw SQL p50 = ${ratio.toFixed(2)} (target <= ${TARGET_RATIO}): ${ratio <= TARGET_RATIO ? 'met' : 'missed'}.`);
+    }
+    if (engine === 'postgres') {
+      const a = results.find((r) => r.scenario.key === 'a')!;
+      notes.push(`(a) factQuery p50 ${a.gql.p50.toFixed(2)} ms at ${scale.facts.toLocaleString('en-US')} facts (target <= ${TARGET_LATEST_P50_MS} ms): ${a.gql.p50 <= TARGET_LATEST_P50_MS ? 'met' : 'missed'}.`);
+    }
+    void shp;
+    return { engine, detail, scale, loadSeconds, results, notes };
+  } finally {
+    await app?.close().catch((err) => console.error('closing the app:', err));
+    if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
+    if (process.env.BENCH_KEEP_DB === '1' && vars.DATABASE_URL) console.log(`  kept ${vars.DATABASE_URL} (BENCH_KEEP_DB=1): drop it yourself`);
+    else await drop?.().catch((err) => console.error('dropping the bench database:', err));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------
+
+function sh(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', timeout: 5000 }).trimEnd();
+  } catch {
+    return '(unavailable)';
+  }
+}
+
+function machine() {
+  let cpu = '(unknown)';
+  try {
+    cpu = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
+  } catch {
+    // not Linux
+  }
+  return { nproc: sh('nproc', []), free: sh('free', ['-h']), node: process.version, cpu, os: `${os.type()} ${os.release()} ${os.arch()}` };
+}
+
+const f2 = (n: number) => n.toFixed(2);
+const n0 = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+
+function table(r: EngineReport): string {
+  const lines = [
+    '| Query | Rows / count | factQuery p50 (ms) | p95 (ms) | req/s | Raw SQL p50 (ms) | p95 (ms) | req/s | p50 ratio | Samples |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const x of r.results) {
+    lines.push(
+      `| (${x.scenario.key}) ${x.scenario.name} | ${x.rows}${x.count === undefined ? '' : ` / ${n0(x.count)}`} | ${f2(x.gql.p50)} | ${f2(x.gql.p95)} | ${n0(x.gql.rps)} | ${f2(x.raw.p50)} | ${f2(x.raw.p95)} | ${n0(x.raw.rps)} | ${f2(x.gql.p50 / x.raw.p50)} | ${x.gql.n} / ${x.raw.n} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const DOC_HEADER = `# Fact store benchmarks
+
+\`node bench/facts.ts\` (see the header of bench/facts.ts for its settings). For each
+engine it creates a fresh database (PostgreSQL: \`tributary_bench_facts_<random>\` on the
+server of \`BENCH_DATABASE_URL\` / \`DATABASE_URL\` / \`${DEFAULT_PG}\`,
+dropped at the end; PGlite: in memory), starts the app in-process (\`LOG_LEVEL=silent\`,
+rate windows it cannot exhaust), seeds one tenant and two data models, and loads:
+
+- \`invoices\`: N facts over N/10 entities (\`invoice_id\` is the primary key; \`status\`,
+  \`region\`, \`customer\`, \`amount\`), observed_at spread over the last 365 days out of
+  insertion order, inserted_at 1 s to 5 min after observed_at;
+- \`shipments\` (the join model): N/10 facts over the even half of those entities.
+
+The load is set-based SQL (one \`insert ... select from generate_series\` per model, one
+\`distinct on\` insert into fact_current per model and axis, secondary indexes rebuilt
+after, \`vacuum (analyze)\`) producing exactly the rows writeFacts would store (ids,
+entity ids, derived source keys, data, both fact_current axes); a sample is checked
+against \`validateFact\` and the writer's ordering before anything is timed.
+
+Each query is timed two ways in the same run, on the same connection pool:
+
+- **factQuery**: \`POST /api/graphql\` over loopback with a bearer token: token check,
+  principal lookup, rate window, parse/validate/complexity, slug lookup, the SQL, JSON;
+- **raw SQL**: the page (and count) statements the planner builds for the same arguments
+  (\`planFactQuery\` + \`pageSql\`/\`countSql\`, the resolver's own builders), run as the
+  resolver runs them (concurrently, on \`deps.db\`).
+
+One request in flight at a time, alternating blocks of 10 factQuery and 10 raw runs after
+a 1 s warm-up each, until each side has had its measured seconds. req/s is the sequential
+rate (1 / mean latency), not a saturation throughput. Both sides' answers (page ids and
+count) are compared before timing.
+
+Targets: factQuery p50 <= ${TARGET_RATIO}x its raw SQL; latest page+count p50 <= ${TARGET_LATEST_P50_MS} ms on
+PostgreSQL at 1M facts. Query plans: [query-plans.md](query-plans.md).
+
+What bounds the figures (see the plans):
+
+- (a) is its **count**: the filters are arbitrary predicates on \`data\`, so the count reads
+  and tests every current row of the model (one per entity); the page alone is under 1 ms.
+  It scales with entities, not history, but no index serves it.
+- (b)'s count is an index-only scan of the 90-day window of \`facts_model_observed_idx\`.
+- (c) costs about 1 ms of SQL; its factQuery time is mostly the fixed cost of a request
+  (the "floor" note: bearer check and principal lookup, parse/validate, slug lookup, JSON),
+  so its ratio to raw SQL is far above 1.25 by construction.
+
+**Caveat:** the machine has few cores (see below), shared by the load generator, the
+server and, on PostgreSQL, the database server; absolute figures move with other load.
+`;
+
+function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): void {
+  const m = machine();
+  const section = [
+    `## Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    '',
+    `Command: \`node bench/facts.ts\` (${SECONDS} s measured per query and side).`,
+    '',
+    `Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.node}. Load average (1/5/15 min) before the run: ${loadBefore}.`,
+    '',
+    '```',
+    '$ free -h',
+    m.free,
+    '```',
+    '',
+    ...reports.flatMap((r) => [
+      `### ${r.engine === 'pglite' ? 'PGlite' : 'PostgreSQL'}`,
+      '',
+      `${r.detail}. ${n0(r.scale.facts)} invoices facts over ${n0(r.scale.entities)} entities, ${n0(r.scale.joinFacts)} shipments facts over ${n0(r.scale.joinEntities)} entities${r.loadSeconds ? `; load ${r.loadSeconds.toFixed(1)} s` : ''}.`,
+      '',
+      ...(r.results.length > 0 ? [table(r), ''] : []),
+      ...r.notes.map((n) => `- ${n}`),
+      '',
+    ]),
+  ].join('\n');
+  fs.writeFileSync(DOC, `${DOC_HEADER}\n${section}`);
+  console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
+
+  const pgReport = reports.find((r) => r.engine === 'postgres' && r.results.length > 0) ?? reports.find((r) => r.results.length > 0);
+  if (!pgReport) return;
+  const plans = [
+    `# Query plans of factQuery`,
+    '',
+    `EXPLAIN (ANALYZE, BUFFERS) of the statements the planner (src/graphql/fact-query.sql.ts) runs for the`,
+    `three benchmark queries, captured by \`node bench/facts.ts\` at the end of its run of`,
+    `${started.toISOString().replace(/\.\d+Z$/, 'Z')} on ${pgReport.detail}, ${n0(pgReport.scale.facts)} invoices facts over ${n0(pgReport.scale.entities)}`,
+    `entities (and ${n0(pgReport.scale.joinFacts)} shipments facts), warm cache. Figures: [benchmarks-facts.md](benchmarks-facts.md).`,
+    '',
+    ...pgReport.results.flatMap((r) => [
+      `## (${r.scenario.key}) ${r.scenario.name}`,
+      '',
+      PLAN_NOTES[r.scenario.key],
+      '',
+      ...r.plans.flatMap((p) => [`${p.statement === 'page' ? 'Page' : 'Count'} statement:`, '', '```', p.text, '```', '']),
+    ]),
+  ].join('\n');
+  fs.writeFileSync(PLANS_DOC, plans);
+  console.log(`wrote ${path.relative(ROOT, PLANS_DOC)}`);
+}
+
+/** Which index serves each query; kept next to the plans it describes (see docs/query-plans.md). */
+const PLAN_NOTES: Record<Scenario['key'], string> = {
+  a: [
+    'Latest mode without `until` reads `fact_current` only, never the history. The **page** walks',
+    '`fact_current_observed_idx` (data_model_id, axis, observed_at, fact_id) backwards from the',
+    'newest row of the model and axis, evaluates the workspace check and the two jsonb filters on',
+    'each row it meets and stops at the 50th match, so it touches a few hundred rows whatever the',
+    'history size. The **count** has no index to lean on: the filters are arbitrary predicates on',
+    '`data`, so every current row of the model and axis (one per entity, 100k here) is read and',
+    'tested, by a (parallel) sequential scan of `fact_current` or a bitmap scan of the same index.',
+    'Its cost grows with the number of entities, not with the history, and it is the whole of this',
+    "query's latency: the statement to work on (a capped or cached count, or an expression index",
+    'for a field that is filtered on all the time) if the 15 ms target is to be met.',
+  ].join('\n'),
+  b: [
+    'Timeline mode reads `facts` in [since, until). The **page** is a backward index scan of',
+    '`facts_model_observed_idx` (data_model_id, observed_at, id) that stops after 50 rows. The',
+    '**count** of the ~250k facts of the 90-day window is an index-only scan of the same index:',
+    'the index carries `workspace_id` (INCLUDE), so the workspace check needs no visit to the',
+    'heap, and after VACUUM "Heap Fetches" stay at or near 0 (autovacuum keeps the visibility map',
+    'of an append-mostly table current). Without the INCLUDE column the count visited every fact',
+    'of the window (about 250-300 ms here instead of about 40 ms).',
+  ].join('\n'),
+  c: [
+    'A left join cannot change which rows are on the page, so the planner pages first and joins',
+    'after the LIMIT: the inner page is the backward scan of `fact_current_observed_idx` of (a)',
+    'without filters (51 rows: one more to learn hasNextPage), and for each of those rows the',
+    "joined model's current fact is a primary-key probe of `fact_current_pkey` (data_model_id,",
+    'axis, entity_key) in a nested loop, 51 probes in all, half of them finding nothing. No',
+    'history is read and the cost does not grow with either model.',
+  ].join('\n'),
+};
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const loadBefore = os.loadavg().map((n) => n.toFixed(2)).join(' / ');
+  const reports: EngineReport[] = [];
+  for (const engine of ['pglite', 'postgres'] as const) {
+    if (!ENGINES.includes(engine)) continue;
+    const report = await benchEngine(engine);
+    for (const n of report.notes) console.log(`  ${n}`);
+    reports.push(report);
+  }
+  if (process.env.BENCH_NO_WRITE !== '1') writeDocs(reports, started, loadBefore);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
