@@ -2,7 +2,8 @@
  * The CLI's client of the admin API (/admin/v1): JSON in, {"data": ...} out, errors in the
  * JSON:API error shape. Settings come from the command line, else from loadCliConfig().
  */
-import { loadCliConfig, type CliConfig } from '../config.ts';
+import { CommanderError } from 'commander';
+import { ConfigError, loadCliConfig, type CliConfig } from '../config.ts';
 import { readAdminTokenFile } from '../admin/admin-auth.ts';
 
 /** A failed admin call: `status` is the HTTP status, or null when no answer came back. */
@@ -132,4 +133,37 @@ export function createAdminClient(settings: { url: string; adminToken: string })
       return data as Record<string, unknown>;
     },
   };
+}
+
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_CONFIG = 78;
+
+/**
+ * The one place a failed CLI command is reported: with --json exactly one JSON document on
+ * stdout, otherwise a line on stderr; then the exit code as a CommanderError. Anything
+ * that is not one of our errors is rethrown for the top level.
+ */
+export function reportFailure(err: unknown, asJson: boolean, io: { out: (s: string) => void; err: (s: string) => void }): never {
+  let doc: { error: string; status: number | null; code: string; source?: Record<string, unknown> };
+  let exitCode: number;
+  if (err instanceof AdminApiError) {
+    doc = { error: err.message, status: err.status, code: err.code, ...(err.source ? { source: err.source } : {}) };
+    exitCode = EXIT_FAILURE;
+  } else if (err instanceof UsageError) {
+    doc = { error: err.message, status: null, code: 'usage_error' };
+    exitCode = EXIT_USAGE;
+  } else if (err instanceof ConfigError) {
+    doc = { error: err.message, status: null, code: 'config_error' };
+    exitCode = EXIT_CONFIG;
+  } else {
+    throw err;
+  }
+  if (asJson) {
+    io.out(`${JSON.stringify(doc)}\n`);
+  } else {
+    const where = doc.source && typeof doc.source.pointer === 'string' ? ` at ${doc.source.pointer}` : '';
+    io.err(`error: ${doc.error}${where}${doc.status !== null ? ` (HTTP ${doc.status} ${doc.code})` : ''}\n`);
+  }
+  throw new CommanderError(exitCode, 'tributary.failed', doc.error);
 }

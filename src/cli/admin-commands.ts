@@ -5,15 +5,13 @@
  * Exit codes: 0 success, 1 failure, 2 usage error, 78 bad configuration.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError } from '../config.ts';
-import { AdminApiError, UsageError, createAdminClient, resolveClientSettings, type AdminClient } from './admin-client.ts';
+import { EXIT_USAGE, createAdminClient, reportFailure, resolveClientSettings, type AdminClient } from './admin-client.ts';
+
+export { EXIT_CONFIG, EXIT_FAILURE, EXIT_USAGE } from './admin-client.ts';
 
 type Io = { out: (s: string) => void; err: (s: string) => void };
 type Data = Record<string, unknown>;
 
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-export const EXIT_CONFIG = 78;
 
 const ROLES = ['owner', 'admin', 'member'] as const;
 
@@ -83,27 +81,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
       const data = await call(createAdminClient(resolveClientSettings({ url, adminToken })));
       io.out(asJson ? `${JSON.stringify(data)}\n` : `${renderHuman(data)}${note ? `\n${note}\n` : ''}`);
     } catch (err) {
-      let doc: { error: string; status: number | null; code: string; source?: Data };
-      let exitCode: number;
-      if (err instanceof AdminApiError) {
-        doc = { error: err.message, status: err.status, code: err.code, ...(err.source ? { source: err.source } : {}) };
-        exitCode = EXIT_FAILURE;
-      } else if (err instanceof UsageError) {
-        doc = { error: err.message, status: null, code: 'usage_error' };
-        exitCode = EXIT_USAGE;
-      } else if (err instanceof ConfigError) {
-        doc = { error: err.message, status: null, code: 'config_error' };
-        exitCode = EXIT_CONFIG;
-      } else {
-        throw err;
-      }
-      if (asJson) {
-        io.out(`${JSON.stringify(doc)}\n`);
-      } else {
-        const where = doc.source && typeof doc.source.pointer === 'string' ? ` at ${doc.source.pointer}` : '';
-        io.err(`error: ${doc.error}${where}${doc.status !== null ? ` (HTTP ${doc.status} ${doc.code})` : ''}\n`);
-      }
-      throw new CommanderError(exitCode, 'tributary.failed', doc.error);
+      reportFailure(err, asJson, io);
     }
   };
 

@@ -8,9 +8,8 @@
  */
 import fs from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
-import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config.ts';
-import { AdminApiError, UsageError, resolveClientSettings } from './admin-client.ts';
+import type { Command } from 'commander';
+import { AdminApiError, UsageError, reportFailure, resolveClientSettings } from './admin-client.ts';
 
 type Io = {
   out: (s: string) => void;
@@ -19,9 +18,6 @@ type Io = {
   errIsTTY?: () => boolean;
 };
 
-const EXIT_FAILURE = 1;
-const EXIT_USAGE = 2;
-const EXIT_CONFIG = 78;
 
 interface ImportAnswer {
   lines?: number;
@@ -186,23 +182,7 @@ export function registerFactsCommands(program: Command, io: Io): void {
         const answer = await upload(resolveClientSettings({ url, adminToken }), o.workspace, o.dataModel, file, io);
         io.out(asJson ? `${JSON.stringify(answer)}\n` : renderImportSummary(answer));
       } catch (err) {
-        let doc: { error: string; status: number | null; code: string; source?: Record<string, unknown> };
-        let exitCode: number;
-        if (err instanceof AdminApiError) {
-          doc = { error: err.message, status: err.status, code: err.code, ...(err.source ? { source: err.source } : {}) };
-          exitCode = EXIT_FAILURE;
-        } else if (err instanceof UsageError) {
-          doc = { error: err.message, status: null, code: 'usage_error' };
-          exitCode = EXIT_USAGE;
-        } else if (err instanceof ConfigError) {
-          doc = { error: err.message, status: null, code: 'config_error' };
-          exitCode = EXIT_CONFIG;
-        } else {
-          throw err;
-        }
-        if (asJson) io.out(`${JSON.stringify(doc)}\n`);
-        else io.err(`error: ${doc.error}${doc.status !== null ? ` (HTTP ${doc.status} ${doc.code})` : ''}\n`);
-        throw new CommanderError(exitCode, 'tributary.failed', doc.error);
+        reportFailure(err, asJson, io);
       }
     });
 }
