@@ -34,13 +34,11 @@
  * BENCH_PGLITE_ENTITIES (default 100,000 / 10,000), BENCH_NO_WRITE=1 (print only),
  * BENCH_KEEP_DB=1 (leave the PostgreSQL database in place, for EXPLAIN by hand).
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { sql, type RawBuilder } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config.ts';
@@ -54,6 +52,7 @@ import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson, validateFact, type FactModel } from '../src/facts/validate.ts';
 import { planFactQuery } from '../src/graphql/fact-query.ts';
 import { countSql, pageSql, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
+import { freshPostgres, intEnv, machine } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
@@ -61,13 +60,6 @@ const PLANS_DOC = path.join(ROOT, 'docs', 'query-plans.md');
 const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DAY_MS = 86_400_000;
 
-function intEnv(name: string, def: number, min: number, max: number): number {
-  const v = process.env[name];
-  if (v === undefined || v.trim() === '') return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number between ${min} and ${max}`);
-  return n;
-}
 
 const SECONDS = intEnv('BENCH_FACTS_SECONDS', 4, 1, 60);
 const ENGINES = (process.env.BENCH_ENGINES ?? 'pglite,postgres').split(',').map((s) => s.trim());
@@ -475,38 +467,6 @@ interface EngineReport {
   notes: string[];
 }
 
-async function freshPostgres(baseUrl: string): Promise<{ url: string; version: string; drop: () => Promise<void> } | { skip: string }> {
-  const name = `tributary_bench_facts_${randomBytes(6).toString('hex')}`;
-  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
-  try {
-    await client.connect();
-  } catch (err) {
-    await client.end().catch(() => undefined);
-    return { skip: `PostgreSQL unreachable: ${(err as Error).message}` };
-  }
-  let version: string;
-  try {
-    version = String((await client.query('show server_version')).rows[0]?.server_version ?? '?');
-    await client.query(`create database ${name}`);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    version,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 30_000 });
-      await c.connect();
-      try {
-        await c.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await c.end().catch(() => undefined);
-      }
-    },
-  };
-}
 
 async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
   const scale = SCALES[engine];
@@ -526,7 +486,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
   let drop: (() => Promise<void>) | undefined;
   let detail = 'PGlite (embedded, in memory, one connection)';
   if (engine === 'postgres') {
-    const fresh = await freshPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG);
+    const fresh = await freshPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG, 'tributary_bench_facts');
     if ('skip' in fresh) {
       fs.rmSync(dataDir, { recursive: true, force: true });
       return { engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [`Skipped: ${fresh.skip}.`] };
@@ -603,23 +563,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
 // Report
 // ---------------------------------------------------------------------------------------
 
-function sh(cmd: string, args: string[]): string {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', timeout: 5000 }).trimEnd();
-  } catch {
-    return '(unavailable)';
-  }
-}
 
-function machine() {
-  let cpu = '(unknown)';
-  try {
-    cpu = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
-  } catch {
-    // not Linux
-  }
-  return { nproc: sh('nproc', []), free: sh('free', ['-h']), node: process.version, cpu, os: `${os.type()} ${os.release()} ${os.arch()}` };
-}
 
 const f2 = (n: number) => n.toFixed(2);
 const n0 = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });

@@ -14,7 +14,6 @@
  * BENCH_CONNECTIONS (default 16), BENCH_ENGINES (comma list, default "pglite,postgres"),
  * BENCH_NO_WRITE=1 (print only, leave docs/benchmarks.md alone).
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,25 +21,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
+import { freshPostgres, intEnv, machine, sh } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const JSONAPI = 'application/vnd.api+json';
 
-function intEnv(name: string, def: number, min: number, max: number): number {
-  const v = process.env[name];
-  if (v === undefined || v.trim() === '') return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number between ${min} and ${max}`);
-  return n;
-}
 
 const DURATION = intEnv('BENCH_DURATION', 8, 1, 60);
 const WARMUP = 2;
@@ -190,51 +182,7 @@ function fmt(n: number, digits: number): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
-/** A fresh database on the server of `baseUrl`, or undefined (with the reason) when unreachable. */
-async function freshPostgres(baseUrl: string): Promise<{ url: string; version: string; drop: () => Promise<void> } | { skip: string }> {
-  const name = `tributary_bench_${randomBytes(6).toString('hex')}`;
-  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
-  try {
-    await client.connect();
-  } catch (err) {
-    await client.end().catch(() => undefined);
-    return { skip: `PostgreSQL at ${redact(baseUrl)} unreachable: ${(err as Error).message}` };
-  }
-  let version: string;
-  try {
-    version = String((await client.query('show server_version')).rows[0]?.server_version ?? '?');
-    await client.query(`create database ${name}`);
-  } catch (err) {
-    return { skip: `could not create a database on ${redact(baseUrl)}: ${(err as Error).message}` };
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    version,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
-      await c.connect();
-      try {
-        await c.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await c.end().catch(() => undefined);
-      }
-    },
-  };
-}
 
-function redact(u: string): string {
-  try {
-    const url = new URL(u);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
-}
 
 async function seed(deps: Deps, appUrl: string) {
   const tag = randomBytes(4).toString('hex');
@@ -290,7 +238,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
   let detail = 'PGlite (embedded, in memory, one connection)';
   if (engine === 'postgres') {
     const base = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG;
-    const fresh = await freshPostgres(base);
+    const fresh = await freshPostgres(base, 'tributary_bench');
     if ('skip' in fresh) {
       fs.rmSync(dataDir, { recursive: true, force: true });
       return { engine, detail: 'PostgreSQL', rows: [], notes: [`Skipped: ${fresh.skip}.`] };
@@ -343,23 +291,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
   }
 }
 
-function sh(cmd: string, args: string[]): string {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', timeout: 5000 }).trimEnd();
-  } catch {
-    return '(unavailable)';
-  }
-}
 
-function machine() {
-  let cpu = '(unknown)';
-  try {
-    cpu = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
-  } catch {
-    // not Linux
-  }
-  return { nproc: sh('nproc', []), free: sh('free', ['-h']), node: process.version, cpu, os: `${os.type()} ${os.release()} ${os.arch()}` };
-}
 
 function markdownTable(rows: Row[]): string {
   const withDb = rows.some((r) => r.dbCpuUs !== undefined);

@@ -1,0 +1,78 @@
+/** What both benchmark scripts share: settings from the environment, scratch databases, machine facts. */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import pg from 'pg';
+
+export function intEnv(name: string, def: number, min: number, max: number): number {
+  const v = process.env[name];
+  if (v === undefined || v.trim() === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number between ${min} and ${max}`);
+  return n;
+}
+
+export function redact(u: string): string {
+  try {
+    const url = new URL(u);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/** A fresh database named `<prefix>_<random>` on the server of `baseUrl`, or why not. */
+export async function freshPostgres(baseUrl: string, prefix: string): Promise<{ url: string; version: string; drop: () => Promise<void> } | { skip: string }> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    return { skip: `PostgreSQL at ${redact(baseUrl)} unreachable: ${(err as Error).message}` };
+  }
+  let version: string;
+  try {
+    version = String((await client.query('show server_version')).rows[0]?.server_version ?? '?');
+    await client.query(`create database ${name}`);
+  } catch (err) {
+    return { skip: `could not create a database on ${redact(baseUrl)}: ${(err as Error).message}` };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    version,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 30_000 });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+    },
+  };
+}
+
+export function sh(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', timeout: 5000 }).trimEnd();
+  } catch {
+    return '(unavailable)';
+  }
+}
+
+export function machine() {
+  let cpu = '(unknown)';
+  try {
+    cpu = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
+  } catch {
+    // not Linux
+  }
+  return { nproc: sh('nproc', []), free: sh('free', ['-h']), node: process.version, cpu, os: `${os.type()} ${os.release()} ${os.arch()}` };
+}
