@@ -7,8 +7,8 @@ import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/schema.ts';
-import { loadAccountById } from './auth.sql.ts';
-import { verifyToken, type Scope } from './tokens.ts';
+import { loadAccountById, type AccountRow } from './auth.sql.ts';
+import { verifyToken, type Scope, type TokenClaims } from './tokens.ts';
 
 export interface Principal {
   credentialId: string;
@@ -29,13 +29,32 @@ function invalidToken(sent: boolean): AppError {
   });
 }
 
-export async function authenticate(db: Db, signingKey: Buffer, authorization: string | undefined, nowSeconds: number): Promise<Principal> {
+/** The claims of a well-formed, correctly signed, unexpired bearer token; 401 otherwise. */
+export function verifyBearer(signingKey: Buffer, authorization: string | undefined, nowSeconds: number): TokenClaims {
   if (!authorization) throw invalidToken(false);
   const match = BEARER_RE.exec(authorization);
   if (!match) throw invalidToken(true);
   const claims = verifyToken(signingKey, match[1]!, nowSeconds);
   if (!claims || !isUuid(claims.sub)) throw invalidToken(true);
-  const account = await loadAccountById(db, claims.sub);
+  return claims;
+}
+
+export async function authenticate(db: Db, signingKey: Buffer, authorization: string | undefined, nowSeconds: number): Promise<Principal> {
+  const claims = verifyBearer(signingKey, authorization, nowSeconds);
+  return principalFromAccount(claims, await loadAccountById(db, claims.sub));
+}
+
+/**
+ * What the token says about its caller, before the account is re-checked. Only for a
+ * visibility clause that runs in the same statement as the re-check: principalFromAccount
+ * then refuses the request unless the account still matches these claims.
+ */
+export function claimedPrincipal(claims: TokenClaims): Principal {
+  return { credentialId: claims.sub, organizationId: claims.org, workspaceId: claims.ws, membershipId: '', userId: '', role: 'member', scopes: new Set() };
+}
+
+/** The re-check of every request: the account as stored now against what the token claims. */
+export function principalFromAccount(claims: TokenClaims, account: AccountRow | undefined): Principal {
   if (
     !account ||
     !account.is_active ||

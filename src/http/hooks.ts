@@ -5,8 +5,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { authenticate, requireScope, type Principal } from '../auth/principal.ts';
-import type { Scope } from '../auth/tokens.ts';
+import { authenticate, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
+import type { Scope, TokenClaims } from '../auth/tokens.ts';
 import { authenticateAdmin } from '../admin/admin-auth.ts';
 import { beginIdempotent, finishIdempotent, type IdempotencyState } from './idempotency.ts';
 import { rateLimitHeaders } from './rate-limit.ts';
@@ -22,9 +22,16 @@ declare module 'fastify' {
     idempotent?: boolean;
     /** Count the request against the caller's rate window. */
     rateLimit?: 'account';
+    /**
+     * The handler re-checks the account itself, in the statement that reads its row, and
+     * enforces `scope` after it; the hook only verifies the token's signature and expiry.
+     */
+    deferAccount?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | undefined;
+    /** Verified token claims, set for deferAccount routes before the account re-check. */
+    claims: TokenClaims | undefined;
     idempotency: IdempotencyState | undefined;
   }
 }
@@ -58,6 +65,7 @@ function negotiateJsonApi(request: FastifyRequest): void {
 
 export function registerHooks(app: FastifyInstance, deps: Deps): void {
   app.decorateRequest('principal', undefined);
+  app.decorateRequest('claims', undefined);
   app.decorateRequest('idempotency', undefined);
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -65,14 +73,21 @@ export function registerHooks(app: FastifyInstance, deps: Deps): void {
     if (cfg.auth === 'admin') {
       authenticateAdmin(deps, request.headers.authorization);
     } else if (cfg.auth === 'bearer') {
-      request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
+      let credentialId: string;
+      if (cfg.deferAccount) {
+        request.claims = verifyBearer(deps.signingKey, request.headers.authorization, deps.now());
+        credentialId = request.claims.sub;
+      } else {
+        request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
+        credentialId = request.principal.credentialId;
+      }
       if (cfg.rateLimit === 'account') {
         const { max, windowSeconds } = deps.config.rateLimit;
-        const r = await deps.limiter.hit(`acct:${request.principal.credentialId}`, max, windowSeconds);
+        const r = await deps.limiter.hit(`acct:${credentialId}`, max, windowSeconds);
         reply.headers(rateLimitHeaders(r, windowSeconds));
         if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
       }
-      if (cfg.scope) requireScope(request.principal, cfg.scope);
+      if (cfg.scope && request.principal) requireScope(request.principal, cfg.scope);
     }
     if (cfg.surface === 'jsonapi') negotiateJsonApi(request);
   });

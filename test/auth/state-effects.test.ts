@@ -122,6 +122,47 @@ describe('a minted token stops being honoured on the very next request', () => {
   });
 });
 
+describe('the same effects on reads by id (account re-check and row in one statement)', () => {
+  /** Every by-id read path: the one-statement types and the role-scoped credential. */
+  async function byIdPaths(acct: Tenant, token: string): Promise<string[]> {
+    const dm = await jsonApi(t, token).post('/api/json/v1/data_models', { data: { type: 'data_model', attributes: { name: 'By id', slug: `by-id-${acct.credentialId.slice(-12)}` } } });
+    assert.equal(dm.status, 201, dm.text);
+    const paths = [
+      `/api/json/v1/data_models/${dm.body.data.id}`,
+      `/api/json/v1/organizations/${acct.organizationId}`,
+      `/api/json/v1/users/${acct.userId}`,
+      `/api/json/v1/org_memberships/${acct.membershipId}`,
+      `/api/json/v1/credentials/${acct.credentialId}`,
+    ];
+    for (const p of paths) assert.equal((await jsonApi(t, token).get(p)).status, 200, `control: ${p}`);
+    return [...paths, '/api/json/v1/data_models/not-a-uuid', `/api/json/v1/data_models/${crypto.randomUUID()}`];
+  }
+
+  test('deactivated, moved, revoked: 401 on every read by id, whatever the id', async () => {
+    for (const change of [{ is_active: false }, { revoke_tokens: true }, 'move'] as const) {
+      const { acct, token } = await freshAccount();
+      const paths = await byIdPaths(acct, token);
+      if (change === 'move') {
+        const other = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'By id move' });
+        await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: other.id });
+      } else {
+        await admin.updateCredential(t.deps, acct.credentialId, change);
+      }
+      for (const p of paths) assertInvalidToken(await jsonApi(t, token).get(p));
+    }
+  });
+
+  test('scope removed or run-as membership inactive: 403 on every read by id, whatever the id', async () => {
+    for (const change of ['scope', 'membership'] as const) {
+      const { acct, token } = await freshAccount();
+      const paths = await byIdPaths(acct, token);
+      if (change === 'scope') await admin.updateCredential(t.deps, acct.credentialId, { scopes: ['api_write'] });
+      else await admin.deactivateMember(t.deps, acct.membershipId);
+      for (const p of paths) assertJsonApiError(await jsonApi(t, token).get(p), 403, 'forbidden');
+    }
+  });
+});
+
 describe('bearer token failures', () => {
   test('no token: 401 with WWW-Authenticate: Bearer and code unauthorized', async () => {
     const res = await jsonApi(t, undefined).get(ORGS);

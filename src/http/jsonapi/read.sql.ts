@@ -12,6 +12,18 @@ function visibleRows(db: Db, type: ResourceType, principal: Principal) {
   return type.visible((db as any).selectFrom(type.table).selectAll(type.table), principal);
 }
 
+/**
+ * The select for one visible row by id, not yet run: for a statement that adds to it.
+ * It names its columns (those the serializer reads) instead of `*`, so the statement can
+ * be prepared without a migration ever changing its result type under a running server.
+ */
+export function visibleRowById(db: Db, type: ResourceType, principal: Principal, id: string) {
+  const columns = new Set(['id', ...Object.values(type.attributes).map((a) => a.column)]);
+  for (const rel of Object.values(type.relationships)) if (rel.kind === 'one') columns.add(rel.column!);
+  const select = (db as any).selectFrom(type.table).select([...columns].map((c) => sql.ref(`${type.table}.${c}`).as(c)));
+  return type.visible(select, principal).where(sql.ref(`${type.table}.id`), '=', id);
+}
+
 export async function findVisible(db: Db, type: ResourceType, principal: Principal, id: string): Promise<Row | undefined> {
   return visibleRows(db, type, principal).where(sql.ref(`${type.table}.id`), '=', id).executeTakeFirst();
 }

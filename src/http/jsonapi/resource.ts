@@ -13,6 +13,8 @@ export interface ResourceType extends ResourceSpec {
   path: string;
   /** Narrows a select over `table` to the rows the principal may see (tenancy and role). */
   visible(qb: AnyQuery, principal: Principal): AnyQuery;
+  /** Visibility depends on the caller's role, which a token does not claim (see claimedPrincipal). */
+  roleScoped?: boolean;
   /** Attribute values that are not a plain column copy (defaults, derived values). */
   present?(row: Record<string, any>): Record<string, unknown>;
 }

@@ -3,9 +3,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptio
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
-import type { Principal } from '../../auth/principal.ts';
+import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
+import { loadAccountById, loadAccountWithRow } from '../../auth/auth.sql.ts';
 import { API_PREFIX, buildDocument } from './document.ts';
-import { countVisible, findVisible, listVisible } from './read.sql.ts';
+import { countVisible, findVisible, listVisible, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
 import { lookupType, type ResourceType } from './resource.ts';
@@ -16,6 +17,7 @@ import { readAttributes, type InputSchema } from './input.ts';
 type RawQuery = Record<string, string | string[] | undefined>;
 
 export const readOptions: RouteShorthandOptions = { config: { surface: 'jsonapi', auth: 'bearer', scope: 'api_read', rateLimit: 'account' } };
+const readByIdOptions: RouteShorthandOptions = { config: { ...readOptions.config, deferAccount: true } };
 export const writeOptions: RouteShorthandOptions = { config: { surface: 'jsonapi', auth: 'bearer', scope: 'api_write', rateLimit: 'account', idempotent: true } };
 
 export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
@@ -26,10 +28,12 @@ export function parseFor(request: FastifyRequest, type: ResourceType, list: bool
   return parseQuery(request.query as RawQuery, type, { registry: lookupType, list });
 }
 
+const notFound = (type: ResourceType) => new AppError('not_found', `No ${type.type} with this id`);
+
 /** 404 for ids that are malformed, absent, or not visible: the three read the same. */
 export async function findOr404(deps: Deps, type: ResourceType, principal: Principal, id: string): Promise<Record<string, any>> {
   const row = isUuid(id) ? await findVisible(deps.db, type, principal, id.toLowerCase()) : undefined;
-  if (!row) throw new AppError('not_found', `No ${type.type} with this id`);
+  if (!row) throw notFound(type);
   return row;
 }
 
@@ -81,10 +85,27 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: Resou
     return sendDocument(reply, 200, doc);
   });
 
-  app.get(`${path}/:id`, readOptions, async (request, reply) => {
+  // Most types read by id in one statement with the account re-check; a type whose
+  // visibility depends on the caller's role needs the account first.
+  app.get(`${path}/:id`, type.roleScoped ? readOptions : readByIdOptions, async (request, reply) => {
+    const id = (request.params as { id: string }).id;
+    let principal: Principal;
+    let row: Record<string, any> | undefined;
+    if (type.roleScoped) {
+      principal = request.principal!;
+      row = await findOr404(deps, type, principal, id);
+    } else {
+      const claims = request.claims!;
+      const found = isUuid(id)
+        ? await loadAccountWithRow(deps.db, claims.sub, visibleRowById(deps.db, type, claimedPrincipal(claims), id.toLowerCase()))
+        : { account: await loadAccountById(deps.db, claims.sub), row: undefined };
+      principal = principalFromAccount(claims, found.account);
+      requireScope(principal, 'api_read');
+      request.principal = principal;
+      row = found.row;
+      if (!row) throw notFound(type);
+    }
     const q = parseFor(request, type, false);
-    const principal = request.principal!;
-    const row = await findOr404(deps, type, principal, (request.params as { id: string }).id);
     return sendDocument(reply, 200, await buildDocument(deps.db, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
 }

@@ -18,4 +18,5 @@ export const credentialType = registerType({
     run_as_membership: { type: 'org_membership', kind: 'one', column: 'run_as_membership_id' },
   },
   visible: visibleCredentials,
+  roleScoped: true,
 });
