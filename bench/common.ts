@@ -76,3 +76,21 @@ export function machine() {
   }
   return { nproc: sh('nproc', []), free: sh('free', ['-h']), node: process.version, cpu, os: `${os.type()} ${os.release()} ${os.arch()}` };
 }
+
+/**
+ * Settings for an app under benchmark: silent logs, no worker, and rate windows (per
+ * account, per client address) that still run but can never reject.
+ */
+export function benchEnv(dataDir: string): Record<string, string> {
+  return {
+    DATA_DIR: dataDir,
+    TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    RATE_LIMIT_MAX: '1000000',
+    RATE_LIMIT_WINDOW_SECONDS: '1',
+    TOKEN_RATE_LIMIT_MAX: '1000000000',
+    TOKEN_RATE_LIMIT_WINDOW_SECONDS: '1',
+    WORKER: 'false',
+  };
+}

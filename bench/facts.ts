@@ -52,7 +52,7 @@ import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson, validateFact, type FactModel } from '../src/facts/validate.ts';
 import { planFactQuery } from '../src/graphql/fact-query.ts';
 import { countSql, pageSql, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
-import { freshPostgres, intEnv, machine } from './common.ts';
+import { benchEnv, freshPostgres, intEnv, machine } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
@@ -472,17 +472,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
   const scale = SCALES[engine];
   const notes: string[] = [];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-facts-'));
-  const vars: Record<string, string> = {
-    DATA_DIR: dataDir,
-    TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
-    LOG_LEVEL: 'silent',
-    PORT: '0',
-    RATE_LIMIT_MAX: '1000000',
-    RATE_LIMIT_WINDOW_SECONDS: '1',
-    TOKEN_RATE_LIMIT_MAX: '1000000000',
-    TOKEN_RATE_LIMIT_WINDOW_SECONDS: '1',
-    WORKER: 'false',
-  };
+  const vars = benchEnv(dataDir);
   let drop: (() => Promise<void>) | undefined;
   let detail = 'PGlite (embedded, in memory, one connection)';
   if (engine === 'postgres') {

@@ -26,7 +26,7 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
-import { freshPostgres, intEnv, machine, sh } from './common.ts';
+import { benchEnv, freshPostgres, intEnv, machine, sh } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
@@ -221,19 +221,7 @@ async function bareServer(deps: Deps): Promise<{ app: FastifyInstance; url: stri
 async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
   const notes: string[] = [];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
-  const vars: Record<string, string> = {
-    DATA_DIR: dataDir,
-    TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
-    LOG_LEVEL: 'silent',
-    PORT: '0',
-    // The rate windows (per account on the JSON:API, per client address on the token
-    // endpoint) still run but must never reject: the largest allowed max per 1 s window.
-    RATE_LIMIT_MAX: '1000000',
-    RATE_LIMIT_WINDOW_SECONDS: '1',
-    TOKEN_RATE_LIMIT_MAX: '1000000000',
-    TOKEN_RATE_LIMIT_WINDOW_SECONDS: '1',
-    WORKER: 'false',
-  };
+  const vars = benchEnv(dataDir);
   let drop: (() => Promise<void>) | undefined;
   let detail = 'PGlite (embedded, in memory, one connection)';
   if (engine === 'postgres') {

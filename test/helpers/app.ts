@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -169,4 +170,15 @@ export async function adminCall(t: TestApp, method: string, p: string, body?: un
 
 export function dataModelDoc(attrs: Record<string, unknown>) {
   return { data: { type: 'data_model', attributes: attrs } };
+}
+
+/** A JSON:API error document with exactly one error of this status and code (and source, when given). */
+export function assertJsonApiError(res: ApiResponse, status: number, code: string, source?: Record<string, string>): void {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.headers.get('content-type'), JSONAPI);
+  assert.equal(res.body.errors.length, 1, res.text);
+  const e = res.body.errors[0];
+  assert.equal(e.status, String(status));
+  assert.equal(e.code, code);
+  if (source !== undefined) assert.deepEqual(e.source, source);
 }

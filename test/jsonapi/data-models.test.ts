@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as admin from '../../src/admin/service.ts';
-import { dataModelDoc, JSONAPI, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
+import { dataModelDoc, JSONAPI, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp, assertJsonApiError } from '../helpers/app.ts';
 
 const P = '/api/json/v1';
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -25,15 +25,7 @@ after(async () => {
   await t.close();
 });
 
-function assertError(res: ApiResponse, status: number, code: string, source?: Record<string, string>): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.headers.get('content-type'), JSONAPI);
-  assert.equal(res.body.errors.length, 1, res.text);
-  const e = res.body.errors[0];
-  assert.equal(e.status, String(status));
-  assert.equal(e.code, code);
-  if (source !== undefined) assert.deepEqual(e.source, source);
-}
+const assertError = assertJsonApiError;
 
 const ids = (res: ApiResponse): string[] => res.body.data.map((r: { id: string }) => r.id);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { dataModelDoc, JSONAPI, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
+import { dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp, assertJsonApiError } from '../helpers/app.ts';
 
 const P = '/api/json/v1';
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -25,14 +25,7 @@ after(async () => {
   await t.close();
 });
 
-function assertError(res: ApiResponse, status: number, code: string, source?: Record<string, string>): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.headers.get('content-type'), JSONAPI);
-  assert.equal(res.body.errors.length, 1, res.text);
-  assert.equal(res.body.errors[0].status, String(status));
-  assert.equal(res.body.errors[0].code, code);
-  if (source !== undefined) assert.deepEqual(res.body.errors[0].source, source);
-}
+const assertError = assertJsonApiError;
 
 const ids = (res: ApiResponse): string[] => res.body.data.map((r: { id: string }) => r.id);
 const fieldDoc = (attributes: Record<string, unknown>) => ({ data: { type: 'data_model_field', attributes } });
