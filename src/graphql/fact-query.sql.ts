@@ -228,31 +228,31 @@ export async function selectCount(db: Db, p: FactQueryPlan): Promise<number> {
   return (rows[0] as { n: number }).n;
 }
 
-export interface ModelRow {
-  id: string;
-  slug: string;
-  field_name: string | null;
-  field_type: FieldType | null;
+/**
+ * The models of these slugs in one workspace, with their fields, as one row holding a JSON
+ * array (a slug of another workspace is simply absent). One fixed text whatever the number
+ * of slugs, so that it can run inside the account re-check's statement (loadAccountWithRow)
+ * as well as on its own.
+ */
+export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
+  const fields = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type) order by f.name), '[]'::json)
+    from data_model_fields as f where f.data_model_id = m.id)`;
+  return db
+    .selectFrom('data_models as m')
+    .where('m.workspace_id', '=', workspaceId)
+    .where(sql<boolean>`m.slug = any(${slugs}::text[])`)
+    .select([
+      // loadAccountWithRow tells "no row" by a null id; an aggregate always has its one row.
+      sql<string>`'models'`.as('id'),
+      sql<ModelRef[]>`coalesce(json_agg(json_build_object('id', m.id, 'slug', m.slug, 'fields', ${fields})), '[]'::json)`.as('models'),
+    ]);
 }
 
-/** The models of these slugs in one workspace, with their fields; a slug of another workspace is simply absent. */
+export function modelMap(models: readonly ModelRef[]): Map<string, ModelRef> {
+  return new Map(models.map((m) => [m.slug, m]));
+}
+
 export async function loadModels(db: Db, workspaceId: string, slugs: string[]): Promise<Map<string, ModelRef>> {
-  const rows = await db
-    .selectFrom('data_models as m')
-    .leftJoin('data_model_fields as f', 'f.data_model_id', 'm.id')
-    .select(['m.id as id', 'm.slug as slug', 'f.name as field_name', 'f.type as field_type'])
-    .where('m.workspace_id', '=', workspaceId)
-    .where('m.slug', 'in', slugs)
-    .orderBy('f.name')
-    .execute();
-  const out = new Map<string, ModelRef>();
-  for (const r of rows) {
-    let m = out.get(r.slug);
-    if (!m) {
-      m = { id: r.id, slug: r.slug, fields: [] };
-      out.set(r.slug, m);
-    }
-    if (r.field_name !== null) m.fields.push({ name: r.field_name, type: r.field_type });
-  }
-  return out;
+  const row = await modelsQuery(db, workspaceId, slugs).executeTakeFirstOrThrow();
+  return modelMap(row.models);
 }

@@ -28,6 +28,15 @@ export interface GraphqlContext {
   principal: Principal | undefined;
   /** The request's "now": the default end of a timeline window. */
   now: Date;
+  /** Models looked up with the account re-check (route.ts), for the slugs the document names. */
+  models: PrefetchedModels | undefined;
+}
+
+export interface PrefetchedModels {
+  workspaceId: string;
+  /** Every slug looked up: one of these absent from `models` names no model of the workspace. */
+  slugs: ReadonlySet<string>;
+  models: ReadonlyMap<string, ModelRef>;
 }
 
 export interface FactRow {
@@ -116,12 +125,16 @@ function fieldMap(model: ModelRef): Map<string, FieldDef> {
   return new Map(model.fields.map((f) => [f.name, f]));
 }
 
-export async function planFactQuery(deps: Deps, principal: Principal, args: Record<string, unknown>, now: Date): Promise<FactQueryPlan> {
+export async function planFactQuery(deps: Deps, principal: Principal, args: Record<string, unknown>, now: Date, prefetched?: PrefetchedModels): Promise<FactQueryPlan> {
   const a = checkArguments(args, now);
   // A malformed slug cannot exist; answering it without a lookup reads the same as an unknown one.
   if (!SLUG_RE.test(a.slug)) throw invalidArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
   if (a.joinSlug !== undefined && !SLUG_RE.test(a.joinSlug)) throw invalidArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
-  const models = await loadModels(deps.db, principal.workspaceId, a.joinSlug === undefined ? [a.slug] : [a.slug, a.joinSlug]);
+  const slugs = a.joinSlug === undefined ? [a.slug] : [a.slug, a.joinSlug];
+  const models =
+    prefetched !== undefined && prefetched.workspaceId === principal.workspaceId && slugs.every((s) => prefetched.slugs.has(s))
+      ? prefetched.models
+      : await loadModels(deps.db, principal.workspaceId, slugs);
   const model = models.get(a.slug);
   if (!model) throw invalidArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
   const joinModel = a.joinSlug === undefined ? undefined : models.get(a.joinSlug);
@@ -188,7 +201,7 @@ function toFact(plan: FactQueryPlan, row: FactSqlRow): FactRow {
 export async function resolveFactQuery(args: Record<string, unknown>, context: GraphqlContext, info: GraphQLResolveInfo): Promise<PageOfFact> {
   // The route authenticates before executing anything but health; this is the backstop.
   if (!context.principal) throw invalidArgument('factQuery requires a bearer token');
-  const plan = await planFactQuery(context.deps, context.principal, args, context.now);
+  const plan = await planFactQuery(context.deps, context.principal, args, context.now, context.models);
 
   const selected = selectedFields(info.fieldNodes.map((n) => n.selectionSet), info);
   const results = selected.get('results');

@@ -11,16 +11,19 @@
  * field (health) is public while the others are not, and that depends on the document.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { execute, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult } from 'graphql';
+import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { authenticate, requireScope, type Principal } from '../auth/principal.ts';
+import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
+import { loadAccountById, loadAccountWithRow } from '../auth/auth.sql.ts';
 import { rateLimitHeaders } from '../http/rate-limit.ts';
 import { toAppError } from '../http/render-error.ts';
 import { invalidArgument, tooComplex } from './errors.ts';
 import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
 import { schema, SCHEMA_VERSION } from './schema.ts';
-import type { GraphqlContext } from './fact-query.ts';
+import { selectedFields, type GraphqlContext, type PrefetchedModels } from './fact-query.ts';
+import { modelMap, modelsQuery } from './fact-query.sql.ts';
+import { createDocumentCache } from './document-cache.ts';
 
 export const GRAPHQL_PATH = '/api/graphql';
 const VERSION_HEADER = 'x-graphql-schema-version';
@@ -64,15 +67,52 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
-  const principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
+/** At most this many slugs are looked up with the account; the resolver loads any others itself. */
+const MAX_PREFETCH_SLUGS = 20;
+
+/**
+ * The data model slugs the operation's factQuery fields name (as literals or variables), so
+ * that they can be looked up in the account re-check's statement: one round trip instead of
+ * two. The document is not validated yet; anything odd here just means no prefetch.
+ */
+function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): string[] {
+  const fragments: Record<string, FragmentDefinitionNode> = {};
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d;
+  const slugs = new Set<string>();
+  try {
+    for (const node of selectedFields([operation.selectionSet], { fragments, variableValues: variables }).get('factQuery') ?? []) {
+      for (const arg of node.arguments ?? []) {
+        if (arg.name.value !== 'dataModelSlug' && arg.name.value !== 'joinDataModelSlug') continue;
+        const v = arg.value.kind === Kind.STRING ? arg.value.value : arg.value.kind === Kind.VARIABLE ? variables[arg.value.name.value] : undefined;
+        if (typeof v === 'string' && slugs.size < MAX_PREFETCH_SLUGS) slugs.add(v);
+      }
+    }
+  } catch {
+    return [];
+  }
+  return [...slugs];
+}
+
+async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models?: PrefetchedModels }> {
+  const claims = verifyBearer(deps.signingKey, request.headers.authorization, deps.now());
+  let principal: Principal;
+  let models: PrefetchedModels | undefined;
+  if (slugs.length === 0) {
+    principal = principalFromAccount(claims, await loadAccountById(deps.db, claims.sub));
+  } else {
+    // The models are looked up in the workspace the token claims; principalFromAccount
+    // refuses the request unless the account is still in that very workspace.
+    const { account, row } = await loadAccountWithRow(deps.db, claims.sub, modelsQuery(deps.db, claims.ws, slugs));
+    principal = principalFromAccount(claims, account);
+    models = { workspaceId: principal.workspaceId, slugs: new Set(slugs), models: modelMap(row?.models ?? []) };
+  }
   // The same per-account window as JSON:API: one budget per service account across surfaces.
   const { max, windowSeconds } = deps.config.rateLimit;
   const r = await deps.limiter.hit(`acct:${principal.credentialId}`, max, windowSeconds);
   reply.headers(rateLimitHeaders(r, windowSeconds));
   if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
   requireScope(principal, 'api_read');
-  return principal;
+  return models ? { principal, models } : { principal };
 }
 
 /** Resolver failures that are not the caller's fault are logged and answered without detail. */
@@ -102,6 +142,7 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
 
 export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   const errorHandler = (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => sendHttpError(err, request, reply);
+  const documents = createDocumentCache(schema, { maxEntries: 1000, maxChars: 4_000_000, maxTokens: MAX_TOKENS });
 
   app.post(GRAPHQL_PATH, { config: { surface: 'plain' }, errorHandler }, async (request, reply) => {
     if (!isJsonContentType(request.headers['content-type'])) {
@@ -121,16 +162,17 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     const scan = scanDocument(query);
     if (scan === 'tokens') return sendGraphqlErrors(reply, [tooComplex(`The document has more than ${MAX_TOKENS} tokens`)]);
     if (scan === 'nesting') return sendGraphqlErrors(reply, [tooComplex(`The document nests brackets more than ${MAX_NESTING} deep`)]);
-    let document: DocumentNode;
+    let cached: ReturnType<typeof documents.parse>;
     try {
       // maxTokens again: the scan above is what answers, this is the parser's own guard.
-      document = parse(query, { maxTokens: MAX_TOKENS });
+      cached = documents.parse(query);
     } catch (err) {
       if (err instanceof GraphQLError) return sendGraphqlErrors(reply, [err]);
       // A stack overflow in the recursive parser: the scan should have stopped it first.
       if (err instanceof RangeError) return sendGraphqlErrors(reply, [tooComplex('The document is nested too deeply')]);
       throw err;
     }
+    const document = cached.document;
 
     const cost = documentCost(schema, document, vars);
     if (cost.depth > MAX_DEPTH) return sendGraphqlErrors(reply, [tooComplex(`The query is ${cost.depth} levels deep; at most ${MAX_DEPTH} are allowed`)]);
@@ -145,12 +187,12 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
       return sendGraphqlErrors(reply, [invalidArgument(message)]);
     }
 
-    const principal = isPublicOperation(operation, document) ? undefined : await authorize(deps, request, reply);
+    const auth = isPublicOperation(operation, document) ? undefined : await authorize(deps, request, reply, slugsOf(document, operation, vars));
 
-    const errors = validate(schema, document, specifiedRules, { maxErrors: 20 });
+    const errors = documents.validate(cached);
     if (errors.length > 0) return sendGraphqlErrors(reply, errors);
 
-    const contextValue: GraphqlContext = { deps, principal, now: new Date() };
+    const contextValue: GraphqlContext = { deps, principal: auth?.principal, models: auth?.models, now: new Date() };
     const result = await execute({ schema, document, variableValues: vars, operationName: operation.name?.value, contextValue });
     const shaped = shapeExecutionResult(request, result);
     if (shaped.retryAfter !== undefined) reply.header('retry-after', String(shaped.retryAfter));

@@ -100,3 +100,34 @@ test('an account moved to the sibling workspace sees that workspace, and no long
   assert.equal((await gql(client, Q, { s: second.slug })).data.factQuery.count, 0);
   assert.equal((await gql(client, Q, { s: first.slug })).errors?.[0]?.extensions?.code, 'graphql_validation');
 });
+
+test('a token minted before a move is refused, whatever slug it names (the slugs are looked up with the account)', async () => {
+  const acct = await seedTenant(t.deps);
+  const model = await createModel(t.deps, acct, uniqueSlug('old'), FIELDS);
+  const client = gqlClient(t, await tokenFor(t, acct));
+  assert.equal((await gql(client, Q, { s: model.slug })).data.factQuery.count, 0);
+  const ws = await admin.createWorkspace(t.deps, { organization_id: acct.organizationId, name: 'Moved' });
+  await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: ws.id });
+  const r = await gql(client, Q, { s: model.slug });
+  assert.equal(r.status, 401);
+  assert.equal(r.data, undefined);
+});
+
+test('slugs named through aliases, fragments, variables and variable defaults resolve as literals do', async () => {
+  const query = `query($s: String!, $d: String = "${sameSlugA.slug}", $u: String!) {
+    lit: factQuery(dataModelSlug: "${aModel.slug}") { count results { dataModelId } }
+    ...F
+    byDefault: factQuery(dataModelSlug: $d) { count results { dataModelId } }
+    unknown: factQuery(dataModelSlug: $u) { count }
+    joined: factQuery(dataModelSlug: $s, joinDataModelSlug: "${sameSlugA.slug}") { results { data } }
+  }
+  fragment F on Query { viaFragment: factQuery(dataModelSlug: $s) { results { dataModelId } } }`;
+  const r = await gql(aClient, query, { s: aModel.slug, u: siblingModel.slug });
+  assert.equal(r.status, 200);
+  assert.equal(r.data.lit.results[0].dataModelId, aModel.id);
+  assert.equal(r.data.viaFragment.results[0].dataModelId, aModel.id);
+  assert.equal(r.data.byDefault.results[0].dataModelId, sameSlugA.id);
+  assert.deepEqual(JSON.parse(r.data.joined.results[0].data)[sameSlugA.slug], { k: 'e1', owner: 'a' });
+  assert.equal(r.data.unknown, null);
+  assert.deepEqual(r.errors?.map((e) => [e.path, e.extensions?.code]), [[['unknown'], 'graphql_validation']]);
+});
