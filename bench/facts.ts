@@ -437,21 +437,37 @@ async function measureScenario(deps: Deps, appUrl: string, token: string, princi
   return { scenario: s, gql: stats(gqlTimes), raw: stats(rawTimes), rows: r.ids.length, count: r.count, plans };
 }
 
-/** The fixed cost of a factQuery request: everything but the fact statements. */
-async function measureFloor(appUrl: string, token: string): Promise<Stats> {
-  const body = JSON.stringify({ query: 'query { factQuery(dataModelSlug: "invoices") { limit } }' });
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+/** Sequential latency of `once` over ~SECONDS/2 after a 1 s warm-up. */
+async function measureSequential(once: () => Promise<void>): Promise<Stats> {
   const times: number[] = [];
   const warmUntil = performance.now() + 1000;
   const end = warmUntil + SECONDS * 500;
   while (performance.now() < end && times.length < MAX_ITER) {
     const t0 = performance.now();
-    const res = await fetch(`${appUrl}/api/graphql`, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
-    const json = (await res.json()) as { data?: { factQuery?: { limit: number } } };
-    if (res.status !== 200 || json.data?.factQuery?.limit !== 50) throw new Error(`floor query failed: ${res.status}`);
+    await once();
     if (t0 >= warmUntil) times.push(performance.now() - t0);
   }
   return stats(times);
+}
+
+/** The fixed cost of a factQuery request: everything but the fact statements. */
+function measureFloor(appUrl: string, token: string): Promise<Stats> {
+  const body = JSON.stringify({ query: 'query { factQuery(dataModelSlug: "invoices") { limit } }' });
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+  return measureSequential(async () => {
+    const res = await fetch(`${appUrl}/api/graphql`, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
+    const json = (await res.json()) as { data?: { factQuery?: { limit: number } } };
+    if (res.status !== 200 || json.data?.factQuery?.limit !== 50) throw new Error(`floor query failed: ${res.status}`);
+  });
+}
+
+/** One loopback HTTP round trip to a route that does nothing: what no implementation behind HTTP can save. */
+function measureHttp(appUrl: string): Promise<Stats> {
+  return measureSequential(async () => {
+    const res = await fetch(`${appUrl}/healthz`, { signal: AbortSignal.timeout(30_000) });
+    await res.text();
+    if (res.status !== 200) throw new Error(`healthz failed: ${res.status}`);
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -525,10 +541,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
         `  (${s.key}) ${s.name.padEnd(36)} factQuery p50 ${r.gql.p50.toFixed(2).padStart(6)} ms p95 ${r.gql.p95.toFixed(2).padStart(6)} ms ${r.gql.rps.toFixed(0).padStart(5)} req/s | raw p50 ${r.raw.p50.toFixed(2).padStart(6)} ms p95 ${r.raw.p95.toFixed(2).padStart(6)} ms | ratio ${(r.gql.p50 / r.raw.p50).toFixed(2)}`,
       );
     }
+    const http = await measureHttp(appUrl);
     const floor = await measureFloor(appUrl, token);
-    console.log(`  floor: factQuery selecting only limit (token, principal, slug lookup, no fact SQL) p50 ${floor.p50.toFixed(2)} ms p95 ${floor.p95.toFixed(2)} ms`);
+    console.log(`  HTTP round trip (GET /healthz) p50 ${http.p50.toFixed(2)} ms; factQuery floor (selecting only limit) p50 ${floor.p50.toFixed(2)} ms p95 ${floor.p95.toFixed(2)} ms`);
     notes.push(
-      `Floor: a factQuery selecting only \`limit\` (bearer check and principal lookup, rate window, parse/validate, slug lookup; no fact SQL) takes p50 ${floor.p50.toFixed(2)} ms, p95 ${floor.p95.toFixed(2)} ms (${floor.n} sequential requests). A query whose raw SQL is faster than about 4x this floor cannot meet the ${TARGET_RATIO}x ratio.`,
+      `HTTP: one loopback round trip to \`GET /healthz\` (fetch in the same process as the server) takes p50 ${http.p50.toFixed(2)} ms, p95 ${http.p95.toFixed(2)} ms (${http.n} sequential requests).`,
+      `Floor: a factQuery selecting only \`limit\` (that round trip, plus bearer check, account re-check and slug lookup in one statement, rate window, cached parse/validation, complexity, execution) takes p50 ${floor.p50.toFixed(2)} ms, p95 ${floor.p95.toFixed(2)} ms (${floor.n} sequential requests). A query whose raw SQL is faster than ${(1 / (TARGET_RATIO - 1)).toFixed(0)}x this floor cannot meet the ${TARGET_RATIO}x ratio; below ${(1 / (TARGET_RATIO - 1)).toFixed(0)}x the HTTP round trip alone, no server could.`,
     );
     for (const r of results) {
       const ratio = r.gql.p50 / r.raw.p50;
@@ -593,7 +611,8 @@ against \`validateFact\` and the writer's ordering before anything is timed.
 Each query is timed two ways in the same run, on the same connection pool:
 
 - **factQuery**: \`POST /api/graphql\` over loopback with a bearer token: token check,
-  principal lookup, rate window, parse/validate/complexity, slug lookup, the SQL, JSON;
+  account re-check and slug lookup (one statement), rate window, parse and validation
+  (cached by document text), complexity, the SQL, execution, JSON;
 - **raw SQL**: the page (and count) statements the planner builds for the same arguments
   (\`planFactQuery\` + \`pageSql\`/\`countSql\`, the resolver's own builders), run as the
   resolver runs them (concurrently, on \`deps.db\`).
@@ -610,11 +629,19 @@ What bounds the figures (see the plans):
 
 - (a) is its **count**: the filters are arbitrary predicates on \`data\`, so the count reads
   and tests every current row of the model (one per entity); the page alone is under 1 ms.
-  It scales with entities, not history, but no index serves it.
+  It scales with entities, not history, but no index serves it. Measured by hand on the
+  1M-fact database (2026-11-22, serial, warm): a sequential scan of fact_current costs
+  about 43 ms before any filter is tested (both axes and both models share the table), the
+  two jsonb filters add about 20 ms; a GIN (jsonb_path_ops) index on \`data\` brings the
+  count to about 32 ms, partial expression indexes per field of this model to about 23 ms,
+  a typed value table (one row per entity and field) to about 21 ms at 5x the storage.
+  None reaches 15 ms: that takes indexes chosen per field (a product decision: declared
+  indexed fields, or a table per data model with typed columns).
 - (b)'s count is an index-only scan of the 90-day window of \`facts_model_observed_idx\`.
-- (c) costs about 1 ms of SQL; its factQuery time is mostly the fixed cost of a request
-  (the "floor" note: bearer check and principal lookup, parse/validate, slug lookup, JSON),
-  so its ratio to raw SQL is far above 1.25 by construction.
+- (c) costs under 1 ms of SQL; its factQuery time is mostly the fixed cost of a request
+  (the "HTTP" and "Floor" notes) plus graphql-js executing 50 rows x 5 fields (about
+  0.25 ms), so its ratio to raw SQL is far above 1.25 by construction: for a statement of
+  0.75 ms, 1.25x leaves 0.19 ms for everything else, less than the HTTP round trip alone.
 
 **Caveat:** the machine has few cores (see below), shared by the load generator, the
 server and, on PostgreSQL, the database server; absolute figures move with other load.
