@@ -3,6 +3,7 @@
  * stops the process at start with a message naming the variable.
  */
 import path from 'node:path';
+import { Cron } from 'croner';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -24,8 +25,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly shutdownGraceMs: number;
   readonly worker: boolean;
-  /** UTC time of the nightly sweep (SWEEP_AT, HH:MM). */
-  readonly sweepAt: { readonly hour: number; readonly minute: number };
+  /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
+  readonly sweepCron: string;
 }
 
 export class ConfigError extends Error {
@@ -72,11 +73,19 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return v;
 }
 
-function clock(env: Env, name: string, def: string): { hour: number; minute: number } {
-  const v = str(env, name) ?? def;
-  const m = /^([01]\d|2[0-3]):([0-5]\d)$/.exec(v);
-  if (!m) throw new ConfigError(name, `must be a UTC time HH:MM, got "${v}"`);
-  return { hour: Number(m[1]), minute: Number(m[2]) };
+/** A standard 5-field cron expression (no seconds, no nicknames) that names at least one future instant. */
+function cronExpression(env: Env, name: string, def: string): string {
+  const v = (str(env, name) ?? def).trim().split(/\s+/).join(' ');
+  const bad = (why: string) => new ConfigError(name, `must be a 5-field cron expression (minute hour day-of-month month day-of-week, UTC)${why}, got "${v}"`);
+  if (v.split(' ').length !== 5) throw bad('');
+  let next: Date | null;
+  try {
+    next = new Cron(v, { timezone: 'UTC' }).nextRun();
+  } catch {
+    throw bad('');
+  }
+  if (next === null) throw bad(' that matches some date');
+  return v;
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -109,7 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     worker: bool(env, 'WORKER', true),
-    sweepAt: Object.freeze(clock(env, 'SWEEP_AT', '03:00')),
+    sweepCron: cronExpression(env, 'SWEEP_CRON', '0 3 * * *'),
   });
 }
 

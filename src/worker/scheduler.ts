@@ -1,7 +1,9 @@
 /**
- * Periodic maintenance run by worker processes: the nightly sweep (03:00 UTC by default).
- * A session-level advisory lock makes one runner at a time across processes.
+ * Periodic maintenance run by worker processes: the sweep, on the cron schedule of
+ * SWEEP_CRON in UTC (03:00 every night by default). A session-level advisory lock makes one
+ * runner at a time across processes.
  */
+import { Cron } from 'croner';
 import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
 import { sweep } from '../admin/sweep.ts';
@@ -12,11 +14,19 @@ export interface Scheduler {
 
 const SWEEP_LOCK = 7311;
 
-/** Milliseconds until the next hh:mm UTC after `now`. */
-export function msUntilNextUtc(now: Date, hour: number, minute: number): number {
-  const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), hour, minute));
-  if (next.getTime() <= now.getTime()) next.setUTCDate(next.getUTCDate() + 1);
-  return next.getTime() - now.getTime();
+/** Node's timers take at most this many milliseconds (about 24.8 days); a longer wait is done in steps. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The first instant of the schedule strictly after `now` (config.ts has checked that one exists). */
+export function nextRunAfter(cron: string, now: Date): Date {
+  const next = new Cron(cron, { timezone: 'UTC' }).nextRun(now);
+  if (next === null) throw new Error(`the cron expression "${cron}" names no future instant`);
+  return next;
+}
+
+/** How long to sleep before looking again: until `due`, in steps a timer can take. */
+export function timerDelay(due: Date, now: Date): number {
+  return Math.max(0, Math.min(MAX_TIMER_MS, due.getTime() - now.getTime()));
 }
 
 export async function sweepOnce(deps: Deps): Promise<boolean> {
@@ -39,16 +49,28 @@ export async function sweepOnce(deps: Deps): Promise<boolean> {
 export function startScheduler(deps: Deps): Scheduler {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
-  const { hour, minute } = deps.config.sweepAt;
+  let stopped = false;
   const arm = () => {
-    timer = setTimeout(() => {
-      running = sweepOnce(deps).catch((err) => deps.log.error({ err }, 'nightly sweep failed')).finally(arm);
-    }, msUntilNextUtc(new Date(), hour, minute));
-    timer.unref();
+    if (stopped) return;
+    const due = nextRunAfter(deps.config.sweepCron, new Date());
+    const wait = () => {
+      if (stopped) return;
+      // A far schedule (yearly, say) is waited for in steps; each step checks the clock again.
+      if (due.getTime() > Date.now()) {
+        timer = setTimeout(wait, timerDelay(due, new Date()));
+        timer.unref();
+        return;
+      }
+      running = sweepOnce(deps)
+        .catch((err) => deps.log.error({ err }, 'sweep failed'))
+        .finally(arm);
+    };
+    wait();
   };
   arm();
   return {
     async stop() {
+      stopped = true;
       clearTimeout(timer);
       await running;
     },

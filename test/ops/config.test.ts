@@ -35,8 +35,14 @@ test('bad values are refused with a message naming the variable', () => {
   rejects({ LOG_LEVEL: 'verbose' }, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent');
   rejects({ TRIBUTARY_ADMIN_TOKEN: 'short-token' }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
   rejects({ TRIBUTARY_ADMIN_TOKEN: 'x'.repeat(31) }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
-  rejects({ SWEEP_AT: '24:00' }, 'Invalid configuration: SWEEP_AT must be a UTC time HH:MM, got "24:00"');
-  rejects({ SWEEP_AT: '3:00' }, 'Invalid configuration: SWEEP_AT must be a UTC time HH:MM, got "3:00"');
+  const cron = 'Invalid configuration: SWEEP_CRON must be a 5-field cron expression (minute hour day-of-month month day-of-week, UTC)';
+  rejects({ SWEEP_CRON: 'garbage' }, `${cron}, got "garbage"`);
+  rejects({ SWEEP_CRON: '0 0 3 * * *' }, `${cron}, got "0 0 3 * * *"`);
+  rejects({ SWEEP_CRON: '@daily' }, `${cron}, got "@daily"`);
+  rejects({ SWEEP_CRON: '60 3 * * *' }, `${cron}, got "60 3 * * *"`);
+  rejects({ SWEEP_CRON: '0 24 * * *' }, `${cron}, got "0 24 * * *"`);
+  rejects({ SWEEP_CRON: '0 3 * 13 *' }, `${cron}, got "0 3 * 13 *"`);
+  rejects({ SWEEP_CRON: '0 0 30 2 *' }, `${cron} that matches some date, got "0 0 30 2 *"`);
   rejects({ REDIS_URL: 'http://cache.example' }, 'Invalid configuration: REDIS_URL must use redis: or rediss:');
   rejects({ IDEMPOTENCY_TTL: '59' }, 'Invalid configuration: IDEMPOTENCY_TTL must be between 60 and 2592000, got 59');
   rejects({ WORKER: 'maybe' }, 'Invalid configuration: WORKER must be true or false, got "maybe"');
@@ -49,14 +55,14 @@ test('good values are taken as given', () => {
     TOKEN_TTL_SECONDS: '60',
     LOG_LEVEL: 'debug',
     TRIBUTARY_ADMIN_TOKEN: 'x'.repeat(32),
-    SWEEP_AT: '23:59',
+    SWEEP_CRON: ' 30  2 * *   1-5 ',
   });
   assert.equal(c.port, 0);
   assert.equal(c.databaseUrl, 'postgresql://u@db.example:5432/app');
   assert.equal(c.tokenTtlSeconds, 60);
   assert.equal(c.logLevel, 'debug');
   assert.equal(c.adminToken, 'x'.repeat(32));
-  assert.deepEqual(c.sweepAt, { hour: 23, minute: 59 });
+  assert.equal(c.sweepCron, '30 2 * * 1-5', 'whitespace is normalized');
 });
 
 test('defaults are the documented ones', () => {
@@ -75,7 +81,7 @@ test('defaults are the documented ones', () => {
   assert.equal(c.adminToken, undefined);
   assert.equal(c.shutdownGraceMs, 10_000);
   assert.equal(c.worker, true);
-  assert.deepEqual(c.sweepAt, { hour: 3, minute: 0 });
+  assert.equal(c.sweepCron, '0 3 * * *');
   // Blank counts as unset.
   assert.equal(loadConfig({ PORT: '  ', LOG_LEVEL: '' }).port, 8080);
 

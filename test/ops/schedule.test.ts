@@ -1,0 +1,32 @@
+/** The sweep's schedule: SWEEP_CRON read as a 5-field cron expression in UTC, and timers that never overflow. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MAX_TIMER_MS, nextRunAfter, timerDelay } from '../../src/worker/scheduler.ts';
+
+const at = (iso: string) => new Date(iso);
+const next = (cron: string, from: string) => nextRunAfter(cron, at(from)).toISOString();
+
+test('the default schedule runs at 03:00 UTC: later the same day, or the next day once 03:00 has come', () => {
+  assert.equal(next('0 3 * * *', '2026-11-22T02:59:00.000Z'), '2026-11-22T03:00:00.000Z');
+  assert.equal(next('0 3 * * *', '2026-11-22T02:59:59.999Z'), '2026-11-22T03:00:00.000Z');
+  assert.equal(next('0 3 * * *', '2026-11-22T03:00:00.000Z'), '2026-11-23T03:00:00.000Z', 'a run that just started does not run again');
+  assert.equal(next('0 3 * * *', '2026-11-22T03:00:00.500Z'), '2026-11-23T03:00:00.000Z');
+  assert.equal(next('0 3 * * *', '2026-12-31T12:00:00.000Z'), '2027-01-01T03:00:00.000Z');
+});
+
+test('steps, weekdays and months are those of cron, evaluated in UTC', () => {
+  assert.equal(next('*/15 * * * *', '2026-11-22T10:07:00.000Z'), '2026-11-22T10:15:00.000Z');
+  assert.equal(next('*/15 * * * *', '2026-11-22T10:45:00.000Z'), '2026-11-22T11:00:00.000Z');
+  // 2026-11-22 is a Sunday: the next Monday is the 23rd.
+  assert.equal(next('0 3 * * 1', '2026-11-22T04:00:00.000Z'), '2026-11-23T03:00:00.000Z');
+  assert.equal(next('30 2 1 */3 *', '2026-11-22T00:00:00.000Z'), '2027-01-01T02:30:00.000Z');
+});
+
+test('a far run is waited for in steps a timer can take; a due one at once', () => {
+  const now = at('2026-11-22T00:00:00.000Z');
+  const yearly = nextRunAfter('0 0 1 1 *', now);
+  assert.equal(yearly.toISOString(), '2027-01-01T00:00:00.000Z');
+  assert.equal(timerDelay(yearly, now), MAX_TIMER_MS, 'about 40 days away: capped at the timer maximum');
+  assert.equal(timerDelay(at('2026-11-22T00:00:01.500Z'), now), 1500);
+  assert.equal(timerDelay(at('2026-11-21T23:59:59.000Z'), now), 0, 'overdue: now');
+});
