@@ -75,12 +75,13 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
 
 /** A standard 5-field cron expression (no seconds, no nicknames) that names at least one future instant. */
 function cronExpression(env: Env, name: string, def: string): string {
-  const v = (str(env, name) ?? def).trim().split(/\s+/).join(' ');
+  const v = (str(env, name) ?? def).split(/\s+/).join(' ');
   const bad = (why: string) => new ConfigError(name, `must be a 5-field cron expression (minute hour day-of-month month day-of-week, UTC)${why}, got "${v}"`);
+  // Counted here as well: croner's 5-part mode still expands nicknames such as @daily.
   if (v.split(' ').length !== 5) throw bad('');
   let next: Date | null;
   try {
-    next = new Cron(v, { timezone: 'UTC' }).nextRun();
+    next = new Cron(v, { timezone: 'UTC', mode: '5-part' }).nextRun();
   } catch {
     throw bad('');
   }

@@ -142,7 +142,8 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
 
 export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   const errorHandler = (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => sendHttpError(err, request, reply);
-  const documents = createDocumentCache(schema, { maxEntries: 1000, maxChars: 4_000_000, maxTokens: MAX_TOKENS });
+  // 500,000 characters of text parse to about 35 MB at worst; honest clients send a few hundred short documents.
+  const documents = createDocumentCache(schema, { maxEntries: 500, maxChars: 500_000, maxTokens: MAX_TOKENS });
 
   app.post(GRAPHQL_PATH, { config: { surface: 'plain' }, errorHandler }, async (request, reply) => {
     if (!isJsonContentType(request.headers['content-type'])) {

@@ -19,7 +19,7 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The first instant of the schedule strictly after `now` (config.ts has checked that one exists). */
 export function nextRunAfter(cron: string, now: Date): Date {
-  const next = new Cron(cron, { timezone: 'UTC' }).nextRun(now);
+  const next = new Cron(cron, { timezone: 'UTC', mode: '5-part' }).nextRun(now);
   if (next === null) throw new Error(`the cron expression "${cron}" names no future instant`);
   return next;
 }
