@@ -37,7 +37,9 @@ test('bad values are refused with a message naming the variable', () => {
   rejects({ TRIBUTARY_ADMIN_TOKEN: 'x'.repeat(31) }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
   const cron = 'Invalid configuration: SWEEP_CRON must be a 5-field cron expression (minute hour day-of-month month day-of-week, UTC)';
   rejects({ SWEEP_CRON: 'garbage' }, `${cron}, got "garbage"`);
+  rejects({ SWEEP_CRON: '0 3 * *' }, `${cron}, got "0 3 * *"`);
   rejects({ SWEEP_CRON: '0 0 3 * * *' }, `${cron}, got "0 0 3 * * *"`);
+  rejects({ SWEEP_CRON: '0 0 3 * * * 2027' }, `${cron}, got "0 0 3 * * * 2027"`);
   rejects({ SWEEP_CRON: '@daily' }, `${cron}, got "@daily"`);
   rejects({ SWEEP_CRON: '60 3 * * *' }, `${cron}, got "60 3 * * *"`);
   rejects({ SWEEP_CRON: '0 24 * * *' }, `${cron}, got "0 24 * * *"`);
@@ -84,6 +86,8 @@ test('defaults are the documented ones', () => {
   assert.equal(c.sweepCron, '0 3 * * *');
   // Blank counts as unset.
   assert.equal(loadConfig({ PORT: '  ', LOG_LEVEL: '' }).port, 8080);
+  assert.equal(loadConfig({ SWEEP_CRON: '' }).sweepCron, '0 3 * * *');
+  assert.equal(loadConfig({ SWEEP_CRON: '   ' }).sweepCron, '0 3 * * *');
 
   const cli = loadCliConfig({});
   assert.deepEqual({ ...cli }, { url: 'http://127.0.0.1:8080', adminToken: undefined, dataDir: path.resolve('.tributary') });
