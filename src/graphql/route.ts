@@ -23,6 +23,7 @@ import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING
 import { schema, SCHEMA_VERSION } from './schema.ts';
 import { selectedFields, type GraphqlContext, type PrefetchedModels } from './fact-query.ts';
 import { modelMap, modelsQuery } from './fact-query.sql.ts';
+import { SLUG_RE } from '../resources/data_models/service.ts';
 import { createDocumentCache } from './document-cache.ts';
 
 export const GRAPHQL_PATH = '/api/graphql';
@@ -84,7 +85,8 @@ function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, var
       for (const arg of node.arguments ?? []) {
         if (arg.name.value !== 'dataModelSlug' && arg.name.value !== 'joinDataModelSlug') continue;
         const v = arg.value.kind === Kind.STRING ? arg.value.value : arg.value.kind === Kind.VARIABLE ? variables[arg.value.name.value] : undefined;
-        if (typeof v === 'string' && slugs.size < MAX_PREFETCH_SLUGS) slugs.add(v);
+        // A malformed slug names nothing; the resolver answers it without a lookup.
+        if (typeof v === 'string' && SLUG_RE.test(v) && slugs.size < MAX_PREFETCH_SLUGS) slugs.add(v);
       }
     }
   } catch {
