@@ -32,8 +32,8 @@ export interface GraphqlContext {
   models: PrefetchedModels | undefined;
 }
 
+/** Looked up in the principal's workspace, in the account re-check's statement. */
 export interface PrefetchedModels {
-  workspaceId: string;
   /** Every slug looked up: one of these absent from `models` names no model of the workspace. */
   slugs: ReadonlySet<string>;
   models: ReadonlyMap<string, ModelRef>;
@@ -132,7 +132,7 @@ export async function planFactQuery(deps: Deps, principal: Principal, args: Reco
   if (a.joinSlug !== undefined && !SLUG_RE.test(a.joinSlug)) throw invalidArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
   const slugs = a.joinSlug === undefined ? [a.slug] : [a.slug, a.joinSlug];
   const models =
-    prefetched !== undefined && prefetched.workspaceId === principal.workspaceId && slugs.every((s) => prefetched.slugs.has(s))
+    prefetched !== undefined && slugs.every((s) => prefetched.slugs.has(s))
       ? prefetched.models
       : await loadModels(deps.db, principal.workspaceId, slugs);
   const model = models.get(a.slug);

@@ -15,8 +15,8 @@ import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type E
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
-import { loadAccountById, loadAccountWithRow } from '../auth/auth.sql.ts';
-import { rateLimitHeaders } from '../http/rate-limit.ts';
+import { loadAccountWithRow } from '../auth/auth.sql.ts';
+import { chargeAccountWindow } from '../http/rate-limit.ts';
 import { toAppError } from '../http/render-error.ts';
 import { invalidArgument, tooComplex } from './errors.ts';
 import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
@@ -95,26 +95,16 @@ function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, var
   return [...slugs];
 }
 
-async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models?: PrefetchedModels }> {
+async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models: PrefetchedModels }> {
   const claims = verifyBearer(deps.signingKey, request.headers.authorization, deps.now());
-  let principal: Principal;
-  let models: PrefetchedModels | undefined;
-  if (slugs.length === 0) {
-    principal = principalFromAccount(claims, await loadAccountById(deps.db, claims.sub));
-  } else {
-    // The models are looked up in the workspace the token claims; principalFromAccount
-    // refuses the request unless the account is still in that very workspace.
-    const { account, row } = await loadAccountWithRow(deps.db, claims.sub, modelsQuery(deps.db, claims.ws, slugs));
-    principal = principalFromAccount(claims, account);
-    models = { workspaceId: principal.workspaceId, slugs: new Set(slugs), models: modelMap(row?.models ?? []) };
-  }
+  // The models are looked up in the workspace the token claims; principalFromAccount
+  // refuses the request unless the account is still in that very workspace.
+  const { account, row } = await loadAccountWithRow(deps.db, claims.sub, modelsQuery(deps.db, claims.ws, slugs));
+  const principal = principalFromAccount(claims, account);
   // The same per-account window as JSON:API: one budget per service account across surfaces.
-  const { max, windowSeconds } = deps.config.rateLimit;
-  const r = await deps.limiter.hit(`acct:${principal.credentialId}`, max, windowSeconds);
-  reply.headers(rateLimitHeaders(r, windowSeconds));
-  if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
+  await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, principal.credentialId);
   requireScope(principal, 'api_read');
-  return models ? { principal, models } : { principal };
+  return { principal, models: { slugs: new Set(slugs), models: modelMap(row?.models ?? []) } };
 }
 
 /** Resolver failures that are not the caller's fault are logged and answered without detail. */

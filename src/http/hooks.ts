@@ -9,7 +9,7 @@ import { authenticate, requireScope, verifyBearer, type Principal } from '../aut
 import type { Scope, TokenClaims } from '../auth/tokens.ts';
 import { authenticateAdmin } from '../admin/admin-auth.ts';
 import { beginIdempotent, finishIdempotent, type IdempotencyState } from './idempotency.ts';
-import { rateLimitHeaders } from './rate-limit.ts';
+import { chargeAccountWindow } from './rate-limit.ts';
 import { JSONAPI_MEDIA_TYPE, type Surface } from './render-error.ts';
 
 declare module 'fastify' {
@@ -81,12 +81,7 @@ export function registerHooks(app: FastifyInstance, deps: Deps): void {
         request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
         credentialId = request.principal.credentialId;
       }
-      if (cfg.rateLimit === 'account') {
-        const { max, windowSeconds } = deps.config.rateLimit;
-        const r = await deps.limiter.hit(`acct:${credentialId}`, max, windowSeconds);
-        reply.headers(rateLimitHeaders(r, windowSeconds));
-        if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
-      }
+      if (cfg.rateLimit === 'account') await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, credentialId);
       if (cfg.scope && request.principal) requireScope(request.principal, cfg.scope);
     }
     if (cfg.surface === 'jsonapi') negotiateJsonApi(request);

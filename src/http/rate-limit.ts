@@ -8,6 +8,8 @@
  * a dozen lines.
  */
 import type { Redis } from 'ioredis';
+import type { FastifyReply } from 'fastify';
+import { AppError } from '../errors.ts';
 
 export interface WindowResult {
   allowed: boolean;
@@ -81,4 +83,14 @@ export function rateLimitHeaders(r: WindowResult, windowSeconds: number): Record
     'ratelimit-policy': `"default";q=${r.limit};w=${windowSeconds}`,
     ratelimit: `"default";r=${r.remaining};t=${r.resetSeconds}`,
   };
+}
+
+/**
+ * One request against the service account's window, shared by every surface (JSON:API,
+ * GraphQL): sets the RateLimit fields, and refuses with 429 once the window is spent.
+ */
+export async function chargeAccountWindow(limiter: Limiter, limit: { max: number; windowSeconds: number }, reply: FastifyReply, credentialId: string): Promise<void> {
+  const r = await limiter.hit(`acct:${credentialId}`, limit.max, limit.windowSeconds);
+  reply.headers(rateLimitHeaders(r, limit.windowSeconds));
+  if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });
 }
