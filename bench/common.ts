@@ -94,3 +94,35 @@ export function benchEnv(dataDir: string): Record<string, string> {
     WORKER: 'false',
   };
 }
+
+export const ENGINES = (process.env.BENCH_ENGINES ?? 'pglite,postgres').split(',').map((x) => x.trim());
+
+/**
+ * The driver of both bench scripts: each engine of BENCH_ENGINES in turn, its notes
+ * printed, then the report written (unless BENCH_NO_WRITE=1) with the start time and the
+ * load average before the run; exits 0, or 1 with the error.
+ */
+export function runBench<R extends { notes: string[] }>(
+  benchEngine: (engine: 'pglite' | 'postgres') => Promise<R>,
+  write: (reports: R[], started: Date, loadBefore: string) => void,
+): void {
+  const main = async () => {
+    const started = new Date();
+    const loadBefore = os.loadavg().map((n) => n.toFixed(2)).join(' / ');
+    const reports: R[] = [];
+    for (const engine of ['pglite', 'postgres'] as const) {
+      if (!ENGINES.includes(engine)) continue;
+      const report = await benchEngine(engine);
+      for (const n of report.notes) console.log(`  ${n}`);
+      reports.push(report);
+    }
+    if (process.env.BENCH_NO_WRITE !== '1') write(reports, started, loadBefore);
+  };
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

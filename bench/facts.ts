@@ -52,7 +52,7 @@ import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson, validateFact, type FactModel } from '../src/facts/validate.ts';
 import { planFactQuery } from '../src/graphql/fact-query.ts';
 import { countSql, pageSql, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
-import { benchEnv, freshPostgres, intEnv, machine } from './common.ts';
+import { benchEnv, freshPostgres, intEnv, machine, runBench } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
@@ -62,7 +62,6 @@ const DAY_MS = 86_400_000;
 
 
 const SECONDS = intEnv('BENCH_FACTS_SECONDS', 4, 1, 60);
-const ENGINES = (process.env.BENCH_ENGINES ?? 'pglite,postgres').split(',').map((s) => s.trim());
 const BLOCK = 10;
 const MAX_ITER = 2000;
 const TARGET_RATIO = 1.25;
@@ -729,23 +728,4 @@ const PLAN_NOTES: Record<Scenario['key'], string> = {
   ].join('\n'),
 };
 
-async function main(): Promise<void> {
-  const started = new Date();
-  const loadBefore = os.loadavg().map((n) => n.toFixed(2)).join(' / ');
-  const reports: EngineReport[] = [];
-  for (const engine of ['pglite', 'postgres'] as const) {
-    if (!ENGINES.includes(engine)) continue;
-    const report = await benchEngine(engine);
-    for (const n of report.notes) console.log(`  ${n}`);
-    reports.push(report);
-  }
-  if (process.env.BENCH_NO_WRITE !== '1') writeDocs(reports, started, loadBefore);
-}
-
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(benchEngine, writeDocs);

@@ -26,7 +26,7 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
-import { benchEnv, freshPostgres, intEnv, machine, sh } from './common.ts';
+import { benchEnv, ENGINES, freshPostgres, intEnv, machine, runBench, sh } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
@@ -37,7 +37,6 @@ const JSONAPI = 'application/vnd.api+json';
 const DURATION = intEnv('BENCH_DURATION', 8, 1, 60);
 const WARMUP = 2;
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 16, 1, 256);
-const ENGINES = (process.env.BENCH_ENGINES ?? 'pglite,postgres').split(',').map((s) => s.trim());
 const TARGET_READ_RATIO = 0.5;
 const TARGET_TOKENS_PER_S = 2000;
 
@@ -359,8 +358,6 @@ Compare ratios and CPU per request within one run rather than req/s across runs.
 
 const SECTION_MARK = '\n## Run ';
 
-const loadavg = () => os.loadavg().map((n) => n.toFixed(2)).join(' / ');
-
 function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): void {
   const m = machine();
   const section = [
@@ -392,24 +389,5 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
   console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
 }
 
-async function main(): Promise<void> {
-  const started = new Date();
-  const loadBefore = loadavg();
-  console.log(`bench: ${DURATION} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, engines ${ENGINES.join(', ')}`);
-  const reports: EngineReport[] = [];
-  for (const engine of ['pglite', 'postgres'] as const) {
-    if (!ENGINES.includes(engine)) continue;
-    const report = await benchEngine(engine);
-    for (const n of report.notes) console.log(`  ${n}`);
-    reports.push(report);
-  }
-  if (process.env.BENCH_NO_WRITE !== '1') writeDoc(reports, started, loadBefore);
-}
-
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+console.log(`bench: ${DURATION} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, engines ${ENGINES.join(', ')}`);
+runBench(benchEngine, writeDoc);

@@ -6,9 +6,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RootOperationNode } from 'kysely';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
-import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, onlyCode, uniqueSlug, type ApiFact, type GqlResponse, type Model, type StoredFact } from './helpers.ts';
+import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, onFactStatements, onlyCode, uniqueSlug, type ApiFact, type GqlResponse, type Model, type StoredFact } from './helpers.ts';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -607,23 +606,9 @@ describe('argument errors', () => {
   });
 });
 
-/** The SQL of every statement run while `fn` runs, with parameters as placeholders. */
+/** The SQL of every statement on the fact tables run while `fn` runs, with parameters as placeholders. */
 async function capture(fn: () => Promise<unknown>): Promise<string[]> {
-  const original = t.deps.db;
   const seen: string[] = [];
-  t.deps.db = original.withPlugin({
-    transformQuery(args: { node: RootOperationNode; queryId: { queryId: string } }) {
-      seen.push(original.getExecutor().compileQuery(args.node, args.queryId).sql.trim());
-      return args.node;
-    },
-    async transformResult(args) {
-      return args.result;
-    },
-  });
-  try {
-    await fn();
-  } finally {
-    t.deps.db = original;
-  }
-  return seen.filter((q) => /fact_current|facts/.test(q));
+  await onFactStatements(t, (q) => seen.push(q), fn);
+  return seen;
 }

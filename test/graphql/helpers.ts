@@ -208,3 +208,26 @@ export interface ApiFact {
 }
 
 export const FACT_FIELDS = 'id dataModelId entityId observedAt insertedAt data';
+
+/**
+ * Runs `fn` while `onStatement` sees the SQL of every statement on the fact tables, before
+ * it runs: to record them, or to fail them by throwing.
+ */
+export async function onFactStatements(t: TestApp, onStatement: (sqlText: string) => void, fn: () => Promise<unknown>): Promise<void> {
+  const original = t.deps.db;
+  t.deps.db = original.withPlugin({
+    transformQuery(args) {
+      const text = original.getExecutor().compileQuery(args.node, args.queryId).sql.trim();
+      if (/fact_current|facts/.test(text)) onStatement(text);
+      return args.node;
+    },
+    async transformResult(args) {
+      return args.result;
+    },
+  });
+  try {
+    await fn();
+  } finally {
+    t.deps.db = original;
+  }
+}

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { buildClientSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery } from 'graphql';
 import * as admin from '../../src/admin/service.ts';
 import { jsonApi, seedAccount, seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
-import { createModel, gql, gqlClient, onlyCode, uniqueSlug, type GqlResponse } from './helpers.ts';
+import { createModel, gql, gqlClient, onFactStatements, onlyCode, uniqueSlug, type GqlResponse } from './helpers.ts';
 
 const VERSION = '2026-07-05';
 const FQ = (slug: string) => `{ factQuery(dataModelSlug: "${slug}") { count results { id } } }`;
@@ -197,22 +197,14 @@ describe('the request envelope', () => {
 
 describe('failures that are not the caller\'s', () => {
   /** Runs `fn` while every statement on the fact tables fails with `error`. */
-  async function failing(error: Error, fn: () => Promise<void>): Promise<void> {
-    const original = t.deps.db;
-    t.deps.db = original.withPlugin({
-      transformQuery(args) {
-        if (/fact_current|facts/.test(original.getExecutor().compileQuery(args.node, args.queryId).sql)) throw error;
-        return args.node;
+  function failing(error: Error, fn: () => Promise<void>): Promise<void> {
+    return onFactStatements(
+      t,
+      () => {
+        throw error;
       },
-      async transformResult(args) {
-        return args.result;
-      },
-    });
-    try {
-      await fn();
-    } finally {
-      t.deps.db = original;
-    }
+      fn,
+    );
   }
 
   test('a database error is 500 internal_error without detail; a lost connection is 503 with Retry-After', async () => {
