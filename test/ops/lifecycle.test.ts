@@ -157,6 +157,10 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
 
   const signalledAt = Date.now();
   assert.equal(child.kill('SIGTERM'), true);
+  // The signal reaches the child's event loop a moment later; until it logs "draining" it
+  // rightly still answers as ready. From then on no new request may see a 200.
+  while (!stdout.includes('"msg":"draining"') && Date.now() - signalledAt < GRACE_MS - 1_000) await sleep(10);
+  assert.match(stdout, /"msg":"draining"/, 'serve did not start draining after SIGTERM');
 
   // The listener stops accepting: a new connection is refused (never a 200 from /readyz),
   // while the process stays up for the request in flight.
