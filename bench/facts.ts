@@ -239,7 +239,9 @@ async function load(db: Db, orgId: string, wsId: string, scale: Scale, endMs: nu
     for (const m of [inv, shp]) for (const axis of ['observed_at', 'inserted_at'] as const) await currentSql(m.id, axis).execute(db);
   });
   await timed(`rebuild ${indexes.length} secondary indexes`, async () => {
-    for (const i of indexes) await sql.raw(i.indexdef).execute(db);
+    // An index of a partitioned table is listed as `ON ONLY` the parent; built that way it
+    // would cover no partition.
+    for (const i of indexes) await sql.raw(i.indexdef.replace(' ON ONLY ', ' ON ')).execute(db);
   });
   await timed('vacuum analyze', () => sql`vacuum (analyze) facts, fact_current`.execute(db));
   return { inv, shp };
@@ -628,19 +630,28 @@ What bounds the figures (see the plans):
 
 - (a) is its **count**: the filters are arbitrary predicates on \`data\`, so the count reads
   and tests every current row of the model (one per entity); the page alone is under 1 ms.
-  It scales with entities, not history, but no index serves it. Measured by hand on the
-  1M-fact database (2026-11-22, serial, warm): a sequential scan of fact_current costs
-  about 43 ms before any filter is tested (both axes and both models share the table), the
-  two jsonb filters add about 20 ms; a GIN (jsonb_path_ops) index on \`data\` brings the
-  count to about 32 ms, partial expression indexes per field of this model to about 23 ms,
-  a typed value table (one row per entity and field) to about 21 ms at 5x the storage.
-  None reaches 15 ms: that takes indexes chosen per field (a product decision: declared
-  indexed fields, or a table per data model with typed columns).
+  It scales with entities, not history, but no index serves it. Since migration 0003,
+  \`fact_current\` is partitioned by axis, so the count reads one axis's rows, and \`eq\` is a
+  containment test (\`data @> {"status": "open"}\`). Serial count by hand (psql, warm,
+  2026-11-23): with the rows laid out as writers leave them (both axes of an entity side by
+  side), 74 ms before, 58 ms partitioned, about 50 ms with containment as well.
+  What 15 ms would take, measured the same way: a table holding only this model's 100k
+  current rows of one axis counts them in 7-9 ms with no filter at all; with the four
+  fields as typed columns instead of jsonb, the two filters count in 12 ms (17 ms with the
+  jsonb column kept in the row). Only per-model typed storage gets near the target, and
+  then only just, once the page and the request's fixed cost (the "Floor" note) are added.
+  Earlier measurements (2026-11-22): a GIN (jsonb_path_ops) index on \`data\` about 32 ms,
+  partial expression indexes per field about 23 ms, a typed value table (one row per
+  entity and field) about 21 ms at 5x the storage. Parallel workers do not help on 2 vCPUs
+  shared with the app (the Gather plan below takes longer than the serial scan by hand).
 - (b)'s count is an index-only scan of the 90-day window of \`facts_model_observed_idx\`.
-- (c) costs under 1 ms of SQL; its factQuery time is mostly the fixed cost of a request
-  (the "HTTP" and "Floor" notes) plus graphql-js executing 50 rows x 5 fields (about
-  0.25 ms), so its ratio to raw SQL is far above 1.25 by construction: for a statement of
-  0.75 ms, 1.25x leaves 0.19 ms for everything else, less than the HTTP round trip alone.
+- (c) costs about 1 ms of SQL; its ratio to raw SQL is far above 1.25 by construction: for a
+  statement of 1.1 ms, 1.25x leaves 0.28 ms for everything else, the HTTP round trip alone.
+  Where a factQuery (c) spends its time on PostgreSQL (server-side timestamps, p50,
+  2026-11-23): the account re-check with the slug lookup 0.68 ms, the page statement with
+  its compilation and row decoding 1.27 ms, graphql-js completing 50 rows x 5 fields
+  0.43 ms, writing the response 0.1 ms, the rest of the server (body, scan, cost) 0.3 ms,
+  the client and loopback 0.6 ms.
 
 **Caveat:** the machine has few cores (see below), shared by the load generator, the
 server and, on PostgreSQL, the database server; absolute figures move with other load.
@@ -698,16 +709,16 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
 /** Which index serves each query; kept next to the plans it describes (see docs/query-plans.md). */
 const PLAN_NOTES: Record<Scenario['key'], string> = {
   a: [
-    'Latest mode without `until` reads `fact_current` only, never the history. The **page** walks',
-    '`fact_current_observed_idx` (data_model_id, axis, observed_at, fact_id) backwards from the',
-    'newest row of the model and axis, evaluates the workspace check and the two jsonb filters on',
-    'each row it meets and stops at the 50th match, so it touches a few hundred rows whatever the',
+    'Latest mode without `until` reads `fact_current` only, never the history, and of it only the',
+    'partition of the axis asked for (`fact_current_observed`). The **page** walks that partition\'s',
+    'share of `fact_current_observed_idx` (data_model_id, axis, observed_at, fact_id) backwards from',
+    'the newest row of the model, evaluates the workspace check and the two jsonb filters on each',
+    'row it meets and stops at the 50th match, so it touches a few hundred rows whatever the',
     'history size. The **count** has no index to lean on: the filters are arbitrary predicates on',
     '`data`, so every current row of the model and axis (one per entity, 100k here) is read and',
-    'tested, by a (parallel) sequential scan of `fact_current` or a bitmap scan of the same index.',
-    'Its cost grows with the number of entities, not with the history, and it is the whole of this',
-    "query's latency: the statement to work on (a capped or cached count, or an expression index",
-    'for a field that is filtered on all the time) if the 15 ms target is to be met.',
+    'tested, by a (parallel) sequential scan of the partition. Its cost grows with the number of',
+    "entities, not with the history, and it is the whole of this query's latency (see",
+    'benchmarks-facts.md for what reaching 15 ms would take).',
   ].join('\n'),
   b: [
     'Timeline mode reads `facts` in [since, until). The **page** is a backward index scan of',
@@ -720,10 +731,10 @@ const PLAN_NOTES: Record<Scenario['key'], string> = {
   ].join('\n'),
   c: [
     'A left join cannot change which rows are on the page, so the planner pages first and joins',
-    'after the LIMIT: the inner page is the backward scan of `fact_current_observed_idx` of (a)',
-    'without filters (51 rows: one more to learn hasNextPage), and for each of those rows the',
-    "joined model's current fact is a primary-key probe of `fact_current_pkey` (data_model_id,",
-    'axis, entity_key) in a nested loop, 51 probes in all, half of them finding nothing. No',
+    'after the LIMIT: the inner page is the backward scan of (a) without filters (51 rows: one',
+    'more to learn hasNextPage), and for each of those rows the joined model\'s current fact is a',
+    'primary-key probe of `fact_current_pkey` (data_model_id, axis, entity_key) in the same',
+    'partition, in a nested loop, 51 probes in all, half of them finding nothing. No',
     'history is read and the cost does not grow with either model.',
   ].join('\n'),
 };

@@ -5,6 +5,7 @@
  * filter can be wrong, joins, and which statements run for which selection.
  */
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, onFactStatements, onlyCode, uniqueSlug, type ApiFact, type GqlResponse, type Model, type StoredFact } from './helpers.ts';
@@ -413,6 +414,32 @@ describe('filters', () => {
     assert.deepEqual(await latestIds(f({ field: 'note', op: 'eq', value: 'x' })), [ID(2)]);
     assert.deepEqual(await latestIds(f({ field: 'note', op: 'eq', value: { k: 'v' } })), [ID(8)]);
     assert.deepEqual(await latestIds(f({ field: 'note', op: 'nin', value: [7, 'x'] })), [ID(8), ID(5), ID(10), ID(9)]);
+  });
+
+  test('eq and ne match by type: a value stored under another type (a field retyped after writing) never equals; 5.0 equals 5', async () => {
+    // Facts as a retyped field leaves them: `n` and `s` once held other types.
+    const mixed = await createModel(t.deps, tenant, uniqueSlug('mixed'), [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'n', type: 'integer' },
+      { name: 's', type: 'string' },
+      { name: 'b', type: 'boolean' },
+    ]);
+    await insertFacts(t.deps, mixed, [
+      { id: ID(101), entity_id: 'a', observed_at: T0, data: { k: 'a', n: 5, s: '5', b: true } },
+      { id: ID(102), entity_id: 'b', observed_at: T0, data: { k: 'b', n: '5', s: 5, b: 'true' } },
+      { id: ID(103), entity_id: 'c', observed_at: T0, data: { k: 'c', n: 5.0e0, s: ['5'], b: 1 } },
+      { id: ID(104), entity_id: 'd', observed_at: T0, data: { k: 'd' } },
+    ]);
+    // JSON.stringify writes 5.0 as 5; store one written by another client as 5.0 exactly.
+    await sql`update facts set data = jsonb_set(data, '{n}', '5.0'::jsonb) where id = ${ID(103)}`.execute(t.deps.db);
+    await sql`update fact_current set data = jsonb_set(data, '{n}', '5.0'::jsonb) where fact_id = ${ID(103)}`.execute(t.deps.db);
+    const q = async (clause: unknown) => ids(await page({ slug: mixed.slug, filters: f(clause) })).sort();
+    assert.deepEqual(await q({ field: 'n', op: 'eq', value: 5 }), [ID(101), ID(103)]);
+    assert.deepEqual(await q({ field: 'n', op: 'ne', value: 5 }), [ID(102), ID(104)]);
+    assert.deepEqual(await q({ field: 's', op: 'eq', value: '5' }), [ID(101)]);
+    assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(102), ID(103), ID(104)]);
+    assert.deepEqual(await q({ field: 'b', op: 'eq', value: true }), [ID(101)]);
+    assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(102), ID(103), ID(104)]);
   });
 
   test('clauses are ANDed; 20 clauses are allowed', async () => {

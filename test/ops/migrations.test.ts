@@ -1,0 +1,93 @@
+/**
+ * Forward-only migrations applied to a database that already holds data, as an upgrade
+ * meets it: 0003 turns fact_current into a table partitioned by time axis and must keep
+ * every row, the primary key, the axis check and the index names.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import { createDb } from '../../src/db/connect.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import * as m0001 from '../../src/db/migrations/0001_tenancy.ts';
+import * as m0002 from '../../src/db/migrations/0002_facts.ts';
+import { uuidv7 } from '../../src/ids.ts';
+import { freshPostgresDatabase } from '../helpers/app.ts';
+
+test('0003 keeps every fact_current row, key and index name, with the rows split by axis', async () => {
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase() : undefined;
+  const { db } = createDb({ databaseUrl: fresh?.url, dataDir: 'memory' });
+  try {
+    const before0003 = new Migrator({
+      db,
+      provider: { getMigrations: async () => ({ '0001_tenancy': m0001, '0002_facts': m0002 }) },
+      migrationTableName: 'schema_migrations',
+      migrationLockTableName: 'schema_migrations_lock',
+    });
+    assert.equal((await before0003.migrateToLatest()).error, undefined);
+
+    const org = uuidv7();
+    const ws = uuidv7();
+    const model = uuidv7();
+    await sql`insert into organizations (id, name, domain) values (${org}, 'O', 'o.example')`.execute(db);
+    await sql`insert into workspaces (id, organization_id, name) values (${ws}, ${org}, 'W')`.execute(db);
+    await sql`insert into data_models (id, organization_id, workspace_id, name, slug) values (${model}, ${org}, ${ws}, 'M', 'm')`.execute(db);
+    const facts = [
+      { id: uuidv7(), entity: 'e1', observed: '2026-01-01T00:00:00.000Z', data: { k: 'e1', n: 1 } },
+      { id: uuidv7(), entity: 'e2', observed: '2026-01-02T00:00:00.000Z', data: { k: 'e2', s: 'x' } },
+      { id: uuidv7(), entity: null, observed: '2026-01-03T00:00:00.000Z', data: { n: 3 } },
+    ];
+    for (const f of facts) {
+      await sql`insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key)
+        values (${f.id}, ${org}, ${ws}, ${model}, ${f.entity}, ${f.observed}, ${JSON.stringify(f.data)}::jsonb, ${`k:${f.id}`})`.execute(db);
+      for (const axis of ['observed_at', 'inserted_at']) {
+        await sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+          select data_model_id, ${axis}, coalesce(entity_id, '#' || id::text), id, workspace_id, entity_id, observed_at, inserted_at, data
+          from facts where id = ${f.id}`.execute(db);
+      }
+    }
+    const current = async () =>
+      (await sql<Record<string, unknown>>`select * from fact_current order by data_model_id, axis, entity_key`.execute(db)).rows.map((r) => ({ ...r }));
+    const rows = await current();
+    assert.equal(rows.length, 6);
+
+    assert.deepEqual(await migrate(db), ['0003_fact_current_by_axis']);
+    assert.deepEqual(await current(), rows);
+
+    const partitions = await sql<{ name: string; rows: number }>`
+      select c.relname as name, (select count(*)::int from fact_current fc where fc.tableoid = c.oid) as rows
+      from pg_inherits i join pg_class c on c.oid = i.inhrelid
+      where i.inhparent = 'fact_current'::regclass order by c.relname`.execute(db);
+    assert.deepEqual(partitions.rows, [
+      { name: 'fact_current_inserted', rows: 3 },
+      { name: 'fact_current_observed', rows: 3 },
+    ]);
+    const indexes = await sql<{ indexname: string }>`
+      select indexname from pg_indexes where schemaname = current_schema() and tablename = 'fact_current' order by indexname`.execute(db);
+    assert.deepEqual(
+      indexes.rows.map((r) => r.indexname),
+      ['fact_current_fact_idx', 'fact_current_inserted_idx', 'fact_current_observed_idx', 'fact_current_pkey'],
+    );
+
+    const insert = (axis: string, key: string) => sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+      values (${model}, ${axis}, ${key}, ${facts[0]!.id}, ${ws}, ${key}, now(), now(), '{}'::jsonb)`.execute(db);
+    await assert.rejects(insert('observed_at', 'e1'), (err: { code?: string }) => err.code === '23505', 'the primary key still holds');
+    await assert.rejects(insert('sideways', 'e9'), (err: { code?: string }) => err.code === '23514', 'an unknown axis is refused by the check');
+    const constraints = await sql<{ conname: string; contype: string }>`
+      select conname, contype from pg_constraint where conrelid = 'fact_current'::regclass and contype in ('c', 'f', 'p') order by conname`.execute(db);
+    assert.deepEqual(constraints.rows, [
+      { conname: 'fact_current_axis_check', contype: 'c' },
+      { conname: 'fact_current_data_model_id_fkey', contype: 'f' },
+      { conname: 'fact_current_pkey', contype: 'p' },
+    ]);
+    await assert.rejects(
+      sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+        values (${uuidv7()}, 'observed_at', 'x', ${facts[0]!.id}, ${ws}, 'x', now(), now(), '{}'::jsonb)`.execute(db),
+      (err: { code?: string }) => err.code === '23503',
+      'the data model must exist',
+    );
+  } finally {
+    await db.destroy();
+    await fresh?.drop();
+  }
+});
