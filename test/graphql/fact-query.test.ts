@@ -425,21 +425,21 @@ describe('filters', () => {
       { name: 'b', type: 'boolean' },
     ]);
     await insertFacts(t.deps, mixed, [
-      { id: ID(101), entity_id: 'a', observed_at: T0, data: { k: 'a', n: 5, s: '5', b: true } },
-      { id: ID(102), entity_id: 'b', observed_at: T0, data: { k: 'b', n: '5', s: 5, b: 'true' } },
-      { id: ID(103), entity_id: 'c', observed_at: T0, data: { k: 'c', n: 5.0e0, s: ['5'], b: 1 } },
-      { id: ID(104), entity_id: 'd', observed_at: T0, data: { k: 'd' } },
+      { id: ID(301), entity_id: 'a', observed_at: T0, data: { k: 'a', n: 5, s: '5', b: true } },
+      { id: ID(302), entity_id: 'b', observed_at: T0, data: { k: 'b', n: '5', s: 5, b: 'true' } },
+      { id: ID(303), entity_id: 'c', observed_at: T0, data: { k: 'c', n: 5.0e0, s: ['5'], b: 1 } },
+      { id: ID(304), entity_id: 'd', observed_at: T0, data: { k: 'd' } },
     ]);
     // JSON.stringify writes 5.0 as 5; store one written by another client as 5.0 exactly.
-    await sql`update facts set data = jsonb_set(data, '{n}', '5.0'::jsonb) where id = ${ID(103)}`.execute(t.deps.db);
-    await sql`update fact_current set data = jsonb_set(data, '{n}', '5.0'::jsonb) where fact_id = ${ID(103)}`.execute(t.deps.db);
+    await sql`update facts set data = jsonb_set(data, '{n}', '5.0'::jsonb) where id = ${ID(303)}`.execute(t.deps.db);
+    await sql`update fact_current set data = jsonb_set(data, '{n}', '5.0'::jsonb) where fact_id = ${ID(303)}`.execute(t.deps.db);
     const q = async (clause: unknown) => ids(await page({ slug: mixed.slug, filters: f(clause) })).sort();
-    assert.deepEqual(await q({ field: 'n', op: 'eq', value: 5 }), [ID(101), ID(103)]);
-    assert.deepEqual(await q({ field: 'n', op: 'ne', value: 5 }), [ID(102), ID(104)]);
-    assert.deepEqual(await q({ field: 's', op: 'eq', value: '5' }), [ID(101)]);
-    assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(102), ID(103), ID(104)]);
-    assert.deepEqual(await q({ field: 'b', op: 'eq', value: true }), [ID(101)]);
-    assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(102), ID(103), ID(104)]);
+    assert.deepEqual(await q({ field: 'n', op: 'eq', value: 5 }), [ID(301), ID(303)]);
+    assert.deepEqual(await q({ field: 'n', op: 'ne', value: 5 }), [ID(302), ID(304)]);
+    assert.deepEqual(await q({ field: 's', op: 'eq', value: '5' }), [ID(301)]);
+    assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(302), ID(303), ID(304)]);
+    assert.deepEqual(await q({ field: 'b', op: 'eq', value: true }), [ID(301)]);
+    assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(302), ID(303), ID(304)]);
   });
 
   test('clauses are ANDed; 20 clauses are allowed', async () => {
