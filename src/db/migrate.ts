@@ -7,12 +7,12 @@ import { Migrator, type Migration, type MigrationProvider } from 'kysely/migrati
 import type { Db } from './connect.ts';
 import * as m0001 from './migrations/0001_tenancy.ts';
 import * as m0002 from './migrations/0002_facts.ts';
-import * as m0003 from './migrations/0003_fact_current_by_axis.ts';
+import * as m0003 from './migrations/0003_fact_current_reads.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
   '0002_facts': m0002,
-  '0003_fact_current_by_axis': m0003,
+  '0003_fact_current_reads': m0003,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

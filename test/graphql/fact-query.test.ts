@@ -6,6 +6,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { clauseSql } from '../../src/graphql/fact-query.sql.ts';
+import type { FilterClause } from '../../src/graphql/filters.ts';
 import assert from 'node:assert/strict';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, onFactStatements, onlyCode, uniqueSlug, type ApiFact, type GqlResponse, type Model, type StoredFact } from './helpers.ts';
@@ -440,6 +442,23 @@ describe('filters', () => {
     assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(302), ID(303), ID(304)]);
     assert.deepEqual(await q({ field: 'b', op: 'eq', value: true }), [ID(301)]);
     assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(302), ID(303), ID(304)]);
+  });
+
+  test('eq is a containment test that the index on data can answer; ne is not', async () => {
+    // The clause alone, on every current row: with sequential scans priced out, the plan
+    // uses the index on data exactly when it can answer the clause (no other index can).
+    const plan = async (clause: FilterClause) =>
+      t.deps.db.transaction().execute(async (trx) => {
+        await sql`set local enable_seqscan = off`.execute(trx);
+        const { rows } = await sql`explain select count(*) from fact_current as b where ${clauseSql(sql.ref('b.data'), clause)}`.execute(trx);
+        return (rows as Record<string, string>[]).map((r) => Object.values(r)[0]).join('\n');
+      });
+    const byIndex = /Bitmap Index Scan on fact_current_(observed|inserted)_data_idx\b/;
+    const eq = (type: FilterClause['type'], value: unknown): FilterClause => ({ field: 'x', type, op: 'eq', value });
+    for (const clause of [eq('string', 'open'), eq('integer', 5), eq('float', 2.5), eq('boolean', false), eq(null, 'x')]) {
+      assert.match(await plan(clause), byIndex, JSON.stringify(clause));
+    }
+    assert.doesNotMatch(await plan({ field: 'x', type: 'string', op: 'ne', value: 'open' }), byIndex);
   });
 
   test('clauses are ANDed; 20 clauses are allowed', async () => {

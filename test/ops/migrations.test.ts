@@ -14,7 +14,7 @@ import * as m0002 from '../../src/db/migrations/0002_facts.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import { freshPostgresDatabase } from '../helpers/app.ts';
 
-test('0003 keeps every fact_current row, key and index name, with the rows split by axis', async () => {
+test('0003 keeps every fact_current row, key and index name, with the rows split by axis and data indexed', async () => {
   const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase() : undefined;
   const { db } = createDb({ databaseUrl: fresh?.url, dataDir: 'memory' });
   try {
@@ -51,7 +51,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
     const rows = await current();
     assert.equal(rows.length, 6);
 
-    assert.deepEqual(await migrate(db), ['0003_fact_current_by_axis']);
+    assert.deepEqual(await migrate(db), ['0003_fact_current_reads']);
     assert.deepEqual(await current(), rows);
 
     const partitions = await sql<{ name: string; rows: number }>`
@@ -66,7 +66,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       select indexname from pg_indexes where schemaname = current_schema() and tablename = 'fact_current' order by indexname`.execute(db);
     assert.deepEqual(
       indexes.rows.map((r) => r.indexname),
-      ['fact_current_fact_idx', 'fact_current_inserted_idx', 'fact_current_observed_idx', 'fact_current_pkey'],
+      ['fact_current_data_idx', 'fact_current_fact_idx', 'fact_current_inserted_idx', 'fact_current_observed_idx', 'fact_current_pkey'],
     );
 
     const insert = (axis: string, key: string) => sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
