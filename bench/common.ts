@@ -59,6 +59,26 @@ export async function freshPostgres(baseUrl: string, prefix: string): Promise<{ 
   };
 }
 
+export const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/**
+ * The database of one engine's run: on PostgreSQL a scratch database `<prefix>_<random>` on
+ * the server of BENCH_DATABASE_URL / DATABASE_URL / DEFAULT_PG, its URL put into
+ * `vars.DATABASE_URL`, with the server version and a drop for the end; on PGlite nothing to
+ * create. `skip` says why PostgreSQL cannot be used.
+ */
+export async function engineDatabase(
+  engine: 'pglite' | 'postgres',
+  prefix: string,
+  vars: Record<string, string>,
+): Promise<{ version: string | undefined; drop: () => Promise<void> } | { skip: string }> {
+  if (engine === 'pglite') return { version: undefined, drop: async () => {} };
+  const fresh = await freshPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG, prefix);
+  if ('skip' in fresh) return fresh;
+  vars.DATABASE_URL = fresh.url;
+  return { version: fresh.version, drop: fresh.drop };
+}
+
 export function sh(cmd: string, args: string[]): string {
   try {
     return execFileSync(cmd, args, { encoding: 'utf8', timeout: 5000 }).trimEnd();

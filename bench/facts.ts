@@ -52,12 +52,11 @@ import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson, validateFact, type FactModel } from '../src/facts/validate.ts';
 import { planFactQuery } from '../src/graphql/fact-query.ts';
 import { countSql, pageSql, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
-import { benchEnv, freshPostgres, intEnv, machine, runBench } from './common.ts';
+import { benchEnv, DEFAULT_PG, engineDatabase, intEnv, machine, runBench } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
 const PLANS_DOC = path.join(ROOT, 'docs', 'query-plans.md');
-const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DAY_MS = 86_400_000;
 
 
@@ -490,18 +489,13 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
   const notes: string[] = [];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-facts-'));
   const vars = benchEnv(dataDir);
-  let drop: (() => Promise<void>) | undefined;
-  let detail = 'PGlite (embedded, in memory, one connection)';
-  if (engine === 'postgres') {
-    const fresh = await freshPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG, 'tributary_bench_facts');
-    if ('skip' in fresh) {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      return { engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [`Skipped: ${fresh.skip}.`] };
-    }
-    vars.DATABASE_URL = fresh.url;
-    drop = fresh.drop;
-    detail = `PostgreSQL ${fresh.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)`;
+  const db = await engineDatabase(engine, 'tributary_bench_facts', vars);
+  if ('skip' in db) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    return { engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [`Skipped: ${db.skip}.`] };
   }
+  const detail =
+    engine === 'postgres' ? `PostgreSQL ${db.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
   let deps: Deps | undefined;
   let app: FastifyInstance | undefined;
   try {
@@ -563,7 +557,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     await app?.close().catch((err) => console.error('closing the app:', err));
     if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
     if (process.env.BENCH_KEEP_DB === '1' && vars.DATABASE_URL) console.log(`  kept ${vars.DATABASE_URL} (BENCH_KEEP_DB=1): drop it yourself`);
-    else await drop?.().catch((err) => console.error('dropping the bench database:', err));
+    else await db.drop().catch((err) => console.error('dropping the bench database:', err));
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -26,11 +26,10 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
-import { benchEnv, ENGINES, freshPostgres, intEnv, machine, runBench, sh } from './common.ts';
+import { benchEnv, DEFAULT_PG, ENGINES, engineDatabase, intEnv, machine, runBench, sh } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
-const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const JSONAPI = 'application/vnd.api+json';
 
 
@@ -221,20 +220,13 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
   const notes: string[] = [];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
   const vars = benchEnv(dataDir);
-  let drop: (() => Promise<void>) | undefined;
-  let detail = 'PGlite (embedded, in memory, one connection)';
-  if (engine === 'postgres') {
-    const base = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG;
-    const fresh = await freshPostgres(base, 'tributary_bench');
-    if ('skip' in fresh) {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      return { engine, detail: 'PostgreSQL', rows: [], notes: [`Skipped: ${fresh.skip}.`] };
-    }
-    vars.DATABASE_URL = fresh.url;
-    drop = fresh.drop;
-    detail = `PostgreSQL ${fresh.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)`;
+  const db = await engineDatabase(engine, 'tributary_bench', vars);
+  if ('skip' in db) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    return { engine, detail: 'PostgreSQL', rows: [], notes: [`Skipped: ${db.skip}.`] };
   }
-
+  const detail =
+    engine === 'postgres' ? `PostgreSQL ${db.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
   let deps: Deps | undefined;
   let app: FastifyInstance | undefined;
   let bare: FastifyInstance | undefined;
@@ -273,7 +265,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     await bare?.close().catch((err) => console.error('closing the bare server:', err));
     await app?.close().catch((err) => console.error('closing the app:', err));
     if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
-    await drop?.().catch((err) => console.error('dropping the bench database:', err));
+    await db.drop().catch((err) => console.error('dropping the bench database:', err));
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -1,13 +1,15 @@
 /**
  * `tributary facts import --workspace WS_ID --data-model SLUG FILE.ndjson [--json]`: streams
- * the file to the admin API (POST /admin/v1/facts/import) without reading it into memory,
+ * the file to the admin API (POST /admin/v1/facts/import) without holding it in memory,
  * with a progress bar on stderr when stderr is a terminal, then prints the summary
  * (written, duplicates, rejected lines with their numbers and reasons), or with --json the
  * server's answer as one JSON document. A file with rejected lines still exits 0: the valid
  * lines are stored, and the answer says which were not.
  */
 import fs from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
+import http from 'node:http';
+import https from 'node:https';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { Command } from 'commander';
 import { AdminApiError, UsageError, reportFailure, resolveClientSettings } from './admin-client.ts';
 
@@ -120,7 +122,32 @@ export function renderImportSummary(a: ImportAnswer): string {
   return s;
 }
 
-async function upload(settings: { url: string; adminToken: string }, workspace: string, dataModel: string, file: string, io: Io): Promise<ImportAnswer> {
+/**
+ * POSTs `body` and resolves with the answer. node:http rather than fetch: undici's fetch
+ * keeps every chunk of a streamed request body until the request ends
+ * (nodejs/undici#4058), which would hold the whole file in memory. Here `pipe` waits for
+ * the socket to drain, so at most a few chunks are in flight. An answer that comes before
+ * the body is all sent (the server refusing the upload early) is still the answer.
+ */
+function post(url: URL, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers }, (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
+    body.on('error', (err) => req.destroy(err));
+    body.pipe(req);
+  });
+}
+
+export async function upload(settings: { url: string; adminToken: string }, workspace: string, dataModel: string, file: string, io: Io): Promise<ImportAnswer> {
   const total = fs.statSync(file).size;
   const progress = progressReporter(io, total, (io.errIsTTY ?? (() => process.stderr.isTTY === true))());
   const counter = new ByteCounter((bytes) => progress.update(bytes));
@@ -128,15 +155,13 @@ async function upload(settings: { url: string; adminToken: string }, workspace: 
   source.on('error', (err) => counter.destroy(err));
   source.on('end', () => progress.waiting());
   const query = new URLSearchParams({ workspace_id: workspace, data_model: dataModel });
-  let res: Response;
+  let res: { status: number; text: string };
   try {
-    res = await fetch(`${settings.url}/admin/v1/facts/import?${query}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${settings.adminToken}`, 'content-type': 'application/x-ndjson', accept: 'application/json' },
-      body: source.pipe(counter),
-      // Required by fetch for a streamed request body.
-      duplex: 'half',
-    });
+    res = await post(
+      new URL(`${settings.url}/admin/v1/facts/import?${query}`),
+      { authorization: `Bearer ${settings.adminToken}`, 'content-type': 'application/x-ndjson', accept: 'application/json' },
+      source.pipe(counter),
+    );
   } catch (err) {
     progress.clear();
     const code = networkCode(err);
@@ -144,17 +169,17 @@ async function upload(settings: { url: string; adminToken: string }, workspace: 
   } finally {
     source.destroy();
   }
-  const text = await res.text();
+  const { status, text } = res;
   progress.clear();
-  if (!res.ok) throw errorFromResponse(res.status, text);
+  if (status < 200 || status > 299) throw errorFromResponse(status, text);
   let data: unknown;
   try {
     data = (JSON.parse(text) as { data?: unknown }).data;
   } catch {
-    throw new AdminApiError(`the server at ${settings.url} answered with something other than JSON`, res.status, 'bad_response');
+    throw new AdminApiError(`the server at ${settings.url} answered with something other than JSON`, status, 'bad_response');
   }
   if (!data || typeof data !== 'object' || typeof (data as ImportAnswer).written !== 'number') {
-    throw new AdminApiError(`the server at ${settings.url} answered without an import summary`, res.status, 'bad_response');
+    throw new AdminApiError(`the server at ${settings.url} answered without an import summary`, status, 'bad_response');
   }
   return data as ImportAnswer;
 }

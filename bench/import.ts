@@ -1,0 +1,225 @@
+/**
+ * Fact import benchmark: `tributary facts import` of a large NDJSON file, as a user runs it.
+ *
+ *   node bench/import.ts
+ *
+ * For each engine: `tributary serve` started as a child process on a fresh database
+ * (PostgreSQL: a scratch `tributary_bench_import_<random>`, dropped at the end; PGlite: a
+ * fresh data directory on disk), one data model created through the JSON:API with the
+ * bootstrap credentials, an NDJSON file written to disk line by line, then the CLI run as a
+ * child process. Reported: lines per second, and the peak resident memory of the server
+ * (VmHWM, exact) and of the CLI (VmRSS sampled every 20 ms), beside the server's resident
+ * memory before the import. Memory that does not grow with the file is what "streaming"
+ * has to show: both processes run with a V8 heap limit (old space) well below the file's
+ * size, so holding the file would fail the run.
+ *
+ * Settings (environment): BENCH_DATABASE_URL or DATABASE_URL, BENCH_ENGINES (default
+ * "pglite,postgres"), BENCH_IMPORT_PG_LINES (default 1,000,000), BENCH_IMPORT_PGLITE_LINES
+ * (default 200,000), BENCH_NO_WRITE=1 (print only).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { benchEnv, engineDatabase, intEnv, machine, runBench } from './common.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DOC = path.join(ROOT, 'docs', 'benchmarks-import.md');
+const MAIN = path.join(ROOT, 'src', 'main.ts');
+const LINES = { postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000), pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 200_000, 1000, 10_000_000) };
+const DAY_MS = 86_400_000;
+/**
+ * Both processes run with a V8 heap far smaller than the file: an import that held the file
+ * (or a growing share of it) in memory would die of it instead of just reading a bit high.
+ */
+const SERVER_HEAP_MB = 96;
+const CLI_HEAP_MB = 48;
+
+const watchdog = setTimeout(() => {
+  console.error('bench/import: still running after 40 min; giving up');
+  process.exit(1);
+}, 40 * 60_000);
+watchdog.unref();
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A field of /proc/PID/status in KiB (VmRSS, VmHWM), or undefined once the process is gone. */
+function procKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const mib = (kib: number | undefined) => (kib === undefined ? 'n/a' : `${(kib / 1024).toFixed(0)} MiB`);
+
+async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('serve did not answer /healthz within 60 s');
+}
+
+async function api(url: string, token: string, p: string, body: unknown): Promise<{ data: { id: string } }> {
+  const res = await fetch(`${url}/api/json/v1${p}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/vnd.api+json', accept: 'application/vnd.api+json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 201) throw new Error(`POST ${p}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { data: { id: string } };
+}
+
+/** N lines over N/10 entities, observed over the last year, written as a stream. */
+async function writeNdjson(file: string, lines: number): Promise<number> {
+  const out = fs.createWriteStream(file);
+  const end = Date.now();
+  const statuses = ['open', 'paid', 'void', 'overdue'];
+  for (let n = 0; n < lines; n++) {
+    const h = (n * 2654435761) % 4294967296;
+    const line = JSON.stringify({
+      observed_at: new Date(end - (h % (365 * DAY_MS))).toISOString(),
+      data: { invoice_id: `inv-${String(n % Math.max(1, Math.floor(lines / 10))).padStart(7, '0')}`, status: statuses[h % 4], customer: `c-${h % 5000}`, amount: h % 10000 },
+    });
+    if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  return fs.statSync(file).size;
+}
+
+interface Report {
+  engine: 'pglite' | 'postgres';
+  detail: string;
+  lines: number;
+  fileBytes: number;
+  seconds: number;
+  written: number;
+  serverBefore: number | undefined;
+  serverPeak: number | undefined;
+  cliPeak: number | undefined;
+  notes: string[];
+}
+
+async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
+  const lines = LINES[engine];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-import-'));
+  const vars = benchEnv(path.join(dir, 'data'));
+  const db = await engineDatabase(engine, 'tributary_bench_import', vars);
+  if ('skip' in db) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    return { engine, detail: 'PostgreSQL', lines, fileBytes: 0, seconds: 0, written: 0, serverBefore: undefined, serverPeak: undefined, cliPeak: undefined, notes: [`Skipped: ${db.skip}.`] };
+  }
+  const detail = engine === 'postgres' ? `PostgreSQL ${db.version} on loopback` : 'PGlite (embedded, data directory on disk)';
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // Per-process rate windows: the shared ones would need Redis, which the import does not touch.
+  const env: NodeJS.ProcessEnv = { ...process.env, ...vars, PORT: String(port), HOST: '127.0.0.1' };
+  delete env.REDIS_URL;
+  const serve = spawn(process.execPath, [`--max-old-space-size=${SERVER_HEAP_MB}`, MAIN, 'serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    await waitHealthy(url, serve);
+    const boot = JSON.parse(fs.readFileSync(path.join(vars.DATA_DIR!, 'bootstrap.json'), 'utf8')) as { client_id: string; client_secret: string; workspace_id: string };
+    const tokenRes = await fetch(`${url}/api/v1/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.client_id, client_secret: boot.client_secret }),
+    });
+    const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+    const slug = `invoices-${randomBytes(3).toString('hex')}`;
+    const model = await api(url, token, '/data_models', { data: { type: 'data_model', attributes: { name: 'Invoices', slug } } });
+    const fields: [string, string, boolean][] = [['invoice_id', 'string', true], ['status', 'string', false], ['customer', 'string', false], ['amount', 'integer', false]];
+    for (const [name, type, pk] of fields) {
+      await api(url, token, '/data_model_fields', { data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name, type, is_primary_key: pk, is_required: pk } } });
+    }
+
+    const file = path.join(dir, 'facts.ndjson');
+    const fileBytes = await writeNdjson(file, lines);
+    console.log(`\n${detail}: importing ${lines.toLocaleString('en-US')} lines (${(fileBytes / 1048576).toFixed(0)} MiB)`);
+    const serverBefore = procKiB(serve.pid!, 'VmRSS');
+
+    const t0 = performance.now();
+    const cli = spawn(process.execPath, [`--max-old-space-size=${CLI_HEAP_MB}`, MAIN, 'facts', 'import', '--workspace', boot.workspace_id, '--data-model', slug, file, '--json'], {
+      env: { ...env, TRIBUTARY_URL: url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let cliPeak = 0;
+    const sampler = setInterval(() => {
+      cliPeak = Math.max(cliPeak, procKiB(cli.pid!, 'VmRSS') ?? 0);
+    }, 20);
+    let stdout = '';
+    cli.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => cli.once('exit', resolve));
+    clearInterval(sampler);
+    const seconds = (performance.now() - t0) / 1000;
+    if (code !== 0) throw new Error(`facts import exited with ${code}: ${stdout}`);
+    const answer = JSON.parse(stdout) as { data?: { written: number; rejected: number; lines: number } } & { written?: number; rejected?: number };
+    const summary = answer.data ?? (answer as { written: number; rejected: number });
+    if (summary.written !== lines || summary.rejected !== 0) throw new Error(`import answered ${stdout.slice(0, 500)}`);
+    const serverPeak = procKiB(serve.pid!, 'VmHWM');
+    const rate = lines / seconds;
+    console.log(`  ${seconds.toFixed(1)} s, ${rate.toFixed(0)} lines/s; server RSS before ${mib(serverBefore)}, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}`);
+    const notes = [
+      `${engine}: ${lines.toLocaleString('en-US')} lines (${(fileBytes / 1048576).toFixed(0)} MiB) in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} lines/s; server resident memory ${mib(serverBefore)} before, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}.`,
+    ];
+    return { engine, detail, lines, fileBytes, seconds, written: summary.written, serverBefore, serverPeak, cliPeak, notes };
+  } finally {
+    serve.kill('SIGTERM');
+    await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
+    await db.drop().catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function writeDoc(reports: Report[], started: Date, loadBefore: string): void {
+  const m = machine();
+  const rows = reports
+    .filter((r) => r.seconds > 0)
+    .map(
+      (r) =>
+        `| ${r.detail} | ${r.lines.toLocaleString('en-US')} | ${(r.fileBytes / 1048576).toFixed(0)} MiB | ${r.seconds.toFixed(1)} s | ${(r.lines / r.seconds).toFixed(0)} | ${mib(r.serverBefore)} | ${mib(r.serverPeak)} | ${mib(r.cliPeak)} |`,
+    );
+  const text = `# Fact import benchmark
+
+\`node bench/import.ts\` (see its header for the settings): \`tributary serve\` as a child process
+on a fresh database, one data model (a string primary key over N/10 entities, two more
+strings, an integer), an NDJSON file written to disk, then \`tributary facts import ... --json\`
+as a child process, the way a user runs it, the server with a V8 old-space limit of
+${SERVER_HEAP_MB} MiB and the CLI with ${CLI_HEAP_MB} MiB, below the file's size (an import holding the
+file in memory would fail). Every line is valid; each is a new fact, so
+every batch of 1,000 also moves fact_current for its entities. Peak memory: the server's
+VmHWM (exact), the CLI's VmRSS sampled every 20 ms.
+
+## Run ${started.toISOString().replace(/\.\d{3}Z$/, 'Z')}
+
+Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.node}. Load average (1/5/15 min) before the run: ${loadBefore}.
+
+| Engine | Lines | File | Time | Lines/s | Server RSS before | Server peak | CLI peak |
+|---|---:|---:|---:|---:|---:|---:|---:|
+${rows.join('\n')}
+
+${reports.flatMap((r) => r.notes.filter((n) => n.startsWith('Skipped')).map((n) => `- ${r.engine}: ${n}`)).join('\n')}
+`;
+  fs.writeFileSync(DOC, text);
+  console.log(`wrote ${path.relative(ROOT, DOC)}`);
+}
+
+runBench(benchEngine, writeDoc);

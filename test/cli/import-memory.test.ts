@@ -1,0 +1,24 @@
+/**
+ * `tributary facts import` streams its file: what the client holds while uploading does not
+ * grow with the file (issue 3: a 1M-line file must not be held in memory). Measured in a
+ * child process with --expose-gc (fixtures/upload-memory.ts), live ArrayBuffer memory after
+ * full collections, so that garbage not yet collected does not count.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'upload-memory.ts');
+const MIB = 1024 * 1024;
+
+test('uploading a 48 MiB file holds at most a few MiB of it at any time', async () => {
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, ['--expose-gc', FIXTURE, '48'], { timeout: 120_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+  );
+  const r = JSON.parse(out) as { sent: number; received: number; peakGrowth: number };
+  assert.ok(r.sent >= 48 * MIB);
+  assert.equal(r.received, r.sent, 'the server got the whole file');
+  assert.ok(r.peakGrowth < 8 * MIB, `live buffers grew by ${(r.peakGrowth / MIB).toFixed(1)} MiB while sending ${(r.sent / MIB).toFixed(0)} MiB`);
+});
