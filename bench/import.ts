@@ -10,8 +10,9 @@
  * child process. Reported: lines per second, and the peak resident memory of the server
  * (VmHWM, exact) and of the CLI (VmRSS sampled every 20 ms), beside the server's resident
  * memory before the import. Memory that does not grow with the file is what "streaming"
- * has to show: both processes run with a V8 heap limit (old space) well below the file's
- * size, so holding the file would fail the run.
+ * has to show. Both processes run with a V8 heap limit (old space) below the file's size,
+ * so holding the file as strings or objects would fail the run; Buffers live outside that
+ * heap, which is what the resident-memory figures are for.
  *
  * Settings (environment): BENCH_DATABASE_URL or DATABASE_URL, BENCH_ENGINES (default
  * "pglite,postgres"), BENCH_IMPORT_PG_LINES (default 1,000,000), BENCH_IMPORT_PGLITE_LINES
@@ -31,10 +32,7 @@ const DOC = path.join(ROOT, 'docs', 'benchmarks-import.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
 const LINES = { postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000), pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 200_000, 1000, 10_000_000) };
 const DAY_MS = 86_400_000;
-/**
- * Both processes run with a V8 heap far smaller than the file: an import that held the file
- * (or a growing share of it) in memory would die of it instead of just reading a bit high.
- */
+/** V8 heap limits below the file's size: holding the file as strings or objects would fail. */
 const SERVER_HEAP_MB = 96;
 const CLI_HEAP_MB = 48;
 
@@ -203,8 +201,9 @@ function writeDoc(reports: Report[], started: Date, loadBefore: string): void {
 on a fresh database, one data model (a string primary key over N/10 entities, two more
 strings, an integer), an NDJSON file written to disk, then \`tributary facts import ... --json\`
 as a child process, the way a user runs it, the server with a V8 old-space limit of
-${SERVER_HEAP_MB} MiB and the CLI with ${CLI_HEAP_MB} MiB, below the file's size (an import holding the
-file in memory would fail). Every line is valid; each is a new fact, so
+${SERVER_HEAP_MB} MiB and the CLI with ${CLI_HEAP_MB} MiB, below the file's size (holding the file as
+strings or objects would fail; Buffers live outside that heap, hence the resident-memory
+columns). Every line is valid; each is a new fact, so
 every batch of 1,000 also moves fact_current for its entities. Peak memory: the server's
 VmHWM (exact), the CLI's VmRSS sampled every 20 ms.
 
