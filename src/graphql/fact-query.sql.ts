@@ -95,10 +95,11 @@ const CONTAINMENT_TYPES: ReadonlySet<FilterClause['type']> = new Set<FilterClaus
 
 /**
  * eq on a scalar value as containment: `data @> {"field": value}` holds exactly when the
- * member is that scalar (numbers compare as numbers: 5.0 matches 5), and it tests the
- * stored jsonb in place, where `data -> field = value` first copies the member out. About
- * 15% off a count that tests every current row of a model. Objects and arrays (map and
- * untyped fields) keep `->` equality, since containment of those is not equality.
+ * member is that scalar (numbers compare as numbers: 5.0 matches 5). The GIN index on
+ * fact_current.data answers it, so a latest page or count filtered on a rare value reads
+ * only the rows that have it; where it is tested row by row, it reads the stored jsonb in
+ * place, where `data -> field = value` first copies the member out. Objects and arrays (map
+ * and untyped fields) keep `->` equality, since containment of those is not equality.
  */
 function scalarEquality(data: Frag, c: FilterClause): Frag | undefined {
   const v = c.value;
