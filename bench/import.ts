@@ -181,8 +181,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
     clearInterval(sampler);
     const seconds = (performance.now() - t0) / 1000;
     if (code !== 0) throw new Error(`facts import exited with ${code}: ${stdout}`);
-    const answer = JSON.parse(stdout) as { data?: { written: number; rejected: number; lines: number } } & { written?: number; rejected?: number };
-    const summary = answer.data ?? (answer as { written: number; rejected: number });
+    // --json prints the import summary itself: {lines, written, duplicates, rejected, errors, ...}.
+    const summary = JSON.parse(stdout) as { written: number; rejected: number };
     if (summary.written !== lines || summary.rejected !== 0) throw new Error(`import answered ${stdout.slice(0, 500)}`);
     const serverPeak = procKiB(serve.pid!, 'VmHWM');
     const rate = lines / seconds;
