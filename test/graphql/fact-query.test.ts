@@ -418,7 +418,7 @@ describe('filters', () => {
     assert.deepEqual(await latestIds(f({ field: 'note', op: 'nin', value: [7, 'x'] })), [ID(8), ID(5), ID(10), ID(9)]);
   });
 
-  test('eq and ne match by type: a value stored under another type (a field retyped after writing) never equals; 5.0 equals 5', async () => {
+  test('comparisons match by type: a value stored under another type (a field retyped after writing) never equals, is never in range and has no prefix; 5.0 equals 5', async () => {
     // Facts as a retyped field leaves them: `n` and `s` once held other types.
     const mixed = await createModel(t.deps, tenant, uniqueSlug('mixed'), [
       { name: 'k', type: 'string', is_primary_key: true },
@@ -431,17 +431,27 @@ describe('filters', () => {
       { id: ID(302), entity_id: 'b', observed_at: T0, data: { k: 'b', n: '5', s: 5, b: 'true' } },
       { id: ID(303), entity_id: 'c', observed_at: T0, data: { k: 'c', n: 5.0e0, s: ['5'], b: 1 } },
       { id: ID(304), entity_id: 'd', observed_at: T0, data: { k: 'd' } },
+      { id: ID(305), entity_id: 'e', observed_at: T0, data: { k: 'e', s: 'say "hi" \\ $.x' } },
     ]);
     // JSON.stringify writes 5.0 as 5; store one written by another client as 5.0 exactly.
     await sql`update facts set data = jsonb_set(data, '{n}', '5.0'::jsonb) where id = ${ID(303)}`.execute(t.deps.db);
     await sql`update fact_current set data = jsonb_set(data, '{n}', '5.0'::jsonb) where fact_id = ${ID(303)}`.execute(t.deps.db);
     const q = async (clause: unknown) => ids(await page({ slug: mixed.slug, filters: f(clause) })).sort();
     assert.deepEqual(await q({ field: 'n', op: 'eq', value: 5 }), [ID(301), ID(303)]);
-    assert.deepEqual(await q({ field: 'n', op: 'ne', value: 5 }), [ID(302), ID(304)]);
+    assert.deepEqual(await q({ field: 'n', op: 'ne', value: 5 }), [ID(302), ID(304), ID(305)]);
     assert.deepEqual(await q({ field: 's', op: 'eq', value: '5' }), [ID(301)]);
-    assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(302), ID(303), ID(304)]);
+    assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(302), ID(303), ID(304), ID(305)]);
     assert.deepEqual(await q({ field: 'b', op: 'eq', value: true }), [ID(301)]);
-    assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(302), ID(303), ID(304)]);
+    assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(302), ID(303), ID(304), ID(305)]);
+    assert.deepEqual(await q({ field: 'n', op: 'gte', value: 5 }), [ID(301), ID(303)]);
+    assert.deepEqual(await q({ field: 'n', op: 'lt', value: 6 }), [ID(301), ID(303)]);
+    assert.deepEqual(await q({ field: 'n', op: 'gt', value: -1e21 }), [ID(301), ID(303)]);
+    assert.deepEqual(await q({ field: 'n', op: 'lte', value: 4 }), []);
+    assert.deepEqual(await q({ field: 's', op: 'starts_with', value: '5' }), [ID(301)]);
+    assert.deepEqual(await q({ field: 's', op: 'starts_with', value: '' }), [ID(301), ID(305)]);
+    // Quotes, backslashes and jsonpath syntax in a prefix are characters like any other.
+    assert.deepEqual(await q({ field: 's', op: 'starts_with', value: 'say "hi" \\ $.x' }), [ID(305)]);
+    assert.deepEqual(await q({ field: 's', op: 'starts_with', value: 'say "hi" \\ $.y' }), []);
   });
 
   test('eq is a containment test that the index on data can answer; ne is not', async () => {
