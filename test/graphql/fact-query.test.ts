@@ -443,6 +443,14 @@ describe('filters', () => {
     assert.deepEqual(await q({ field: 's', op: 'ne', value: '5' }), [ID(302), ID(303), ID(304), ID(305)]);
     assert.deepEqual(await q({ field: 'b', op: 'eq', value: true }), [ID(301)]);
     assert.deepEqual(await q({ field: 'b', op: 'ne', value: true }), [ID(302), ID(303), ID(304), ID(305)]);
+    assert.deepEqual(await q({ field: 'n', op: 'in', value: [5] }), [ID(301), ID(303)]);
+    assert.deepEqual(await q({ field: 'n', op: 'in', value: [4, 5, 6] }), [ID(301), ID(303)]);
+    // Nine values and more are tested with a hash table instead: the same answers.
+    assert.deepEqual(await q({ field: 'n', op: 'in', value: [1, 2, 3, 4, 5, 6, 7, 8, 9] }), [ID(301), ID(303)]);
+    assert.deepEqual(await q({ field: 'n', op: 'nin', value: [5] }), [ID(302), ID(304), ID(305)]);
+    assert.deepEqual(await q({ field: 's', op: 'in', value: ['5', 'x'] }), [ID(301)]);
+    assert.deepEqual(await q({ field: 's', op: 'in', value: ['0', '1', '2', '3', '4', '5', '6', '7', '8'] }), [ID(301)]);
+    assert.deepEqual(await q({ field: 'b', op: 'in', value: [true] }), [ID(301)]);
     assert.deepEqual(await q({ field: 'n', op: 'gte', value: 5 }), [ID(301), ID(303)]);
     assert.deepEqual(await q({ field: 'n', op: 'lt', value: 6 }), [ID(301), ID(303)]);
     assert.deepEqual(await q({ field: 'n', op: 'gt', value: -1e21 }), [ID(301), ID(303)]);
@@ -454,7 +462,7 @@ describe('filters', () => {
     assert.deepEqual(await q({ field: 's', op: 'starts_with', value: 'say "hi" \\ $.y' }), []);
   });
 
-  test('eq is a containment test that the index on data can answer; ne is not', async () => {
+  test('eq and short in lists are tests that the index on data can answer; ne, nin and long in lists are not', async () => {
     // The clause alone, on every current row: with sequential scans priced out, the plan
     // uses the index on data exactly when it can answer the clause (no other index can).
     const plan = async (clause: FilterClause) =>
@@ -469,6 +477,13 @@ describe('filters', () => {
       assert.match(await plan(clause), byIndex, JSON.stringify(clause));
     }
     assert.doesNotMatch(await plan({ field: 'x', type: 'string', op: 'ne', value: 'open' }), byIndex);
+    const list = (type: FilterClause['type'], op: 'in' | 'nin', value: unknown[]): FilterClause => ({ field: 'x', type, op, value });
+    for (const clause of [list('string', 'in', ['a', 'b']), list('integer', 'in', [1, 2, 3, 4, 5, 6, 7, 8]), list('boolean', 'in', [true]), list(null, 'in', ['a', 1])]) {
+      assert.match(await plan(clause), byIndex, JSON.stringify(clause));
+    }
+    for (const clause of [list('string', 'nin', ['a', 'b']), list('integer', 'in', [1, 2, 3, 4, 5, 6, 7, 8, 9]), list(null, 'in', ['a', { b: 1 }])]) {
+      assert.doesNotMatch(await plan(clause), byIndex, JSON.stringify(clause));
+    }
   });
 
   test('clauses are ANDed; 20 clauses are allowed', async () => {
