@@ -9,8 +9,8 @@
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
  * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
  */
-import { sql, type Insertable, type Kysely } from 'kysely';
-import type { DB, FactTable, FieldType, TimeAxis } from '../db/schema.ts';
+import { sql, type Kysely } from 'kysely';
+import type { DB, FieldType, TimeAxis } from '../db/schema.ts';
 
 type Db = Kysely<DB>;
 
@@ -32,46 +32,62 @@ const KEEP_GREATEST = sql`
       else (excluded.inserted_at, excluded.fact_id) > (c.inserted_at, c.fact_id)
     end`;
 
-/** Inserts facts; a row whose (data model, source key) is already stored is skipped. Returns the ids written. */
-export async function insertFacts(db: Db, rows: Insertable<FactTable>[]): Promise<string[]> {
-  if (rows.length === 0) return [];
-  const written = await db
-    .insertInto('facts')
-    .values(rows)
-    .onConflict((oc) => oc.constraint('facts_model_source_key').doNothing())
-    .returning('id')
-    .execute();
-  return written.map((r) => r.id);
+/** One fact to store, as writeFacts prepared it (validated, entity id derived, data as JSON text). */
+export interface NewFact {
+  id: string;
+  entity_id: string | null;
+  observed_at: string;
+  data: string;
+  source_key: string;
 }
 
 /**
- * Folds freshly inserted facts into fact_current on both axes, in one statement.
+ * Stores facts of one model and folds them into fact_current on both axes, in one
+ * statement; returns the ids written. A fact whose (data model, source key) is already
+ * stored, or repeated earlier in `rows`, is skipped and left out of fact_current.
  *
- * DISTINCT ON reduces the batch to one candidate per entity first: one INSERT ... ON
- * CONFLICT may not touch a row twice. Rows go in sorted by (axis, entity_key), the same order for every writer, so two writers
- * of overlapping entities wait for each other instead of deadlocking.
+ * The rows travel as one array per column (`unnest`), so the statement's text and its
+ * parameters stay the same size whatever the number of rows, and fact_current is fed from
+ * the insert's RETURNING instead of reading the new facts back by id. Facts are inserted in
+ * the order given (writeFacts sorts them by source key) and DISTINCT ON reduces them to one
+ * candidate per entity and axis (one INSERT ... ON CONFLICT may not touch a row twice);
+ * candidates go in sorted by (axis, entity_key). Every writer takes both locks in the same
+ * orders, so two writers of overlapping keys or entities wait for each other instead of
+ * deadlocking.
  */
-export async function upsertCurrent(db: Db, dataModelId: string, factIds: string[]): Promise<void> {
-  if (factIds.length === 0) return;
-  await sql`
-    insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
-    select s.data_model_id, s.axis, s.entity_key, s.id, s.workspace_id, s.entity_id, s.observed_at, s.inserted_at, s.data
-    from (
-      (select distinct on (entity_key) 'observed_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
-              f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
-       from facts f
-       where f.data_model_id = ${dataModelId} and f.id = any(${factIds}::uuid[])
-       order by entity_key, f.observed_at desc, f.inserted_at desc, f.id desc)
-      union all
-      (select distinct on (entity_key) 'inserted_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
-              f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
-       from facts f
-       where f.data_model_id = ${dataModelId} and f.id = any(${factIds}::uuid[])
-       order by entity_key, f.inserted_at desc, f.id desc)
-    ) s
-    order by s.axis, s.entity_key
-    ${KEEP_GREATEST}
+export async function storeFacts(db: Db, scope: { organizationId: string; workspaceId: string; dataModelId: string }, rows: NewFact[]): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const column = <K extends keyof NewFact>(k: K) => rows.map((r) => r[k]);
+  const { rows: written } = await sql<{ id: string }>`
+    with ins as (
+      insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key)
+      select u.id, ${scope.organizationId}::uuid, ${scope.workspaceId}::uuid, ${scope.dataModelId}::uuid, u.entity_id, u.observed_at, u.data, u.source_key
+      from unnest(${column('id')}::uuid[], ${column('entity_id')}::text[], ${column('observed_at')}::timestamptz[], ${column('data')}::jsonb[], ${column('source_key')}::text[])
+        with ordinality as u(id, entity_id, observed_at, data, source_key, n)
+      order by u.n
+      on conflict on constraint facts_model_source_key do nothing
+      returning id, data_model_id, workspace_id, entity_id, observed_at, inserted_at, data
+    ),
+    cur as (
+      insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+      select s.data_model_id, s.axis, s.entity_key, s.id, s.workspace_id, s.entity_id, s.observed_at, s.inserted_at, s.data
+      from (
+        (select distinct on (entity_key) 'observed_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+                f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+         from ins f
+         order by entity_key, f.observed_at desc, f.inserted_at desc, f.id desc)
+        union all
+        (select distinct on (entity_key) 'inserted_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+                f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+         from ins f
+         order by entity_key, f.inserted_at desc, f.id desc)
+      ) s
+      order by s.axis, s.entity_key
+      ${KEEP_GREATEST}
+    )
+    select id from ins
   `.execute(db);
+  return written.map((r) => r.id);
 }
 
 export interface ImportModel {

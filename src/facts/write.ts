@@ -2,8 +2,8 @@
  * The one write path of facts. Workflow steps and the import call it; nothing else
  * inserts into facts or fact_current.
  */
-import type { Insertable, Kysely } from 'kysely';
-import type { DB, FactTable } from '../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
 import { uuidv7 } from '../ids.ts';
 import * as q from './facts.sql.ts';
 import { validateFact, type FactModel, type FactInput } from './validate.ts';
@@ -34,9 +34,6 @@ export interface WriteResult {
   ids: (string | null)[];
 }
 
-/** Rows per INSERT: 8 parameters each stays far below PostgreSQL's 65,535 per statement. */
-const INSERT_CHUNK = 1000;
-
 /**
  * Validates `items` against `model`, stores the valid ones and keeps fact_current right on
  * both axes. Invalid items are reported in `errors` and skipped; they never fail the call.
@@ -49,24 +46,14 @@ const INSERT_CHUNK = 1000;
 export async function writeFacts(db: Kysely<DB>, scope: FactScope, model: FactModel, items: FactInput[]): Promise<WriteResult> {
   const errors: WriteError[] = [];
   const ids: (string | null)[] = new Array<string | null>(items.length).fill(null);
-  const rows: Array<Insertable<FactTable> & { id: string; source_key: string; index: number }> = [];
+  const rows: Array<q.NewFact & { index: number }> = [];
   items.forEach((item, index) => {
     const v = validateFact(model, item);
     if (!v.ok) {
       for (const e of v.errors) errors.push({ index, ...e });
       return;
     }
-    rows.push({
-      index,
-      id: uuidv7(),
-      organization_id: scope.organizationId,
-      workspace_id: scope.workspaceId,
-      data_model_id: model.id,
-      entity_id: v.fact.entityId,
-      observed_at: v.fact.observedAt,
-      data: JSON.stringify(v.fact.data),
-      source_key: v.fact.sourceKey,
-    });
+    rows.push({ index, id: uuidv7(), entity_id: v.fact.entityId, observed_at: v.fact.observedAt, data: JSON.stringify(v.fact.data), source_key: v.fact.sourceKey });
   });
   if (rows.length === 0) return { written: 0, duplicates: 0, errors, ids };
 
@@ -74,17 +61,7 @@ export async function writeFacts(db: Kysely<DB>, scope: FactScope, model: FactMo
   // unique index in one order and cannot deadlock each other.
   rows.sort((a, b) => (a.source_key < b.source_key ? -1 : a.source_key > b.source_key ? 1 : 0));
 
-  const store = async (trx: Kysely<DB>): Promise<string[]> => {
-    const written: string[] = [];
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      const chunk = rows.slice(i, i + INSERT_CHUNK).map(({ index: _index, ...row }) => row);
-      written.push(...(await q.insertFacts(trx, chunk)));
-    }
-    // After all inserts, in one statement: the current rows are locked last and in one
-    // order, and a call of many chunks still reduces each entity to a single candidate.
-    await q.upsertCurrent(trx, model.id, written);
-    return written;
-  };
+  const store = (trx: Kysely<DB>) => q.storeFacts(trx, { ...scope, dataModelId: model.id }, rows);
   const written = new Set(db.isTransaction ? await store(db) : await db.transaction().execute(store));
 
   for (const row of rows) if (written.has(row.id)) ids[row.index] = row.id;

@@ -175,6 +175,24 @@ describe('validation', () => {
     const row = await t.deps.db.selectFrom('facts').select('data').where('id', '=', r.ids[0]!).executeTakeFirstOrThrow();
     assert.deepEqual(row.data, { id: 'norm-1', amount: 5, at: '2025-01-01T00:00:00.000Z', meta: { z: 1, a: [1, { b: null }] }, anything: 'x', active: false, price: 0.5 });
   });
+
+  test('any text survives the trip to the database, in entity ids, values and member names', async () => {
+    // The rows travel as arrays (one per column): array-literal syntax in the text must not leak.
+    const texts = ['NULL', 'null', '', ' ', '"', '\\', '\\"', 'a,b', '{}', '{a,b}', '{"a":1}', "it's", 'line\nbreak\ttab', 'é 😀 \u2028', '\u0001'];
+    const items = texts.map((text, i) => ({ observed_at: T0, data: { id: `${text}#${i}`, amount: i, anything: { [text]: text, list: [text] }, constructor: text } }));
+    const r = await writeFacts(t.deps.db, scope, model, items);
+    assert.deepEqual(r.errors, []);
+    assert.equal(r.written, texts.length);
+    const stored = await t.deps.db.selectFrom('facts').select(['id', 'entity_id', 'data']).where('id', 'in', r.ids as string[]).execute();
+    const byId = new Map(stored.map((row) => [row.id, row]));
+    items.forEach((item, i) => {
+      const row = byId.get(r.ids[i]!)!;
+      assert.equal(row.entity_id, item.data.id);
+      assert.deepEqual(row.data, item.data);
+    });
+    const current = (await storedCurrent(t.deps.db, model.id)).filter((c) => r.ids.includes(c.fact_id));
+    assert.deepEqual(current.filter((c) => c.axis === 'observed_at').map((c) => c.entity_key).sort(), items.map((item) => item.data.id).sort());
+  });
 });
 
 describe('entity id', () => {
@@ -323,7 +341,7 @@ describe('current state', () => {
     await assertCurrentConsistent(m.id);
   });
 
-  test('a call larger than one insert statement keeps one row per entity', async () => {
+  test('a call of thousands of facts keeps one row per entity', async () => {
     const items = Array.from({ length: 2500 }, (_, i) => fact(`big-${i % 40}`, new Date(Date.UTC(2025, 0, 1) + ((i * 7919) % 2500) * 60_000).toISOString(), i));
     const r = await writeFacts(t.deps.db, scope, m, items);
     assert.equal(r.written, 2500);
