@@ -55,8 +55,10 @@ export interface FactSqlRow {
 const AXIS_COLUMN: Record<TimeAxis, string> = { observed_at: 'observed_at', inserted_at: 'inserted_at' };
 const DIRECTION: Record<'asc' | 'desc', Frag> = { asc: sql.raw('asc'), desc: sql.raw('desc') };
 
-// Stored datetimes are ISO 8601 strings; the guard keeps a value of another shape (a field
-// whose type was changed after facts were written) from failing the cast of every row.
+// Stored datetimes are ISO 8601 strings. A field whose type was changed after facts were
+// written may hold other strings: the guard keeps out those of another shape (and what
+// PostgreSQL would read besides ISO, such as 'now'), and tributary_timestamptz_or_null
+// (migration 0004) makes null of those of ISO shape that are no instant ('2026-02-30').
 const ISO_GUARD = '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)$';
 
 const ref = (alias: string, column: string): Frag => sql.ref(`${alias}.${column}`) as Frag;
@@ -73,7 +75,7 @@ function operand(data: Frag, c: FilterClause): Frag {
   const member = sql`(${data} -> ${c.field}::text)`;
   const text = sql`(${data} ->> ${c.field}::text)`;
   if (c.type === 'integer' || c.type === 'float') return sql`(case when jsonb_typeof(${member}) = 'number' then ${text}::numeric end)`;
-  if (c.type === 'datetime') return sql`(case when jsonb_typeof(${member}) = 'string' and ${text} ~ ${ISO_GUARD} then ${text}::timestamptz end)`;
+  if (c.type === 'datetime') return sql`(case when jsonb_typeof(${member}) = 'string' and ${text} ~ ${ISO_GUARD} then tributary_timestamptz_or_null(${text}) end)`;
   if (c.op === 'contains') return sql`(case when jsonb_typeof(${member}) = 'string' then ${text} end)`;
   return member;
 }

@@ -462,6 +462,29 @@ describe('filters', () => {
     assert.deepEqual(await q({ field: 's', op: 'starts_with', value: 'say "hi" \\ $.y' }), []);
   });
 
+  test('a datetime field holding strings that are not instants (written before it was retyped) answers, never fails', async () => {
+    const dated = await createModel(t.deps, tenant, uniqueSlug('dated'), [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'd', type: 'datetime' },
+    ]);
+    const stored = ['2026-03-01T10:00:00.000Z', '2026-02-30T10:00:00.000Z', '2026-13-01T00:00:00Z', '2026-01-01T25:00:00Z', '0000-01-01T00:00:00Z', 'soon', '2026-03-01 11:00+01:00'];
+    await insertFacts(
+      t.deps,
+      dated,
+      stored.map((d, i) => ({ id: ID(321 + i), entity_id: `d${i}`, observed_at: T0, data: { k: `d${i}`, d } })),
+    );
+    const q = async (clause: unknown) => {
+      const r = await gql(client, `query($s: String!, $f: String) { factQuery(dataModelSlug: $s, filters: $f) { count results { id } } }`, { s: dated.slug, f: f(clause) });
+      assert.equal(r.errors, undefined, JSON.stringify(r.errors));
+      return (r.data.factQuery.results as { id: string }[]).map((x) => x.id).sort();
+    };
+    // Only the instants compare: the valid canonical string and the one with an offset (the same instant).
+    assert.deepEqual(await q({ field: 'd', op: 'gte', value: '2026-03-01T10:00:00Z' }), [ID(321), ID(327)]);
+    assert.deepEqual(await q({ field: 'd', op: 'lt', value: '2030-01-01T00:00:00Z' }), [ID(321), ID(327)]);
+    assert.deepEqual(await q({ field: 'd', op: 'eq', value: '2026-03-01T10:00:00Z' }), [ID(321), ID(327)]);
+    assert.deepEqual(await q({ field: 'd', op: 'in', value: ['2026-03-01T10:00:00Z'] }), [ID(321), ID(327)]);
+  });
+
   test('eq and short in lists are tests that the index on data can answer; ne, nin and long in lists are not', async () => {
     // The clause alone, on every current row: with sequential scans priced out, the plan
     // uses the index on data exactly when it can answer the clause (no other index can).
