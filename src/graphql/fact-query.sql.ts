@@ -154,13 +154,13 @@ function scalarMembership(data: Frag, c: FilterClause): Frag | undefined {
 
 export function clauseSql(data: Frag, c: FilterClause): Frag {
   const x = operand(data, c);
-  const contains = c.op === 'eq' || c.op === 'ne' ? scalarEquality(data, c) : undefined;
+  const containment = c.op === 'eq' || c.op === 'ne' ? scalarEquality(data, c) : undefined;
   switch (c.op) {
     case 'eq':
-      return contains ?? sql`${x} = ${bound(c, c.value)}`;
+      return containment ?? sql`${x} = ${bound(c, c.value)}`;
     // ne and nin are the complements of eq and in: a missing or null member matches them.
     case 'ne':
-      return contains ? sql`not (${contains})` : sql`${x} is distinct from ${bound(c, c.value)}`;
+      return containment ? sql`not (${containment})` : sql`${x} is distinct from ${bound(c, c.value)}`;
     case 'in':
       return scalarMembership(data, c) ?? sql`${x} in ${boundList(c, c.value as unknown[])}`;
     case 'nin':
@@ -216,6 +216,10 @@ function baseSource(p: FactQueryPlan): Source {
   return { ...source, where: [...source.where, ...where] };
 }
 
+function whereClause(conditions: Frag[]): Frag {
+  return conditions.length > 0 ? sql`where ${sql.join(conditions, sql` and `)}` : sql``;
+}
+
 function orderBy(p: FactQueryPlan, alias: string, idColumn: string): Frag {
   const dir = DIRECTION[p.direction];
   const id = ref(alias, idColumn);
@@ -251,7 +255,7 @@ function columns(alias: string, idColumn: string, withData: boolean): Frag {
 /** The page statement; `extra` rows beyond the limit are fetched to learn whether a next page exists. */
 export function pageSql(p: FactQueryPlan, opts: { withData: boolean; extra: number }): Frag {
   const src = baseSource(p);
-  const where = src.where.length > 0 ? sql`where ${sql.join(src.where, sql` and `)}` : sql``;
+  const where = whereClause(src.where);
   const limit = p.limit + opts.extra;
   if (p.join?.type === 'inner') {
     return sql`select ${columns('b', src.id, opts.withData)}${opts.withData ? sql`, j.data as joined` : sql``}
@@ -272,15 +276,12 @@ export function pageSql(p: FactQueryPlan, opts: { withData: boolean; extra: numb
 
 export function countSql(p: FactQueryPlan): Frag {
   const src = baseSource(p);
-  const where = src.where.length > 0 ? sql`where ${sql.join(src.where, sql` and `)}` : sql``;
-  if (p.join?.type === 'inner') {
-    // A count needs only whether each row has a match. As EXISTS (whose ORDER BY and LIMIT
-    // the planner drops) the joined side can be read once and hashed, a semi-join, where
-    // the lateral form probes it once per row: with joinFilters at 100k entities, 316 ms
-    // -> 37 ms.
-    return sql`select count(*)::int as n from ${src.from} where ${sql.join([...src.where, sql`exists ${joinLateral(p, 'b')}`], sql` and `)}`;
-  }
-  return sql`select count(*)::int as n from ${src.from} ${where}`;
+  // An inner join's count needs only whether each row has a match. As EXISTS (whose ORDER
+  // BY and LIMIT the planner drops) the joined side can be read once and hashed, a
+  // semi-join, where the lateral form probes it once per row: with joinFilters at 100k
+  // entities, 316 ms -> 37 ms.
+  const conditions = p.join?.type === 'inner' ? [...src.where, sql`exists ${joinLateral(p, 'b')}`] : src.where;
+  return sql`select count(*)::int as n from ${src.from} ${whereClause(conditions)}`;
 }
 
 export async function selectPage(db: Db, p: FactQueryPlan, opts: { withData: boolean; extra: number }): Promise<FactSqlRow[]> {
