@@ -268,6 +268,56 @@ describe('timeline mode', () => {
   });
 });
 
+describe('as of until: which SQL answers', () => {
+  // 30 entities with 40 hourly facts each (more than a walk's window of 1,000); entity e00
+  // has one more, an hour after the rest, and entity 'old' one fact, an hour before them all.
+  let hist: Model;
+  const LAST = T0 + 39 * HOUR;
+  before(async () => {
+    hist = await createModel(t.deps, tenant, uniqueSlug('hist'), [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'n', type: 'integer' }]);
+    const rows = [];
+    for (let e = 0; e < 30; e++) for (let h = 0; h < 40; h++) rows.push({ entity_id: `e${String(e).padStart(2, '0')}`, observed_at: T0 + h * HOUR + e * 1000, data: { k: `e${e}`, n: h } });
+    rows.push({ entity_id: 'e00', observed_at: LAST + HOUR, data: { k: 'e00', n: 40 } });
+    rows.push({ entity_id: 'old', observed_at: T0 - HOUR, data: { k: 'old', n: 40 } });
+    await insertFacts(t.deps, hist, rows);
+  });
+
+  test('few entities changed since until: the count reads the current state and probes the history for those; a newest-first page walks back from until', async () => {
+    let p: Page | undefined;
+    const seen = await capture(async () => {
+      p = await page({ slug: hist.slug, until: at(LAST + 59 * 1000), limit: 3 });
+    });
+    assert.deepEqual(p!.results!.map((f) => JSON.parse(f.data).n), [39, 39, 39]);
+    assert.equal(p!.count, 31);
+    assert.ok(seen.some((q) => /with w as materialized/.test(q)), 'the page is walked');
+    assert.ok(seen.some((q) => /count\(\*\)/.test(q) && /cross join lateral/.test(q)), 'the count reads the current state');
+    assert.ok(!seen.some((q) => /distinct on/.test(q)), seen.join('\n'));
+  });
+
+  test('most entities changed since until: the count reads the history up to until; so does an oldest-first page', async () => {
+    let p: Page | undefined;
+    const seen = await capture(async () => {
+      p = await page({ slug: hist.slug, until: at(T0 + HOUR + 59 * 1000), dir: 'asc', limit: 2 });
+    });
+    assert.deepEqual(p!.results!.map((f) => JSON.parse(f.data)), [{ k: 'old', n: 40 }, { k: 'e0', n: 1 }]);
+    assert.equal(p!.count, 31);
+    assert.ok(seen.some((q) => /distinct on/.test(q)));
+    assert.ok(!seen.some((q) => /with w as materialized|cross join lateral/.test(q)), seen.join('\n'));
+  });
+
+  test('a walk that cannot fill the page in its window gives way to a source, with the same rows', async () => {
+    // The window of 1,000 facts back from until holds e00's newest; 'old' is beyond it.
+    const filters = JSON.stringify([{ field: 'n', op: 'eq', value: 40 }]);
+    let r: GqlResponse<{ factQuery: Page }> | undefined;
+    const seen = await capture(async () => {
+      r = await fq({ slug: hist.slug, until: at(LAST + 2 * HOUR), filters, limit: 2 }, `results { entityId data }`);
+    });
+    assert.deepEqual(r!.data!.factQuery.results!.map((f) => [f.entityId, JSON.parse(f.data).n]), [['e00', 40], ['old', 40]]);
+    assert.ok(seen.some((q) => /with w as materialized/.test(q)), 'walked first');
+    assert.ok(seen.some((q) => /cross join lateral|distinct on/.test(q) && /order by/.test(q)), 'then read from a source');
+  });
+});
+
 describe('pages', () => {
   let many: Model;
   before(async () => {

@@ -3,6 +3,8 @@
  * equal timestamps, out-of-order inserts and null entity ids, and random
  * filter/join/sort/page arguments. Every case seeds fresh models and asks several queries
  * through graphql-request; the page, its counters and every row must equal the reference.
+ * As-of queries (latest with until) are also run on each of their SQL forms, whichever the
+ * service would pick: both sources, and the walked page with windows too small to hold it.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +13,10 @@ import type { FieldType } from '../../src/db/schema.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, uniqueSlug, type ApiFact } from './helpers.ts';
-import { referenceQuery, type RefArgs, type RefClause, type RefFact, type RefModel } from './reference.ts';
+import { referenceQuery, type RefArgs, type RefClause, type RefFact, type RefModel, type RefPage } from './reference.ts';
+import type { Principal } from '../../src/auth/principal.ts';
+import { planFactQuery } from '../../src/graphql/fact-query.ts';
+import { countSql, pageSql, selectPage, type AsOfSource } from '../../src/graphql/fact-query.sql.ts';
 
 const RUNS = Number(process.env.GRAPHQL_PROPERTY_RUNS ?? 200);
 const QUERIES_PER_CASE = 3;
@@ -185,6 +190,33 @@ const QUERY = `query P($slug: String!, $mode: String, $axis: String, $since: Dat
   }
 }`;
 
+const ASOF_SOURCES: AsOfSource[] = ['history', 'current'];
+/** Walk windows just past the page (which the page may or may not fill, so the walk answers or falls back) and a roomy one. */
+const WALK_WINDOWS_PAST_PAGE = [1, 2, 4, 1000];
+
+/** Every SQL form of an as-of query gives the reference's page and count, whichever the service picks. */
+async function checkAsOfForms(vars: Record<string, unknown>, now: number, expected: RefPage, context: () => string): Promise<void> {
+  const principal = { workspaceId: tenant.workspaceId } as Principal;
+  const args: Record<string, unknown> = { ...vars, dataModelSlug: vars.slug, timeAxis: vars.axis, sortDirection: vars.dir, joinDataModelSlug: vars.join };
+  for (const k of ['since', 'until'] as const) if (typeof vars[k] === 'string') args[k] = new Date(vars[k]);
+  const plan = await planFactQuery(t.deps, principal, args, new Date(now));
+  const opts = { withData: true, extra: 1 };
+  const ids = (rows: { id: string }[]) => rows.slice(0, plan.limit).map((r) => r.id);
+  const want = expected.rows.map((r) => r.id);
+  for (const asOf of ASOF_SOURCES) {
+    const { rows } = await pageSql({ ...plan, asOf }, opts).execute(t.deps.db);
+    assert.deepEqual(ids(rows as { id: string }[]), want, `${asOf} page ${context()}`);
+    assert.equal(rows.length > plan.limit, expected.hasNextPage, `${asOf} next ${context()}`);
+    const { rows: n } = await countSql({ ...plan, asOf }).execute(t.deps.db);
+    assert.equal((n[0] as { n: number }).n, expected.count, `${asOf} count ${context()}`);
+  }
+  for (const window of WALK_WINDOWS_PAST_PAGE.map((k) => plan.offset + plan.limit + k)) {
+    const rows = await selectPage(t.deps.db, plan, opts, window);
+    assert.deepEqual(ids(rows), want, `window ${window} ${context()}`);
+    assert.equal(rows.length > plan.limit, expected.hasNextPage, `window ${window} next ${context()}`);
+  }
+}
+
 test(`factQuery equals the reference on ${RUNS} random cases`, { timeout: 600_000 }, async () => {
   let checked = 0;
   await fc.assert(
@@ -238,6 +270,7 @@ test(`factQuery equals the reference on ${RUNS} random cases`, { timeout: 600_00
         } else {
           assert.equal('count' in page, false);
         }
+        if (q.args.mode === 'latest' && q.args.until !== undefined) await checkAsOfForms(vars, now, expected, context);
         checked++;
       }
     }),
