@@ -194,7 +194,6 @@ export function clauseSql(data: Frag, c: FilterClause): Frag {
   }
 }
 
-
 const FACT_COLUMNS = sql`f.id, f.entity_id, f.observed_at, f.inserted_at, f.data`;
 
 /** Facts of the plan's model and workspace at or before `until`, as alias f. */
