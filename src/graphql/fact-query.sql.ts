@@ -196,9 +196,14 @@ export function clauseSql(data: Frag, c: FilterClause): Frag {
 
 const FACT_COLUMNS = sql`f.id, f.entity_id, f.observed_at, f.inserted_at, f.data`;
 
-/** Facts of the plan's model and workspace at or before `until`, as alias f. */
-function upToUntil(p: FactQueryPlan): Frag {
-  return sql`f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId} and ${ref('f', AXIS_COLUMN[p.axis])} <= ${p.until!}`;
+/** Facts of the plan's model and workspace at or before `until`, under `alias`. */
+function upToUntil(p: FactQueryPlan, alias = 'f'): Frag {
+  return sql`${ref(alias, 'data_model_id')} = ${p.model.id} and ${ref(alias, 'workspace_id')} = ${p.workspaceId} and ${ref(alias, AXIS_COLUMN[p.axis])} <= ${p.until!}`;
+}
+
+/** fact_current rows of the plan's model, workspace and axis, as alias c. */
+function currentOfPlan(p: FactQueryPlan): Frag {
+  return sql`c.data_model_id = ${p.model.id} and c.workspace_id = ${p.workspaceId} and c.axis = ${p.axis}`;
 }
 
 /** Per entity the newest fact up to `until`, over the (model, entity, axis desc) index. */
@@ -217,7 +222,7 @@ function asOfFromHistory(p: FactQueryPlan): Frag {
  */
 function asOfFromCurrent(p: FactQueryPlan): Frag {
   const axis = AXIS_COLUMN[p.axis];
-  const current = sql`c.data_model_id = ${p.model.id} and c.workspace_id = ${p.workspaceId} and c.axis = ${p.axis}`;
+  const current = currentOfPlan(p);
   return sql`(select c.fact_id as id, c.entity_id, c.observed_at, c.inserted_at, c.data
         from fact_current as c where ${current} and ${ref('c', axis)} <= ${p.until!})
       union all
@@ -361,8 +366,7 @@ export function asOfWalkSql(p: FactQueryPlan, opts: { withData: boolean; extra: 
       : sql`(g.inserted_at, g.id) > (b.inserted_at, b.id)`;
   const kept = [
     ...p.filters.map((c) => clauseSql(sql.ref('b.data') as Frag, c)),
-    sql`not exists (select 1 from facts as g where g.data_model_id = ${p.model.id} and g.workspace_id = ${p.workspaceId}
-      and g.entity_id = b.entity_id and ${ref('g', axis)} <= ${p.until!} and ${newer})`,
+    sql`not exists (select 1 from facts as g where ${upToUntil(p, 'g')} and g.entity_id = b.entity_id and ${newer})`,
   ];
   const page = sql`select ${columns('b', 'id', opts.withData)} from w as b ${whereClause(kept)}
     order by ${orderBy(p, 'b', 'id')} limit ${p.limit + opts.extra} offset ${p.offset}`;
@@ -397,7 +401,7 @@ export function asOfGateSql(p: FactQueryPlan): Frag {
       case when c.n < ${CHANGED_CAP} then (select count(*)::int from (select 1 from facts as f where ${upToUntil(p)}
         limit ${HISTORY_PER_PROBE} * c.n + 1) as h) end as before
     from (select count(*)::int as n from (select 1 from fact_current as c
-      where c.data_model_id = ${p.model.id} and c.workspace_id = ${p.workspaceId} and c.axis = ${p.axis} and ${ref('c', axis)} > ${p.until!}
+      where ${currentOfPlan(p)} and ${ref('c', axis)} > ${p.until!}
       limit ${CHANGED_CAP}) as s) as c`;
 }
 
