@@ -8,16 +8,18 @@
  * created on the server of BENCH_DATABASE_URL / DATABASE_URL / the local default and
  * dropped at the end; PGlite: in memory), the app started in-process, one tenant, two data
  * models (`invoices`, and `shipments` to join on the invoice id), facts loaded with
- * set-based SQL, then three queries measured:
+ * set-based SQL, then four queries measured:
  *
  *   (a) latest, page + count, two filters;
  *   (b) timeline over 90 days, page + count;
- *   (c) latest with a left join, page (hasNextPage by probing one row past the page).
+ *   (c) latest with a left join, page (hasNextPage by probing one row past the page);
+ *   (d) latest as of a day ago (`until`), page + count.
  *
  * Each factQuery is an HTTP POST /api/graphql over loopback (bearer token, full stack);
- * its "raw SQL" is the page (and count) statement built by the planner's own exported
- * builders (planFactQuery + pageSql/countSql) for the same arguments, run like the
- * resolver runs them (concurrently, on deps.db). Requests are sequential (one in flight),
+ * its "raw SQL" is the statements the resolver's own functions run for the same plan
+ * (planFactQuery, then selectPage and selectCount: the page and count statements, and for
+ * (d) the as-of gate and the walk too), run like the resolver runs them (concurrently, on
+ * deps.db). Requests are sequential (one in flight),
  * in alternating blocks of factQuery and raw SQL so that drift of the machine's load hits
  * both alike. Results of both are compared (ids of the page and the count) before timing.
  *
@@ -51,7 +53,7 @@ import type { Principal } from '../src/auth/principal.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson, validateFact, type FactModel } from '../src/facts/validate.ts';
 import { planFactQuery } from '../src/graphql/fact-query.ts';
-import { countSql, pageSql, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
+import { AS_OF_WALK_WINDOW, asOfGateSql, asOfWalkSql, chooseAsOf, countSql, pageSql, selectCount, selectPage, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
 import { benchEnv, DEFAULT_PG, engineDatabase, intEnv, machine, runBench } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -292,7 +294,7 @@ async function verifyLoad(db: Db, model: FactModel, sample: number): Promise<voi
 const FACT_FIELDS = 'id entityId observedAt insertedAt data';
 
 interface Scenario {
-  key: 'a' | 'b' | 'c';
+  key: 'a' | 'b' | 'c' | 'd';
   name: string;
   query: string;
   variables: Record<string, unknown>;
@@ -331,6 +333,14 @@ function scenarios(now: Date): Scenario[] {
       withCount: false,
       extra: 1,
     },
+    {
+      key: 'd',
+      name: 'latest as of a day ago, page + count',
+      query: `query($u: DateTime) { factQuery(dataModelSlug: "invoices", until: $u, limit: 50) { count lastPage hasNextPage results { ${FACT_FIELDS} } } }`,
+      variables: { u: new Date(now.getTime() - DAY_MS).toISOString() },
+      withCount: true,
+      extra: 0,
+    },
   ];
 }
 
@@ -341,6 +351,8 @@ function resolverArgs(s: Scenario): Record<string, unknown> {
   if (q.includes('mode: "timeline"')) {
     args.mode = 'timeline';
     args.since = new Date(s.variables.s as string);
+    args.until = new Date(s.variables.u as string);
+  } else if (s.variables.u !== undefined) {
     args.until = new Date(s.variables.u as string);
   }
   if (s.variables.f !== undefined) args.filters = s.variables.f;
@@ -386,11 +398,13 @@ async function measureScenario(deps: Deps, appUrl: string, token: string, princi
   };
   // The same plan the resolver builds (planFactQuery also loads the models, as the resolver does).
   const plan: FactQueryPlan = await planFactQuery(deps, principal, resolverArgs(s), new Date());
-  const page = pageSql(plan, { withData: true, extra: s.extra });
-  const count = s.withCount ? countSql(plan) : undefined;
+  const opts = { withData: true, extra: s.extra };
   const rawOnce = async () => {
-    const [p, c] = await Promise.all([page.execute(deps.db), count ? count.execute(deps.db) : Promise.resolve(undefined)]);
-    return { ids: (p.rows as { id: string }[]).map((r) => r.id), count: c ? (c.rows[0] as { n: number }).n : undefined };
+    // A copy per run: selectPage and selectCount share the as-of choice per plan object,
+    // and the resolver makes that choice afresh for every request.
+    const p = { ...plan };
+    const [rows, count] = await Promise.all([selectPage(deps.db, p, opts), s.withCount ? selectCount(deps.db, p) : Promise.resolve(undefined)]);
+    return { ids: rows.map((r) => r.id), count };
   };
 
   // Same answer both ways, before anything is timed.
@@ -432,8 +446,15 @@ async function measureScenario(deps: Deps, appUrl: string, token: string, princi
     const { rows } = await sql`explain (analyze, buffers) ${f}`.execute(deps.db);
     plans.push({ statement: name, text: (rows as Record<string, string>[]).map((x) => Object.values(x)[0]).join('\n') });
   };
-  await explain('page', page);
-  if (count) await explain('count', count);
+  if (plan.until !== undefined && plan.mode === 'latest') {
+    const source = await chooseAsOf(deps.db, plan);
+    await explain('Walk (page) statement', asOfWalkSql(plan, opts, AS_OF_WALK_WINDOW));
+    await explain('Gate statement (picked the ' + source + ')', asOfGateSql(plan));
+    await explain('Count statement', countSql({ ...plan, asOf: source }));
+  } else {
+    await explain('Page statement', pageSql(plan, opts));
+    if (s.withCount) await explain('Count statement', countSql(plan));
+  }
   return { scenario: s, gql: stats(gqlTimes), raw: stats(rawTimes), rows: r.ids.length, count: r.count, plans };
 }
 
@@ -608,9 +629,10 @@ Each query is timed two ways in the same run, on the same connection pool:
 - **factQuery**: \`POST /api/graphql\` over loopback with a bearer token: token check,
   account re-check and slug lookup (one statement), rate window, parse and validation
   (cached by document text), complexity, the SQL, execution, JSON;
-- **raw SQL**: the page (and count) statements the planner builds for the same arguments
-  (\`planFactQuery\` + \`pageSql\`/\`countSql\`, the resolver's own builders), run as the
-  resolver runs them (concurrently, on \`deps.db\`).
+- **raw SQL**: the statements the resolver's own functions run for the same plan
+  (\`planFactQuery\`, then \`selectPage\` and \`selectCount\`: the page and count
+  statements, and for (d) the as-of gate and the walk), run as the resolver runs them
+  (concurrently, on \`deps.db\`), without HTTP or GraphQL.
 
 One request in flight at a time, alternating blocks of 10 factQuery and 10 raw runs after
 a 1 s warm-up each, until each side has had its measured seconds. req/s is the sequential
@@ -647,6 +669,12 @@ What bounds the figures (see the plans):
   typed value table (one row per entity and field) about 21 ms at 5x the storage. Parallel workers do not help on 2 vCPUs
   shared with the app (the Gather plan below takes longer than the serial scan by hand).
 - (b)'s count is an index-only scan of the 90-day window of \`facts_model_observed_idx\`.
+- (d) reads as of a day ago (\`until\`): its page walks the history back from \`until\`
+  (at most 1,000 facts, a few ms), and its count is the current state with one history
+  probe per entity changed in that last day (about 1% of them here), picked by the gate's
+  two bounded counts. Its cost follows the entities changed since \`until\`; as of a
+  month or more back the count reads the history up to \`until\` instead (see
+  [graphql.md](graphql.md) for what as-of queries cost).
 - (c) costs about 1 ms of SQL; its ratio to raw SQL is far above 1.25 by construction: for a
   statement of 1.1 ms, 1.25x leaves 0.28 ms for everything else, the HTTP round trip alone.
   Where a factQuery (c) spends its time on PostgreSQL (server-side timestamps, p50,
@@ -692,7 +720,7 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
     `# Query plans of factQuery`,
     '',
     `EXPLAIN (ANALYZE, BUFFERS) of the statements the planner (src/graphql/fact-query.sql.ts) runs for the`,
-    `three benchmark queries, captured by \`node bench/facts.ts\` at the end of its run of`,
+    `four benchmark queries, captured by \`node bench/facts.ts\` at the end of its run of`,
     `${started.toISOString().replace(/\.\d+Z$/, 'Z')} on ${pgReport.detail}, ${n0(pgReport.scale.facts)} invoices facts over ${n0(pgReport.scale.entities)}`,
     `entities (and ${n0(pgReport.scale.joinFacts)} shipments facts), warm cache. Figures: [benchmarks-facts.md](benchmarks-facts.md).`,
     '',
@@ -701,7 +729,7 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
       '',
       PLAN_NOTES[r.scenario.key],
       '',
-      ...r.plans.flatMap((p) => [`${p.statement === 'page' ? 'Page' : 'Count'} statement:`, '', '```', p.text, '```', '']),
+      ...r.plans.flatMap((p) => [`${p.statement}:`, '', '```', p.text, '```', '']),
     ]),
   ].join('\n');
   fs.writeFileSync(PLANS_DOC, plans);
@@ -742,6 +770,19 @@ const PLAN_NOTES: Record<Scenario['key'], string> = {
     'primary-key probe of `fact_current_pkey` (data_model_id, axis, entity_key) in the same',
     'partition, in a nested loop, 51 probes in all, half of them finding nothing. No',
     'history is read and the cost does not grow with either model.',
+  ].join('\n'),
+  d: [
+    'As of `until` (here a day back) latest mode needs, per entity, the newest fact at or before',
+    '`until`. The **page** (newest first, observed_at axis) is the walk: a backward range scan',
+    'of `facts_model_observed_idx` from `until`, at most 1,000 facts, keeping each fact that',
+    'no newer fact of its entity up to `until` supersedes (one index probe per fact); it',
+    'reports how many facts it walked, so a page the window cannot fill falls back to the',
+    "count's source. The **gate** counts, index-only and bounded, the entities whose current",
+    'row is newer than `until` (at most 32,768) and the facts up to `until` (at most 16 per',
+    'changed entity); here few entities changed in a day, so it picks the current state. The',
+    '**count** is then `fact_current` rows at or before `until` plus, for each entity changed',
+    'since, one probe of the history for its newest fact up to `until`. As of a month or',
+    'more back the gate picks the history (DISTINCT ON over the facts up to `until`) instead.',
   ].join('\n'),
 };
 
