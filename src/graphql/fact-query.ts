@@ -60,6 +60,8 @@ export interface PageOfFact {
 
 export const MAX_LIMIT = 250;
 export const DEFAULT_LIMIT = 50;
+/** GraphQL's Int: 32-bit signed. */
+const INT_MAX = 2 ** 31 - 1;
 const DAY_MS = 86_400_000;
 export const DEFAULT_WINDOW_DAYS = 90;
 export const MAX_WINDOW_DAYS = 366;
@@ -94,6 +96,8 @@ export function checkArguments(args: Record<string, unknown>, now: Date) {
   const offset = intArg(args.offset, 0);
   if (limit < 1 || limit > MAX_LIMIT) throw invalidArgument(`limit must be between 1 and ${MAX_LIMIT}`, 'limit');
   if (offset < 0) throw invalidArgument('offset must not be negative', 'offset');
+  // pageNumber is an Int too: only offset 2147483647 with limit 1 would overflow it.
+  if (Math.floor(offset / limit) + 1 > INT_MAX) throw invalidArgument(`offset / limit + 1 (the pageNumber) must be at most ${INT_MAX}`, 'offset');
   if (mode === 'latest' && sort !== 'observed_at') throw invalidArgument('sort must be observed_at in latest mode (the latest rows are ordered by observedAt)', 'sort');
 
   let since = args.since instanceof Date ? args.since : undefined;

@@ -152,7 +152,11 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     }
     const vars = (variables ?? {}) as Record<string, unknown>;
 
+    // Without a valid token only health may be asked (decisions.md 5): a document that cannot
+    // be read, or that asks for more, is authorized (401/403/429, and charged to the rate
+    // window) before any other answer. A request with no token at all costs no statement.
     const scan = scanDocument(query);
+    if (scan !== undefined) await authorize(deps, request, reply, []);
     if (scan === 'tokens') return sendGraphqlErrors(reply, [tooComplex(`The document has more than ${MAX_TOKENS} tokens`)]);
     if (scan === 'nesting') return sendGraphqlErrors(reply, [tooComplex(`The document nests brackets more than ${MAX_NESTING} deep`)]);
     let cached: ReturnType<typeof documents.parse>;
@@ -160,6 +164,7 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
       // maxTokens again: the scan above is what answers, this is the parser's own guard.
       cached = documents.parse(query);
     } catch (err) {
+      await authorize(deps, request, reply, []);
       if (err instanceof GraphQLError) return sendGraphqlErrors(reply, [err]);
       // A stack overflow in the recursive parser: the scan should have stopped it first.
       if (err instanceof RangeError) return sendGraphqlErrors(reply, [tooComplex('The document is nested too deeply')]);
@@ -167,20 +172,24 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     }
     const document = cached.document;
 
+    const operation = getOperationAST(document, (operationName as string | null | undefined) ?? undefined);
+    // With no operation picked, the document is public when all its operations are.
+    const isPublic = operation
+      ? isPublicOperation(operation, document)
+      : document.definitions.every((d) => d.kind !== Kind.OPERATION_DEFINITION || isPublicOperation(d, document));
+    const auth = isPublic ? undefined : await authorize(deps, request, reply, operation ? slugsOf(document, operation, vars) : []);
+
+    // The cost covers every operation of the document, since all are validated.
     const cost = documentCost(schema, document, vars);
     if (cost.depth > MAX_DEPTH) return sendGraphqlErrors(reply, [tooComplex(`The query is ${cost.depth} levels deep; at most ${MAX_DEPTH} are allowed`)]);
     if (cost.complexity > MAX_COMPLEXITY) {
       const shown = cost.complexity < 1e9 ? String(cost.complexity) : 'above a billion';
       return sendGraphqlErrors(reply, [tooComplex(`The query's complexity is ${shown}; at most ${MAX_COMPLEXITY} is allowed`)]);
     }
-
-    const operation = getOperationAST(document, (operationName as string | null | undefined) ?? undefined);
     if (!operation) {
       const message = operationName ? 'operationName does not name an operation of the document' : 'The document must hold exactly one operation, or operationName must pick one';
       return sendGraphqlErrors(reply, [invalidArgument(message)]);
     }
-
-    const auth = isPublicOperation(operation, document) ? undefined : await authorize(deps, request, reply, slugsOf(document, operation, vars));
 
     const errors = documents.validate(cached);
     if (errors.length > 0) return sendGraphqlErrors(reply, errors);

@@ -47,6 +47,14 @@ function assertRefused(r: GqlResponse & { ms: number }, code: string): void {
   assert.ok(r.ms < QUICK_MS, `took ${Math.round(r.ms)} ms`);
 }
 
+/** Without a valid token only health may be asked (decisions.md 5): anything else is 401, quickly. */
+function assertUnauthorized(r: GqlResponse & { ms: number }): void {
+  assert.equal(r.status, 401, JSON.stringify(r.errors)?.slice(0, 500));
+  assert.equal(r.errors?.[0]?.extensions?.code, 'unauthorized');
+  assert.equal(r.data, undefined);
+  assert.ok(r.ms < QUICK_MS, `took ${Math.round(r.ms)} ms`);
+}
+
 const ALL = `hasNextPage hasPreviousPage pageNumber lastPage limit count results { ${FACT_FIELDS} }`;
 
 describe('complexity calibration', () => {
@@ -55,6 +63,13 @@ describe('complexity calibration', () => {
     assert.equal(r.errors, undefined, JSON.stringify(r.errors));
     const j = await gql(client, `{ factQuery(dataModelSlug: "${slug}", limit: 250, joinDataModelSlug: "${joinSlug}", joinType: "inner") { ${ALL} } }`);
     assert.equal(j.errors, undefined, JSON.stringify(j.errors));
+  });
+
+  test('complexity 200 is allowed, 201 is not', async () => {
+    const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `h${i}: health`).join(' ')} }`;
+    const ok = await gql(client, aliases(200));
+    assert.equal(ok.errors, undefined, JSON.stringify(ok.errors)?.slice(0, 300));
+    assertRefused(await timed(client, aliases(201)), 'query_too_complex');
   });
 
   test('ten aliased factQuery fields with limit 250 exceed 200: query_too_complex', async () => {
@@ -85,12 +100,12 @@ describe('complexity calibration', () => {
 });
 
 describe('hostile documents', () => {
-  test('1,000 aliases: query_too_complex, with or without a token', async () => {
+  test('1,000 aliases: query_too_complex; without a token only health ones get that far', async () => {
     const health = Array.from({ length: 1000 }, (_, i) => `a${i}: health`).join(' ');
     assertRefused(await timed(anon, `{ ${health} }`), 'query_too_complex');
     const fq = Array.from({ length: 1000 }, (_, i) => `a${i}: factQuery(dataModelSlug: "${slug}") { count }`).join(' ');
     assertRefused(await timed(client, `{ ${fq} }`), 'query_too_complex');
-    assertRefused(await timed(anon, `{ ${fq} }`), 'query_too_complex');
+    assertUnauthorized(await timed(anon, `{ ${fq} }`));
   });
 
   test('thousands of repeated fields (the quadratic overlap check is never reached)', async () => {
@@ -102,7 +117,7 @@ describe('hostile documents', () => {
     let deep = 'name';
     for (let i = 0; i < 300; i++) deep = `ofType { ${deep} }`;
     assertRefused(await timed(client, `{ __schema { types { fields { type { ${deep} } } } } }`), 'query_too_complex');
-    assertRefused(await timed(anon, `{ __schema { types { fields { type { ${deep} } } } } }`), 'query_too_complex');
+    assertUnauthorized(await timed(anon, `{ __schema { types { fields { type { ${deep} } } } } }`));
     const cyclic = '{ __schema { types { fields { type { fields { type { fields { type { fields { type { name } } } } } } } } } } }';
     assertRefused(await timed(client, cyclic), 'query_too_complex');
     // Exactly 10 levels: __schema types fields type + 5 ofType + name.
@@ -133,22 +148,27 @@ describe('hostile documents', () => {
     assertRefused(r, 'graphql_validation');
   });
 
-  test('8,001 tokens: query_too_complex; 8,000 tokens parse', async () => {
+  test('8,001 tokens: query_too_complex; 8,000 tokens parse; without a token, a document too big to read is 401', async () => {
     // `{ health(x: [1 ... 1]) }` holds 9 tokens besides the list items.
     const doc = (n: number) => `{ health(x: [${' 1'.repeat(n)}]) }`;
-    assertRefused(await timed(anon, doc(7992)), 'query_too_complex');
+    assertRefused(await timed(client, doc(7992)), 'query_too_complex');
     // 8,000 tokens parse; the unknown argument is then a validation error.
+    assertRefused(await timed(client, doc(7991)), 'graphql_validation');
     assertRefused(await timed(anon, doc(7991)), 'graphql_validation');
-    assertRefused(await timed(anon, `{ ${'health '.repeat(20_000)}}`), 'query_too_complex');
+    assertRefused(await timed(client, `{ ${'health '.repeat(20_000)}}`), 'query_too_complex');
+    assertUnauthorized(await timed(anon, doc(7992)));
+    assertUnauthorized(await timed(anon, `{ ${'health '.repeat(20_000)}}`));
   });
 
   test('deep nesting of lists, objects or selections is refused before the recursive parser runs', async () => {
-    assertRefused(await timed(anon, `{ health(x: ${'['.repeat(3900)}1${']'.repeat(3900)}) }`), 'query_too_complex');
-    assertRefused(await timed(anon, `{ health(x: ${'{a:'.repeat(2000)}1${'}'.repeat(2000)}) }`), 'query_too_complex');
+    assertRefused(await timed(client, `{ health(x: ${'['.repeat(3900)}1${']'.repeat(3900)}) }`), 'query_too_complex');
+    assertRefused(await timed(client, `{ health(x: ${'{a:'.repeat(2000)}1${'}'.repeat(2000)}) }`), 'query_too_complex');
+    assertUnauthorized(await timed(anon, `{ health(x: ${'['.repeat(3900)}1${']'.repeat(3900)}) }`));
     assertRefused(await timed(client, `${'{ a '.repeat(2600)}${'}'.repeat(2600)}`), 'query_too_complex');
     assertRefused(await timed(client, `query { ${'... on Query { '.repeat(1500)} health ${'}'.repeat(1500)} }`), 'query_too_complex');
-    // Unbalanced brackets are a plain syntax error.
-    assertRefused(await timed(anon, `{ health(x: ${'['.repeat(20)}) }`), 'graphql_validation');
+    // Unbalanced brackets are a plain syntax error (401 without a token: it cannot be read).
+    assertRefused(await timed(client, `{ health(x: ${'['.repeat(20)}) }`), 'graphql_validation');
+    assertUnauthorized(await timed(anon, `{ health(x: ${'['.repeat(20)}) }`));
   });
 
   test('a huge filters string, deep filter JSON, huge in-lists: graphql_validation, quickly', async () => {

@@ -259,6 +259,8 @@ describe('timeline mode', () => {
       const p = await page({ slug: recent.slug, mode: 'timeline', since: at(now - 1000 * DAY), until: at(now) });
       assert.deepEqual(days(p), [1, 89, 91, 200, 360]);
       assert.equal(p.count, 5);
+      // until left out: the 366 days end now.
+      assert.deepEqual(days(await page({ slug: recent.slug, mode: 'timeline', since: at(now - 1000 * DAY) })), [1, 89, 91, 200, 360]);
       assert.deepEqual(days(await page({ slug: recent.slug, mode: 'timeline', since: at(now - 366 * DAY), until: at(now) })), [1, 89, 91, 200, 360]);
     });
   });
@@ -372,6 +374,12 @@ describe('pages', () => {
     assert.equal(edge.hasNextPage, false);
     const before = await page({ slug: many.slug, limit: 10, offset: 249 });
     assert.equal(before.hasNextPage, true);
+    // The largest offset: its pageNumber is an Int unless the limit is 1.
+    const far = await page({ slug: many.slug, limit: 2, offset: 2 ** 31 - 1 });
+    assert.equal(far.pageNumber, 2 ** 30);
+    assert.deepEqual(far.results, []);
+    await expectInvalid({ slug: many.slug, limit: 1, offset: 2 ** 31 - 1 }, 'offset');
+    assert.equal((await page({ slug: many.slug, limit: 1, offset: 2 ** 31 - 2 })).pageNumber, 2 ** 31 - 1);
   });
 
   test('an empty model: count 0, lastPage 1, no next page', async () => {
@@ -696,6 +704,23 @@ describe('joins', () => {
     await insertFacts(t.deps, status, [{ entity_id: 'o2', observed_at: T0, data: { order_id: 'o2', label: 'L' } }]);
     const p = await page({ join: status.slug, joinType: 'inner' });
     assert.deepEqual(JSON.parse(p.results![0]!.data).status, { order_id: 'o2', label: 'L' });
+  });
+
+  test('joinFilters: 20 clauses are allowed, and values are typed by the joined model as in filters', async () => {
+    const gold = (n: number) => JSON.stringify(Array.from({ length: n }, () => ({ field: 'tier', op: 'eq', value: 'gold' })));
+    const one = await page({ join: customers.slug, joinType: 'inner', joinFilters: gold(1) });
+    assert.ok(one.results!.length > 0);
+    assert.deepEqual(ids(await page({ join: customers.slug, joinType: 'inner', joinFilters: gold(20) })), ids(one));
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{ field: 'tier', op: 'gt', value: 'x' }, /does not apply/],
+      [{ field: 'score', op: 'eq', value: '1' }, /type integer/],
+      [{ field: 'score', op: 'contains', value: '1' }, /does not apply/],
+      [{ field: 'tier', op: 'eq', value: null }, /is_null/],
+      [{ field: 'tier', op: 'is_null', value: 'yes' }, /true or false/],
+    ];
+    for (const [clause, message] of bad) {
+      assert.match(await expectInvalid({ join: customers.slug, joinFilters: JSON.stringify([clause]) }, 'joinFilters'), message, JSON.stringify(clause));
+    }
   });
 
   test('join errors: unknown slug, bad joinType, joinFilters without a join or on unknown fields, joinFilters limits', async () => {

@@ -113,6 +113,22 @@ describe('who may ask', () => {
     const tok = await tokenFor(t, acct);
     await admin.updateCredential(t.deps, acct.credentialId, { is_active: false });
     assertHttpError(await gql(gqlClient(t, tok), FQ(slug)), 401, 'unauthorized');
+    // Whatever it sends: the account is checked before the document's syntax and cost.
+    const deep = `{ __schema { types { fields { type { ${'ofType { '.repeat(12)}name${' }'.repeat(12)} } } } } }`;
+    for (const q of ['{ factQuery(', deep, 'query A { health } query B { factQuery(dataModelSlug: "x") { count } }']) {
+      assertHttpError(await gql(gqlClient(t, tok), q), 401, 'unauthorized');
+    }
+  });
+
+  test('without a token, a document that cannot be read is 401; one whose operations all ask only health is answered', async () => {
+    assertHttpError(await gql(gqlClient(t), '{ health'), 401, 'unauthorized');
+    assertHttpError(await gql(gqlClient(t), `{ ${'health '.repeat(8001)}}`), 401, 'unauthorized');
+    // Two public operations and no operationName: the ambiguity is the caller's error to hear.
+    assertHttpError(await post(JSON.stringify({ query: 'query A { health } query B { __typename }' })), 200, 'graphql_validation');
+    // One of them asking for more: 401 before the ambiguity.
+    assertHttpError(await post(JSON.stringify({ query: `query A { health } query B { ${FQ(slug).slice(1, -1)} }` })), 401, 'unauthorized');
+    // Too costly though public: query_too_complex, as with a token.
+    assertHttpError(await gql(gqlClient(t), `{ ${Array.from({ length: 201 }, (_, i) => `h${i}: health`).join(' ')} }`), 200, 'query_too_complex');
   });
 });
 
@@ -122,6 +138,14 @@ describe('the request envelope', () => {
       assertHttpError(await post(body), 400, 'bad_request');
     }
     assertHttpError(await post(''), 400, 'bad_request');
+  });
+
+  test('JSON nested deeper than 64 levels (in variables, say) is 422 invalid_request before it is parsed', async () => {
+    const deep = (n: number) => `{"query": "{ health }", "variables": {"v": ${'['.repeat(n)}${']'.repeat(n)}}}`;
+    assertHttpError(await post(deep(63)), 422, 'invalid_request');
+    // 64 levels in all (the body object, variables, then 62 arrays) are read.
+    const ok = await post(deep(62));
+    assert.equal(ok.status, 200, ok.text);
   });
 
   test('a Content-Type other than application/json is 415', async () => {
