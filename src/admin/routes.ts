@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fasti
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import * as admin from './service.ts';
-import { sweep } from './sweep.ts';
+import { sweepExclusive } from './sweep.ts';
 import { registerFactsAdminRoutes } from '../facts/admin-routes.ts';
 
 const options: RouteShorthandOptions = { config: { surface: 'admin', auth: 'admin' } };
@@ -37,6 +37,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
     send(reply, 200, await admin.updateCredential(deps, (req.params as { id: string }).id, body(req.body))),
   );
   app.post(`${p}/widgets`, options, async (req, reply) => send(reply, 201, await admin.createWidget(deps, body(req.body))));
-  app.post(`${p}/sweep`, options, async (_req, reply) => send(reply, 200, await sweep(deps)));
+  app.post(`${p}/sweep`, options, async (_req, reply) => {
+    const result = await sweepExclusive(deps);
+    if (!result) throw new AppError('conflict', 'A sweep is already running (the nightly one, or another tributary sweep); run it again when that one is done');
+    return send(reply, 200, result);
+  });
   registerFactsAdminRoutes(app, deps);
 }

@@ -136,7 +136,13 @@ function post(url: URL, headers: Record<string, string>, body: Readable): Promis
       answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        // Answered before the whole body was sent (a refusal): stop sending, or the process
+        // waits on a socket the server no longer reads until the server's idle timeout.
+        body.unpipe(req);
+        req.destroy();
+      });
       res.on('error', reject);
     });
     req.on('error', (err) => {

@@ -3,12 +3,12 @@
  * with an NDJSON body (Content-Type application/x-ndjson), answered with
  * {"data": {lines, written, duplicates, rejected, errors: [{line, pointer?, detail}], errors_omitted}}.
  */
-import readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { importFacts, resolveImportTarget } from './import.ts';
+import { ndjsonLines } from './ndjson.ts';
 
 export const NDJSON = 'application/x-ndjson';
 /**
@@ -35,7 +35,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         const query = request.query as Record<string, unknown>;
         const target = await resolveImportTarget(deps.db, { workspaceId: query.workspace_id, dataModelSlug: query.data_model });
         const body = request.body as Readable | undefined;
-        const lines = body ? readline.createInterface({ input: body, crlfDelay: Infinity }) : [];
+        const lines = body ? ndjsonLines(body) : [];
         // Batches written before a client went away stay written; a resend counts them as duplicates.
         const interrupted = () => new AppError('bad_request', 'The upload ended before the end of the body');
         let result;

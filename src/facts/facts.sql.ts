@@ -131,7 +131,9 @@ export async function modelsWithRetention(db: Db): Promise<Array<{ id: string; c
 
 /**
  * Deletes up to `limit` facts of a model observed before `cutoff`, oldest first; returns
- * their ids. SKIP LOCKED lets two sweeps share the work instead of queueing on the same rows.
+ * their ids. Only one sweep runs at a time (sweepExclusive in admin/sweep.ts): two would
+ * each restore fact_current to facts the other is deleting. SKIP LOCKED only keeps a batch
+ * from waiting on a row some other transaction holds; the next sweep takes it.
  */
 export async function deleteExpiredFacts(db: Db, dataModelId: string, cutoff: Date, limit: number): Promise<string[]> {
   const { rows } = await sql<{ id: string }>`

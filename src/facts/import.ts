@@ -10,6 +10,7 @@ import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../http/body.ts';
 import * as q from './facts.sql.ts';
+import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
 export const IMPORT_BATCH = 1000;
@@ -69,10 +70,14 @@ function parseLine(text: string): Parsed {
 }
 
 /**
- * Imports `lines` (an async iterable of text lines, such as node:readline over a request)
- * into one data model. Lines are numbered from 1; blank lines are skipped.
+ * Imports `lines` (text lines, or a too-long line's marker, as ndjsonLines reads them from a
+ * request) into one data model. Lines are numbered from 1; blank lines are skipped.
  */
-export async function importFacts(db: Kysely<DB>, target: Awaited<ReturnType<typeof resolveImportTarget>>, lines: AsyncIterable<string> | Iterable<string>): Promise<ImportResult> {
+export async function importFacts(
+  db: Kysely<DB>,
+  target: Awaited<ReturnType<typeof resolveImportTarget>>,
+  lines: AsyncIterable<NdjsonLine> | Iterable<NdjsonLine>,
+): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 };
   const addError = (e: ImportError) => {
     if (result.errors.length < MAX_LISTED_ERRORS) result.errors.push(e);
@@ -107,10 +112,15 @@ export async function importFacts(db: Kysely<DB>, target: Awaited<ReturnType<typ
 
   for await (const raw of lines) {
     const n = ++result.lines;
-    // A byte-order mark is not part of the first line's JSON.
-    const text = n === 1 && raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-    if (text.trim() === '') continue;
-    const parsed = parseLine(text);
+    let parsed: Parsed;
+    if (typeof raw === 'string') {
+      // A byte-order mark is not part of the first line's JSON.
+      const text = n === 1 && raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
+      if (text.trim() === '') continue;
+      parsed = parseLine(text);
+    } else {
+      parsed = { error: `the line is longer than ${MAX_LINE_BYTES} bytes` };
+    }
     pending.push('error' in parsed ? { line: n, error: parsed.error } : { line: n, item: parsed.item });
     if (pending.length >= IMPORT_BATCH) await flush();
   }

@@ -44,6 +44,11 @@ export type Validated = { ok: true; fact: ValidFact } | { ok: false; errors: Fie
 /** Same nesting limit as the HTTP body parser, so a value accepted there fits here. */
 export const MAX_DEPTH = 64;
 export const MAX_SOURCE_KEY_LENGTH = 512;
+/**
+ * The entity id (the primary-key value as text) is a btree key of facts and fact_current,
+ * whose entries hold at most about 2,700 bytes: 512 UTF-16 units are at most 1,536 bytes.
+ */
+export const MAX_ENTITY_ID_LENGTH = 512;
 
 /** An ISO 8601 date-time with Z or an offset, as epoch milliseconds; undefined when it is not one. */
 export function parseDateTime(s: string): number | undefined {
@@ -229,8 +234,14 @@ export function validateFact(model: FactModel, item: unknown): Validated {
         errors.push(checked);
         continue;
       }
+      if (field.is_primary_key) {
+        entityId = entityIdOf(checked.value);
+        if (entityId !== null && entityId.length > MAX_ENTITY_ID_LENGTH) {
+          errors.push({ pointer, detail: `is the primary key: at most ${MAX_ENTITY_ID_LENGTH} characters as text` });
+          continue;
+        }
+      }
       entries.push([field.name, checked.value]);
-      if (field.is_primary_key) entityId = entityIdOf(checked.value);
     }
   }
 

@@ -1,18 +1,15 @@
 /**
  * Periodic maintenance run by worker processes: the sweep, on the cron schedule of
- * SWEEP_CRON in UTC (03:00 every night by default). A session-level advisory lock makes one
- * runner at a time across processes.
+ * SWEEP_CRON in UTC (03:00 every night by default). The sweep's lock (sweepExclusive) makes
+ * one runner at a time across processes, `tributary sweep` included.
  */
 import { Cron } from 'croner';
-import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
-import { sweep } from '../admin/sweep.ts';
+import { sweepExclusive } from '../admin/sweep.ts';
 
 export interface Scheduler {
   stop(): Promise<void>;
 }
-
-const SWEEP_LOCK = 7311;
 
 /** Node's timers take at most this many milliseconds (about 24.8 days); a longer wait is done in steps. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -29,21 +26,11 @@ export function timerDelay(due: Date, now: Date): number {
   return Math.max(0, Math.min(MAX_TIMER_MS, due.getTime() - now.getTime()));
 }
 
+/** One scheduled sweep; false when another process was sweeping (it then skips this run). */
 export async function sweepOnce(deps: Deps): Promise<boolean> {
-  // One connection holds a session lock for the sweep's duration (others skip this night),
-  // while the sweep commits batch by batch on it: one long transaction would hold every
-  // deleted row's lock until the end.
-  return deps.db.connection().execute(async (conn) => {
-    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${SWEEP_LOCK}) as locked`.execute(conn);
-    if (!rows[0]?.locked) return false;
-    try {
-      const result = await sweep({ db: conn });
-      deps.log.info({ sweep: result }, 'nightly sweep done');
-      return true;
-    } finally {
-      await sql`select pg_advisory_unlock(${SWEEP_LOCK})`.execute(conn);
-    }
-  });
+  const result = await sweepExclusive(deps);
+  if (result) deps.log.info({ sweep: result }, 'nightly sweep done');
+  return result !== undefined;
 }
 
 export function startScheduler(deps: Deps): Scheduler {

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, factCount, recomputedCurrent, storedCurrent, type TestModel } from './helpers.ts';
+import { progressLine, renderImportSummary, upload } from '../../src/cli/facts-import.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -23,6 +24,7 @@ before(async () => {
     { name: 'k', type: 'string', is_primary_key: true, is_required: true },
     { name: 'amount', type: 'integer', is_required: true },
     { name: 'at', type: 'datetime' },
+    { name: 'note', type: 'string' },
   ]);
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-facts-import-'));
 });
@@ -156,6 +158,25 @@ describe('POST /admin/v1/facts/import', () => {
     assert.deepEqual(d.errors.slice(599, 602).map((e: { line: number }) => e.line), [600, 602, 603]);
   });
 
+  test('a line over 1 MiB is rejected by its number, unread, and the lines around it are imported', async () => {
+    // Padded in a non-key field: a primary key is at most 512 characters.
+    const fact = (k: string, pad = '') => JSON.stringify({ observed_at: '2025-02-01T00:00:00Z', data: { k, amount: 1, note: pad } });
+    // The longest line read is 1,048,576 bytes (its CRLF ending aside): pad a fact to exactly that.
+    const exact = (k: string) => fact(k, 'x'.repeat(1024 * 1024 - Buffer.byteLength(fact(k))));
+    const lines = [fact('long-1'), fact('long-2', 'y'.repeat(3 * 1024 * 1024)), `${exact('long-3')}\r`, `${exact('long-4')}é`, fact('long-5'), `${'['.repeat(1024 * 1024 + 1)}`];
+    assert.equal(Buffer.byteLength(exact('long-3')), 1024 * 1024);
+    const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), lines.join('\n'));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const d = res.body.data;
+    assert.equal(d.lines, 6);
+    assert.equal(d.written, 3);
+    assert.deepEqual(d.errors, [
+      { line: 2, detail: 'the line is longer than 1048576 bytes' },
+      { line: 4, detail: 'the line is longer than 1048576 bytes' },
+      { line: 6, detail: 'the line is longer than 1048576 bytes' },
+    ]);
+  });
+
   test('an empty body imports nothing', async () => {
     const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), '');
     assert.equal(res.status, 200);
@@ -195,10 +216,52 @@ describe('tributary facts import', () => {
     assert.deepEqual(d.errors.map((e: { line: number }) => e.line), [42, 3000]);
     assert.equal(await factCount(t.deps.db, cliModel.id), 2998);
 
+    // Without --json: the summary for a person, every rejected line with its pointer and reason.
+    const human = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', cliModel.slug, file, '--url', t.url, '--admin-token', t.adminToken]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.equal(
+      human.stdout,
+      [
+        'written: 0',
+        'duplicates: 2998',
+        'rejected: 2',
+        '  line 42: /observed_at must be an ISO 8601 date-time with Z or a UTC offset',
+        `  line 3000: ${d.errors[1].detail}`,
+        '',
+      ].join('\n'),
+    );
+
     const missing = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', 'no-such-model', file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
     assert.equal(missing.code, 1);
     const err = JSON.parse(missing.stdout.trim());
     assert.equal(err.status, 404);
     assert.equal(err.code, 'not_found');
   });
+});
+
+test('refused before the file is sent (an unknown model), the CLI stops sending and exits', { timeout: 30_000 }, async () => {
+  // Far more than socket buffers hold: the server never reads it, so a client that kept
+  // sending would wait for the server's idle timeout (72 s) before it could exit.
+  const file = path.join(tmp, 'refused.ndjson');
+  fs.writeFileSync(file, `${JSON.stringify({ observed_at: '2025-03-01T00:00:00Z', data: { k: 'x'.repeat(1000) } })}\n`.repeat(16_000));
+  const r = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', 'no-such-model', file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(JSON.parse(r.stdout).status, 404);
+});
+
+test('on a terminal, a progress bar is drawn in place on stderr and cleared before the summary', async () => {
+  const m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }]);
+  const file = path.join(tmp, 'progress.ndjson');
+  fs.writeFileSync(file, Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ observed_at: '2025-03-01T00:00:00Z', data: { k: `p${i}` } })).join('\n'));
+  let err = '';
+  const answer = await upload({ url: t.url, adminToken: t.adminToken }, tenant.workspaceId, m.slug, file, { out: () => {}, err: (x) => (err += x), errIsTTY: () => true });
+  assert.equal(answer.written, 20_000);
+  const size = fs.statSync(file).size;
+  const ERASE = '\r\x1b[2K';
+  assert.ok(err.startsWith(ERASE), 'drawn in place');
+  assert.match(err.slice(ERASE.length), /^\[[#-]{30}\] +\d+% /);
+  assert.ok(err.includes(`${progressLine(size, size)} sent; waiting for the server to finish`));
+  assert.ok(err.endsWith(ERASE), 'cleared at the end');
+  assert.equal(progressLine(512, 2048, 8), '[##------]  25% 512 B / 2.0 KiB');
+  assert.equal(renderImportSummary({ written: 1, duplicates: 0, rejected: 1001, errors: [{ line: 7, detail: 'bad' }], errors_omitted: 1000 }), 'written: 1\nduplicates: 0\nrejected: 1001\n  line 7: bad\n  ... and 1000 more errors\n');
 });

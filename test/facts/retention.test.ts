@@ -1,10 +1,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { adminCall, seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
+import { adminCall, ENGINE, seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
 import { writeFacts, type FactScope } from '../../src/facts/write.ts';
 import { sweepFactRetention } from '../../src/facts/retention.ts';
-import { sweep } from '../../src/admin/sweep.ts';
+import { sweep, sweepExclusive } from '../../src/admin/sweep.ts';
 import { sweepOnce } from '../../src/worker/scheduler.ts';
 import { createModel, daysAgo, factCount, recomputedCurrent, sleep, storedCurrent, type TestModel } from './helpers.ts';
 
@@ -128,4 +128,46 @@ test('the sweep (admin API, and the scheduler under its lock) deletes expired fa
   await assertConsistent(m);
   const direct = await sweep({ db: t.deps.db });
   assert.deepEqual(direct, { idempotency_keys_deleted: 0, facts_deleted: 0 });
+});
+
+test(
+  'one sweep at a time: while another session holds the sweep lock, POST /sweep is 409 and the scheduler skips (postgres)',
+  { skip: ENGINE === 'postgres' ? false : 'PGlite has one session, whose advisory locks are re-entrant' },
+  async () => {
+    const m = await createModel(t.deps.db, tenant, PK, { retentionDays: 7 });
+    await write(m, scope, 'a', daysAgo(9), 1);
+    await t.deps.db.connection().execute(async (conn) => {
+      const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(7311) as locked`.execute(conn);
+      assert.equal(rows[0]!.locked, true);
+      try {
+        const busy = await adminCall(t, 'POST', '/sweep');
+        assert.equal(busy.status, 409, busy.text);
+        assert.equal(busy.body.errors[0].code, 'conflict');
+        assert.equal(await sweepOnce(t.deps), false);
+        assert.equal(await factCount(t.deps.db, m.id), 1);
+      } finally {
+        await sql`select pg_advisory_unlock(7311)`.execute(conn);
+      }
+    });
+    const done = await adminCall(t, 'POST', '/sweep');
+    assert.equal(done.status, 200, done.text);
+    assert.equal(await factCount(t.deps.db, m.id), 0);
+  },
+);
+
+test('sweeps asked for at once: each is done or refused with 409, and fact_current stays right', async () => {
+  const m = await createModel(t.deps.db, tenant, PK, { retentionDays: 7 });
+  // Per entity a fact within the window, written first, then 20 expired ones out of
+  // observed order: each entity's inserted_at row moves from fact to fact as they go.
+  const kept = Array.from({ length: 40 }, (_, i) => ({ observed_at: daysAgo(1, i), data: { k: `e${i}`, v: 0 } }));
+  assert.equal((await writeFacts(t.deps.db, scope, m, kept)).written, 40);
+  const expired = Array.from({ length: 20 }, (_, j) => kept.map((_, i) => ({ observed_at: daysAgo(20 + ((i * 7 + j * 13) % 30), j), data: { k: `e${i}`, v: j + 1 } }))).flat();
+  assert.equal((await writeFacts(t.deps.db, scope, m, expired)).written, 800);
+  // Small batches, so that unlocked sweeps would overlap for many batches.
+  const results = await Promise.all([...Array.from({ length: 6 }, () => sweepExclusive(t.deps, { factBatch: 10 })), adminCall(t, 'POST', '/sweep')]);
+  const answer = results.pop() as Awaited<ReturnType<typeof adminCall>>;
+  assert.ok(answer.status === 200 || answer.status === 409, `${answer.status} ${answer.text}`);
+  assert.ok(results.some((r) => r !== undefined));
+  assert.equal(await factCount(t.deps.db, m.id), 40);
+  await assertConsistent(m);
 });

@@ -215,6 +215,24 @@ describe('entity id', () => {
     }
   });
 
+  test('is at most 512 characters as text (a btree key): a longer one is rejected per item, the rest written', async () => {
+    const m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'note', type: 'string' }]);
+    const detail = 'is the primary key: at most 512 characters as text';
+    const r = await writeFacts(t.deps.db, scope, m, [
+      { observed_at: T0, data: { k: '€'.repeat(512), note: 'x'.repeat(100_000) } },
+      { observed_at: T0, data: { k: 'k'.repeat(513) } },
+      { observed_at: T0, data: { k: '😀'.repeat(257) } },
+    ]);
+    assert.equal(r.written, 1);
+    assert.deepEqual(r.errors, [
+      { index: 1, pointer: '/data/k', detail },
+      { index: 2, pointer: '/data/k', detail },
+    ]);
+    const map = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'map', is_primary_key: true }]);
+    const long = await writeFacts(t.deps.db, scope, map, [{ observed_at: T0, data: { k: { a: 'x'.repeat(600) } } }]);
+    assert.deepEqual(long.errors, [{ index: 0, pointer: '/data/k', detail }]);
+  });
+
   test('is null without a primary-key field', async () => {
     const m = await createModel(t.deps.db, tenant, [{ name: 'v', type: 'integer' }]);
     const r = await writeFacts(t.deps.db, scope, m, [{ observed_at: T0, data: { v: 1 } }]);
