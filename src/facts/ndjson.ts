@@ -1,8 +1,8 @@
 /**
  * NDJSON lines out of a byte stream, each at most `maxBytes` long. node:readline holds a
  * line whole however long it is (a line of 512 MiB throws from inside the stream, where no
- * caller can catch it); here a longer line is skipped as it streams by, and reported by its
- * length in bytes, so that one bad line costs one rejection, not the import.
+ * caller can catch it); here a longer line is dropped as it streams by and yielded as a
+ * marker, so that one bad line costs one rejection, not the import.
  */
 
 /** The longest import line read, as the JSON surfaces' default body limit: one fact of 1 MiB. */
