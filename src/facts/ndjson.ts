@@ -56,21 +56,19 @@ export async function* ndjsonLines(input: AsyncIterable<Buffer | Uint8Array>, ma
     return line;
   };
 
-  let open = false;
   for await (const piece of input) {
     const chunk = Buffer.isBuffer(piece) ? piece : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
     let start = 0;
     for (let at = chunk.indexOf(LF, start); at !== -1; at = chunk.indexOf(LF, start)) {
       take(chunk, start, at);
       start = at + 1;
-      open = false;
       yield finish();
     }
     if (start < chunk.length) {
       // Copied: the stream may reuse its buffer once this chunk is handed back.
       take(Buffer.from(chunk.subarray(start)), 0, chunk.length - start);
-      open = true;
     }
   }
-  if (open) yield finish();
+  // Bytes after the last ending: a last line without one.
+  if (size > 0 || skipping) yield finish();
 }

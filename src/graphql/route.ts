@@ -132,6 +132,24 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
   return retryAfter === undefined ? { status, body } : { status, retryAfter, body };
 }
 
+type DocumentCache = ReturnType<typeof createDocumentCache>;
+
+/** The parsed document, or why it cannot be read: too many tokens, too deep, or a syntax error. */
+function readDocument(documents: DocumentCache, query: string): { cached: ReturnType<DocumentCache['parse']> } | { error: GraphQLError } {
+  const scan = scanDocument(query);
+  if (scan === 'tokens') return { error: tooComplex(`The document has more than ${MAX_TOKENS} tokens`) };
+  if (scan === 'nesting') return { error: tooComplex(`The document nests brackets more than ${MAX_NESTING} deep`) };
+  try {
+    // maxTokens again: the scan above is what answers, this is the parser's own guard.
+    return { cached: documents.parse(query) };
+  } catch (err) {
+    if (err instanceof GraphQLError) return { error: err };
+    // A stack overflow in the recursive parser: the scan should have stopped it first.
+    if (err instanceof RangeError) return { error: tooComplex('The document is nested too deeply') };
+    throw err;
+  }
+}
+
 export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   const errorHandler = (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => sendHttpError(err, request, reply);
   // 500,000 characters of text parse to about 35 MB at worst; honest clients send a few hundred short documents.
@@ -155,22 +173,12 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     // Without a valid token only health may be asked (decisions.md 5): a document that cannot
     // be read, or that asks for more, is authorized (401/403/429, and charged to the rate
     // window) before any other answer. A request with no token at all costs no statement.
-    const scan = scanDocument(query);
-    if (scan !== undefined) await authorize(deps, request, reply, []);
-    if (scan === 'tokens') return sendGraphqlErrors(reply, [tooComplex(`The document has more than ${MAX_TOKENS} tokens`)]);
-    if (scan === 'nesting') return sendGraphqlErrors(reply, [tooComplex(`The document nests brackets more than ${MAX_NESTING} deep`)]);
-    let cached: ReturnType<typeof documents.parse>;
-    try {
-      // maxTokens again: the scan above is what answers, this is the parser's own guard.
-      cached = documents.parse(query);
-    } catch (err) {
+    const read = readDocument(documents, query);
+    if ('error' in read) {
       await authorize(deps, request, reply, []);
-      if (err instanceof GraphQLError) return sendGraphqlErrors(reply, [err]);
-      // A stack overflow in the recursive parser: the scan should have stopped it first.
-      if (err instanceof RangeError) return sendGraphqlErrors(reply, [tooComplex('The document is nested too deeply')]);
-      throw err;
+      return sendGraphqlErrors(reply, [read.error]);
     }
-    const document = cached.document;
+    const document = read.cached.document;
 
     const operation = getOperationAST(document, (operationName as string | null | undefined) ?? undefined);
     // With no operation picked, the document is public when all its operations are.
@@ -191,7 +199,7 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
       return sendGraphqlErrors(reply, [invalidArgument(message)]);
     }
 
-    const errors = documents.validate(cached);
+    const errors = documents.validate(read.cached);
     if (errors.length > 0) return sendGraphqlErrors(reply, errors);
 
     const contextValue: GraphqlContext = { deps, principal: auth?.principal, models: auth?.models, now: new Date() };
