@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
-import pg from 'pg';
+import { freshPostgres, type ScratchPostgres } from '../test/helpers/databases.ts';
 
 export function intEnv(name: string, def: number, min: number, max: number): number {
   const v = process.env[name];
@@ -23,40 +23,13 @@ export function redact(u: string): string {
   }
 }
 
-/** A fresh database named `<prefix>_<random>` on the server of `baseUrl`, or why not. */
-export async function freshPostgres(baseUrl: string, prefix: string): Promise<{ url: string; version: string; drop: () => Promise<void> } | { skip: string }> {
-  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
+/** A migrated scratch database `<prefix>_<random>` on the server of `baseUrl`, or why not. */
+async function scratchPostgres(baseUrl: string, prefix: string): Promise<ScratchPostgres | { skip: string }> {
   try {
-    await client.connect();
+    return await freshPostgres(baseUrl, prefix);
   } catch (err) {
-    await client.end().catch(() => undefined);
-    return { skip: `PostgreSQL at ${redact(baseUrl)} unreachable: ${(err as Error).message}` };
+    return { skip: `no scratch database on PostgreSQL at ${redact(baseUrl)}: ${(err as Error).message}` };
   }
-  let version: string;
-  try {
-    version = String((await client.query('show server_version')).rows[0]?.server_version ?? '?');
-    await client.query(`create database ${name}`);
-  } catch (err) {
-    return { skip: `could not create a database on ${redact(baseUrl)}: ${(err as Error).message}` };
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    version,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000, query_timeout: 30_000 });
-      await c.connect();
-      try {
-        await c.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await c.end().catch(() => undefined);
-      }
-    },
-  };
 }
 
 export const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -73,7 +46,7 @@ export async function engineDatabase(
   vars: Record<string, string>,
 ): Promise<{ version: string | undefined; drop: () => Promise<void> } | { skip: string }> {
   if (engine === 'pglite') return { version: undefined, drop: async () => {} };
-  const fresh = await freshPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG, prefix);
+  const fresh = await scratchPostgres(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_PG, prefix);
   if ('skip' in fresh) return fresh;
   vars.DATABASE_URL = fresh.url;
   return { version: fresh.version, drop: fresh.drop };

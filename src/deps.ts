@@ -48,9 +48,9 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({ level: config.logLevel, redact: LOG_REDACT });
 }
 
-export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string } = {}): Promise<Deps> {
+export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob } = {}): Promise<Deps> {
   const log = opts.log ?? createLogger(config);
-  const { db, engine } = createDb({ databaseUrl: config.databaseUrl, dataDir: opts.dataDir ?? config.dataDir, poolSize: config.databasePoolSize });
+  const { db, engine } = createDb({ databaseUrl: config.databaseUrl, dataDir: opts.dataDir ?? config.dataDir, initialDump: opts.initialDump, poolSize: config.databasePoolSize });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');

@@ -40,6 +40,8 @@ export interface DbOptions {
   databaseUrl?: string | undefined;
   /** Directory for PGlite's files; 'memory' keeps everything in memory (tests). */
   dataDir?: string;
+  /** With dataDir 'memory': start from this dump (PGlite dumpDataDir) instead of an empty cluster. */
+  initialDump?: Blob | undefined;
   poolSize?: number;
 }
 
@@ -61,7 +63,7 @@ export function createDb(opts: DbOptions): DbHandle {
   const dir = opts.dataDir ?? '.tributary';
   let pglite: PGlite;
   if (dir === 'memory') {
-    pglite = new PGlite();
+    pglite = new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {});
   } else {
     const pgdata = path.join(dir, 'pgdata');
     fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });

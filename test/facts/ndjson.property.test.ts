@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ndjsonLines, type NdjsonLine } from '../../src/facts/ndjson.ts';
+import { runs } from '../helpers/property.ts';
 
 /** The reference: the whole text at once. */
 function reference(text: string, max: number): NdjsonLine[] {
@@ -46,7 +47,7 @@ test('ndjsonLines agrees with splitting the whole text, for any chunking and lim
       const text = pieces.join('');
       assert.deepEqual(await collect(cut(Buffer.from(text), at), max), reference(text, max));
     }),
-    { numRuns: 1000 },
+    { numRuns: runs(1000) },
   );
 });
 

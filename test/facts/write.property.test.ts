@@ -11,6 +11,7 @@ import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.
 import type { FieldType } from '../../src/db/schema.ts';
 import { writeFacts } from '../../src/facts/write.ts';
 import { createModel, factCount, recomputedCurrent, storedCurrent, type FieldSpec } from './helpers.ts';
+import { runs } from '../helpers/property.ts';
 
 let t: TestApp;
 let tenant: Tenant;
@@ -213,6 +214,6 @@ test('writeFacts agrees with the reference validator and keeps fact_current equa
       const storedEntities = new Set(stored.filter((s) => s.entity_id !== null).map((s) => s.entity_id));
       assert.deepEqual(storedEntities, entities, 'entity ids');
     }),
-    { numRuns: 120 },
+    { numRuns: runs(40) },
   );
 });

@@ -17,8 +17,9 @@ import { referenceQuery, type RefArgs, type RefClause, type RefFact, type RefMod
 import type { Principal } from '../../src/auth/principal.ts';
 import { planFactQuery } from '../../src/graphql/fact-query.ts';
 import { countSql, pageSql, selectPage, type AsOfSource } from '../../src/graphql/fact-query.sql.ts';
+import { runs } from '../helpers/property.ts';
 
-const RUNS = Number(process.env.GRAPHQL_PROPERTY_RUNS ?? 200);
+const RUNS = runs(60);
 const QUERIES_PER_CASE = 3;
 
 const HOUR = 3_600_000;

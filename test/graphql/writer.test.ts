@@ -12,8 +12,9 @@ import { sql } from 'kysely';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, currentVersusHistory, FACT_FIELDS, gql, gqlClient, loadWriter, uniqueSlug, type ApiFact, type WriteFacts } from './helpers.ts';
 import { referenceQuery, type RefFact, type RefModel } from './reference.ts';
+import { runs } from '../helpers/property.ts';
 
-const RUNS = Number(process.env.GRAPHQL_WRITER_RUNS ?? 40);
+const RUNS = runs(20);
 const writer = await loadWriter();
 
 let t: TestApp;

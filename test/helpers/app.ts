@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/app.ts';
@@ -16,28 +15,13 @@ import { closeDeps, createDeps, type Deps } from '../../src/deps.ts';
 import * as admin from '../../src/admin/service.ts';
 import type { Role } from '../../src/db/schema.ts';
 import type { Scope } from '../../src/auth/tokens.ts';
+import { freshPostgres, pgliteTemplate } from './databases.ts';
 
 export const ENGINE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
-/** A fresh PostgreSQL database on the server of DATABASE_URL; returns its URL and a drop function. */
-export async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = new URL(process.env.DATABASE_URL!);
-  const name = `tributary_t_${randomBytes(6).toString('hex')}`;
-  const adminClient = new pg.Client({ connectionString: base.toString() });
-  await adminClient.connect();
-  await adminClient.query(`create database ${name}`);
-  await adminClient.end();
-  const url = new URL(base.toString());
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: base.toString() });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
+/** A migrated copy on the server of DATABASE_URL (empty with `{empty: true}`); returns its URL and a drop function. */
+export async function freshPostgresDatabase(opts: { empty?: boolean } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
+  return freshPostgres(process.env.DATABASE_URL!, 'tributary_t', opts);
 }
 
 export interface TestApp {
@@ -62,7 +46,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
   }
   if (process.env.REDIS_URL) vars.REDIS_URL = process.env.REDIS_URL;
   const config = loadConfig({ ...vars, ...env });
-  const deps = await createDeps(config, { dataDir: config.databaseUrl ? dataDir : 'memory' });
+  const deps = config.databaseUrl ? await createDeps(config, { dataDir }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate() });
   const app = await buildApp(deps);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { JSONAPI, dataModelDoc, jsonApi, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
+import { runs } from '../helpers/property.ts';
 
 const MODELS = '/api/json/v1/data_models';
 const FIELDS = '/api/json/v1/data_model_fields';
@@ -422,7 +423,7 @@ describe('property: arbitrary bodies never give 5xx', () => {
           }
         }
       }),
-      { numRuns: 200 },
+      { numRuns: runs(60) },
     );
   });
 
@@ -438,7 +439,7 @@ describe('property: arbitrary bodies never give 5xx', () => {
           }
         }
       }),
-      { numRuns: 200 },
+      { numRuns: runs(60) },
     );
   });
 
@@ -495,7 +496,7 @@ describe('property: arbitrary bodies never give 5xx', () => {
           await checkFieldCreated(fr, f);
         } else leakFree(fr, `field ${JSON.stringify(f).slice(0, 200)}`);
       }),
-      { numRuns: 200 },
+      { numRuns: runs(60) },
     );
     // The generators are tuned to reach the success path too, or the 201 branch checks nothing.
     assert.ok(created > 0, 'no near-valid document was ever accepted');

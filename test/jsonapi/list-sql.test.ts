@@ -6,6 +6,7 @@ import { Kysely, PGliteDialect, sql } from 'kysely';
 import { applyListQuery, countQuery, countRows, finishKeysetPage } from '../../src/http/jsonapi/list.sql.ts';
 import { encodeCursor, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
 import type { FilterClause, ParsedQuery, ResourceSpec, SortKey } from '../../src/http/jsonapi/types.ts';
+import { runs } from '../helpers/property.ts';
 
 const item: ResourceSpec = {
   type: 'item',
@@ -321,7 +322,7 @@ describe('applyListQuery against an in-memory reference', () => {
         assert.equal(page.hasNext, expected.length > offset + limit);
         assert.equal(await countRows(db.selectFrom('items'), 'items', q), expected.length);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -359,7 +360,7 @@ describe('applyListQuery against an in-memory reference', () => {
         }
         assert.deepEqual([...backward, all.at(-1)!.id], expected);
       }),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });

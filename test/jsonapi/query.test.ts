@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { AppError } from '../../src/errors.ts';
 import { encodeCursor, parseDatetime, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
 import type { ParsedQuery, ResourceSpec } from '../../src/http/jsonapi/types.ts';
+import { runs } from '../helpers/property.ts';
 
 const item: ResourceSpec = {
   type: 'item',
@@ -435,7 +436,7 @@ describe('parseDatetime', () => {
       fc.property(fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), (d) => {
         assert.equal(parseDatetime(d.toISOString())?.getTime(), d.getTime());
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 });
@@ -475,7 +476,7 @@ describe('parseQuery: hostile input', () => {
           assert.ok(err.source?.parameter !== undefined && Object.hasOwn(raw, err.source.parameter), `unknown parameter ${err.source?.parameter}`);
         }
       }),
-      { numRuns: 2000 },
+      { numRuns: runs(2000) },
     );
   });
 

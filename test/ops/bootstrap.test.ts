@@ -27,7 +27,7 @@ async function freshEnv(): Promise<{ dataDir: string; env: Record<string, string
   cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' };
   if (process.env.DATABASE_URL) {
-    const fresh = await freshPostgresDatabase();
+    const fresh = await freshPostgresDatabase({ empty: true });
     cleanups.push(fresh.drop);
     env.DATABASE_URL = fresh.url;
   }

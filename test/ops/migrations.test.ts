@@ -15,7 +15,7 @@ import { uuidv7 } from '../../src/ids.ts';
 import { freshPostgresDatabase } from '../helpers/app.ts';
 
 test('0003 keeps every fact_current row, key and index name, with the rows split by axis and data indexed', async () => {
-  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase() : undefined;
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase({ empty: true }) : undefined;
   const { db } = createDb({ databaseUrl: fresh?.url, dataDir: 'memory' });
   try {
     const before0003 = new Migrator({
