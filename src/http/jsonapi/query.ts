@@ -34,6 +34,11 @@ const RANGE_KINDS: readonly AttrKind[] = ['integer', 'datetime', 'string'];
 /** json cannot be compared and string_array has no total order worth exposing. */
 const SORTABLE_KINDS: readonly AttrKind[] = ['string', 'integer', 'boolean', 'datetime', 'uuid', 'enum'];
 
+/** Integer attributes are PostgreSQL `integer` columns: a value beyond them cannot match and must not reach SQL. */
+const INT4_MIN = -(2 ** 31);
+const INT4_MAX = 2 ** 31 - 1;
+const isInt4 = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= INT4_MIN && (n as number) <= INT4_MAX;
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Date-only, or date-time with a mandatory zone: a zone-less time would be read in the
 // server's local time. A space is accepted as the offset sign because an unencoded `+`
@@ -194,7 +199,7 @@ function coerce(name: string, value: string, def: AttrSpec, kind: AttrKind): unk
   switch (kind) {
     case 'integer': {
       const n = /^-?\d{1,16}$/.test(value) ? Number(value) : NaN;
-      if (!Number.isSafeInteger(n)) throw invalidParam(name, 'Value must be a whole number');
+      if (!isInt4(n)) throw invalidParam(name, `Value must be a whole number from ${INT4_MIN} to ${INT4_MAX}`);
       return n === 0 ? 0 : n; // no -0
     }
     case 'boolean':
@@ -286,7 +291,7 @@ function decodeCursor(name: string, value: string, sort: SortKey[], spec: Resour
     if (cell === null) return attribute(spec, key.attr)?.nullable === true ? null : bad();
     switch (key.kind) {
       case 'integer':
-        return Number.isSafeInteger(cell) ? cell : bad();
+        return isInt4(cell) ? cell : bad();
       case 'boolean':
         return typeof cell === 'boolean' ? cell : bad();
       case 'datetime':
