@@ -170,8 +170,8 @@ describe('create', () => {
     assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ name: 'f' })), 422, 'invalid_request', { pointer: '/data/attributes/data_model_id' });
     assertError(await api.post(`${P}/data_model_fields`, { data: { type: 'data_model', attributes: { data_model_id: dm, name: 'f' } } }), 409, 'type_mismatch', { pointer: '/data/type' });
     assertError(
-      await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { name: 'f' }, relationships: { data_model: { data: { type: 'data_model', id: dm } } } } }),
-      422, 'invalid_request', { pointer: '/data/relationships' },
+      await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: dm, name: 'f' }, relationships: { data_model: { data: { type: 'data_model', id: randomUUID() } } } } }),
+      422, 'invalid_request', { pointer: '/data/relationships/data_model' },
     );
     assert.deepEqual(await namesOf(dm), []);
   });
