@@ -209,6 +209,12 @@ describe('parseQuery: filter', () => {
     }
   });
 
+  it('an unknown filter or sort attribute is named, with the attributes that can be used', () => {
+    rejects(() => list({ 'filter[nope][eq]': '1' }), 'filter[nope][eq]', /^Cannot filter by "nope"; filterable: name, label, n, flag, status, owner_id, tags, notes, inserted_at$/);
+    rejects(() => list({ sort: 'name,-nope' }), 'sort', /^Cannot sort by "nope"; sortable: name, label, n, flag, status, inserted_at$/);
+    rejects(() => list({ [`filter[${'x'.repeat(500)}]`]: '1' }), `filter[${'x'.repeat(500)}]`, /^Cannot filter by "x{64}\.\.\."; filterable/);
+  });
+
   it('rejects unknown operators and malformed keys', () => {
     rejects(() => list({ 'filter[name][xx]': 'a' }), 'filter[name][xx]', /Unknown filter operator "xx"/);
     rejects(() => list({ 'filter[name][EQ]': 'a' }), 'filter[name][EQ]', /Unknown filter operator/);

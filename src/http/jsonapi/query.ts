@@ -6,7 +6,7 @@
  * Object.hasOwn: parameter names are hostile, and `filter[constructor]` must not find
  * Object.prototype.constructor.
  */
-import { invalidParam } from '../../errors.ts';
+import { invalidParam, quoteName } from '../../errors.ts';
 import type { AttrKind, AttrSpec, Cursor, FilterClause, FilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
 import { parseIsoDateTime } from '../../datetime.ts';
 
@@ -152,8 +152,8 @@ function parseSort(name: string, value: string, spec: ResourceSpec): SortKey[] {
     const desc = part.startsWith('-');
     const attr = desc ? part.slice(1) : part;
     const def = attribute(spec, attr);
-    if (def === undefined || def.sort !== true || !SORTABLE_KINDS.includes(def.kind)) {
-      throw invalidParam(name, `Cannot sort by "${attr}"`);
+    if (def === undefined || !canSort(def)) {
+      throw invalidParam(name, `Cannot sort by ${quoteName(attr)}; sortable: ${namesWhere(spec, canSort).join(', ')}`);
     }
     if (keys.some((k) => k.attr === attr)) throw invalidParam(name, `"${attr}" appears more than once`);
     keys.push({ attr, column: def.column, kind: def.kind, desc });
@@ -161,12 +161,19 @@ function parseSort(name: string, value: string, spec: ResourceSpec): SortKey[] {
   return keys;
 }
 
+const canFilter = (def: AttrSpec) => def.filter === true && def.kind !== 'json';
+const canSort = (def: AttrSpec) => def.sort === true && SORTABLE_KINDS.includes(def.kind);
+
+function namesWhere(spec: ResourceSpec, test: (def: AttrSpec) => boolean): string[] {
+  return Object.entries(spec.attributes).filter(([, def]) => test(def)).map(([attr]) => attr);
+}
+
 function parseFilter(name: string, value: string, spec: ResourceSpec): FilterClause {
   const match = /^filter\[([^[\]]*)\](?:\[([^[\]]*)\])?$/.exec(name);
   if (match === null) throw invalidParam(name, 'Use filter[attribute] or filter[attribute][operator]');
   const attr = match[1] ?? '';
   const def = attribute(spec, attr);
-  if (def === undefined || def.filter !== true || def.kind === 'json') throw invalidParam(name, `Cannot filter by "${attr}"`);
+  if (def === undefined || !canFilter(def)) throw invalidParam(name, `Cannot filter by ${quoteName(attr)}; filterable: ${namesWhere(spec, canFilter).join(', ')}`);
   const op = (match[2] ?? 'eq') as FilterOp;
   if (!FILTER_OPS.includes(op)) throw invalidParam(name, `Unknown filter operator "${op}"`);
 
