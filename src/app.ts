@@ -10,6 +10,7 @@ import { AppError } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
 import { renderError } from './http/render-error.ts';
+import { trackMethods } from './http/methods.ts';
 import { registerTokenRoute } from './auth/token-route.ts';
 import { registerAdminRoutes } from './admin/routes.ts';
 import { registerJsonApiRoutes } from './resources/routes.ts';
@@ -44,6 +45,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   registerBodyParsers(app);
   registerHooks(app, deps);
+  const addMethodRoutes = trackMethods(app);
   app.setErrorHandler((err, request, reply) => renderError(err, request, reply));
   app.setNotFoundHandler((request, reply) => renderError(new AppError('not_found', 'No such route or resource'), request, reply));
 
@@ -62,6 +64,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerJsonApiRoutes(app, deps);
   registerGraphqlRoute(app, deps);
   registerAdminRoutes(app, deps);
+  // Last, so that the routes of every plugin above are known.
+  app.register(async (scope) => addMethodRoutes(scope));
   await app.ready();
   return app;
 }

@@ -89,6 +89,11 @@ export function invalidAt(pointer: string, detail: string): AppError {
   return new AppError('invalid_request', detail, { source: { pointer } });
 }
 
+/** A name the caller wrote, as an error message quotes it: JSON-quoted and cut short. */
+export function quoteName(name: string): string {
+  return JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}...` : name);
+}
+
 /** A malformed query parameter. */
 export function invalidParam(parameter: string, detail: string): AppError {
   return new AppError('invalid_query', detail, { source: { parameter } });

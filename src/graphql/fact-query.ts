@@ -18,6 +18,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { TimeAxis } from '../db/schema.ts';
 import { SLUG_RE } from '../resources/data_models/service.ts';
 import { invalidArgument } from './errors.ts';
+import { DATETIME_EXPECTED, UnreadableDateTime } from './scalars.ts';
 import { parseFilterText, typeFilters, type FieldDef } from './filters.ts';
 import { MIN_MS } from '../datetime.ts';
 import { loadModels, selectCount, selectPage, type FactQueryPlan, type FactSqlRow, type ModelRef } from './fact-query.sql.ts';
@@ -78,6 +79,11 @@ function oneOf<T extends string>(value: unknown, allowed: readonly T[], def: T, 
   throw invalidArgument(`${argument} must be one of ${allowed.join(', ')}`, argument);
 }
 
+function dateTimeArg(value: unknown, argument: string): Date | undefined {
+  if (value instanceof UnreadableDateTime) throw invalidArgument(`${argument} must be ${DATETIME_EXPECTED}`, argument);
+  return value instanceof Date ? value : undefined;
+}
+
 /** Explicit null means "the default", as if the argument were left out. */
 function intArg(value: unknown, def: number): number {
   return typeof value === 'number' ? value : def;
@@ -100,8 +106,8 @@ export function checkArguments(args: Record<string, unknown>, now: Date) {
   if (Math.floor(offset / limit) + 1 > INT_MAX) throw invalidArgument(`offset / limit + 1 (the pageNumber) must be at most ${INT_MAX}`, 'offset');
   if (mode === 'latest' && sort !== 'observed_at') throw invalidArgument('sort must be observed_at in latest mode (the latest rows are ordered by observedAt)', 'sort');
 
-  let since = args.since instanceof Date ? args.since : undefined;
-  let until = args.until instanceof Date ? args.until : undefined;
+  let since = dateTimeArg(args.since, 'since');
+  let until = dateTimeArg(args.until, 'until');
   // A window computed back from an instant near year 1 stops at year 1, the earliest instant a DateTime can name.
   const back = (from: Date, days: number) => new Date(Math.max(MIN_MS, from.getTime() - days * DAY_MS));
   if (mode === 'timeline') {

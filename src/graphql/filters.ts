@@ -7,6 +7,7 @@
 import type { FieldType } from '../db/schema.ts';
 import { jsonDepthExceeds } from '../http/body.ts';
 import { invalidArgument } from './errors.ts';
+import { quoteName } from '../errors.ts';
 import { parseDateTime } from './scalars.ts';
 
 export const MAX_CLAUSES = 20;
@@ -79,12 +80,21 @@ export function parseFilterText(text: string | null | undefined, argument: strin
   });
 }
 
+const MAX_LISTED_FIELDS = 50;
+
+function fieldList(fields: ReadonlyMap<string, FieldDef>): string {
+  if (fields.size === 0) return 'it has no fields';
+  const names = [...fields.keys()].sort();
+  const more = names.length > MAX_LISTED_FIELDS ? ` and ${names.length - MAX_LISTED_FIELDS} more` : '';
+  return `its fields: ${names.slice(0, MAX_LISTED_FIELDS).join(', ')}${more}`;
+}
+
 /** Checks each clause against the model's fields and normalizes its value. */
 export function typeFilters(raw: readonly RawClause[], fields: ReadonlyMap<string, FieldDef>, argument: string, modelSlug: string): FilterClause[] {
   return raw.map((c, i) => {
     const at = `${argument}[${i}]`;
     const def = fields.get(c.field);
-    if (!def) throw invalidArgument(`${at}.field is not a field of data model ${modelSlug}`, argument);
+    if (!def) throw invalidArgument(`${at}.field ${quoteName(c.field)} is not a field of data model ${modelSlug}; ${fieldList(fields)}`, argument);
     const allowed = opsFor(def.type);
     if (!allowed.includes(c.op)) {
       throw invalidArgument(`${at}: op ${c.op} does not apply to field ${def.name} of type ${def.type ?? 'untyped'}; allowed: ${allowed.join(', ')}`, argument);

@@ -213,7 +213,7 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   app.route({
     method: ['GET', 'PUT', 'PATCH', 'DELETE'],
     url: GRAPHQL_PATH,
-    config: { surface: 'plain' },
+    config: { surface: 'plain', refusesMethod: true },
     errorHandler,
     handler: async (_request, reply) => {
       reply.header('allow', 'POST');

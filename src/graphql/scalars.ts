@@ -21,20 +21,30 @@ function serializeDateTime(value: unknown): string {
   throw new GraphQLError('DateTime cannot represent this value');
 }
 
-function parseDateTimeInput(value: unknown): Date {
-  const d = typeof value === 'string' ? parseDateTime(value) : undefined;
-  if (!d) throw new GraphQLError('DateTime must be an ISO 8601 date-time with a zone, e.g. 2026-07-05T12:00:00Z or 2026-07-05T14:00:00+02:00');
-  return d;
+/**
+ * A DateTime input that is not one. The scalar cannot know which argument it is reading,
+ * so it hands this on and the resolver refuses it naming the argument (`since`, `until`).
+ */
+export class UnreadableDateTime {
+  readonly given: unknown;
+  constructor(given: unknown) {
+    this.given = given;
+  }
 }
 
-export const DateTimeScalar = new GraphQLScalarType<Date, string>({
+export const DATETIME_EXPECTED = 'an ISO 8601 date-time with a zone, e.g. 2026-07-05T12:00:00Z or 2026-07-05T14:00:00+02:00';
+
+function parseDateTimeInput(value: unknown): Date | UnreadableDateTime {
+  return (typeof value === 'string' ? parseDateTime(value) : undefined) ?? new UnreadableDateTime(value);
+}
+
+export const DateTimeScalar = new GraphQLScalarType<Date | UnreadableDateTime, string>({
   name: 'DateTime',
   description: 'An ISO 8601 timestamp, always returned in UTC with a trailing Z. Input with an offset is converted to UTC.',
   serialize: serializeDateTime,
   parseValue: parseDateTimeInput,
   parseLiteral(ast: ValueNode) {
-    if (ast.kind !== Kind.STRING) throw new GraphQLError('DateTime must be given as a string', { nodes: ast });
-    return parseDateTimeInput(ast.value);
+    return ast.kind === Kind.STRING ? parseDateTimeInput(ast.value) : new UnreadableDateTime(undefined);
   },
 });
 

@@ -49,7 +49,9 @@ export function renderError(err: unknown, request: FastifyRequest, reply: Fastif
   const surface: Surface = request.routeOptions.config?.surface ?? (request.url.startsWith('/api/json/') ? 'jsonapi' : 'plain');
   if (e.headers) reply.headers(e.headers);
   if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
-  reply.code(e.status);
+  // RFC 6749 5.2: a request the token endpoint cannot read is 400 invalid_request,
+  // whatever status another surface gives the same fault (a too-deep JSON body is 422).
+  reply.code(surface === 'oauth' && e.code === 'invalid_request' ? 400 : e.status);
   if (surface === 'jsonapi' || surface === 'admin') {
     const error: Record<string, unknown> = { id: request.id, status: String(e.status), code: e.code, title: e.title, detail: e.detail };
     if (e.source) error.source = e.source;

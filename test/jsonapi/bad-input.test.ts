@@ -233,10 +233,22 @@ for (const w of WRITES) {
       });
     }
 
-    test('a relationships (or other unknown) member of data is 422', async () => {
-      const rel = w.type === 'data_model' ? { fields: { data: [] } } : { data_model: { data: { type: 'data_model', id: modelId } } };
-      assertError(await send(w, doc(w, {}, { relationships: rel })), 422, 'invalid_request', `${w.label} relationships`, '/data/relationships');
-      for (const member of ['links', 'included', 'extra']) {
+    test('linkage that does not stand for a writable attribute, and unknown members of data, are 422', async () => {
+      const cases: Array<[unknown, string]> = [
+        [[], '/data/relationships'],
+        [{ nope: { data: null } }, '/data/relationships/nope'],
+        [{ [w.type === 'data_model' ? 'fields' : 'data_model']: 'x' }, `/data/relationships/${w.type === 'data_model' ? 'fields' : 'data_model'}`],
+      ];
+      if (w.type === 'data_model') cases.push([{ fields: { data: [] } }, '/data/relationships/fields']);
+      else {
+        cases.push([{ data_model: { data: { type: 'organization', id: modelId } } }, '/data/relationships/data_model/data/type']);
+        cases.push([{ data_model: { data: null } }, '/data/relationships/data_model/data']);
+        cases.push([{ data_model: { data: { type: 'data_model', id: 5 } } }, '/data/relationships/data_model/data/id']);
+      }
+      for (const [relationships, pointer] of cases) {
+        assertError(await send(w, doc(w, {}, { relationships })), 422, 'invalid_request', `${w.label} relationships ${JSON.stringify(relationships)}`, pointer);
+      }
+      for (const member of ['included', 'extra']) {
         assertError(await send(w, doc(w, {}, { [member]: {} })), 422, 'invalid_request', `${w.label} data.${member}`, `/data/${member}`);
       }
     });

@@ -170,8 +170,8 @@ describe('create', () => {
     assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ name: 'f' })), 422, 'invalid_request', { pointer: '/data/attributes/data_model_id' });
     assertError(await api.post(`${P}/data_model_fields`, { data: { type: 'data_model', attributes: { data_model_id: dm, name: 'f' } } }), 409, 'type_mismatch', { pointer: '/data/type' });
     assertError(
-      await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { name: 'f' }, relationships: { data_model: { data: { type: 'data_model', id: dm } } } } }),
-      422, 'invalid_request', { pointer: '/data/relationships' },
+      await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: dm, name: 'f' }, relationships: { data_model: { data: { type: 'data_model', id: randomUUID() } } } } }),
+      422, 'invalid_request', { pointer: '/data/relationships/data_model' },
     );
     assert.deepEqual(await namesOf(dm), []);
   });
@@ -256,6 +256,36 @@ describe('update', () => {
     assert.equal(same.status, 200, same.text);
     assert.equal(same.body.data.attributes.data_model_id, dm);
     assert.equal(same.body.data.attributes.label, 'Mover');
+  });
+
+  test('the type of a field whose data model has facts cannot change: 409 conflict saying why', async () => {
+    const slug = `typed-${++slugSeq}`;
+    const res = await api.post(`${P}/data_models`, dataModelDoc({ name: 'Typed', slug }));
+    const dm = res.body.data.id as string;
+    const amount = await field(api, { data_model_id: dm, name: 'amount', type: 'integer' });
+    const note = await field(api, { data_model_id: dm, name: 'note' });
+    // Before any fact, a type is free to change.
+    const early = await api.patch(`${P}/data_model_fields/${amount.id}`, patchDoc(amount.id, { type: 'float' }));
+    assert.equal(early.status, 200, early.text);
+    const imported = await fetch(`${t.url}/admin/v1/facts/import?${new URLSearchParams({ workspace_id: tenant.workspaceId, data_model: slug })}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/x-ndjson' },
+      body: '{"observed_at": "2026-01-01T00:00:00Z", "data": {"amount": 5}}\n',
+    });
+    assert.equal(imported.status, 200, await imported.text());
+
+    for (const [f, type] of [[amount, 'string'], [amount, null], [note, 'integer']] as const) {
+      const refused = await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { type }));
+      assertError(refused, 409, 'conflict', { pointer: '/data/attributes/type' });
+      assert.match(refused.body.errors[0].detail, /already has facts/);
+      assert.match(refused.body.errors[0].detail, /new field/);
+    }
+    const stored = await api.get(`${P}/data_model_fields/${amount.id}`);
+    assert.equal(stored.body.data.attributes.type, 'float');
+    // The same type again, and everything else, still change.
+    const same = await api.patch(`${P}/data_model_fields/${amount.id}`, patchDoc(amount.id, { type: 'float', label: 'Amount (EUR)' }));
+    assert.equal(same.status, 200, same.text);
+    assert.equal(same.body.data.attributes.label, 'Amount (EUR)');
   });
 });
 

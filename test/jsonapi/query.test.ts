@@ -210,6 +210,12 @@ describe('parseQuery: filter', () => {
     }
   });
 
+  it('an unknown filter or sort attribute is named, with the attributes that can be used', () => {
+    rejects(() => list({ 'filter[nope][eq]': '1' }), 'filter[nope][eq]', /^Cannot filter by "nope"; filterable: name, label, n, flag, status, owner_id, tags, notes, inserted_at$/);
+    rejects(() => list({ sort: 'name,-nope' }), 'sort', /^Cannot sort by "nope"; sortable: name, label, n, flag, status, inserted_at$/);
+    rejects(() => list({ [`filter[${'x'.repeat(500)}]`]: '1' }), `filter[${'x'.repeat(500)}]`, /^Cannot filter by "x{64}\.\.\."; filterable/);
+  });
+
   it('rejects unknown operators and malformed keys', () => {
     rejects(() => list({ 'filter[name][xx]': 'a' }), 'filter[name][xx]', /Unknown filter operator "xx"/);
     rejects(() => list({ 'filter[name][EQ]': 'a' }), 'filter[name][EQ]', /Unknown filter operator/);
@@ -219,14 +225,30 @@ describe('parseQuery: filter', () => {
     rejects(() => list({ 'filter[a[b]]': 'a' }), 'filter[a[b]]', /filter\[attribute\]/);
   });
 
-  it('coerces integers: whole, safe numbers only', () => {
+  it('coerces integers: whole numbers in the range of the integer column only', () => {
     assert.equal(filterValue({ 'filter[n]': '42' }), 42);
     assert.equal(filterValue({ 'filter[n]': '-7' }), -7);
     assert.ok(Object.is(filterValue({ 'filter[n]': '-0' }), 0));
-    assert.equal(filterValue({ 'filter[n]': '9007199254740991' }), 9007199254740991);
-    for (const bad of ['', '1.5', '1e3', '+1', ' 1', '0x10', '9007199254740992', 'NaN', 'Infinity', '1'.repeat(40)]) {
-      rejects(() => list({ 'filter[n]': bad }), 'filter[n]', /whole number/);
+    assert.equal(filterValue({ 'filter[n]': '2147483647' }), 2147483647);
+    assert.equal(filterValue({ 'filter[n]': '-2147483648' }), -2147483648);
+    for (const bad of ['', '1.5', '1e3', '+1', ' 1', '0x10', '2147483648', '-2147483649', '9007199254740991', '9007199254740992', 'NaN', 'Infinity', '1'.repeat(40)]) {
+      rejects(() => list({ 'filter[n]': bad }), 'filter[n]', /whole number from -2147483648 to 2147483647/);
     }
+  });
+
+  it('property: an integer filter value is accepted exactly when the integer column can hold it', () => {
+    const int4 = (n: bigint) => n >= -(2n ** 31n) && n <= 2n ** 31n - 1n;
+    fc.assert(
+      fc.property(fc.oneof(fc.bigInt({ min: -(2n ** 40n), max: 2n ** 40n }), fc.bigInt({ min: -(2n ** 31n) - 2n, max: -(2n ** 31n) + 2n }), fc.bigInt({ min: 2n ** 31n - 3n, max: 2n ** 31n + 1n })), fc.constantFrom('eq', 'gt', 'lte', 'in'), (n, op) => {
+        const name = `filter[n][${op}]`;
+        if (int4(n)) {
+          const v = filterValue({ [name]: String(n) });
+          assert.deepEqual(v, op === 'in' ? [Number(n)] : Number(n));
+        } else {
+          rejects(() => list({ [name]: String(n) }), name, /whole number from/);
+        }
+      }),
+    );
   });
 
   it('coerces booleans from true/false only', () => {

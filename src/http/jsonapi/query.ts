@@ -6,7 +6,7 @@
  * Object.hasOwn: parameter names are hostile, and `filter[constructor]` must not find
  * Object.prototype.constructor.
  */
-import { invalidParam } from '../../errors.ts';
+import { invalidParam, quoteName } from '../../errors.ts';
 import type { AttrKind, AttrSpec, Cursor, FilterClause, FilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
 import { parseIsoDateTime } from '../../datetime.ts';
 
@@ -33,6 +33,11 @@ const FILTER_OPS: readonly FilterOp[] = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', '
 const RANGE_KINDS: readonly AttrKind[] = ['integer', 'datetime', 'string'];
 /** json cannot be compared and string_array has no total order worth exposing. */
 const SORTABLE_KINDS: readonly AttrKind[] = ['string', 'integer', 'boolean', 'datetime', 'uuid', 'enum'];
+
+/** Integer attributes are PostgreSQL `integer` columns: a value beyond them cannot match and must not reach SQL. */
+const INT4_MIN = -(2 ** 31);
+const INT4_MAX = 2 ** 31 - 1;
+const isInt4 = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= INT4_MIN && (n as number) <= INT4_MAX;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Date-only, or date-time with a mandatory zone: a zone-less time would be read in the
@@ -147,8 +152,8 @@ function parseSort(name: string, value: string, spec: ResourceSpec): SortKey[] {
     const desc = part.startsWith('-');
     const attr = desc ? part.slice(1) : part;
     const def = attribute(spec, attr);
-    if (def === undefined || def.sort !== true || !SORTABLE_KINDS.includes(def.kind)) {
-      throw invalidParam(name, `Cannot sort by "${attr}"`);
+    if (def === undefined || !canSort(def)) {
+      throw invalidParam(name, `Cannot sort by ${quoteName(attr)}; sortable: ${namesWhere(spec, canSort).join(', ')}`);
     }
     if (keys.some((k) => k.attr === attr)) throw invalidParam(name, `"${attr}" appears more than once`);
     keys.push({ attr, column: def.column, kind: def.kind, desc });
@@ -156,12 +161,19 @@ function parseSort(name: string, value: string, spec: ResourceSpec): SortKey[] {
   return keys;
 }
 
+const canFilter = (def: AttrSpec) => def.filter === true && def.kind !== 'json';
+const canSort = (def: AttrSpec) => def.sort === true && SORTABLE_KINDS.includes(def.kind);
+
+function namesWhere(spec: ResourceSpec, test: (def: AttrSpec) => boolean): string[] {
+  return Object.entries(spec.attributes).filter(([, def]) => test(def)).map(([attr]) => attr);
+}
+
 function parseFilter(name: string, value: string, spec: ResourceSpec): FilterClause {
   const match = /^filter\[([^[\]]*)\](?:\[([^[\]]*)\])?$/.exec(name);
   if (match === null) throw invalidParam(name, 'Use filter[attribute] or filter[attribute][operator]');
   const attr = match[1] ?? '';
   const def = attribute(spec, attr);
-  if (def === undefined || def.filter !== true || def.kind === 'json') throw invalidParam(name, `Cannot filter by "${attr}"`);
+  if (def === undefined || !canFilter(def)) throw invalidParam(name, `Cannot filter by ${quoteName(attr)}; filterable: ${namesWhere(spec, canFilter).join(', ')}`);
   const op = (match[2] ?? 'eq') as FilterOp;
   if (!FILTER_OPS.includes(op)) throw invalidParam(name, `Unknown filter operator "${op}"`);
 
@@ -194,7 +206,7 @@ function coerce(name: string, value: string, def: AttrSpec, kind: AttrKind): unk
   switch (kind) {
     case 'integer': {
       const n = /^-?\d{1,16}$/.test(value) ? Number(value) : NaN;
-      if (!Number.isSafeInteger(n)) throw invalidParam(name, 'Value must be a whole number');
+      if (!isInt4(n)) throw invalidParam(name, `Value must be a whole number from ${INT4_MIN} to ${INT4_MAX}`);
       return n === 0 ? 0 : n; // no -0
     }
     case 'boolean':
@@ -286,7 +298,7 @@ function decodeCursor(name: string, value: string, sort: SortKey[], spec: Resour
     if (cell === null) return attribute(spec, key.attr)?.nullable === true ? null : bad();
     switch (key.kind) {
       case 'integer':
-        return Number.isSafeInteger(cell) ? cell : bad();
+        return isInt4(cell) ? cell : bad();
       case 'boolean':
         return typeof cell === 'boolean' ? cell : bad();
       case 'datetime':

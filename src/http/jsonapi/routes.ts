@@ -5,7 +5,7 @@ import { AppError } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
 import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
 import { loadAccountById, loadAccountWithRow } from '../../auth/auth.sql.ts';
-import { API_PREFIX, buildDocument } from './document.ts';
+import { API_PREFIX, buildDocument, resourceObject } from './document.ts';
 import { countVisible, findVisible, listVisible, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
@@ -122,7 +122,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, type: Reso
   const path = `${API_PREFIX}/${type.path}`;
   app.post(path, writeOptions, async (request, reply) => {
     const q = parseFor(request, type, false);
-    const attrs = readAttributes(request.body, { type: type.type }, handlers.input);
+    const attrs = readAttributes(request.body, { type: type.type, relationships: type.relationships }, handlers.input);
     const row = await handlers.create(deps, request.principal!, attrs);
     reply.header('location', `${path}/${row.id}`);
     return sendDocument(reply, 201, await buildDocument(deps.db, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
@@ -130,7 +130,9 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, type: Reso
   app.patch(`${path}/:id`, writeOptions, async (request, reply) => {
     const q = parseFor(request, type, false);
     const existing = await findOr404(deps, type, request.principal!, (request.params as { id: string }).id);
-    const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id) }, handlers.input);
+    const read = resourceObject(type, existing, undefined);
+    const current = { ...(read.attributes as object), ...(read.relationships as object | undefined) };
+    const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id), relationships: type.relationships, current }, handlers.input);
     const row = await handlers.update(deps, request.principal!, existing, attrs);
     return sendDocument(reply, 200, await buildDocument(deps.db, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });

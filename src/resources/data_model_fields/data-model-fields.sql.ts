@@ -11,12 +11,23 @@ export function insertField(db: Db, row: Insertable<DataModelFieldTable>) {
   return db.insertInto('data_model_fields').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export function updateField(db: Db, workspaceId: string, id: string, patch: Updateable<DataModelFieldTable>) {
-  return db
+/**
+ * `onlyWithoutFacts`: the update applies only while the field's data model has no facts,
+ * tested in the same statement. Undefined means the field is gone or the model has facts.
+ */
+export function updateField(db: Db, workspaceId: string, id: string, patch: Updateable<DataModelFieldTable>, onlyWithoutFacts = false) {
+  let q = db
     .updateTable('data_model_fields')
     .set({ ...patch, updated_at: new Date() })
     .where('workspace_id', '=', workspaceId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+    .where('id', '=', id);
+  if (onlyWithoutFacts) {
+    q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('facts').select('facts.id').whereRef('facts.data_model_id', '=', 'data_model_fields.data_model_id'))));
+  }
+  return q.returningAll().executeTakeFirst();
+}
+
+export async function modelHasFacts(db: Db, dataModelId: string): Promise<boolean> {
+  const row = await db.selectFrom('facts').select('id').where('data_model_id', '=', dataModelId).limit(1).executeTakeFirst();
+  return row !== undefined;
 }

@@ -7,7 +7,7 @@ import { isUuid, uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../http/jsonapi/input.ts';
 import { findDataModelInWorkspace } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './schema.ts';
-import { FIELD_CONSTRAINTS, insertField, updateField } from './data-model-fields.sql.ts';
+import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
 
 export const fieldInput: InputSchema = {
   data_model_id: { kind: 'string', required: true, max: 64 },
@@ -59,9 +59,19 @@ export async function patchField(deps: Deps, principal: Principal, existing: Rec
   if (attrs.is_primary_key !== undefined) patch.is_primary_key = (attrs.is_primary_key as boolean | null) ?? false;
   if (attrs.is_required !== undefined) patch.is_required = (attrs.is_required as boolean | null) ?? false;
   if (attrs.constraints !== undefined) patch.constraints = json(attrs.constraints);
+  const typeChanges = patch.type !== undefined && patch.type !== existing.type;
   try {
-    const row = await updateField(deps.db, principal.workspaceId, existing.id, patch);
-    if (!row) throw new AppError('not_found', 'No data_model_field with this id');
+    const row = await updateField(deps.db, principal.workspaceId, existing.id, patch, typeChanges);
+    if (!row) {
+      if (typeChanges && (await modelHasFacts(deps.db, existing.data_model_id))) {
+        throw new AppError(
+          'conflict',
+          `type cannot change from ${existing.type ?? 'untyped'} to ${patch.type ?? 'untyped'}: the data model already has facts, whose ${existing.name} values were checked as ${existing.type ?? 'untyped'}, and filters on the field would compare them as the new type. Add a new field (or data model) for the new type instead.`,
+          { source: { pointer: '/data/attributes/type' } },
+        );
+      }
+      throw new AppError('not_found', 'No data_model_field with this id');
+    }
     return row;
   } catch (err) {
     throw fromPgError(err, FIELD_CONSTRAINTS);
