@@ -42,5 +42,21 @@ export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
     if (!result) throw new AppError('conflict', 'A sweep is already running (the nightly one, or another tributary sweep); run it again when that one is done');
     return send(reply, 200, result);
   });
+  const lists: Array<[string, admin.ListKind]> = [
+    ['organizations', 'organizations'],
+    ['workspaces', 'workspaces'],
+    ['users', 'users'],
+    ['memberships', 'memberships'],
+    ['credentials', 'credentials'],
+    ['widgets', 'widgets'],
+    ['data-models', 'data_models'],
+  ];
+  for (const [path, kind] of lists) {
+    app.get(`${p}/${path}`, options, async (req, reply) => {
+      const result = await admin.list(deps, kind, req.query as admin.ListQuery);
+      return reply.code(200).type('application/json').send(JSON.stringify(result));
+    });
+  }
+  app.get(`${p}/whoami`, options, async (req, reply) => send(reply, 200, await admin.whoami(deps, (req.query as { client_id?: unknown }).client_id)));
   registerFactsAdminRoutes(app, deps);
 }

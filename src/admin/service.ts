@@ -164,12 +164,20 @@ function position(v: unknown): { x: number; y: number; w: number; h: number } {
   return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
 }
 
-export async function createWidget(deps: Deps, input: { workspace_id?: unknown; data_model_id?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
+export async function createWidget(deps: Deps, input: { workspace_id?: unknown; data_model_id?: unknown; data_model?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
   const workspaceId = id(input.workspace_id, '/workspace_id');
   const workspace = await q.findWorkspace(deps.db, workspaceId);
   if (!workspace) throw notFound('workspace');
-  const dataModelId = id(input.data_model_id, '/data_model_id');
-  if (!(await q.findDataModel(deps.db, workspaceId, dataModelId))) throw invalid('/data_model_id', 'data_model_id must be a data model of the workspace');
+  // The model by id, or by slug as `tributary facts import` names it.
+  const bySlug = input.data_model_id === undefined && input.data_model !== undefined;
+  const ref = bySlug ? { slug: text(input.data_model, '/data_model', 63) } : { id: id(input.data_model_id, '/data_model_id') };
+  const model = await q.findDataModelByIdOrSlug(deps.db, workspaceId, ref);
+  if (!model) {
+    throw bySlug
+      ? invalid('/data_model', `the workspace has no data model with the slug "${ref.slug}"`)
+      : invalid('/data_model_id', 'data_model_id must be a data model of the workspace');
+  }
+  const dataModelId = model.id;
   const config = input.config ?? {};
   if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalid('/config', 'config must be an object');
   return wrap(
@@ -185,4 +193,81 @@ export async function createWidget(deps: Deps, input: { workspace_id?: unknown; 
       config: JSON.stringify(config),
     }),
   );
+}
+
+/** What a list request asks for: `limit` rows (1-1000, default 100) and optional id filters. */
+export interface ListQuery {
+  limit?: unknown;
+  [filter: string]: unknown;
+}
+
+export interface ListResult<T> {
+  data: T[];
+  has_more: boolean;
+}
+
+const invalidParam = (parameter: string, detail: string) => new AppError('invalid_query', detail, { source: { parameter } });
+
+function listLimit(v: unknown): number {
+  if (v === undefined) return 100;
+  if (typeof v !== 'string' || !/^\d{1,4}$/.test(v) || Number(v) < 1 || Number(v) > 1000) throw invalidParam('limit', 'limit must be a whole number from 1 to 1000');
+  return Number(v);
+}
+
+function idParam(v: unknown, parameter: string): string | undefined {
+  if (v === undefined) return undefined;
+  if (!isUuid(v)) throw invalidParam(parameter, `${parameter} must be an id`);
+  return v.toLowerCase();
+}
+
+/** One more row than asked tells whether there are more. */
+async function page<T>(limit: number, read: (limit: number) => Promise<T[]>): Promise<ListResult<T>> {
+  const rows = await read(limit + 1);
+  return { data: rows.slice(0, limit), has_more: rows.length > limit };
+}
+
+export type ListKind = 'organizations' | 'workspaces' | 'users' | 'memberships' | 'credentials' | 'widgets' | 'data_models';
+
+/** Each list and the id filter it takes, if any. */
+const LISTS: Record<ListKind, { filter?: 'organization_id' | 'workspace_id'; read: (db: Db, limit: number, filter: string | undefined) => Promise<unknown[]> }> = {
+  organizations: { read: (db, limit) => q.listOrganizations(db, { limit }) },
+  workspaces: { filter: 'organization_id', read: (db, limit, organizationId) => q.listWorkspaces(db, { limit, organizationId }) },
+  users: { read: (db, limit) => q.listUsers(db, { limit }) },
+  memberships: { filter: 'organization_id', read: (db, limit, organizationId) => q.listMemberships(db, { limit, organizationId }) },
+  credentials: { filter: 'workspace_id', read: (db, limit, workspaceId) => q.listServiceAccounts(db, { limit, workspaceId }) },
+  widgets: { filter: 'workspace_id', read: (db, limit, workspaceId) => q.listInWorkspace(db, 'dashboard_widgets', { limit, workspaceId }) },
+  data_models: { filter: 'workspace_id', read: (db, limit, workspaceId) => q.listInWorkspace(db, 'data_models', { limit, workspaceId }) },
+};
+
+export async function list(deps: Deps, kind: ListKind, query: ListQuery): Promise<ListResult<unknown>> {
+  const spec = LISTS[kind];
+  for (const k of Object.keys(query)) {
+    if (k !== 'limit' && k !== spec.filter) throw invalidParam(k, `unknown parameter ${k}; ${kind} takes limit${spec.filter ? ` and ${spec.filter}` : ''}`);
+  }
+  const limit = listLimit(query.limit);
+  const filter = spec.filter ? idParam(query[spec.filter], spec.filter) : undefined;
+  return page(limit, (n) => spec.read(deps.db, n, filter));
+}
+
+/**
+ * A service account by client id with what it acts as: its workspace, organization,
+ * run-as membership (and that member's email) and scopes. Never its secret or hash.
+ */
+export async function whoami(deps: Deps, clientId: unknown) {
+  if (typeof clientId !== 'string' || clientId === '' || clientId.length > 100) throw invalidParam('client_id', 'client_id is required');
+  const account = await q.findServiceAccountByClientId(deps.db, clientId);
+  if (!account) throw new AppError('not_found', 'No service account with this client_id');
+  const [workspace, organization, membership] = await Promise.all([
+    q.findWorkspace(deps.db, account.workspace_id),
+    q.findOrganization(deps.db, account.organization_id),
+    q.findMembership(deps.db, account.run_as_membership_id),
+  ]);
+  const user = membership ? await q.findUser(deps.db, membership.user_id) : undefined;
+  return {
+    credential: account,
+    workspace: workspace ?? null,
+    organization: organization ?? null,
+    run_as_membership: membership ? { ...membership, user_email: user?.email ?? null } : null,
+    scopes: account.scopes,
+  };
 }

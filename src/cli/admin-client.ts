@@ -21,6 +21,17 @@ export class AdminApiError extends Error {
   }
 }
 
+/** A command that could not do its work for a reason other than the server's answer (exit code 1). */
+export class CommandFailure extends Error {
+  readonly code: string;
+
+  constructor(message: string, code: string) {
+    super(message);
+    this.name = 'CommandFailure';
+    this.code = code;
+  }
+}
+
 /** A problem with how the CLI was called or configured (exit code 2). */
 export class UsageError extends Error {
   constructor(message: string) {
@@ -32,6 +43,8 @@ export class UsageError extends Error {
 export interface AdminClient {
   readonly url: string;
   request(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, opts?: { timeoutMs?: number }): Promise<Record<string, unknown>>;
+  /** A GET answered with a list: the whole document, {"data": [...], "has_more"}. */
+  list(path: string): Promise<{ data: Array<Record<string, unknown>>; has_more: boolean }>;
 }
 
 export interface ClientOptions {
@@ -65,7 +78,7 @@ export function resolveClientSettings(opts: ClientOptions, load: () => CliConfig
 const DEFAULT_TIMEOUT_MS = 60_000;
 
 /** The socket error code under fetch's "fetch failed" (ECONNREFUSED, ENOTFOUND, ...), or the innermost message. */
-function networkReason(err: unknown): { code: string | undefined; reason: string | undefined } {
+export function networkReason(err: unknown): { code: string | undefined; reason: string | undefined } {
   let e: unknown = err;
   let reason: string | undefined;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
@@ -79,7 +92,8 @@ function networkReason(err: unknown): { code: string | undefined; reason: string
   return { code: undefined, reason };
 }
 
-function errorFromBody(status: number, text: string): AdminApiError {
+/** The error an admin API error answer describes (JSON:API error shape), or a generic one. */
+export function errorFromBody(status: number, text: string): AdminApiError {
   try {
     const doc = JSON.parse(text) as { errors?: Array<Record<string, unknown>> };
     const first = Array.isArray(doc.errors) ? doc.errors[0] : undefined;
@@ -97,40 +111,49 @@ function errorFromBody(status: number, text: string): AdminApiError {
 
 export function createAdminClient(settings: { url: string; adminToken: string }): AdminClient {
   const base = settings.url;
+  /** One call; the parsed JSON answer of a 2xx, else the error the answer describes. */
+  const call = async (method: string, path: string, body: unknown, timeoutMs: number): Promise<Record<string, unknown>> => {
+    const headers: Record<string, string> = { authorization: `Bearer ${settings.adminToken}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(`${base}/admin/v1${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
+      });
+    } catch (err) {
+      if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
+        throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
+      }
+      const { code, reason } = networkReason(err);
+      throw new AdminApiError(`cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+    }
+    const text = await res.text();
+    if (!res.ok) throw errorFromBody(res.status, text);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      throw new AdminApiError(`the server at ${base} answered with something other than JSON`, res.status, 'bad_response');
+    }
+    if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new AdminApiError(`the server at ${base} answered without a data object`, res.status, 'bad_response');
+    return doc as Record<string, unknown>;
+  };
   return {
     url: base,
     async request(method, path, body, opts = {}) {
-      const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-      const headers: Record<string, string> = { authorization: `Bearer ${settings.adminToken}`, accept: 'application/json' };
-      if (body !== undefined) headers['content-type'] = 'application/json';
-      let res: Response;
-      try {
-        res = await fetch(`${base}/admin/v1${path}`, {
-          method,
-          headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
-          signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
-        });
-      } catch (err) {
-        if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
-          throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
-        }
-        const { code, reason } = networkReason(err);
-        throw new AdminApiError(`cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
-      }
-      const text = await res.text();
-      if (!res.ok) throw errorFromBody(res.status, text);
-      let doc: unknown;
-      try {
-        doc = JSON.parse(text);
-      } catch {
-        throw new AdminApiError(`the server at ${base} answered with something other than JSON`, res.status, 'bad_response');
-      }
-      const data = doc && typeof doc === 'object' ? (doc as { data?: unknown }).data : undefined;
+      const { data } = await call(method, path, body, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
       if (!data || typeof data !== 'object' || Array.isArray(data)) {
-        throw new AdminApiError(`the server at ${base} answered without a data object`, res.status, 'bad_response');
+        throw new AdminApiError(`the server at ${base} answered without a data object`, 200, 'bad_response');
       }
       return data as Record<string, unknown>;
+    },
+    async list(path) {
+      const doc = await call('GET', path, undefined, DEFAULT_TIMEOUT_MS);
+      if (!Array.isArray(doc.data)) throw new AdminApiError(`the server at ${base} answered without a list`, 200, 'bad_response');
+      return { data: doc.data as Array<Record<string, unknown>>, has_more: doc.has_more === true };
     },
   };
 }
@@ -149,6 +172,9 @@ export function reportFailure(err: unknown, asJson: boolean, io: { out: (s: stri
   let exitCode: number;
   if (err instanceof AdminApiError) {
     doc = { error: err.message, status: err.status, code: err.code, ...(err.source ? { source: err.source } : {}) };
+    exitCode = EXIT_FAILURE;
+  } else if (err instanceof CommandFailure) {
+    doc = { error: err.message, status: null, code: err.code };
     exitCode = EXIT_FAILURE;
   } else if (err instanceof UsageError) {
     doc = { error: err.message, status: null, code: 'usage_error' };

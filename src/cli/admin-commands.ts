@@ -1,10 +1,11 @@
 /**
  * The administrative commands of `tributary`: thin clients of the admin API. With --json
  * every command prints exactly one JSON document on stdout (the object, or
- * {"error", "status", "code"}); help and usage text go to stderr.
+ * {"error", "status", "code"}). Help asked for goes to stdout; usage errors to stderr.
  * Exit codes: 0 success, 1 failure, 2 usage error, 78 bad configuration.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander';
+import { isUuid } from '../ids.ts';
 import { EXIT_USAGE, createAdminClient, reportFailure, resolveClientSettings, type AdminClient } from './admin-client.ts';
 
 export { EXIT_CONFIG, EXIT_FAILURE, EXIT_USAGE } from './admin-client.ts';
@@ -40,6 +41,23 @@ function formatValue(v: unknown): string {
   return String(v);
 }
 
+/** Who a client id is, in a few lines. */
+function renderWhoami(d: Data): string {
+  const o = (v: unknown) => (v && typeof v === 'object' ? (v as Data) : {});
+  const cred = o(d.credential);
+  const ws = o(d.workspace);
+  const org = o(d.organization);
+  const m = o(d.run_as_membership);
+  return (
+    `client_id: ${formatValue(cred.client_id)}\n` +
+    `credential: ${formatValue(cred.id)} (${formatValue(cred.name)}${cred.is_active === false ? ', inactive' : ''})\n` +
+    `scopes: ${formatValue(d.scopes)}\n` +
+    `workspace: ${formatValue(ws.id)} (${formatValue(ws.name)})\n` +
+    `organization: ${formatValue(org.id)} (${formatValue(org.name)}, ${formatValue(org.domain)})\n` +
+    `run_as_membership: ${formatValue(m.id)} (${formatValue(m.role)} ${formatValue(m.user_email)}${m.is_active === false ? ', inactive' : ''})\n`
+  );
+}
+
 /** key: value lines. */
 export function renderHuman(data: Data): string {
   return Object.entries(data).map(([k, v]) => `${k}: ${formatValue(v)}\n`).join('');
@@ -50,12 +68,20 @@ function stripPrefix(message: string): string {
 }
 
 /**
- * Help to stderr, and commander's usage errors as exit code 2 (with --json, also as one JSON
- * document on stdout). Applied to the program and every command already registered; commands
- * added later inherit both from their parent.
+ * Help asked for (--help, help CMD) to stdout; help shown for an incomplete command and
+ * commander's usage errors to stderr, as exit code 2 (with --json, also as one JSON document
+ * on stdout). Applied to the program and every command already registered; commands
+ * added later inherit all of it from their parent.
  */
-function applyConventions(cmd: Command, io: Io, json: () => boolean): void {
-  cmd.configureOutput({ writeOut: io.err, writeErr: io.err });
+export function applyConventions(cmd: Command, io: Io, json: () => boolean): void {
+  cmd.configureOutput({ writeOut: io.out, writeErr: io.err });
+  cmd.configureHelp({
+    // Required options are marked, so a reader sees what a command cannot do without.
+    optionDescription(this: Help, option: Option): string {
+      const text = Help.prototype.optionDescription.call(this, option);
+      return option.mandatory ? `(required) ${text}` : text;
+    },
+  });
   cmd.exitOverride((err: CommanderError) => {
     if (err.code === 'commander.executeSubCommandAsync') return;
     if (err.exitCode === 0) throw err;
@@ -66,6 +92,19 @@ function applyConventions(cmd: Command, io: Io, json: () => boolean): void {
   for (const sub of cmd.commands) applyConventions(sub, io, json);
 }
 
+/** Rows as an aligned table under a header of column names; empty values print as "-". */
+export function renderTable(rows: Data[], columns: readonly string[]): string {
+  const cells = rows.map((r) => columns.map((c) => formatValue(r[c]) || '-'));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const line = (values: readonly string[]) => `${values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join('  ')}\n`;
+  return line(columns) + cells.map(line).join('');
+}
+
+function limitArg(value: string): number {
+  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1000) throw new InvalidArgumentError('expected a whole number from 1 to 1000');
+  return Number(value);
+}
+
 export function registerAdminCommands(program: Command, io: Io): void {
   const json = () => program.opts().json === true;
   program
@@ -73,17 +112,51 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .option('--admin-token <token>', 'admin API token (default: TRIBUTARY_ADMIN_TOKEN or the DATA_DIR/admin-token file)');
   applyConventions(program, io, json);
 
+  const settings = () => {
+    const { url, adminToken } = program.opts() as { url?: string; adminToken?: string };
+    return createAdminClient(resolveClientSettings({ url, adminToken }));
+  };
+
   /** Runs one admin call and prints its result; on failure prints the error and exits non-zero. */
-  const execute = async (call: (client: AdminClient) => Promise<Data>, note?: string): Promise<void> => {
+  const execute = async (call: (client: AdminClient) => Promise<Data>, note?: string, render: (data: Data) => string = renderHuman): Promise<void> => {
     const asJson = json();
     try {
-      const { url, adminToken } = program.opts() as { url?: string; adminToken?: string };
-      const data = await call(createAdminClient(resolveClientSettings({ url, adminToken })));
-      io.out(asJson ? `${JSON.stringify(data)}\n` : `${renderHuman(data)}${note ? `\n${note}\n` : ''}`);
+      const data = await call(settings());
+      io.out(asJson ? `${JSON.stringify(data)}\n` : `${render(data)}${note ? `\n${note}\n` : ''}`);
     } catch (err) {
       reportFailure(err, asJson, io);
     }
   };
+
+  /**
+   * `<group> list`: a table for people, {"data": [...], "has_more"} with --json. `filter` is
+   * the option that narrows the list and the query parameter it becomes.
+   */
+  const addList = (group: Command, path: string, columns: readonly string[], filter?: { flags: string; description: string; parameter: string; key: string }) => {
+    const cmd = group
+      .command('list')
+      .description(`list ${group.description()}, oldest first`)
+      .option('--limit <n>', 'at most this many rows, 1 to 1000', limitArg, 100);
+    if (filter) cmd.option(filter.flags, filter.description);
+    cmd.action(async (o: Record<string, unknown>) => {
+      const asJson = json();
+      try {
+        const query = new URLSearchParams({ limit: String(o.limit) });
+        if (filter && typeof o[filter.key] === 'string') query.set(filter.parameter, o[filter.key] as string);
+        const page = await settings().list(`${path}?${query}`);
+        if (asJson) {
+          io.out(`${JSON.stringify(page)}\n`);
+        } else {
+          io.out(renderTable(page.data, columns));
+          if (page.has_more) io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000)${filter ? ` or ${filter.flags.split(' ')[0]}` : ''}\n`);
+        }
+      } catch (err) {
+        reportFailure(err, asJson, io);
+      }
+    });
+  };
+  const byOrg = { flags: '--org <org-id>', description: 'only those of this organization', parameter: 'organization_id', key: 'org' };
+  const byWorkspace = { flags: '--workspace <workspace-id>', description: 'only those of this workspace', parameter: 'workspace_id', key: 'workspace' };
 
   const org = program.command('org').description('organizations');
   org
@@ -92,6 +165,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .requiredOption('--name <name>', 'display name')
     .requiredOption('--domain <domain>', 'DNS domain, unique')
     .action((o: { name: string; domain: string }) => execute((c) => c.request('POST', '/organizations', { name: o.name, domain: o.domain })));
+  addList(org, '/organizations', ['id', 'name', 'domain']);
 
   const workspace = program.command('workspace').description('workspaces');
   workspace
@@ -100,6 +174,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .requiredOption('--org <org-id>', 'organization id')
     .requiredOption('--name <name>', 'display name')
     .action((o: { org: string; name: string }) => execute((c) => c.request('POST', '/workspaces', { organization_id: o.org, name: o.name })));
+  addList(workspace, '/workspaces', ['id', 'organization_id', 'name'], byOrg);
 
   const user = program.command('user').description('users');
   user
@@ -112,6 +187,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .action((o: { email: string; firstName?: string; lastName?: string; timezone?: string }) =>
       execute((c) => c.request('POST', '/users', { email: o.email, first_name: o.firstName, last_name: o.lastName, timezone: o.timezone })),
     );
+  addList(user, '/users', ['id', 'email', 'first_name', 'last_name']);
 
   const member = program.command('member').description('organization memberships');
   member
@@ -128,6 +204,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .description('deactivate a membership; accounts running as it stop working at once')
     .argument('<membership-id>', 'membership id')
     .action((id: string) => execute((c) => c.request('POST', `/memberships/${encodeURIComponent(id)}/deactivate`)));
+  addList(member, '/memberships', ['id', 'organization_id', 'user_id', 'user_email', 'role', 'is_active'], byOrg);
 
   const credential = program.command('credential').description('service accounts (OAuth client credentials)');
   credential
@@ -160,19 +237,36 @@ export function registerAdminCommands(program: Command, io: Io): void {
       if (Object.keys(patch).length === 0) cmd.error('error: nothing to update: pass --scopes, --active, --workspace or --revoke-tokens', { exitCode: EXIT_USAGE, code: 'tributary.nothingToUpdate' });
       return execute((c) => c.request('PATCH', `/credentials/${encodeURIComponent(id)}`, patch));
     });
+  addList(credential, '/credentials', ['id', 'workspace_id', 'name', 'client_id', 'scopes', 'is_active', 'run_as_membership_id'], byWorkspace);
 
   const widget = program.command('widget').description('dashboard widget placements');
   widget
     .command('create')
     .description('place a dashboard widget')
     .requiredOption('--workspace <workspace-id>', 'workspace id')
-    .requiredOption('--data-model <data-model-id>', 'data model id (of the workspace)')
+    .requiredOption('--data-model <slug-or-id>', 'data model of the workspace: its slug (as facts import takes) or its id')
     .requiredOption('--kind <kind>', 'widget kind')
     .option('--position <json>', 'JSON {"x","y","w","h"} (default {"x":0,"y":0,"w":4,"h":3})', positionArg)
     .option('--title <title>', 'title')
-    .action((o: { workspace: string; dataModel: string; kind: string; position?: Data; title?: string }) =>
-      execute((c) => c.request('POST', '/widgets', { workspace_id: o.workspace, data_model_id: o.dataModel, kind: o.kind, position: o.position, title: o.title })),
-    );
+    .action((o: { workspace: string; dataModel: string; kind: string; position?: Data; title?: string }) => {
+      const model = isUuid(o.dataModel) ? { data_model_id: o.dataModel } : { data_model: o.dataModel };
+      return execute((c) => c.request('POST', '/widgets', { workspace_id: o.workspace, ...model, kind: o.kind, position: o.position, title: o.title }));
+    });
+  addList(widget, '/widgets', ['id', 'workspace_id', 'data_model_id', 'kind', 'title', 'dashboard'], byWorkspace);
+
+  const dataModel = program.command('data-model').description('data models (created through the JSON:API)');
+  addList(dataModel, '/data-models', ['id', 'workspace_id', 'slug', 'name'], byWorkspace);
+
+  program
+    .command('whoami')
+    .description('show the service account of a client id: its workspace, organization, run-as member and scopes')
+    .argument('[client-id]', 'client id (tbci_...)')
+    .option('--client-id <client-id>', 'client id, as an option')
+    .action((positional: string | undefined, o: { clientId?: string }, cmd: Command) => {
+      const clientId = positional ?? o.clientId;
+      if (!clientId) cmd.error('error: a client id is required: tributary whoami <client-id>', { exitCode: EXIT_USAGE, code: 'tributary.missingClientId' });
+      return execute((c) => c.request('GET', `/whoami?${new URLSearchParams({ client_id: clientId! })}`), undefined, renderWhoami);
+    });
 
   program
     .command('sweep')

@@ -2,14 +2,22 @@
  * The `tributary` command. serve/worker/migrate work on the database directly; every
  * administrative command talks to the running server's admin API with the admin token.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { registerAdminCommands } from './admin-commands.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
+
+function packageVersion(): string {
+  const file = path.join(import.meta.dirname, '../../package.json');
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+}
 
 export async function runCli(argv: string[], io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Promise<number> {
   const program = new Command('tributary')
     .description('Tributary: harmonized business data and workflows')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .option('--json', 'print exactly one JSON document on stdout')
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err });
@@ -62,13 +70,10 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof ConfigError) {
-      io.err(`${err.message}\n`);
-      return 78;
-    }
     const message = err instanceof Error ? err.message : String(err);
-    if (program.opts().json === true) io.out(`${JSON.stringify({ error: message })}\n`);
+    const code = err instanceof ConfigError ? 'config_error' : 'failed';
+    if (program.opts().json === true) io.out(`${JSON.stringify({ error: message, status: null, code })}\n`);
     else io.err(`error: ${message}\n`);
-    return 1;
+    return err instanceof ConfigError ? EXIT_CONFIG : EXIT_FAILURE;
   }
 }

@@ -3,15 +3,16 @@
  * the file to the admin API (POST /admin/v1/facts/import) without holding it in memory,
  * with a progress bar on stderr when stderr is a terminal, then prints the summary
  * (written, duplicates, rejected lines with their numbers and reasons), or with --json the
- * server's answer as one JSON document. A file with rejected lines still exits 0: the valid
- * lines are stored, and the answer says which were not.
+ * server's answer as one JSON document. A file with rejected lines exits 0 (the valid lines
+ * are stored, and the answer says which were not), or 1 with --strict.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import type { Command } from 'commander';
-import { AdminApiError, UsageError, reportFailure, resolveClientSettings } from './admin-client.ts';
+import { CommanderError, type Command } from 'commander';
+import { AdminApiError, CommandFailure, EXIT_FAILURE, errorFromBody, networkReason, reportFailure, resolveClientSettings } from './admin-client.ts';
+import { LINES_STORED_HEADER, PROGRESS_REQUEST_HEADER, PROGRESS_REQUEST_VALUE } from '../facts/import-progress.ts';
 
 type Io = {
   out: (s: string) => void;
@@ -89,32 +90,6 @@ function progressReporter(io: Io, total: number, enabled: boolean) {
   };
 }
 
-function errorFromResponse(status: number, text: string): AdminApiError {
-  try {
-    const doc = JSON.parse(text) as { errors?: Array<Record<string, unknown>> };
-    const first = Array.isArray(doc.errors) ? doc.errors[0] : undefined;
-    if (first && typeof first === 'object') {
-      const detail = typeof first.detail === 'string' ? first.detail : `HTTP ${status}`;
-      const code = typeof first.code === 'string' ? first.code : 'http_error';
-      const source = first.source && typeof first.source === 'object' ? (first.source as Record<string, unknown>) : undefined;
-      return new AdminApiError(detail, status, code, source);
-    }
-  } catch {
-    // not JSON: the generic message below
-  }
-  return new AdminApiError(`the server answered HTTP ${status}`, status, 'http_error');
-}
-
-function networkCode(err: unknown): string | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 export function renderImportSummary(a: ImportAnswer): string {
   let s = `written: ${a.written}\nduplicates: ${a.duplicates}\nrejected: ${a.rejected}\n`;
   for (const e of a.errors) s += `  line ${e.line}: ${e.pointer ? `${e.pointer} ` : ''}${e.detail}\n`;
@@ -122,17 +97,32 @@ export function renderImportSummary(a: ImportAnswer): string {
   return s;
 }
 
+/** Why an upload got no answer: whether it had reached the server, and how many lines the server said it had stored. */
+class NoAnswer extends Error {
+  readonly connected: boolean;
+  readonly linesStored: number | undefined;
+
+  constructor(cause: unknown, connected: boolean, linesStored: number | undefined) {
+    super('no answer', { cause });
+    this.connected = connected;
+    this.linesStored = linesStored;
+  }
+}
+
 /**
  * POSTs `body` and resolves with the answer. node:http rather than fetch: undici's fetch
  * keeps every chunk of a streamed request body until the request ends
  * (nodejs/undici#4058), which would hold the whole file in memory. Here `pipe` waits for
  * the socket to drain, so at most a few chunks are in flight. An answer that comes before
- * the body is all sent (the server refusing the upload early) is still the answer.
+ * the body is all sent (the server refusing the upload early) is still the answer. The
+ * server's interim 102 answers say how many lines are stored so far.
  */
 function post(url: URL, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     let answered = false;
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers }, (res) => {
+    let connected = false;
+    let linesStored: number | undefined;
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: { ...headers, [PROGRESS_REQUEST_HEADER]: PROGRESS_REQUEST_VALUE } }, (res) => {
       answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -143,14 +133,37 @@ function post(url: URL, headers: Record<string, string>, body: Readable): Promis
         body.unpipe(req);
         req.destroy();
       });
-      res.on('error', reject);
+      res.on('error', (err) => reject(new NoAnswer(err, true, linesStored)));
+    });
+    req.on('socket', (socket) => {
+      if (socket.connecting) socket.once('connect', () => (connected = true));
+      else connected = true;
+    });
+    req.on('information', (info) => {
+      const n = Number(info.headers[LINES_STORED_HEADER]);
+      if (Number.isSafeInteger(n) && n >= 0) linesStored = n;
     });
     req.on('error', (err) => {
-      if (!answered) reject(err);
+      if (!answered) reject(new NoAnswer(err, connected, linesStored));
     });
     body.on('error', (err) => req.destroy(err));
     body.pipe(req);
   });
+}
+
+/** What to tell the user when an upload got no answer. */
+function noAnswerError(err: unknown, url: string): AdminApiError {
+  const failure = err instanceof NoAnswer ? err : new NoAnswer(err, false, undefined);
+  const { code, reason } = networkReason(failure.cause);
+  if (failure.connected) {
+    const n = failure.linesStored ?? 0;
+    return new AdminApiError(
+      `the server closed the connection after ${n} lines were stored${reason ? ` (${reason})` : ''}; run the same import again when the server is back: stored lines count as duplicates`,
+      null,
+      'connection_closed',
+    );
+  }
+  return new AdminApiError(`cannot reach the server at ${url}${code ? ` (${code})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
 }
 
 export async function upload(settings: { url: string; adminToken: string }, workspace: string, dataModel: string, file: string, io: Io): Promise<ImportAnswer> {
@@ -170,14 +183,13 @@ export async function upload(settings: { url: string; adminToken: string }, work
     );
   } catch (err) {
     progress.clear();
-    const code = networkCode(err);
-    throw new AdminApiError(`cannot reach the server at ${settings.url}${code ? ` (${code})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+    throw noAnswerError(err, settings.url);
   } finally {
     source.destroy();
   }
   const { status, text } = res;
   progress.clear();
-  if (status < 200 || status > 299) throw errorFromResponse(status, text);
+  if (status < 200 || status > 299) throw errorFromBody(status, text);
   let data: unknown;
   try {
     data = (JSON.parse(text) as { data?: unknown }).data;
@@ -190,6 +202,19 @@ export async function upload(settings: { url: string; adminToken: string }, work
   return data as ImportAnswer;
 }
 
+/** Why a file cannot be imported, in words, or undefined when it can be read. */
+function unreadable(file: string): string | undefined {
+  try {
+    if (!fs.statSync(file).isFile()) return `${file} is not a file`;
+    fs.accessSync(file, fs.constants.R_OK);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : (code ?? 'unreadable');
+    return `cannot read ${file}: ${why}`;
+  }
+}
+
 export function registerFactsCommands(program: Command, io: Io): void {
   const json = () => program.opts().json === true;
   const facts = program.command('facts').description('facts of data models');
@@ -198,21 +223,23 @@ export function registerFactsCommands(program: Command, io: Io): void {
     .description('import facts from an NDJSON file, one {"observed_at", "data", "source_key"?} per line')
     .requiredOption('--workspace <workspace-id>', 'workspace id')
     .requiredOption('--data-model <slug>', 'slug of the data model in that workspace')
+    .option('--strict', 'exit 1 when any line is rejected (the valid lines are still stored)')
     .argument('<file>', 'NDJSON file')
-    .action(async (file: string, o: { workspace: string; dataModel: string }) => {
+    .action(async (file: string, o: { workspace: string; dataModel: string; strict?: boolean }) => {
       const asJson = json();
       try {
-        let stat: fs.Stats;
-        try {
-          stat = fs.statSync(file);
-        } catch {
-          throw new UsageError(`cannot read ${file}`);
-        }
-        if (!stat.isFile()) throw new UsageError(`${file} is not a file`);
+        const why = unreadable(file);
+        if (why) throw new CommandFailure(why, 'file_unreadable');
         const { url, adminToken } = program.opts() as { url?: string; adminToken?: string };
         const answer = await upload(resolveClientSettings({ url, adminToken }), o.workspace, o.dataModel, file, io);
         io.out(asJson ? `${JSON.stringify(answer)}\n` : renderImportSummary(answer));
+        if (o.strict && answer.rejected > 0) {
+          // The summary above is the document; the exit code and this line say the file was not clean.
+          if (!asJson) io.err(`error: ${answer.rejected} of ${answer.lines ?? '?'} lines were rejected (--strict)\n`);
+          throw new CommanderError(EXIT_FAILURE, 'tributary.rejectedLines', 'lines were rejected');
+        }
       } catch (err) {
+        if (err instanceof CommanderError) throw err;
         reportFailure(err, asJson, io);
       }
     });

@@ -9,6 +9,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { importFacts, resolveImportTarget } from './import.ts';
 import { ndjsonLines } from './ndjson.ts';
+import { LINES_STORED_HEADER, PROGRESS_REQUEST_HEADER, PROGRESS_REQUEST_VALUE } from './import-progress.ts';
 
 export const NDJSON = 'application/x-ndjson';
 /**
@@ -22,6 +23,21 @@ async function requireNdjson(request: FastifyRequest): Promise<void> {
   // route's 2 GiB limit.
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (type !== NDJSON) throw new AppError('unsupported_media_type', `Content-Type must be ${NDJSON}`, { source: { header: 'Content-Type' } });
+}
+
+/**
+ * Tells a client that asked (`Tributary-Progress: lines-stored`) how many lines are stored,
+ * as an interim 102 answer: if the connection is then cut (a shutdown past its grace), the
+ * client knows where the import stopped. Only before the answer starts, and only on HTTP/1.1,
+ * where a client must accept 1xx answers.
+ */
+function progressSender(request: FastifyRequest, reply: FastifyReply): ((linesDone: number) => void) | undefined {
+  if (request.headers[PROGRESS_REQUEST_HEADER] !== PROGRESS_REQUEST_VALUE || request.raw.httpVersion !== '1.1') return undefined;
+  return (linesDone) => {
+    const socket = request.raw.socket as { writable?: boolean; write?: (s: string) => unknown } | null;
+    if (reply.raw.headersSent || !socket?.writable || typeof socket.write !== 'function') return;
+    socket.write(`HTTP/1.1 102 Processing\r\n${LINES_STORED_HEADER}: ${linesDone}\r\n\r\n`);
+  };
 }
 
 export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void {
@@ -40,7 +56,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         const interrupted = () => new AppError('bad_request', 'The upload ended before the end of the body');
         let result;
         try {
-          result = await importFacts(deps.db, target, lines);
+          result = await importFacts(deps.db, target, lines, progressSender(request, reply));
         } catch (err) {
           // A client that goes away mid-upload is not a server failure.
           if (!request.raw.complete && (err as { code?: unknown }).code === 'ECONNRESET') throw interrupted();

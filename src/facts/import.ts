@@ -72,11 +72,14 @@ function parseLine(text: string): Parsed {
 /**
  * Imports `lines` (text lines, or a too-long line's marker, as ndjsonLines reads them from a
  * request) into one data model. Lines are numbered from 1; blank lines are skipped.
+ * Lines done are stored for good: a failure later leaves them stored.
  */
 export async function importFacts(
   db: Kysely<DB>,
   target: Awaited<ReturnType<typeof resolveImportTarget>>,
   lines: AsyncIterable<NdjsonLine> | Iterable<NdjsonLine>,
+  /** Called after each batch but the last is committed, with the number of lines done so far. */
+  onBatch?: (linesDone: number) => void,
 ): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 };
   const addError = (e: ImportError) => {
@@ -122,7 +125,10 @@ export async function importFacts(
       parsed = { error: `the line is longer than ${MAX_LINE_BYTES} bytes` };
     }
     pending.push('error' in parsed ? { line: n, error: parsed.error } : { line: n, item: parsed.item });
-    if (pending.length >= IMPORT_BATCH) await flush();
+    if (pending.length >= IMPORT_BATCH) {
+      await flush();
+      onBatch?.(result.lines);
+    }
   }
   await flush();
   return result;

@@ -281,10 +281,12 @@ test('failures: wrong token, usage errors, unreachable server', async () => {
   assert.equal(unreachable.stdout, '');
   assert.equal(unreachable.stderr, `error: cannot reach the server at ${closedUrl} (ECONNREFUSED)\n`);
 
-  // Help goes to stderr, so stdout stays empty under --json.
+  // Help asked for goes to stdout (to page or grep it), even with --json; required options are marked.
   assert.equal(help.code, 0);
-  assert.equal(help.stdout, '');
-  assert.match(help.stderr, /^Usage: tributary org create \[options\]/);
+  assert.equal(help.stderr, '');
+  assert.match(help.stdout, /^Usage: tributary org create \[options\]/);
+  assert.match(help.stdout, /--name <name> +\(required\) display name/);
+  assert.match(help.stdout, /--domain <domain> +\(required\) DNS domain/);
 
   // Human rendering of an API error names the status, code and pointer.
   assert.equal(credHuman.code, 1);
@@ -306,4 +308,120 @@ test('a created credential is rendered with a one-time warning without --json', 
   assert.match(run.stdout, /\nwarning: the client_secret is shown only this once; store it now, it cannot be retrieved later\.\n$/);
   const token = await tokenFor(t, { clientId, clientSecret: secret });
   assert.match(token, /^tbat_/);
+});
+
+test('help, --version and one error prefix', async () => {
+  const [version, helpCmd, incomplete, unknown, badConfig, credHelp] = await Promise.all([
+    spawnCli(['--version']),
+    spawnCli(['widget', 'help', 'create']),
+    spawnCli(['widget']),
+    spawnCli(['org', 'frobnicate']),
+    spawnCli(['org', 'list'], cleanEnv({ PORT: 'x' })),
+    spawnCli(['credential', 'update', '--help']),
+  ]);
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  assert.deepEqual(version, { code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+
+  assert.equal(helpCmd.code, 0);
+  assert.equal(helpCmd.stderr, '');
+  assert.match(helpCmd.stdout, /--data-model <slug-or-id> +\(required\)/);
+  assert.match(helpCmd.stdout, /--title <title> +title/, 'optional options are not marked');
+  assert.match(credHelp.stdout, /--scopes <a,b> +comma-separated/, 'an optional --scopes is not marked');
+
+  // Help shown because a command is incomplete is a usage error: on stderr, exit 2.
+  assert.equal(incomplete.code, 2);
+  assert.equal(incomplete.stdout, '');
+  assert.match(incomplete.stderr, /^Usage: tributary widget/);
+
+  // Every failure line starts with the same "error: ", whoever wrote it.
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /^error: unknown command 'frobnicate'/);
+  assert.equal(badConfig.code, 78);
+  assert.equal(badConfig.stderr, 'error: Invalid configuration: PORT must be a whole number, got "x"\n');
+});
+
+test('list commands and whoami: ids are discoverable, one JSON document each, never a secret', async () => {
+  const suffix = `${process.pid}-${Date.now()}`;
+  const org = (await adminCall(t, 'POST', '/organizations', { name: 'List Org', domain: `list-${suffix}.example` })).body.data;
+  const ws = (await adminCall(t, 'POST', '/workspaces', { organization_id: org.id, name: 'List WS' })).body.data;
+  const other = (await adminCall(t, 'POST', '/workspaces', { organization_id: org.id, name: 'Other WS' })).body.data;
+  const user = (await adminCall(t, 'POST', '/users', { email: `list-${suffix}@example.com` })).body.data;
+  const m = (await adminCall(t, 'POST', '/memberships', { organization_id: org.id, user_id: user.id, role: 'owner' })).body.data;
+  const cred = (await adminCall(t, 'POST', '/credentials', { workspace_id: ws.id, run_as_membership_id: m.id, name: 'lister', scopes: ['api_read', 'api_write'] })).body.data;
+  const token = await tokenFor(t, { clientId: cred.client_id, clientSecret: cred.client_secret });
+  const dm = await jsonApi(t, token).post('/api/json/v1/data_models', dataModelDoc({ name: 'Sales', slug: `sales-${process.pid}` }));
+  assert.equal(dm.status, 201, dm.text);
+
+  // widget create takes the model's slug, as facts import does, or its id.
+  const [bySlug, byId, badSlug] = await Promise.all([
+    cli(['widget', 'create', '--workspace', ws.id, '--data-model', `sales-${process.pid}`, '--kind', 'kpi']).then(ok),
+    cli(['widget', 'create', '--workspace', ws.id, '--data-model', dm.body.data.id, '--kind', 'table']).then(ok),
+    cli(['widget', 'create', '--workspace', other.id, '--data-model', `sales-${process.pid}`, '--kind', 'kpi']),
+  ]);
+  assert.equal(bySlug.data_model_id, dm.body.data.id);
+  assert.equal(byId.data_model_id, dm.body.data.id);
+  assert.equal(badSlug.code, 1);
+  assert.deepEqual(one(badSlug), { error: `the workspace has no data model with the slug "sales-${process.pid}"`, status: 422, code: 'invalid_request', source: { pointer: '/data_model' } });
+
+  const [orgs, wss, users, members, creds, widgets, models] = await Promise.all([
+    cli(['org', 'list', '--limit', '1000']).then(ok),
+    cli(['workspace', 'list', '--org', org.id]).then(ok),
+    cli(['user', 'list', '--limit', '1000']).then(ok),
+    cli(['member', 'list', '--org', org.id]).then(ok),
+    cli(['credential', 'list', '--workspace', ws.id]).then(ok),
+    cli(['widget', 'list', '--workspace', ws.id]).then(ok),
+    cli(['data-model', 'list', '--workspace', ws.id]).then(ok),
+  ]);
+  assert.ok(orgs.data.some((o: any) => o.id === org.id && o.domain === org.domain));
+  assert.deepEqual(wss.data.map((w: any) => w.name), ['List WS', 'Other WS']);
+  assert.equal(wss.has_more, false);
+  assert.ok(users.data.some((u: any) => u.id === user.id));
+  assert.deepEqual(members.data.map((x: any) => [x.id, x.user_email, x.role]), [[m.id, user.email, 'owner']]);
+  assert.deepEqual(creds.data.map((c: any) => [c.id, c.client_id]), [[cred.id, cred.client_id]]);
+  for (const c of creds.data) assert.deepEqual(Object.keys(c).filter((k) => /secret|hash|not_before/.test(k)), []);
+  assert.doesNotMatch(JSON.stringify(creds), /tbcs_/);
+  assert.deepEqual(widgets.data.map((w: any) => w.kind).sort(), ['kpi', 'table']);
+  assert.deepEqual(models.data.map((x: any) => [x.id, x.slug]), [[dm.body.data.id, `sales-${process.pid}`]]);
+
+  // Paging by --limit says there is more; a bad filter is the server's 400 with its parameter.
+  const [limited, badFilter, human, moreHuman] = await Promise.all([
+    cli(['workspace', 'list', '--org', org.id, '--limit', '1']).then(ok),
+    cli(['credential', 'list', '--workspace', 'nope']),
+    cli(['member', 'list', '--org', org.id], { json: false }),
+    cli(['workspace', 'list', '--org', org.id, '--limit', '1'], { json: false }),
+  ]);
+  assert.deepEqual([limited.data.length, limited.has_more], [1, true]);
+  assert.equal(badFilter.code, 1);
+  assert.deepEqual(one(badFilter), { error: 'workspace_id must be an id', status: 400, code: 'invalid_query', source: { parameter: 'workspace_id' } });
+  assert.equal(human.code, 0, human.stderr);
+  const rows = human.stdout.trimEnd().split('\n');
+  assert.match(rows[0]!, /^id +organization_id +user_id +user_email +role +is_active$/);
+  assert.equal(rows.length, 2);
+  assert.match(rows[1]!, new RegExp(`^${m.id} +${org.id} +${user.id} +${user.email.replace(/\./g, '\\.')} +owner +true$`));
+  assert.equal(moreHuman.stdout.trimEnd().split('\n').length, 2);
+  assert.equal(moreHuman.stderr, 'note: there are more than 1; pass --limit (at most 1000) or --org\n');
+
+  // whoami: the account of a client id, positional or --client-id.
+  const [who, whoOpt, whoHuman, nobody, noArg] = await Promise.all([
+    cli(['whoami', cred.client_id]).then(ok),
+    cli(['whoami', '--client-id', cred.client_id]).then(ok),
+    cli(['whoami', cred.client_id], { json: false }),
+    cli(['whoami', 'tbci_nobody']),
+    cli(['whoami']),
+  ]);
+  assert.deepEqual(who, whoOpt);
+  assert.equal(who.credential.id, cred.id);
+  assert.equal(who.workspace.id, ws.id);
+  assert.equal(who.organization.id, org.id);
+  assert.equal(who.run_as_membership.id, m.id);
+  assert.equal(who.run_as_membership.user_email, user.email);
+  assert.deepEqual(who.scopes, ['api_read', 'api_write']);
+  assert.doesNotMatch(JSON.stringify(who), /tbcs_|secret|hash/);
+  assert.equal(whoHuman.code, 0, whoHuman.stderr);
+  assert.match(whoHuman.stdout, new RegExp(`^workspace: ${ws.id} \\(List WS\\)$`, 'm'));
+  assert.match(whoHuman.stdout, new RegExp(`^run_as_membership: ${m.id} \\(owner ${user.email.replace(/\./g, '\\.')}\\)$`, 'm'));
+  assert.equal(nobody.code, 1);
+  assert.deepEqual(one(nobody), { error: 'No service account with this client_id', status: 404, code: 'not_found' });
+  assert.equal(noArg.code, 2);
+  assert.equal(one(noArg).code, 'usage_error');
 });

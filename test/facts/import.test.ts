@@ -1,16 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, factCount, recomputedCurrent, storedCurrent, type TestModel } from './helpers.ts';
 import { progressLine, renderImportSummary, upload } from '../../src/cli/facts-import.ts';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { runCli } from '../helpers/cli.ts';
 
 let t: TestApp;
 let tenant: Tenant;
@@ -183,18 +180,6 @@ describe('POST /admin/v1/facts/import', () => {
     assert.deepEqual(res.body.data, { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 });
   });
 });
-
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('tributary facts import', () => {
   test('streams a file and prints one JSON document with --json', async () => {

@@ -1,0 +1,81 @@
+/**
+ * The README's first task, run as a user would: its ```sh blocks in order in one bash
+ * session, in a copy of the project directory, against a server on a fresh database. A
+ * ```text block right after a ```sh block is what that block must print. The one thing
+ * changed is the address: the server listens on a free port instead of 8080.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.ts';
+import { serve } from '../../src/server.ts';
+import { freshPostgresDatabase } from '../helpers/app.ts';
+import { ROOT } from '../helpers/cli.ts';
+
+interface Block {
+  lang: string;
+  text: string;
+}
+
+/** The fenced blocks of the README section `heading`, in order. */
+export function sectionBlocks(markdown: string, heading: string): Block[] {
+  const start = markdown.indexOf(`\n${heading}\n`);
+  assert.ok(start >= 0, `README has no section ${heading}`);
+  const end = markdown.indexOf('\n## ', start + heading.length + 2);
+  const section = markdown.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, text: m[2]! }));
+}
+
+const MARK = '@@ block done @@';
+
+function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script], { cwd, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('the README first task runs as written and prints what it shows', { timeout: 240_000 }, async () => {
+  const blocks = sectionBlocks(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'), '## Your first task');
+  const sh = blocks.filter((b) => b.lang === 'sh');
+  assert.ok(sh.length >= 4, 'the first task has its steps as sh blocks');
+
+  // A project directory of its own, so ./.tributary and the NDJSON files land there.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-readme-'));
+  for (const entry of ['package.json', 'node_modules', 'bin', 'src']) fs.symlinkSync(path.join(ROOT, entry), path.join(dir, entry));
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase() : undefined;
+  const env: Record<string, string> = { DATA_DIR: path.join(dir, '.tributary'), PORT: '0', LOG_LEVEL: 'silent' };
+  if (fresh) env.DATABASE_URL = fresh.url;
+  const running = await serve(loadConfig(env), { http: true, worker: false });
+  try {
+    const port = new URL(running.url).port;
+    const script = ['set -euo pipefail', ...sh.map((b) => `${b.text.replaceAll('http://127.0.0.1:8080', running.url)}echo '${MARK}'`)].join('\n');
+    const shellEnv: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!/^(TRIBUTARY_|PORT$|HOST$|DATA_DIR$|DATABASE_URL$|REDIS_URL$|LOG_LEVEL$)/.test(k)) shellEnv[k] = v;
+    // The user's shell: the CLI finds the server through PORT, as it would find 8080.
+    const r = await bash(script, dir, { ...shellEnv, PORT: port });
+    assert.equal(r.code, 0, `the README's commands failed:\n${r.stderr}\n${r.stdout}`);
+    const outputs = r.stdout.split(`${MARK}\n`);
+    assert.equal(outputs.length, sh.length + 1, r.stdout);
+    let checked = 0;
+    blocks.forEach((b, i) => {
+      const next = blocks[i + 1];
+      if (b.lang !== 'sh' || next?.lang !== 'text') return;
+      assert.equal(outputs[sh.indexOf(b)], next.text, `the output of block ${sh.indexOf(b) + 1} differs from what the README shows`);
+      checked++;
+    });
+    assert.ok(checked >= 4, 'each step shows what it prints');
+  } finally {
+    await running.stop();
+    await fresh?.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
