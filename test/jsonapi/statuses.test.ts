@@ -111,9 +111,9 @@ describe('methods', () => {
     const health = await fetch(`${t.url}/healthz`, { method: 'DELETE' });
     assert.equal(health.status, 405);
     assert.equal(health.headers.get('allow'), 'GET, HEAD');
-    const adminRes = await fetch(`${t.url}/admin/v1/organizations`, { method: 'GET' });
+    const adminRes = await fetch(`${t.url}/admin/v1/organizations`, { method: 'DELETE' });
     assert.equal(adminRes.status, 405);
-    assert.equal(adminRes.headers.get('allow'), 'POST');
+    assert.equal(adminRes.headers.get('allow'), 'GET, HEAD, POST');
     assert.equal(adminRes.headers.get('content-type'), JSONAPI);
     const graphql = await fetch(`${t.url}/api/graphql`, { method: 'OPTIONS' });
     assert.equal(graphql.status, 204);
