@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { importFacts, resolveImportTarget } from './import.ts';
+import { IMPORT_BATCH, importFacts, resolveImportTarget } from './import.ts';
 import { ndjsonLines } from './ndjson.ts';
 
 export const NDJSON = 'application/x-ndjson';
@@ -40,7 +40,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         const interrupted = () => new AppError('bad_request', 'The upload ended before the end of the body');
         let result;
         try {
-          result = await importFacts(deps.db, target, lines);
+          result = await importFacts(deps.db, target, lines, IMPORT_BATCH[deps.engine]);
         } catch (err) {
           // A client that goes away mid-upload is not a server failure.
           if (!request.raw.complete && (err as { code?: unknown }).code === 'ECONNRESET') throw interrupted();
