@@ -14,9 +14,16 @@
  * so holding the file as strings or objects would fail the run; Buffers live outside that
  * heap, which is what the resident-memory figures are for.
  *
+ * While the import runs, other requests are sent at a steady rate whether or not the last
+ * one has been answered (so a server that stops answering shows as the whole wait, not as
+ * one slow sample): GET /healthz every 50 ms and an authenticated read (GET
+ * /api/json/v1/data_models/{id} with a bearer token) every 100 ms, each timed from send to
+ * the end of its body; p50/p99/max are reported against the targets (/healthz p99 <= 100 ms,
+ * the read p99 <= 250 ms).
+ *
  * Settings (environment): BENCH_DATABASE_URL or DATABASE_URL, BENCH_ENGINES (default
  * "pglite,postgres"), BENCH_IMPORT_PG_LINES (default 1,000,000), BENCH_IMPORT_PGLITE_LINES
- * (default 200,000), BENCH_NO_WRITE=1 (print only).
+ * (default 1,000,000), BENCH_NO_WRITE=1 (print only).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +37,7 @@ import { benchEnv, engineDatabase, intEnv, machine, runBench } from './common.ts
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-import.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
-const LINES = { postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000), pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 200_000, 1000, 10_000_000) };
+const LINES = { postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000), pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 1_000_000, 1000, 10_000_000) };
 const DAY_MS = 86_400_000;
 /** V8 heap limits below the file's size: holding the file as strings or objects would fail. */
 const SERVER_HEAP_MB = 96;
@@ -98,6 +105,71 @@ async function api(url: string, token: string, p: string, body: unknown): Promis
   return (await res.json()) as { data: { id: string } };
 }
 
+/** Latencies of one kind of request sent while the import runs. */
+interface Probe {
+  name: string;
+  target: number;
+  ms: number[];
+  failed: number;
+}
+
+const TARGETS = { healthz: 100, read: 250 };
+
+/**
+ * Sends `send` every `periodMs` until stopped, without waiting for the previous answer, and
+ * records each one's time from send to end of body. stop() waits for those in flight.
+ */
+function probeEvery(name: string, target: number, periodMs: number, send: () => Promise<Response>): { probe: Probe; stop: () => Promise<Probe> } {
+  const probe: Probe = { name, target, ms: [], failed: 0 };
+  const inFlight = new Set<Promise<void>>();
+  const fire = () => {
+    const t0 = performance.now();
+    const p = send()
+      .then(async (res) => {
+        await res.arrayBuffer();
+        if (res.ok) probe.ms.push(performance.now() - t0);
+        else probe.failed++;
+      })
+      .catch(() => {
+        probe.failed++;
+      })
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+  const timer = setInterval(fire, periodMs);
+  return {
+    probe,
+    stop: async () => {
+      clearInterval(timer);
+      await Promise.all(inFlight);
+      return probe;
+    },
+  };
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+interface ProbeSummary {
+  name: string;
+  target: number;
+  n: number;
+  failed: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+function summarize(p: Probe): ProbeSummary {
+  const sorted = [...p.ms].sort((a, b) => a - b);
+  return { name: p.name, target: p.target, n: sorted.length, failed: p.failed, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? NaN };
+}
+
+const showProbe = (s: ProbeSummary) =>
+  `${s.name}: ${s.n} answered${s.failed ? `, ${s.failed} failed` : ''}, p50 ${s.p50.toFixed(0)} ms, p99 ${s.p99.toFixed(0)} ms (target <= ${s.target} ms: ${s.p99 <= s.target && s.failed === 0 ? 'met' : 'NOT met'}), max ${s.max.toFixed(0)} ms`;
+
 /** N lines over N/10 entities, observed over the last year, written as a stream. */
 async function writeNdjson(file: string, lines: number): Promise<number> {
   const out = fs.createWriteStream(file);
@@ -125,6 +197,7 @@ interface Report {
   serverBefore: number | undefined;
   serverPeak: number | undefined;
   cliPeak: number | undefined;
+  probes: ProbeSummary[];
   notes: string[];
 }
 
@@ -135,7 +208,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
   const db = await engineDatabase(engine, 'tributary_bench_import', vars);
   if ('skip' in db) {
     fs.rmSync(dir, { recursive: true, force: true });
-    return { engine, detail: 'PostgreSQL', lines, fileBytes: 0, seconds: 0, written: 0, serverBefore: undefined, serverPeak: undefined, cliPeak: undefined, notes: [`Skipped: ${db.skip}.`] };
+    return { engine, detail: 'PostgreSQL', lines, fileBytes: 0, seconds: 0, written: 0, serverBefore: undefined, serverPeak: undefined, cliPeak: undefined, probes: [], notes: [`Skipped: ${db.skip}.`] };
   }
   const detail = engine === 'postgres' ? `PostgreSQL ${db.version} on loopback` : 'PGlite (embedded, data directory on disk)';
   const port = await freePort();
@@ -166,6 +239,11 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
     // The peak so far is the start's (PGlite's initdb spikes); from here on it is the import's.
     const peakReset = resetPeak(serve.pid!);
 
+    const auth = { authorization: `Bearer ${token}`, accept: 'application/vnd.api+json' };
+    const probes = [
+      probeEvery('GET /healthz', TARGETS.healthz, 50, () => fetch(`${url}/healthz`)),
+      probeEvery(`GET /api/json/v1/data_models/{id}`, TARGETS.read, 100, () => fetch(`${url}/api/json/v1/data_models/${model.data.id}`, { headers: auth })),
+    ];
     const t0 = performance.now();
     const cli = spawn(process.execPath, [`--max-old-space-size=${CLI_HEAP_MB}`, MAIN, 'facts', 'import', '--workspace', boot.workspace_id, '--data-model', slug, file, '--json'], {
       env: { ...env, TRIBUTARY_URL: url },
@@ -180,6 +258,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
     const code = await new Promise<number | null>((resolve) => cli.once('exit', resolve));
     clearInterval(sampler);
     const seconds = (performance.now() - t0) / 1000;
+    const probed = (await Promise.all(probes.map((p) => p.stop()))).map(summarize);
     if (code !== 0) throw new Error(`facts import exited with ${code}: ${stdout}`);
     // --json prints the import summary itself: {lines, written, duplicates, rejected, errors, ...}.
     const summary = JSON.parse(stdout) as { written: number; rejected: number };
@@ -187,11 +266,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
     const serverPeak = procKiB(serve.pid!, 'VmHWM');
     const rate = lines / seconds;
     console.log(`  ${seconds.toFixed(1)} s, ${rate.toFixed(0)} lines/s; server RSS before ${mib(serverBefore)}, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}`);
+    for (const p of probed) console.log(`  during the import, ${showProbe(p)}`);
     const notes = [
       ...(peakReset ? [] : ['The server peak could not be reset before the import: it includes the start.']),
       `${engine}: ${lines.toLocaleString('en-US')} lines (${(fileBytes / 1048576).toFixed(0)} MiB) in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} lines/s; server resident memory ${mib(serverBefore)} before, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}.`,
     ];
-    return { engine, detail, lines, fileBytes, seconds, written: summary.written, serverBefore, serverPeak, cliPeak, notes };
+    return { engine, detail, lines, fileBytes, seconds, written: summary.written, serverBefore, serverPeak, cliPeak, probes: probed, notes };
   } finally {
     serve.kill('SIGTERM');
     await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
@@ -208,6 +288,12 @@ function writeDoc(reports: Report[], started: Date, loadBefore: string): void {
       (r) =>
         `| ${r.detail} | ${r.lines.toLocaleString('en-US')} | ${(r.fileBytes / 1048576).toFixed(0)} MiB | ${r.seconds.toFixed(1)} s | ${(r.lines / r.seconds).toFixed(0)} | ${mib(r.serverBefore)} | ${mib(r.serverPeak)} | ${mib(r.cliPeak)} |`,
     );
+  const probeRows = reports.flatMap((r) =>
+    r.probes.map(
+      (p) =>
+        `| ${r.engine} | ${p.name} | ${p.n} | ${p.failed} | ${p.p50.toFixed(0)} ms | ${p.p99.toFixed(0)} ms | ${p.max.toFixed(0)} ms | <= ${p.target} ms: ${p.p99 <= p.target && p.failed === 0 ? 'met' : '**not met**'} |`,
+    ),
+  );
   const text = `# Fact import benchmark
 
 \`node bench/import.ts\` (see its header for the settings): \`tributary serve\` as a child process
@@ -228,6 +314,14 @@ Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.
 | Engine | Lines | File | Time | Lines/s | Server RSS before | Server peak | CLI peak |
 |---|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
+
+Other requests during the import, sent at a steady rate whatever the previous one's fate
+(GET /healthz every 50 ms, an authenticated GET of the data model every 100 ms), timed from
+send to the end of the body:
+
+| Engine | Request | Answered | Failed | p50 | p99 | Max | p99 target |
+|---|---|---:|---:|---:|---:|---:|---|
+${probeRows.join('\n')}
 
 ${reports.flatMap((r) => r.notes.filter((n) => !n.startsWith(`${r.engine}:`)).map((n) => `- ${r.engine}: ${n}`)).join('\n')}
 `;

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { importFacts, resolveImportTarget } from './import.ts';
+import { IMPORT_BATCH, importFacts, resolveImportTarget } from './import.ts';
 import { ndjsonLines } from './ndjson.ts';
 import { LINES_STORED_HEADER, PROGRESS_REQUEST_HEADER, PROGRESS_REQUEST_VALUE } from './import-progress.ts';
 
@@ -56,7 +56,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         const interrupted = () => new AppError('bad_request', 'The upload ended before the end of the body');
         let result;
         try {
-          result = await importFacts(deps.db, target, lines, progressSender(request, reply));
+          result = await importFacts(deps.db, target, lines, { batchSize: IMPORT_BATCH[deps.engine], onBatch: progressSender(request, reply) });
         } catch (err) {
           // A client that goes away mid-upload is not a server failure.
           if (!request.raw.complete && (err as { code?: unknown }).code === 'ECONNRESET') throw interrupted();

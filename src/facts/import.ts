@@ -4,6 +4,7 @@
  * transaction. A bad line is reported with its number and skipped, never fatal. Memory
  * stays bounded by one batch whatever the size of the input.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
@@ -13,7 +14,12 @@ import * as q from './facts.sql.ts';
 import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
-export const IMPORT_BATCH = 1000;
+/**
+ * Lines per batch (one transaction of one statement). PGlite runs each statement on the
+ * event loop's thread, and nothing else is answered meanwhile: its batches are kept short so
+ * that other requests wait for one small statement at most.
+ */
+export const IMPORT_BATCH = { postgres: 1000, pglite: 100 } as const;
 /** The answer lists this many errors; the rest are counted in errors_omitted. */
 export const MAX_LISTED_ERRORS = 1000;
 
@@ -78,9 +84,14 @@ export async function importFacts(
   db: Kysely<DB>,
   target: Awaited<ReturnType<typeof resolveImportTarget>>,
   lines: AsyncIterable<NdjsonLine> | Iterable<NdjsonLine>,
-  /** Called after each batch but the last is committed, with the number of lines done so far. */
-  onBatch?: (linesDone: number) => void,
+  opts: {
+    /** Lines per batch, each batch its own statement and transaction. */
+    batchSize?: number;
+    /** Called after each batch but the last is committed, with the number of lines done so far. */
+    onBatch?: (linesDone: number) => void;
+  } = {},
 ): Promise<ImportResult> {
+  const batchSize = opts.batchSize ?? IMPORT_BATCH.postgres;
   const result: ImportResult = { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 };
   const addError = (e: ImportError) => {
     if (result.errors.length < MAX_LISTED_ERRORS) result.errors.push(e);
@@ -125,9 +136,14 @@ export async function importFacts(
       parsed = { error: `the line is longer than ${MAX_LINE_BYTES} bytes` };
     }
     pending.push('error' in parsed ? { line: n, error: parsed.error } : { line: n, item: parsed.item });
-    if (pending.length >= IMPORT_BATCH) {
+    if (pending.length >= batchSize) {
       await flush();
-      onBatch?.(result.lines);
+      opts.onBatch?.(result.lines);
+      // A turn of the event loop between batches. Without it the next lines, already read
+      // from the socket, and the next statement run on from the same callback (the
+      // statement's promise settles without waiting on I/O), and no other request is even
+      // read until the body is done.
+      await nextTurn();
     }
   }
   await flush();

@@ -1,13 +1,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, factCount, recomputedCurrent, storedCurrent, type TestModel } from './helpers.ts';
 import { progressLine, renderImportSummary, upload } from '../../src/cli/facts-import.ts';
-import { runCli } from '../helpers/cli.ts';
+import { ROOT, runCli } from '../helpers/cli.ts';
 
 let t: TestApp;
 let tenant: Tenant;
@@ -249,4 +251,63 @@ test('on a terminal, a progress bar is drawn in place on stderr and cleared befo
   assert.ok(err.endsWith(ERASE), 'cleared at the end');
   assert.equal(progressLine(512, 2048, 8), '[##------]  25% 512 B / 2.0 KiB');
   assert.equal(renderImportSummary({ written: 1, duplicates: 0, rejected: 1001, errors: [{ line: 7, detail: 'bad' }], errors_omitted: 1000 }), 'written: 1\nduplicates: 0\nrejected: 1001\n  line 7: bad\n  ... and 1000 more errors\n');
+});
+
+// The CLI sends from another process, so the whole body is there to be read at once: on
+// PGlite, whose statements run on the event loop's thread, nothing else was answered until
+// the import ended. "Before the end" is observed, not timed: the import's response has not
+// been sent when the other answers come back, and the read counts fewer facts than were sent.
+test('/healthz and an authenticated read are answered while an import is still running', async () => {
+  // About 480 kB: read from the socket in one go, and many batches on either engine.
+  const LINES = 6000;
+  const m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'amount', type: 'integer' }]);
+  const token = await tokenFor(t, tenant);
+  const file = path.join(tmp, 'interleave.ndjson');
+  // One entity per line, so the latest-per-entity count is the number of facts stored.
+  const lines = Array.from({ length: LINES }, (_, i) => JSON.stringify({ observed_at: new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(), data: { k: `e${i}`, amount: i } }));
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
+
+  let importAnswered = false;
+  const importStarted = new Promise<void>((resolve) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+      if (!req.url?.startsWith('/admin/v1/facts/import')) return;
+      t.app.server.off('request', onRequest);
+      res.once('finish', () => (importAnswered = true));
+      resolve();
+    };
+    t.app.server.on('request', onRequest);
+  });
+
+  const cli = spawn(
+    process.execPath,
+    ['src/main.ts', 'facts', 'import', '--workspace', tenant.workspaceId, '--data-model', m.slug, file, '--json', '--url', t.url, '--admin-token', t.adminToken],
+    { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  cli.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  cli.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => cli.on('close', resolve));
+
+  await importStarted;
+  const health = fetch(`${t.url}/healthz`).then(async (res) => ({ status: res.status, importAnswered }));
+  const read = fetch(`${t.url}/api/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: 'query($slug: String!) { factQuery(dataModelSlug: $slug, limit: 1) { count } }', variables: { slug: m.slug } }),
+  }).then(async (res) => ({ status: res.status, body: (await res.json()) as { data?: { factQuery?: { count?: number } } }, importAnswered }));
+
+  const h = await health;
+  assert.equal(h.status, 200);
+  assert.equal(h.importAnswered, false, '/healthz was answered only once the import was done');
+  const r = await read;
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.importAnswered, false, 'the read was answered only once the import was done');
+  const counted = r.body.data?.factQuery?.count;
+  assert.ok(typeof counted === 'number' && counted < LINES, `the read saw ${counted} of ${LINES} facts: it ran after the import`);
+
+  assert.equal(await exited, 0, stderr);
+  const summary = JSON.parse(stdout) as { written: number; rejected: number };
+  assert.equal(summary.written, LINES);
+  assert.equal(summary.rejected, 0);
 });
