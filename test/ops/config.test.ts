@@ -111,7 +111,7 @@ test('the CLI exits 78 naming the variable', async () => {
   const [migrate, sweep] = await Promise.all([run(['migrate'], { PORT: 'abc' }), run(['sweep', '--json'], { PORT: 'abc' })]);
   assert.equal(migrate.code, 78);
   assert.equal(migrate.stdout, '');
-  assert.equal(migrate.stderr, 'Invalid configuration: PORT must be a whole number, got "abc"\n');
+  assert.equal(migrate.stderr, 'error: Invalid configuration: PORT must be a whole number, got "abc"\n');
   // An admin command reads PORT for its default URL: same failure, as one JSON document.
   assert.equal(sweep.code, 78);
   assert.deepEqual(JSON.parse(sweep.stdout), { error: 'Invalid configuration: PORT must be a whole number, got "abc"', status: null, code: 'config_error' });
