@@ -425,3 +425,26 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
   assert.equal(noArg.code, 2);
   assert.equal(one(noArg).code, 'usage_error');
 });
+
+test('admin list endpoints: 401 without the token, 400 with the parameter for a bad limit, filter or unknown parameter', async () => {
+  const noToken = await fetch(`${t.url}/admin/v1/organizations`);
+  assert.equal(noToken.status, 401);
+  const cases: Array<[string, string]> = [
+    ['/workspaces?limit=0', 'limit'],
+    ['/workspaces?limit=1001', 'limit'],
+    ['/users?limit=1&limit=2', 'limit'],
+    ['/memberships?organization_id=x', 'organization_id'],
+    ['/data-models?workspace_id=01890000-0000-7000-8000-00000000000z', 'workspace_id'],
+    ['/organizations?workspace_id=01890000-0000-7000-8000-000000000000', 'workspace_id'],
+    ['/whoami', 'client_id'],
+  ];
+  for (const [p, parameter] of cases) {
+    const res = await adminCall(t, 'GET', p);
+    assert.equal(res.status, 400, `${p}: ${res.text}`);
+    assert.equal(res.body.errors[0].code, 'invalid_query', p);
+    assert.deepEqual(res.body.errors[0].source, { parameter }, p);
+  }
+  const empty = await adminCall(t, 'GET', '/widgets?workspace_id=01890000-0000-7000-8000-000000000000');
+  assert.equal(empty.status, 200);
+  assert.deepEqual(empty.body, { data: [], has_more: false });
+});
