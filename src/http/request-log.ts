@@ -16,8 +16,8 @@ declare module 'fastify' {
   }
 }
 
-const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
-const QUERY_KEY_RE = /^[A-Za-z0-9_.[\]%-]{1,64}$/;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+const QUERY_KEY_RE = /^[A-Za-z0-9_.[\]%-]{1,128}$/;
 
 /** The caller's X-Request-Id when it is a short printable token that is no secret; else a new id. */
 export function requestId(req: IncomingMessage): string {

@@ -108,7 +108,7 @@ test('an X-Request-Id that is a secret, too long or not printable is replaced by
   const api = jsonApi(t, token);
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
   const randomLooking = tenant.clientSecret.slice('tbcs_'.length);
-  for (const given of [tenant.clientSecret, randomLooking, 'a'.repeat(65), 'has space', 'caf\u00e9']) {
+  for (const given of [tenant.clientSecret, randomLooking, 'a'.repeat(129), 'has space', 'caf\u00e9']) {
     const res = await api.get(`${P}/data_models`, { 'x-request-id': given });
     assert.equal(res.status, 200);
     const id = res.headers.get('x-request-id')!;
