@@ -2,39 +2,25 @@
  * buildApp(deps): the Fastify instance with every surface. No I/O happens at import time;
  * main.ts (or a test) creates the deps, builds the app and listens.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { Deps } from './deps.ts';
-import { uuidv7 } from './ids.ts';
 import { AppError } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
 import { renderError } from './http/render-error.ts';
 import { trackMethods } from './http/methods.ts';
+import { RequestLogController, requestId, requestLogger } from './http/request-log.ts';
 import { registerTokenRoute } from './auth/token-route.ts';
 import { registerAdminRoutes } from './admin/routes.ts';
 import { registerJsonApiRoutes } from './resources/routes.ts';
 import { registerGraphqlRoute } from './graphql/route.ts';
 
-const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** The webhook path carries a secret token: keep it out of every log line. */
-export function redactUrl(url: string): string {
-  return url.replace(/(\/api\/v1\/webhooks\/)(?:[^/?]+\/)?[^/?]+/, '$1[redacted]');
-}
-
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
-  const loggerInstance: FastifyBaseLogger = deps.log.child({}, {
-    serializers: {
-      req: (req: FastifyRequest) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
-    },
-  });
   const app: FastifyInstance = Fastify({
-    loggerInstance,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : uuidv7();
-    },
+    loggerInstance: requestLogger(deps.log),
+    logController: new RequestLogController(),
+    genReqId: requestId,
     bodyLimit: deps.config.bodyLimitBytes,
     // Our own keys of the querystring are bracketed literals (filter[name]); no nesting parser.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
@@ -43,6 +29,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
   });
 
+  app.decorateRequest('errorCode', undefined);
   registerBodyParsers(app);
   registerHooks(app, deps);
   const addMethodRoutes = trackMethods(app);

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Cron } from 'croner';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogFormat = 'json' | 'pretty';
 
 export interface Config {
   readonly port: number;
@@ -20,6 +21,8 @@ export interface Config {
   readonly rateLimit: { readonly max: number; readonly windowSeconds: number };
   readonly tokenRateLimit: { readonly max: number; readonly windowSeconds: number };
   readonly logLevel: LogLevel;
+  /** LOG_FORMAT: JSON lines, or readable lines (the default when stdout is a terminal). */
+  readonly logFormat: LogFormat;
   /** Admin API bearer token; when absent, one is generated into DATA_DIR/admin-token. */
   readonly adminToken: string | undefined;
   readonly bodyLimitBytes: number;
@@ -91,9 +94,11 @@ function cronExpression(env: Env, name: string, def: string): string {
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = process.stdout.isTTY === true): Config {
   const logLevel = (str(env, 'LOG_LEVEL') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  const logFormat = (str(env, 'LOG_FORMAT')?.toLowerCase() ?? (stdoutIsTerminal ? 'pretty' : 'json')) as LogFormat;
+  if (logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError('LOG_FORMAT', `must be json or pretty, got "${String(str(env, 'LOG_FORMAT'))}"`);
   const adminToken = str(env, 'TRIBUTARY_ADMIN_TOKEN');
   if (adminToken !== undefined && adminToken.length < 32) throw new ConfigError('TRIBUTARY_ADMIN_TOKEN', 'must be at least 32 characters');
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -115,6 +120,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: int(env, 'TOKEN_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     }),
     logLevel,
+    logFormat,
     adminToken,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

@@ -3,13 +3,14 @@
  * argument. Built once by main.ts (or by a test), torn down by closeDeps.
  */
 import { Redis } from 'ioredis';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { createDb, type Db } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
 import { instanceSecret } from './db/instance-secrets.sql.ts';
 import { resolveAdminToken } from './admin/admin-auth.ts';
 import { memoryLimiter, redisLimiter, type Limiter } from './http/rate-limit.ts';
+import { createLogger } from './log.ts';
 
 export interface Deps {
   config: Config;
@@ -25,27 +26,6 @@ export interface Deps {
   adminToken: string;
   /** Set while shutting down: readiness fails and new work is refused. */
   draining: { value: boolean };
-}
-
-/** Pino options shared by the server and tests: secrets never reach a log line. */
-export const LOG_REDACT = {
-  paths: [
-    'req.headers.authorization',
-    'req.headers["idempotency-key"]',
-    'req.headers.cookie',
-    'req.headers["x-api-key"]',
-    'headers.authorization',
-    'client_secret',
-    'access_token',
-    '*.client_secret',
-    '*.access_token',
-    '*.password',
-  ],
-  censor: '[redacted]',
-};
-
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({ level: config.logLevel, redact: LOG_REDACT });
 }
 
 export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob } = {}): Promise<Deps> {

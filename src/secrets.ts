@@ -1,5 +1,16 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
+/**
+ * The prefixes that mark our secrets. Every secret we mint starts with one of these, which is
+ * what lets log redaction (src/log.ts) find a secret wherever a client put it: a new kind of
+ * secret gets its prefix here and is redacted from then on.
+ */
+export const SECRET_PREFIX = {
+  accessToken: 'tbat_',
+  clientSecret: 'tbcs_',
+  adminToken: 'tbadm_',
+} as const;
+
 /** 256 bits of randomness, base64url: client secrets, admin tokens, trigger tokens. */
 export function randomSecret(prefix = ''): string {
   return prefix + randomBytes(32).toString('base64url');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { randomSecret, secretsEqual } from '../secrets.ts';
+import { randomSecret, SECRET_PREFIX, secretsEqual } from '../secrets.ts';
 
 const ADMIN_TOKEN_FILE = 'admin-token';
 
@@ -19,7 +19,7 @@ export function resolveAdminToken(configured: string | undefined, dataDir: strin
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const token = randomSecret('tbadm_');
+  const token = randomSecret(SECRET_PREFIX.adminToken);
   // Written aside, then linked into place: of two processes starting at once on one DATA_DIR
   // (serve --no-worker and worker), one wins and the other reads the complete file.
   const tmp = `${file}.${process.pid}.tmp`;

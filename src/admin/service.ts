@@ -6,7 +6,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/schema.ts';
 import { AppError, fromPgError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
-import { randomSecret, sha256Hex } from '../secrets.ts';
+import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
 import * as q from './admin.sql.ts';
 
@@ -111,7 +111,7 @@ export async function createCredential(deps: Deps, input: { workspace_id?: unkno
     throw invalid('/run_as_membership_id', "run_as_membership_id must be a membership of the workspace's organization");
   }
   if (!membership.is_active) throw invalid('/run_as_membership_id', 'the run-as membership is inactive');
-  const clientSecret = randomSecret('tbcs_');
+  const clientSecret = randomSecret(SECRET_PREFIX.clientSecret);
   const row = await wrap(
     q.insertServiceAccount(deps.db, {
       id: uuidv7(),

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
+import { looksLikeSecret } from '../log.ts';
 import { matchesHash } from '../secrets.ts';
 import { loadAccountByClientId } from './auth.sql.ts';
 import { isScope, signToken, type Scope } from './tokens.ts';
@@ -13,6 +14,7 @@ type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_
 
 function oauthError(reply: FastifyReply, status: number, error: OAuthErrorCode, description: string, basic = false): FastifyReply {
   if (basic) reply.header('www-authenticate', 'Basic realm="tributary", charset="UTF-8"');
+  reply.request.errorCode = error;
   return reply.code(status).header('cache-control', 'no-store').header('pragma', 'no-cache').type('application/json').send({ error, error_description: description });
 }
 
@@ -37,6 +39,18 @@ function member(body: Record<string, unknown>, name: string): string | undefined
   return typeof v === 'string' ? v : null;
 }
 
+const CREDENTIAL_PARAMS = new Set(['client_id', 'client_secret', 'access_token', 'password']);
+
+/** Whether the query string names a credential parameter or carries a secret-shaped value. */
+function credentialsInQuery(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q < 0) return false;
+  const query = url.slice(q + 1);
+  if (looksLikeSecret(query)) return true;
+  for (const name of new URLSearchParams(query).keys()) if (CREDENTIAL_PARAMS.has(name.toLowerCase())) return true;
+  return false;
+}
+
 export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
   app.post('/api/v1/oauth/token', { config: { surface: 'oauth' }, bodyLimit: 16 * 1024 }, async (request: FastifyRequest, reply) => {
     // Per client address, before any lookup: bounds credential guessing and exchange floods.
@@ -45,6 +59,10 @@ export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
     if (!window.allowed) {
       reply.header('retry-after', String(window.resetSeconds));
       return oauthError(reply, 429, 'temporarily_unavailable', 'Too many token requests; retry after the indicated time');
+    }
+    // RFC 6749 2.3.1: credentials never travel in the URL, where proxies and logs keep them.
+    if (credentialsInQuery(request.url)) {
+      return oauthError(reply, 400, 'invalid_request', 'Credentials must not be sent in the query string; send them in the request body or with HTTP Basic');
     }
     const ct = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (ct !== 'application/json' && ct !== 'application/x-www-form-urlencoded') {

@@ -4,6 +4,7 @@
  * for, which workspace and scopes it carried, and until when.
  */
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { SECRET_PREFIX } from '../secrets.ts';
 
 export const SCOPES = ['webhooks', 'api_read', 'api_write', 'embed'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -20,7 +21,7 @@ export interface TokenClaims {
   iat: number;
 }
 
-const PREFIX = 'tbat_';
+const PREFIX = SECRET_PREFIX.accessToken;
 
 // createHmac with a Buffer key first asks "is this a KeyObject? a CryptoKey?", and Node 24
 // answers each by throwing and catching an exception (with its stack trace), which costs

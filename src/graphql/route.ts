@@ -54,6 +54,7 @@ function sendGraphqlErrors(reply: FastifyReply, errors: readonly GraphQLError[],
 /** HTTP-level failures (400, 401, 403, 415, 429, 5xx) in the GraphQL error shape. */
 function sendHttpError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toAppError(err);
+  request.errorCode = e.code;
   if (e.status >= 500) request.log.error({ err: e.cause ?? err }, 'graphql request failed');
   if (e.headers) reply.headers(e.headers);
   if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));

@@ -45,6 +45,7 @@ export function toAppError(err: unknown): AppError {
 
 export function renderError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toAppError(err);
+  request.errorCode = e.code;
   if (e.status >= 500) request.log.error({ err: e.cause ?? err }, 'request failed');
   const surface: Surface = request.routeOptions.config?.surface ?? (request.url.startsWith('/api/json/') ? 'jsonapi' : 'plain');
   if (e.headers) reply.headers(e.headers);

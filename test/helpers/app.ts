@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../../src/deps.ts';
@@ -34,7 +35,8 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startApp(env: Record<string, string> = {}): Promise<TestApp> {
+/** `log`: a logger of the test's own (to read what the app logs); default: one from the config. */
+export async function startApp(env: Record<string, string> = {}, opts: { log?: Logger } = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-test-'));
   const adminToken = `tbadm_${randomBytes(32).toString('base64url')}`;
   let drop: (() => Promise<void>) | undefined;
@@ -46,7 +48,8 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
   }
   if (process.env.REDIS_URL) vars.REDIS_URL = process.env.REDIS_URL;
   const config = loadConfig({ ...vars, ...env });
-  const deps = config.databaseUrl ? await createDeps(config, { dataDir }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate() });
+  const log = opts.log ? { log: opts.log } : {};
+  const deps = config.databaseUrl ? await createDeps(config, { dataDir, ...log }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate(), ...log });
   const app = await buildApp(deps);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -48,6 +48,7 @@ test('bad values are refused with a message naming the variable', () => {
   rejects({ REDIS_URL: 'http://cache.example' }, 'Invalid configuration: REDIS_URL must use redis: or rediss:');
   rejects({ IDEMPOTENCY_TTL: '59' }, 'Invalid configuration: IDEMPOTENCY_TTL must be between 60 and 2592000, got 59');
   rejects({ WORKER: 'maybe' }, 'Invalid configuration: WORKER must be true or false, got "maybe"');
+  rejects({ LOG_FORMAT: 'text' }, 'Invalid configuration: LOG_FORMAT must be json or pretty, got "text"');
 });
 
 test('good values are taken as given', () => {
@@ -63,6 +64,8 @@ test('good values are taken as given', () => {
   assert.equal(c.databaseUrl, 'postgresql://u@db.example:5432/app');
   assert.equal(c.tokenTtlSeconds, 60);
   assert.equal(c.logLevel, 'debug');
+  assert.equal(loadConfig({ LOG_FORMAT: 'pretty' }, false).logFormat, 'pretty');
+  assert.equal(loadConfig({ LOG_FORMAT: 'JSON' }, true).logFormat, 'json');
   assert.equal(c.adminToken, 'x'.repeat(32));
   assert.equal(c.sweepCron, '30 2 * * 1-5', 'whitespace is normalized');
 });
@@ -80,6 +83,8 @@ test('defaults are the documented ones', () => {
   assert.deepEqual(c.rateLimit, { max: 600, windowSeconds: 60 });
   assert.equal(c.bodyLimitBytes, 1_048_576);
   assert.equal(c.logLevel, 'info');
+  assert.equal(loadConfig({}, false).logFormat, 'json', 'JSON lines when stdout is not a terminal');
+  assert.equal(loadConfig({}, true).logFormat, 'pretty', 'readable lines on a terminal');
   assert.equal(c.adminToken, undefined);
   assert.equal(c.shutdownGraceMs, 10_000);
   assert.equal(c.worker, true);
