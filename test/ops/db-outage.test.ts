@@ -196,18 +196,39 @@ async function assertRecovers(): Promise<void> {
 
 test('sessions terminated under load: the process survives, answers are 200 or 503, never 500, and it recovers', { skip: POSTGRES ? false : 'PostgreSQL only: PGlite is in the process, there is no session to lose' }, async () => {
   const api = jsonApi(t, token);
+  const statuses: number[] = [];
+  let stop = false;
+  let n = 0;
+  const client = async () => {
+    while (!stop) {
+      const i = n++;
+      const res = i % 3 === 0 ? await api.get('/api/json/v1/data_models') : i % 3 === 1 ? await gql(FACT_QUERY) : await api.post('/api/json/v1/data_models', dataModelDoc({ name: `Load ${i}`, slug: `load-${i}` }));
+      statuses.push(res.status);
+      if (res.status === 503) assert.ok(res.headers.get('retry-after'), 'a 503 carries Retry-After');
+    }
+  };
+  const waitFor = async (count: number) => {
+    while (statuses.length < count) await new Promise((r) => setTimeout(r, 5));
+  };
   // A checked-out client with no query running when its session ends: pg emits 'error' on it.
   await t.deps.db.connection().execute(async (conn) => {
     await sql`select 1`.execute(conn);
-    const load = Array.from({ length: 20 }, (_, i) => (i % 2 ? api.get('/api/json/v1/data_models') : gql(FACT_QUERY)));
+    const clients = Array.from({ length: 6 }, client);
+    await waitFor(12);
     assert.ok((await terminateOwnBackends()) > 0);
-    for (const res of await Promise.all(load)) {
-      assert.ok(res.status === 200 || res.status === 503, `status ${res.status}`);
-      if (res.status === 503) assert.ok(res.headers.get('retry-after'));
-    }
-    // Let the 'error' of the held client arrive while it is still checked out.
+    await waitFor(statuses.length + 12);
+    await terminateOwnBackends();
+    await waitFor(statuses.length + 12);
+    stop = true;
+    await Promise.all(clients);
+    // The held client's 'error' arrives while it is still checked out.
     for (let i = 0; i < 100 && !lines.some((l) => l.msg === 'database connection lost'); i++) await new Promise((r) => setTimeout(r, 20));
   });
+  assert.deepEqual(
+    statuses.filter((s) => ![200, 201, 503].includes(s)),
+    [],
+    `answers during the terminations: ${statuses.join(' ')}`,
+  );
   assert.ok(lines.some((l) => l.msg === 'database connection lost'), 'the lost session was logged');
   await assertRecovers();
 });
