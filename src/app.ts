@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { Deps } from './deps.ts';
-import { AppError } from './errors.ts';
+import { AppError, DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
 import { renderError } from './http/render-error.ts';
@@ -37,13 +37,17 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) => renderError(new AppError('not_found', 'No such route or resource'), request, reply));
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  // What a request would get right now: 503 while draining or while the database does not
+  // answer; and where its rate window is counted (Redis, or this process while Redis is out).
   app.get('/readyz', async (_request, reply) => {
-    if (deps.draining.value) return reply.code(503).send({ status: 'draining' });
+    const rateLimit = deps.limiter.state();
+    if (deps.draining.value) return reply.code(503).send({ status: 'draining', rate_limit: rateLimit });
     try {
       await sql`select 1`.execute(deps.db);
-      return { status: 'ready' };
+      return { status: 'ready', rate_limit: rateLimit };
     } catch {
-      return reply.code(503).send({ status: 'database unavailable' });
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return reply.code(503).send({ status: 'database unavailable', rate_limit: rateLimit });
     }
   });
 

@@ -14,7 +14,11 @@ export interface Config {
   /** PostgreSQL connection string; when absent, embedded PGlite in dataDir. */
   readonly databaseUrl: string | undefined;
   readonly databasePoolSize: number;
+  /** How long opening a PostgreSQL connection may take (DATABASE_CONNECT_TIMEOUT_MS). */
+  readonly databaseConnectTimeoutMs: number;
   readonly redisUrl: string | undefined;
+  /** How long a Redis command may take before the rate window falls back (REDIS_TIMEOUT_MS). */
+  readonly redisTimeoutMs: number;
   readonly dataDir: string;
   readonly tokenTtlSeconds: number;
   readonly idempotencyTtlSeconds: number;
@@ -107,7 +111,9 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     host,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    databaseConnectTimeoutMs: int(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 500, 10, 60_000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.tributary'),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 900, 60, 86_400),
     idempotencyTtlSeconds: int(env, 'IDEMPOTENCY_TTL', 86_400, 60, 30 * 86_400),

@@ -2,14 +2,13 @@
  * What the request handlers and services need, as one plain object passed as their first
  * argument. Built once by main.ts (or by a test), torn down by closeDeps.
  */
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { createDb, type Db } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
 import { instanceSecret } from './db/instance-secrets.sql.ts';
 import { resolveAdminToken } from './admin/admin-auth.ts';
-import { memoryLimiter, redisLimiter, type Limiter } from './http/rate-limit.ts';
+import { memoryLimiter, resilientRedisLimiter, type Limiter } from './http/rate-limit.ts';
 import { createLogger } from './log.ts';
 
 export interface Deps {
@@ -30,13 +29,20 @@ export interface Deps {
 
 export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob } = {}): Promise<Deps> {
   const log = opts.log ?? createLogger(config);
-  const { db, engine } = createDb({ databaseUrl: config.databaseUrl, dataDir: opts.dataDir ?? config.dataDir, initialDump: opts.initialDump, poolSize: config.databasePoolSize });
+  const { db, engine } = createDb({
+    databaseUrl: config.databaseUrl,
+    dataDir: opts.dataDir ?? config.dataDir,
+    initialDump: opts.initialDump,
+    poolSize: config.databasePoolSize,
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    onConnectionLost: (err) => log.warn({ err: { message: err.message, code: (err as { code?: unknown }).code } }, 'database connection lost'),
+  });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
     const signingKey = await instanceSecret(db, 'token_signing_key');
-    const limiter = config.redisUrl ? redisLimiter(new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true })) : memoryLimiter();
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
+    const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log }) : memoryLimiter();
     return { config, db, engine, log, limiter, signingKey, adminToken, now: () => Math.floor(Date.now() / 1000), draining: { value: false } };
   } catch (err) {
     await db.destroy().catch(() => undefined);

@@ -111,7 +111,7 @@ interface PgLikeError {
  */
 export function fromPgError(err: unknown, constraints: Readonly<Record<string, [pointer: string, detail: string]>> = {}): unknown {
   if (err instanceof AppError || typeof err !== 'object' || err === null) return err;
-  if (isConnectionError(err)) return new AppError('unavailable', 'The database is unavailable', { retryAfter: 5, cause: err });
+  if (isDatabaseUnavailable(err)) return databaseUnavailable(err);
   const { code, constraint } = err as PgLikeError;
   if (typeof code !== 'string') return err;
   const known = typeof constraint === 'string' ? constraints[constraint] : undefined;
@@ -133,17 +133,36 @@ export function fromPgError(err: unknown, constraints: Readonly<Record<string, [
     case '40001': // serialization_failure
     case '40P01': // deadlock_detected
     case '55P03': // lock_not_available
-    case '57P01': // admin_shutdown
-    case '57P03': // cannot_connect_now
-    case '53300': // too_many_connections
       return new AppError('unavailable', 'The database is busy; retry shortly', { retryAfter: 1, cause: err });
     default:
-      if (code.startsWith('08')) return new AppError('unavailable', 'The database is unavailable', { retryAfter: 5, cause: err });
       return err;
   }
 }
 
-function isConnectionError(err: object): boolean {
-  const code = (err as { errno?: unknown; code?: unknown }).code;
-  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code);
+// SQLSTATEs that mean the server ended or refused the session, not that the statement was wrong.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400']);
+// Socket and resolver failures on the way to the database.
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EMFILE', 'ENFILE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+// What pg and pg-pool throw, without a code, when a session is lost or cannot be opened.
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection timeout)/i;
+
+/**
+ * The one classification of "the database cannot be reached right now", whatever the
+ * engine, driver or surface: the session was ended (admin shutdown, restart), cannot be
+ * opened (refused, too many connections, out of file handles) or was cut. Every surface
+ * answers it with 503 and Retry-After. Only errors that came from the database layer may
+ * be asked: a client's own socket error (ECONNRESET "aborted") is not one.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null || err instanceof AppError) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_ERRNOS.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  return typeof code !== 'string' && typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message);
 }
+
+export function databaseUnavailable(cause?: unknown): AppError {
+  return new AppError('unavailable', 'The database is unavailable; retry shortly', { retryAfter: DATABASE_RETRY_AFTER_SECONDS, cause });
+}
+
+/** Seconds a client is asked to wait while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;

@@ -43,6 +43,10 @@ export interface DbOptions {
   /** With dataDir 'memory': start from this dump (PGlite dumpDataDir) instead of an empty cluster. */
   initialDump?: Blob | undefined;
   poolSize?: number;
+  /** How long opening a PostgreSQL connection may take before the query fails as unavailable. */
+  connectTimeoutMs?: number;
+  /** Told when a PostgreSQL session is lost (server restart, terminated backend, cut network). */
+  onConnectionLost?: (err: Error) => void;
 }
 
 export interface DbHandle {
@@ -54,10 +58,16 @@ export interface DbHandle {
 // so queries cast counts to int instead of relying on a global parser.
 export function createDb(opts: DbOptions): DbHandle {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
-    // An idle client's error (server restart) must not crash the process: the next query reports it.
-    pool.on('error', () => {});
-    pool.on('connect', namePreparedStatements);
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000 });
+    const lost = (err: Error) => opts.onConnectionLost?.(err);
+    // pg emits 'error' on a client whose session ends, idle or checked out (with or without
+    // a query running); without a listener that event ends the process. The query in
+    // flight fails on its own, and pg-pool drops the client when it is released.
+    pool.on('error', () => undefined); // an idle client's loss, already reported by its own listener
+    pool.on('connect', (client) => {
+      client.on('error', lost);
+      namePreparedStatements(client);
+    });
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
   }
   const dir = opts.dataDir ?? '.tributary';

@@ -17,7 +17,7 @@ import { AppError } from '../errors.ts';
 import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
 import { loadAccountWithRow } from '../auth/auth.sql.ts';
 import { chargeAccountWindow } from '../http/rate-limit.ts';
-import { toAppError } from '../http/render-error.ts';
+import { logFailure, toAppError } from '../http/render-error.ts';
 import { invalidArgument, tooComplex } from './errors.ts';
 import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
 import { schema, SCHEMA_VERSION } from './schema.ts';
@@ -55,7 +55,7 @@ function sendGraphqlErrors(reply: FastifyReply, errors: readonly GraphQLError[],
 function sendHttpError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toAppError(err);
   request.errorCode = e.code;
-  if (e.status >= 500) request.log.error({ err: e.cause ?? err }, 'graphql request failed');
+  logFailure(request, e, err, 'graphql request failed');
   if (e.headers) reply.headers(e.headers);
   if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
   return send(reply, e.status, { errors: [{ message: e.detail, extensions: { code: e.code } }] });
@@ -116,7 +116,7 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
     const original = e.originalError;
     if (original === undefined || original instanceof GraphQLError) return errorJson(e, 'graphql_validation');
     const app = toAppError(original);
-    request.log.error({ err: app.cause ?? original }, 'factQuery failed');
+    logFailure(request, app, original, 'factQuery failed');
     const unavailable = app.code === 'unavailable';
     status = Math.max(status, unavailable ? 503 : 500);
     if (unavailable) retryAfter = app.retryAfter;

@@ -68,6 +68,14 @@ export function registerHooks(app: FastifyInstance, deps: Deps): void {
   app.decorateRequest('claims', undefined);
   app.decorateRequest('idempotency', undefined);
 
+  app.addHook('onRequest', (request, reply, done) => {
+    // A client that closes its connection before the answer is no server failure: one line, at info.
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) request.log.info(deps.draining.value ? 'connection closed at shutdown before the answer' : 'client went away');
+    });
+    done();
+  });
+
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'admin') {

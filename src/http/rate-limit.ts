@@ -7,8 +7,9 @@
  * document, and the same counter must serve non-Fastify callers. The counter itself is
  * a dozen lines.
  */
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import type { FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
 import { AppError } from '../errors.ts';
 
 export interface WindowResult {
@@ -19,8 +20,12 @@ export interface WindowResult {
   resetSeconds: number;
 }
 
+/** Where the windows are counted right now, as /readyz reports it. */
+export type LimiterState = 'per process' | 'shared' | 'per process (Redis unavailable)';
+
 export interface Limiter {
   hit(key: string, max: number, windowSeconds: number): Promise<WindowResult>;
+  state(): LimiterState;
   close(): Promise<void>;
 }
 
@@ -45,6 +50,7 @@ export function memoryLimiter(now: () => number = Date.now): Limiter {
       w.count += 1;
       return result(w.count, max, Math.max(1, Math.ceil((w.resetAt - t) / 1000)));
     },
+    state: () => 'per process',
     async close() {
       windows.clear();
     },
@@ -67,8 +73,70 @@ export function redisLimiter(redis: Redis, now: () => number = Date.now): Limite
       const [count, pttl] = (await redis.eval(SCRIPT, 1, `tributary:rl:${key}:${bucket}`, String(ttl))) as [number, number];
       return result(count, max, Math.max(1, Math.ceil((pttl > 0 ? pttl : ttl) / 1000)));
     },
+    state: () => 'shared',
     async close() {
-      await redis.quit().catch(() => undefined);
+      // quit() waits for a reply that a gone server never sends.
+      if (redis.status === 'ready') await redis.quit().catch(() => undefined);
+      redis.disconnect();
+    },
+  };
+}
+
+/**
+ * Shared windows in Redis, with the in-process counter while Redis does not answer: a
+ * command fails at once when Redis is not connected (no offline queue) and after
+ * `timeoutMs` when it is slow, and that request is counted in this process instead. So an
+ * outage neither fails nor stalls requests; they stay limited, per process. The log says
+ * so once per outage, and once when Redis answers again.
+ */
+export async function resilientRedisLimiter(redisUrl: string, opts: { timeoutMs: number; log: Logger; now?: () => number }): Promise<Limiter> {
+  const redis = new Redis(redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: opts.timeoutMs,
+    connectTimeout: Math.max(opts.timeoutMs, 1000),
+    // Reconnect for ever, at most every 2 s: the windows are shared again as soon as it is back.
+    retryStrategy: (times) => Math.min(times * 100, 2000),
+  });
+  const shared = redisLimiter(redis, opts.now);
+  const local = memoryLimiter(opts.now);
+  let unavailable = false;
+  const lost = (err: unknown) => {
+    if (unavailable) return;
+    unavailable = true;
+    opts.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'Redis unavailable: rate windows are counted per process until it answers');
+  };
+  // Without a listener ioredis prints every failed reconnect.
+  redis.on('error', lost);
+  // The first requests would otherwise find no connection yet and count in the process.
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(opts.timeoutMs, 1000));
+    redis.once('ready', done);
+  });
+  return {
+    async hit(key, max, windowSeconds) {
+      let r: WindowResult;
+      try {
+        r = await shared.hit(key, max, windowSeconds);
+      } catch (err) {
+        lost(err);
+        return local.hit(key, max, windowSeconds);
+      }
+      if (unavailable) {
+        unavailable = false;
+        opts.log.info('Redis answers again: rate windows are shared again');
+      }
+      return r;
+    },
+    state: () => (unavailable ? 'per process (Redis unavailable)' : 'shared'),
+    async close() {
+      await shared.close();
+      await local.close();
     },
   };
 }

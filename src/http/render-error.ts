@@ -34,19 +34,37 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
 
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const translated = fromPgError(err);
-  if (translated instanceof AppError) return translated;
+  // Fastify's errors and a request stream's (a client's reset is ECONNRESET "aborted") are
+  // about the request, never about the database, though their codes may look alike.
   if (typeof err === 'object' && err !== null && typeof (err as FastifyError).code === 'string') {
     const f = fromFastifyError(err as FastifyError);
     if (f) return f;
   }
+  const translated = fromPgError(err);
+  if (translated instanceof AppError) return translated;
   return new AppError('internal_error', 'An unexpected error occurred', { cause: err });
+}
+
+/** The client closed its connection before the answer was sent. */
+export function clientWentAway(request: FastifyRequest): boolean {
+  return request.raw.socket?.destroyed === true || request.raw.readableAborted;
+}
+
+/**
+ * Logs a failed request once, at the level it deserves, for every surface: the database
+ * being unreachable is a warning (the answer is a 503 the client retries), anything
+ * unexpected an error. A client that went away is logged where its connection closes.
+ */
+export function logFailure(request: FastifyRequest, e: AppError, err: unknown, msg = 'request failed'): void {
+  if (clientWentAway(request)) return;
+  if (e.code === 'unavailable') request.log.warn({ err: e.cause ?? err }, 'database unavailable');
+  else if (e.status >= 500) request.log.error({ err: e.cause ?? err }, msg);
 }
 
 export function renderError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toAppError(err);
   request.errorCode = e.code;
-  if (e.status >= 500) request.log.error({ err: e.cause ?? err }, 'request failed');
+  logFailure(request, e, err);
   const surface: Surface = request.routeOptions.config?.surface ?? (request.url.startsWith('/api/json/') ? 'jsonapi' : 'plain');
   if (e.headers) reply.headers(e.headers);
   if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
@@ -60,7 +78,7 @@ export function renderError(err: unknown, request: FastifyRequest, reply: Fastif
   }
   if (surface === 'oauth') {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    const code = e.status >= 500 ? 'server_error' : e.status === 429 ? 'temporarily_unavailable' : 'invalid_request';
+    const code = e.status === 429 || e.status === 503 ? 'temporarily_unavailable' : e.status >= 500 ? 'server_error' : 'invalid_request';
     return reply.type('application/json').send(JSON.stringify({ error: code, error_description: e.detail }));
   }
   return reply.type('application/json').send(JSON.stringify({ error: e.detail, code: e.code }));

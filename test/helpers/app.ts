@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -35,15 +37,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** `log`: a logger of the test's own (to read what the app logs); default: one from the config. */
-export async function startApp(env: Record<string, string> = {}, opts: { log?: Logger } = {}): Promise<TestApp> {
+export interface StartOptions {
+  /** The logger of the app (default: one at TEST_LOG_LEVEL). */
+  log?: Logger;
+  /** Rewrites the URL of the file's fresh PostgreSQL database (e.g. to route it through a proxy). */
+  databaseUrl?: (url: string) => string | Promise<string>;
+}
+
+export async function startApp(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-test-'));
   const adminToken = `tbadm_${randomBytes(32).toString('base64url')}`;
   let drop: (() => Promise<void>) | undefined;
   const vars: Record<string, string> = { DATA_DIR: dataDir, TRIBUTARY_ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', PORT: '0' };
   if (process.env.DATABASE_URL) {
     const fresh = await freshPostgresDatabase();
-    vars.DATABASE_URL = fresh.url;
+    vars.DATABASE_URL = opts.databaseUrl ? await opts.databaseUrl(fresh.url) : fresh.url;
     drop = fresh.drop;
   }
   if (process.env.REDIS_URL) vars.REDIS_URL = process.env.REDIS_URL;
@@ -65,6 +73,17 @@ export async function startApp(env: Record<string, string> = {}, opts: { log?: L
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A logger that keeps its lines as parsed objects, to check what was logged. */
+export function capturingLogger(lines: Array<Record<string, unknown>>, level = 'info'): Logger {
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+      cb();
+    },
+  });
+  return pino({ level }, stream);
 }
 
 export interface Tenant {

@@ -8,14 +8,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { serve } from '../../src/server.ts';
 import { closeDeps, createDeps } from '../../src/deps.ts';
 import { bootstrapIfEmpty } from '../../src/admin/bootstrap.ts';
-import { freshPostgresDatabase } from '../helpers/app.ts';
+import { capturingLogger, freshPostgresDatabase } from '../helpers/app.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 after(async () => {
@@ -93,17 +91,6 @@ test('first start writes bootstrap.json (0600) whose credentials get all four sc
     await second.stop();
   }
 });
-
-/** A logger that keeps its lines, to count what each process logged. */
-function capturingLogger(lines: Array<Record<string, unknown>>) {
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      cb();
-    },
-  });
-  return pino({ level: 'info' }, stream);
-}
 
 test('concurrent starts on one fresh PostgreSQL migrate once and bootstrap once', async (t) => {
   if (!process.env.DATABASE_URL) {

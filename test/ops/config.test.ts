@@ -31,6 +31,8 @@ test('bad values are refused with a message naming the variable', () => {
   rejects({ DATABASE_URL: 'mysql://db.example/app' }, 'Invalid configuration: DATABASE_URL must use postgres: or postgresql:');
   rejects({ TOKEN_TTL_SECONDS: '59' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be between 60 and 86400, got 59');
   rejects({ TOKEN_TTL_SECONDS: '86401' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be between 60 and 86400, got 86401');
+  rejects({ REDIS_TIMEOUT_MS: '0' }, 'Invalid configuration: REDIS_TIMEOUT_MS must be between 10 and 60000, got 0');
+  rejects({ DATABASE_CONNECT_TIMEOUT_MS: 'soon' }, 'Invalid configuration: DATABASE_CONNECT_TIMEOUT_MS must be a whole number, got "soon"');
   rejects({ TOKEN_TTL_SECONDS: '15m' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be a whole number, got "15m"');
   rejects({ LOG_LEVEL: 'verbose' }, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent');
   rejects({ TRIBUTARY_ADMIN_TOKEN: 'short-token' }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
@@ -76,7 +78,9 @@ test('defaults are the documented ones', () => {
   assert.equal(c.host, '127.0.0.1');
   assert.equal(c.databaseUrl, undefined);
   assert.equal(c.databasePoolSize, 10);
+  assert.equal(c.databaseConnectTimeoutMs, 5000);
   assert.equal(c.redisUrl, undefined);
+  assert.equal(c.redisTimeoutMs, 500);
   assert.equal(c.dataDir, path.resolve('.tributary'));
   assert.equal(c.tokenTtlSeconds, 900);
   assert.equal(c.idempotencyTtlSeconds, 86_400);

@@ -94,7 +94,7 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
 
   const ready = await get(`${base}/readyz`);
   assert.equal(ready.status, 200);
-  assert.deepEqual(await ready.json(), { status: 'ready' });
+  assert.deepEqual(await ready.json(), { status: 'ready', rate_limit: process.env.REDIS_URL ? 'shared' : 'per process' });
 
   // x-request-id: echoed when sent (and valid), generated (UUIDv7) when not, on 200 and 404.
   const given = await get(`${base}/healthz`, { 'x-request-id': 'lifecycle-given-200' });
