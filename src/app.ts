@@ -9,6 +9,7 @@ import { uuidv7 } from './ids.ts';
 import { AppError } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
+import { connectionOptions, registerConnectionHooks } from './http/connections.ts';
 import { renderError } from './http/render-error.ts';
 import { registerTokenRoute } from './auth/token-route.ts';
 import { registerAdminRoutes } from './admin/routes.ts';
@@ -40,8 +41,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     // Requests already on an open connection while draining run normally (readiness says 503).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    ...connectionOptions(deps.config),
   });
 
+  registerConnectionHooks(app, deps);
   registerBodyParsers(app);
   registerHooks(app, deps);
   app.setErrorHandler((err, request, reply) => renderError(err, request, reply));
