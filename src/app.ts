@@ -8,6 +8,7 @@ import type { Deps } from './deps.ts';
 import { AppError, DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
+import { connectionOptions, registerConnectionHooks } from './http/connections.ts';
 import { renderError } from './http/render-error.ts';
 import { trackMethods } from './http/methods.ts';
 import { RequestLogController, requestId, requestLogger } from './http/request-log.ts';
@@ -27,9 +28,11 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     // Requests already on an open connection while draining run normally (readiness says 503).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    ...connectionOptions(deps.config),
   });
 
   app.decorateRequest('errorCode', undefined);
+  registerConnectionHooks(app, deps);
   registerBodyParsers(app);
   registerHooks(app, deps);
   const addMethodRoutes = trackMethods(app);

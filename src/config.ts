@@ -31,6 +31,10 @@ export interface Config {
   readonly adminToken: string | undefined;
   readonly bodyLimitBytes: number;
   readonly shutdownGraceMs: number;
+  /** Time allowed for a request's line and headers (HEADERS_TIMEOUT_MS). */
+  readonly headersTimeoutMs: number;
+  /** Time allowed for a request's body once reading starts; for streamed uploads, the longest pause (REQUEST_TIMEOUT_MS). */
+  readonly requestTimeoutMs: number;
   readonly worker: boolean;
   /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
   readonly sweepCron: string;
@@ -130,6 +134,8 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     adminToken,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     worker: bool(env, 'WORKER', true),
     sweepCron: cronExpression(env, 'SWEEP_CRON', '0 3 * * *'),
   });

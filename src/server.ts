@@ -1,14 +1,17 @@
 /**
  * `tributary serve`: config -> deps (db, migrations) -> first-start bootstrap -> HTTP.
  * SIGTERM/SIGINT: readiness turns 503, the listener stops accepting, in-flight requests
- * finish (bounded by SHUTDOWN_GRACE_MS), then the pool closes.
+ * finish (bounded by SHUTDOWN_GRACE_MS; those still running then are logged and cut off),
+ * then the pool closes.
  */
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
 import { closeDeps, createDeps, type Deps } from './deps.ts';
 import { bootstrapIfEmpty } from './admin/bootstrap.ts';
 import { startScheduler, type Scheduler } from './worker/scheduler.ts';
+import { requestsInFlight } from './http/connections.ts';
 
 export interface Running {
   app: FastifyInstance;
@@ -17,8 +20,8 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function serve(config: Config, opts: { http: boolean; worker: boolean }): Promise<Running> {
-  const deps = await createDeps(config);
+export async function serve(config: Config, opts: { http: boolean; worker: boolean; log?: Logger }): Promise<Running> {
+  const deps = await createDeps(config, opts.log ? { log: opts.log } : {});
   await bootstrapIfEmpty(deps);
   const app = await buildApp(deps);
   let url = '';
@@ -32,7 +35,13 @@ export async function serve(config: Config, opts: { http: boolean; worker: boole
       deps.draining.value = true;
       deps.log.info('draining');
       await scheduler?.stop();
-      const timer = setTimeout(() => app.server.closeAllConnections?.(), config.shutdownGraceMs);
+      // Responses from here on carry Connection: close (src/http/connections.ts) and idle
+      // connections are closed, so no client sends a request on a connection about to go.
+      const timer = setTimeout(() => {
+        // The route pattern, never the URL: a query string may hold a secret.
+        for (const request of requestsInFlight(app)) request.log.warn({ method: request.method, route: request.routeOptions.url ?? 'no route' }, 'request cut off at shutdown');
+        app.server.closeAllConnections?.();
+      }, config.shutdownGraceMs);
       await app.close();
       clearTimeout(timer);
       await closeDeps(deps);

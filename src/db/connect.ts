@@ -9,6 +9,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 
 export type Db = Kysely<DB>;
 
@@ -71,13 +72,18 @@ export function createDb(opts: DbOptions): DbHandle {
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
   }
   const dir = opts.dataDir ?? '.tributary';
-  let pglite: PGlite;
-  if (dir === 'memory') {
-    pglite = new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {});
-  } else {
-    const pgdata = path.join(dir, 'pgdata');
-    fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });
-    pglite = new PGlite(pgdata);
-  }
-  return { db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite }) }), engine: 'pglite' };
+  if (dir === 'memory') return { db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }) }), engine: 'pglite' };
+  const release = lockDataDir(dir);
+  const pgdata = path.join(dir, 'pgdata');
+  fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(pgdata) }) });
+  const destroy = db.destroy.bind(db);
+  db.destroy = async () => {
+    try {
+      await destroy();
+    } finally {
+      release();
+    }
+  };
+  return { db, engine: 'pglite' };
 }

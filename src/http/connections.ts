@@ -1,0 +1,128 @@
+/**
+ * How long a client may take to send a request, and how connections end. A client that
+ * sends its headers or its body slowly gets 408 and its connection closed, so slow senders
+ * cannot hold sockets open without end; while draining, every response closes its
+ * connection, so a keep-alive client never sends a request on a socket about to go away.
+ */
+import { Transform, type Readable } from 'node:stream';
+import type { ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { uuidv7 } from '../ids.ts';
+import { JSONAPI_MEDIA_TYPE } from './render-error.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * 'idle': REQUEST_TIMEOUT_MS bounds each pause in the body rather than the whole body
+     * (streamed uploads that may rightly take longer).
+     */
+    bodyTimeout?: 'idle';
+  }
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return length !== undefined ? length !== '0' : request.headers['transfer-encoding'] !== undefined;
+}
+
+function rawResponse(status: string, contentType: string, body: string): string {
+  return `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/**
+ * Errors Node's parser raises before there is a request: headers too slow (408), too large
+ * (431) or malformed (400). Nothing of the request is known yet, so the answer is the
+ * JSON:API error document.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, e] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? ['408 Request Timeout', new AppError('request_timeout', 'The request headers did not arrive in time')]
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? ['431 Request Header Fields Too Large', new AppError('bad_request', 'The request headers are too large')]
+        : ['400 Bad Request', new AppError('bad_request', 'The request could not be read')];
+  const body = JSON.stringify({ errors: [{ id: uuidv7(), status: status.slice(0, 3), code: e.code, title: e.title, detail: e.detail }], jsonapi: { version: '1.1' } });
+  socket.end(rawResponse(status, JSONAPI_MEDIA_TYPE, body), () => socket.destroy());
+}
+
+/** Fastify server options for the limits above. */
+export function connectionOptions(config: Pick<Config, 'headersTimeoutMs'>): { http: ServerOptions } & Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler'> {
+  return {
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      // Node checks the headers deadline on this period (30 s by default, which would stretch any short limit).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+    },
+    // The body's deadline is ours (bodyDeadline below): Node's would also cut off long streamed uploads.
+    requestTimeout: 0,
+    clientErrorHandler: onClientError,
+  };
+}
+
+/**
+ * The body as a stream that fails with 408 when the client is too slow. Node's own request
+ * stream is left alone: destroying it would close the socket before the 408 is written.
+ */
+function bodyDeadline(raw: Readable, timeoutMs: number, idle: boolean): Transform {
+  let last = Date.now();
+  const body = new Transform({
+    transform(chunk, _encoding, callback) {
+      if (idle) last = Date.now();
+      callback(null, chunk);
+    },
+  });
+  const check = () => {
+    // Data that arrived and waits for our own reader is no fault of the client.
+    if (body.readableLength > 0 || body.writableLength > 0) last = Date.now();
+    const left = last + timeoutMs - Date.now();
+    if (left > 0) {
+      timer = setTimeout(check, left);
+      return;
+    }
+    raw.unpipe(body);
+    const detail = idle ? `No part of the request body arrived for ${timeoutMs} ms` : `The request body did not arrive within ${timeoutMs} ms`;
+    body.destroy(new AppError('request_timeout', detail));
+  };
+  let timer = setTimeout(check, timeoutMs);
+  const stop = () => clearTimeout(timer);
+  body.once('end', stop).once('close', stop);
+  // A client that goes away mid-body: the same error (ECONNRESET) the handler would see on the request.
+  raw.once('error', (err) => body.destroy(err));
+  raw.pipe(body);
+  return body;
+}
+
+const inFlight = new WeakMap<FastifyInstance, Set<FastifyRequest>>();
+
+/** Requests that have not been answered yet, for the shutdown log. */
+export function requestsInFlight(app: FastifyInstance): ReadonlySet<FastifyRequest> {
+  return inFlight.get(app) ?? new Set();
+}
+
+export function registerConnectionHooks(app: FastifyInstance, deps: Pick<Deps, 'config' | 'draining'>): void {
+  const running = new Set<FastifyRequest>();
+  inFlight.set(app, running);
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    running.add(request);
+    reply.raw.once('close', () => running.delete(request));
+  });
+  app.addHook('preParsing', async (request: FastifyRequest, _reply: FastifyReply, payload: Readable) => {
+    if (!hasBody(request) || request.raw.complete) return payload;
+    return bodyDeadline(payload, deps.config.requestTimeoutMs, request.routeOptions.config?.bodyTimeout === 'idle');
+  });
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    // Draining: the client opens a new connection (to another instance) for its next request.
+    // A body not read to its end (answered early, or too slow): the connection cannot carry another request.
+    if (deps.draining.value || (hasBody(request) && !request.raw.complete)) reply.header('connection', 'close');
+    return payload;
+  });
+}
