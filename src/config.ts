@@ -35,6 +35,8 @@ export interface Config {
   readonly headersTimeoutMs: number;
   /** Time allowed for a request's body once reading starts; for streamed uploads, the longest pause (REQUEST_TIMEOUT_MS). */
   readonly requestTimeoutMs: number;
+  /** Open connections allowed from one client address; 0: no limit (MAX_CONNECTIONS_PER_ADDRESS). */
+  readonly maxConnectionsPerAddress: number;
   readonly worker: boolean;
   /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
   readonly sweepCron: string;
@@ -136,6 +138,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
     worker: bool(env, 'WORKER', true),
     sweepCron: cronExpression(env, 'SWEEP_CRON', '0 3 * * *'),
   });

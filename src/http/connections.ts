@@ -5,7 +5,7 @@
  * connection, so a keep-alive client never sends a request on a socket about to go away.
  */
 import { Transform, type Readable } from 'node:stream';
-import type { ServerOptions } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.ts';
@@ -101,6 +101,36 @@ function bodyDeadline(raw: Readable, timeoutMs: number, idle: boolean): Transfor
   return body;
 }
 
+/**
+ * At most `max` open connections per client address: beyond it a new connection is closed
+ * at once. Timeouts bound how long one slow connection lives; this bounds how many one
+ * address can hold at a time, so it cannot take every file handle of the process.
+ */
+function capConnectionsPerAddress(server: Server, max: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > max) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
+}
+
+function dropSlowRest(raw: FastifyRequest['raw'], timeoutMs: number): void {
+  const timer = setTimeout(() => {
+    if (!raw.complete) raw.socket?.destroy();
+  }, timeoutMs);
+  raw.once('end', () => clearTimeout(timer));
+}
+
 const inFlight = new WeakMap<FastifyInstance, Set<FastifyRequest>>();
 
 /** Requests that have not been answered yet, for the shutdown log. */
@@ -109,20 +139,37 @@ export function requestsInFlight(app: FastifyInstance): ReadonlySet<FastifyReque
 }
 
 export function registerConnectionHooks(app: FastifyInstance, deps: Pick<Deps, 'config' | 'draining'>): void {
+  if (deps.config.maxConnectionsPerAddress > 0) capConnectionsPerAddress(app.server, deps.config.maxConnectionsPerAddress);
   const running = new Set<FastifyRequest>();
   inFlight.set(app, running);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     running.add(request);
     reply.raw.once('close', () => running.delete(request));
   });
+  const bodies = new WeakMap<FastifyRequest, Transform>();
   app.addHook('preParsing', async (request: FastifyRequest, _reply: FastifyReply, payload: Readable) => {
     if (!hasBody(request) || request.raw.complete) return payload;
-    return bodyDeadline(payload, deps.config.requestTimeoutMs, request.routeOptions.config?.bodyTimeout === 'idle');
+    const body = bodyDeadline(payload, deps.config.requestTimeoutMs, request.routeOptions.config?.bodyTimeout === 'idle');
+    bodies.set(request, body);
+    return body;
   });
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  app.addHook('onSend', async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     // Draining: the client opens a new connection (to another instance) for its next request.
-    // A body not read to its end (answered early, or too slow): the connection cannot carry another request.
-    if (deps.draining.value || (hasBody(request) && !request.raw.complete)) reply.header('connection', 'close');
+    if (deps.draining.value || reply.statusCode === 408) reply.header('connection', 'close');
     return payload;
+  });
+  app.addHook('onResponse', async (request: FastifyRequest) => {
+    // Answered before its body was read (401, 404, 413, ...): Node reads the rest and drops
+    // it, so that the client, still sending, gets to read the answer instead of a reset.
+    // That reading gets the same time as a body.
+    const body = bodies.get(request);
+    if (body) {
+      request.raw.unpipe(body);
+      body.destroy();
+    }
+    if (hasBody(request) && !request.raw.complete) {
+      request.raw.resume();
+      dropSlowRest(request.raw, deps.config.requestTimeoutMs);
+    }
   });
 }
