@@ -6,14 +6,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import { serve } from '../../src/server.ts';
 import { freshPostgresDatabase } from '../helpers/app.ts';
-import { ROOT } from '../helpers/cli.ts';
+import { ROOT, runProcess, type CliRun } from '../helpers/cli.ts';
 
 interface Block {
   lang: string;
@@ -31,16 +30,8 @@ export function sectionBlocks(markdown: string, heading: string): Block[] {
 
 const MARK = '@@ block done @@';
 
-function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { cwd, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<CliRun> {
+  return runProcess('bash', ['-c', script], cwd, env);
 }
 
 test('the README first task runs as written and prints what it shows', { timeout: 240_000 }, async () => {

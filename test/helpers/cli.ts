@@ -12,8 +12,13 @@ export interface CliRun {
 
 /** Runs `tributary ARGS` in the project directory under `env` (by default this process's). */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }): Promise<CliRun> {
+  return runProcess(process.execPath, ['src/main.ts', ...args], ROOT, env);
+}
+
+/** Runs a command to its end, collecting what it prints. */
+export function runProcess(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env });
+    const child = spawn(command, args, { cwd, env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
