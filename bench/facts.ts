@@ -526,11 +526,11 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 
     const tag = randomBytes(4).toString('hex');
-    const org = await admin.createOrganization(deps, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
-    const ws = await admin.createWorkspace(deps, { organization_id: org.id, name: 'Main' });
-    const user = await admin.createUser(deps, { email: `bench-${tag}@example.com` });
-    const member = await admin.addMember(deps, { organization_id: org.id, user_id: user.id, role: 'owner' });
-    const cred = await admin.createCredential(deps, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read'] });
+    const org = await admin.createOrganization(deps.db, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
+    const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
+    const user = await admin.createUser(deps.db, { email: `bench-${tag}@example.com` });
+    const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: 'owner' });
+    const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read'] });
     const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, {
       method: 'POST',
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }),

@@ -184,11 +184,11 @@ function fmt(n: number, digits: number): string {
 
 async function seed(deps: Deps, appUrl: string) {
   const tag = randomBytes(4).toString('hex');
-  const org = await admin.createOrganization(deps, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
-  const ws = await admin.createWorkspace(deps, { organization_id: org.id, name: 'Main' });
-  const user = await admin.createUser(deps, { email: `bench-${tag}@example.com` });
-  const member = await admin.addMember(deps, { organization_id: org.id, user_id: user.id, role: 'owner' });
-  const cred = await admin.createCredential(deps, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read', 'api_write'] });
+  const org = await admin.createOrganization(deps.db, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
+  const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
+  const user = await admin.createUser(deps.db, { email: `bench-${tag}@example.com` });
+  const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: 'owner' });
+  const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read', 'api_write'] });
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }).toString();
   const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form, signal: AbortSignal.timeout(10_000) });
   if (tokenRes.status !== 200) throw new Error(`token exchange failed: ${tokenRes.status} ${await tokenRes.text()}`);

@@ -7,8 +7,8 @@ import type { Config } from './config.ts';
 import { createDb, type Db } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
 import { instanceSecret } from './db/instance-secrets.sql.ts';
-import { resolveAdminToken } from './admin/admin-auth.ts';
-import { memoryLimiter, resilientRedisLimiter, type Limiter } from './http/rate-limit.ts';
+import { resolveAdminToken } from './admin-token.ts';
+import { memoryLimiter, resilientRedisLimiter, type Limiter } from './limiter.ts';
 import { createLogger } from './log.ts';
 
 export interface Deps {
@@ -19,16 +19,29 @@ export interface Deps {
   limiter: Limiter;
   /** HMAC key of access tokens, shared by every process on one database. */
   signingKey: Buffer;
-  /** Unix seconds; a function so tests can move time. */
-  now: () => number;
+  /**
+   * Milliseconds since the epoch: every reading of the time goes through it (token iat
+   * and expiry, tokens_not_before, GraphQL's now, rate windows, the scheduler, the
+   * sweep), so tests move time instead of waiting.
+   */
+  clock: Clock;
   /** The admin API's bearer token (compared in constant time). */
   adminToken: string;
   /** Set while shutting down: readiness fails and new work is refused. */
   draining: { value: boolean };
 }
 
-export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob } = {}): Promise<Deps> {
+export type Clock = () => number;
+
+/** Unix seconds of a clock reading, as token claims count time. */
+export function epochSeconds(clock: Clock): number {
+  return Math.floor(clock() / 1000);
+}
+
+export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob; clock?: Clock } = {}): Promise<Deps> {
   const log = opts.log ?? createLogger(config);
+  // Read at each call, so that a test's mocked Date is seen too.
+  const clock = opts.clock ?? (() => Date.now());
   const { db, engine } = createDb({
     databaseUrl: config.databaseUrl,
     dataDir: opts.dataDir ?? config.dataDir,
@@ -42,8 +55,8 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
     const signingKey = await instanceSecret(db, 'token_signing_key');
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
-    const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log }) : memoryLimiter();
-    return { config, db, engine, log, limiter, signingKey, adminToken, now: () => Math.floor(Date.now() / 1000), draining: { value: false } };
+    const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
+    return { config, db, engine, log, limiter, signingKey, adminToken, clock, draining: { value: false } };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;

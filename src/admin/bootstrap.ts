@@ -3,6 +3,7 @@
  * all-scopes service account, whose client id and secret go to DATA_DIR/bootstrap.json
  * (0600): the only place the secret is ever written.
  */
+import { ADVISORY_LOCK } from '../db/advisory-locks.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -24,14 +25,13 @@ export interface BootstrapResult {
 export async function bootstrapIfEmpty(deps: Pick<Deps, 'db' | 'log' | 'config'>): Promise<BootstrapResult | undefined> {
   // Serialize concurrent first starts on one PostgreSQL: only one creates the defaults.
   return deps.db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(7310)`.execute(trx);
+    await sql`select pg_advisory_xact_lock(${ADVISORY_LOCK.bootstrap})`.execute(trx);
     if (await hasAnyOrganization(trx)) return undefined;
-    const tx = { db: trx };
-    const org = await admin.createOrganization(tx, { name: 'Default organization', domain: 'default.tributary.local' });
-    const ws = await admin.createWorkspace(tx, { organization_id: org.id, name: 'Default workspace' });
-    const user = await admin.createUser(tx, { email: 'owner@default.tributary.local', first_name: 'Default', last_name: 'Owner' });
-    const member = await admin.addMember(tx, { organization_id: org.id, user_id: user.id, role: 'owner' });
-    const cred = await admin.createCredential(tx, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bootstrap', scopes: [...SCOPES] });
+    const org = await admin.createOrganization(trx, { name: 'Default organization', domain: 'default.tributary.local' });
+    const ws = await admin.createWorkspace(trx, { organization_id: org.id, name: 'Default workspace' });
+    const user = await admin.createUser(trx, { email: 'owner@default.tributary.local', first_name: 'Default', last_name: 'Owner' });
+    const member = await admin.addMember(trx, { organization_id: org.id, user_id: user.id, role: 'owner' });
+    const cred = await admin.createCredential(trx, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bootstrap', scopes: [...SCOPES] });
     const result: BootstrapResult = {
       organization_id: org.id,
       workspace_id: ws.id,

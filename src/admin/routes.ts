@@ -25,20 +25,20 @@ function send(reply: FastifyReply, status: number, data: unknown): FastifyReply 
 
 export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   const p = '/admin/v1';
-  app.post(`${p}/organizations`, options, async (req, reply) => send(reply, 201, await admin.createOrganization(deps, body(req.body))));
-  app.post(`${p}/workspaces`, options, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps, body(req.body))));
-  app.post(`${p}/users`, options, async (req, reply) => send(reply, 201, await admin.createUser(deps, body(req.body))));
-  app.post(`${p}/memberships`, options, async (req, reply) => send(reply, 201, await admin.addMember(deps, body(req.body))));
+  app.post(`${p}/organizations`, options, async (req, reply) => send(reply, 201, await admin.createOrganization(deps.db, body(req.body))));
+  app.post(`${p}/workspaces`, options, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps.db, body(req.body))));
+  app.post(`${p}/users`, options, async (req, reply) => send(reply, 201, await admin.createUser(deps.db, body(req.body))));
+  app.post(`${p}/memberships`, options, async (req, reply) => send(reply, 201, await admin.addMember(deps.db, body(req.body))));
   app.post(`${p}/memberships/:id/deactivate`, options, async (req, reply) =>
-    send(reply, 200, await admin.deactivateMember(deps, (req.params as { id: string }).id)),
+    send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id)),
   );
-  app.post(`${p}/credentials`, options, async (req, reply) => send(reply, 201, await admin.createCredential(deps, body(req.body))));
+  app.post(`${p}/credentials`, options, async (req, reply) => send(reply, 201, await admin.createCredential(deps.db, body(req.body))));
   app.patch(`${p}/credentials/:id`, options, async (req, reply) =>
-    send(reply, 200, await admin.updateCredential(deps, (req.params as { id: string }).id, body(req.body))),
+    send(reply, 200, await admin.updateCredential(deps.db, (req.params as { id: string }).id, body(req.body), new Date(deps.clock()))),
   );
-  app.post(`${p}/widgets`, options, async (req, reply) => send(reply, 201, await admin.createWidget(deps, body(req.body))));
+  app.post(`${p}/widgets`, options, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
   app.post(`${p}/sweep`, options, async (_req, reply) => {
-    const result = await sweepExclusive(deps);
+    const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()) });
     if (!result) throw new AppError('conflict', 'A sweep is already running (the nightly one, or another tributary sweep); run it again when that one is done');
     return send(reply, 200, result);
   });
@@ -53,10 +53,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   ];
   for (const [path, kind] of lists) {
     app.get(`${p}/${path}`, options, async (req, reply) => {
-      const result = await admin.list(deps, kind, req.query as admin.ListQuery);
+      const result = await admin.list(deps.db, kind, req.query as admin.ListQuery);
       return reply.code(200).type('application/json').send(JSON.stringify(result));
     });
   }
-  app.get(`${p}/whoami`, options, async (req, reply) => send(reply, 200, await admin.whoami(deps, (req.query as { client_id?: unknown }).client_id)));
+  app.get(`${p}/whoami`, options, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));
   registerFactsAdminRoutes(app, deps);
 }

@@ -10,8 +10,6 @@ import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
 import * as q from './admin.sql.ts';
 
-type Deps = { db: Db };
-
 const invalid = (pointer: string, detail: string) => new AppError('invalid_request', detail, { source: { pointer } });
 const notFound = (what: string) => new AppError('not_found', `No ${what} with this id`);
 
@@ -46,25 +44,25 @@ export function parseScopes(v: unknown): Scope[] {
   return [...new Set(list as Scope[])];
 }
 
-export async function createOrganization(deps: Deps, input: { name?: unknown; domain?: unknown }) {
+export async function createOrganization(db: Db, input: { name?: unknown; domain?: unknown }) {
   const domain = text(input.domain, '/domain', 253).toLowerCase();
   if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) throw invalid('/domain', 'domain must be a DNS name');
-  return wrap(q.insertOrganization(deps.db, { id: uuidv7(), name: text(input.name, '/name'), domain }));
+  return wrap(q.insertOrganization(db, { id: uuidv7(), name: text(input.name, '/name'), domain }));
 }
 
-export async function createWorkspace(deps: Deps, input: { organization_id?: unknown; name?: unknown }) {
+export async function createWorkspace(db: Db, input: { organization_id?: unknown; name?: unknown }) {
   const orgId = id(input.organization_id, '/organization_id');
-  if (!(await q.findOrganization(deps.db, orgId))) throw notFound('organization');
-  return wrap(q.insertWorkspace(deps.db, { id: uuidv7(), organization_id: orgId, name: text(input.name, '/name') }));
+  if (!(await q.findOrganization(db, orgId))) throw notFound('organization');
+  return wrap(q.insertWorkspace(db, { id: uuidv7(), organization_id: orgId, name: text(input.name, '/name') }));
 }
 
-export async function createUser(deps: Deps, input: { email?: unknown; first_name?: unknown; last_name?: unknown; timezone?: unknown; phone_number?: unknown }) {
+export async function createUser(db: Db, input: { email?: unknown; first_name?: unknown; last_name?: unknown; timezone?: unknown; phone_number?: unknown }) {
   const email = text(input.email, '/email', 320);
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw invalid('/email', 'email must be an email address');
   const timezone = optionalText(input.timezone, '/timezone', 64);
   if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC') throw invalid('/timezone', 'timezone must be an IANA timezone name');
   return wrap(
-    q.insertUser(deps.db, {
+    q.insertUser(db, {
       id: uuidv7(),
       email,
       first_name: optionalText(input.first_name, '/first_name'),
@@ -78,17 +76,17 @@ export async function createUser(deps: Deps, input: { email?: unknown; first_nam
 
 const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 
-export async function addMember(deps: Deps, input: { organization_id?: unknown; user_id?: unknown; role?: unknown }) {
+export async function addMember(db: Db, input: { organization_id?: unknown; user_id?: unknown; role?: unknown }) {
   const orgId = id(input.organization_id, '/organization_id');
   const userId = id(input.user_id, '/user_id');
   if (typeof input.role !== 'string' || !ROLES.includes(input.role as Role)) throw invalid('/role', 'role must be owner, admin or member');
-  if (!(await q.findOrganization(deps.db, orgId))) throw notFound('organization');
-  if (!(await q.findUser(deps.db, userId))) throw notFound('user');
-  return wrap(q.insertMembership(deps.db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: input.role as Role }));
+  if (!(await q.findOrganization(db, orgId))) throw notFound('organization');
+  if (!(await q.findUser(db, userId))) throw notFound('user');
+  return wrap(q.insertMembership(db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: input.role as Role }));
 }
 
-export async function deactivateMember(deps: Deps, membershipId: unknown) {
-  const row = isUuid(membershipId) ? await q.setMembershipActive(deps.db, membershipId.toLowerCase(), false) : undefined;
+export async function deactivateMember(db: Db, membershipId: unknown) {
+  const row = isUuid(membershipId) ? await q.setMembershipActive(db, membershipId.toLowerCase(), false) : undefined;
   if (!row) throw notFound('membership');
   return row;
 }
@@ -99,21 +97,21 @@ function publicAccount<T extends { secret_hash: string; tokens_not_before: Date 
   return rest;
 }
 
-export async function createCredential(deps: Deps, input: { workspace_id?: unknown; run_as_membership_id?: unknown; name?: unknown; scopes?: unknown }) {
+export async function createCredential(db: Db, input: { workspace_id?: unknown; run_as_membership_id?: unknown; name?: unknown; scopes?: unknown }) {
   const workspaceId = id(input.workspace_id, '/workspace_id');
   const membershipId = id(input.run_as_membership_id, '/run_as_membership_id');
   const name = text(input.name, '/name');
   const scopes = parseScopes(input.scopes);
-  const workspace = await q.findWorkspace(deps.db, workspaceId);
+  const workspace = await q.findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
-  const membership = await q.findMembership(deps.db, membershipId);
+  const membership = await q.findMembership(db, membershipId);
   if (!membership || membership.organization_id !== workspace.organization_id) {
     throw invalid('/run_as_membership_id', "run_as_membership_id must be a membership of the workspace's organization");
   }
   if (!membership.is_active) throw invalid('/run_as_membership_id', 'the run-as membership is inactive');
   const clientSecret = randomSecret(SECRET_PREFIX.clientSecret);
   const row = await wrap(
-    q.insertServiceAccount(deps.db, {
+    q.insertServiceAccount(db, {
       id: uuidv7(),
       organization_id: workspace.organization_id,
       workspace_id: workspaceId,
@@ -127,9 +125,9 @@ export async function createCredential(deps: Deps, input: { workspace_id?: unkno
   return { ...publicAccount(row), client_secret: clientSecret };
 }
 
-export async function updateCredential(deps: Deps, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown; revoke_tokens?: unknown }) {
+export async function updateCredential(db: Db, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown; revoke_tokens?: unknown }, now: Date) {
   const accountId = id(credentialId, '/id');
-  const account = await q.findServiceAccount(deps.db, accountId);
+  const account = await q.findServiceAccount(db, accountId);
   if (!account) throw notFound('credential');
   const patch: { scopes?: string[]; is_active?: boolean; workspace_id?: string } = {};
   if (input.scopes !== undefined) patch.scopes = parseScopes(input.scopes);
@@ -138,7 +136,7 @@ export async function updateCredential(deps: Deps, credentialId: unknown, input:
     patch.is_active = input.is_active;
   }
   if (input.workspace_id !== undefined) {
-    const ws = await q.findWorkspace(deps.db, id(input.workspace_id, '/workspace_id'));
+    const ws = await q.findWorkspace(db, id(input.workspace_id, '/workspace_id'));
     // The run-as membership belongs to the organization, so an account stays inside it.
     if (!ws || ws.organization_id !== account.organization_id) throw invalid('/workspace_id', "workspace_id must be a workspace of the account's organization");
     patch.workspace_id = ws.id;
@@ -150,7 +148,7 @@ export async function updateCredential(deps: Deps, credentialId: unknown, input:
     (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
   // Tokens minted before a deactivation, move or revocation stay dead even if it is undone.
   // A removed scope is refused per request instead, so the token's other scopes keep working.
-  const row = await wrap(q.updateServiceAccount(deps.db, accountId, narrowed ? { ...patch, tokens_not_before: new Date() } : patch));
+  const row = await wrap(q.updateServiceAccount(db, accountId, narrowed ? { ...patch, tokens_not_before: now } : patch));
   if (!row) throw notFound('credential');
   return publicAccount(row);
 }
@@ -164,14 +162,14 @@ function position(v: unknown): { x: number; y: number; w: number; h: number } {
   return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
 }
 
-export async function createWidget(deps: Deps, input: { workspace_id?: unknown; data_model_id?: unknown; data_model?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
+export async function createWidget(db: Db, input: { workspace_id?: unknown; data_model_id?: unknown; data_model?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
   const workspaceId = id(input.workspace_id, '/workspace_id');
-  const workspace = await q.findWorkspace(deps.db, workspaceId);
+  const workspace = await q.findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
   // The model by id, or by slug as `tributary facts import` names it.
   const bySlug = input.data_model_id === undefined && input.data_model !== undefined;
   const ref = bySlug ? { slug: text(input.data_model, '/data_model', 63) } : { id: id(input.data_model_id, '/data_model_id') };
-  const model = await q.findDataModelByIdOrSlug(deps.db, workspaceId, ref);
+  const model = await q.findDataModelByIdOrSlug(db, workspaceId, ref);
   if (!model) {
     throw bySlug
       ? invalid('/data_model', `the workspace has no data model with the slug "${ref.slug}"`)
@@ -181,7 +179,7 @@ export async function createWidget(deps: Deps, input: { workspace_id?: unknown; 
   const config = input.config ?? {};
   if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalid('/config', 'config must be an object');
   return wrap(
-    q.insertWidget(deps.db, {
+    q.insertWidget(db, {
       id: uuidv7(),
       organization_id: workspace.organization_id,
       workspace_id: workspaceId,
@@ -239,30 +237,30 @@ const LISTS: Record<ListKind, { filter?: 'organization_id' | 'workspace_id'; rea
   data_models: { filter: 'workspace_id', read: (db, limit, workspaceId) => q.listInWorkspace(db, 'data_models', { limit, workspaceId }) },
 };
 
-export async function list(deps: Deps, kind: ListKind, query: ListQuery): Promise<ListResult<unknown>> {
+export async function list(db: Db, kind: ListKind, query: ListQuery): Promise<ListResult<unknown>> {
   const spec = LISTS[kind];
   for (const k of Object.keys(query)) {
     if (k !== 'limit' && k !== spec.filter) throw invalidParam(k, `unknown parameter ${k}; ${kind} takes limit${spec.filter ? ` and ${spec.filter}` : ''}`);
   }
   const limit = listLimit(query.limit);
   const filter = spec.filter ? idParam(query[spec.filter], spec.filter) : undefined;
-  return page(limit, (n) => spec.read(deps.db, n, filter));
+  return page(limit, (n) => spec.read(db, n, filter));
 }
 
 /**
  * A service account by client id with what it acts as: its workspace, organization,
  * run-as membership (and that member's email) and scopes. Never its secret or hash.
  */
-export async function whoami(deps: Deps, clientId: unknown) {
+export async function whoami(db: Db, clientId: unknown) {
   if (typeof clientId !== 'string' || clientId === '' || clientId.length > 100) throw invalidParam('client_id', 'client_id is required');
-  const account = await q.findServiceAccountByClientId(deps.db, clientId);
+  const account = await q.findServiceAccountByClientId(db, clientId);
   if (!account) throw new AppError('not_found', 'No service account with this client_id');
   const [workspace, organization, membership] = await Promise.all([
-    q.findWorkspace(deps.db, account.workspace_id),
-    q.findOrganization(deps.db, account.organization_id),
-    q.findMembership(deps.db, account.run_as_membership_id),
+    q.findWorkspace(db, account.workspace_id),
+    q.findOrganization(db, account.organization_id),
+    q.findMembership(db, account.run_as_membership_id),
   ]);
-  const user = membership ? await q.findUser(deps.db, membership.user_id) : undefined;
+  const user = membership ? await q.findUser(db, membership.user_id) : undefined;
   return {
     credential: account,
     workspace: workspace ?? null,

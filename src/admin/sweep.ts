@@ -2,6 +2,7 @@
  * Retention: deletes what has outlived its window, in bounded batches so a large sweep
  * never holds long locks. Delivery guards join here in their issue.
  */
+import { ADVISORY_LOCK } from '../db/advisory-locks.ts';
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import { deleteExpiredKeys } from '../http/idempotency.sql.ts';
@@ -10,6 +11,8 @@ import { sweepFactRetention } from '../facts/retention.ts';
 const BATCH = 5_000;
 
 export interface SweepOptions {
+  /** The sweep's instant (Deps.clock): what expired before it goes. */
+  now: Date;
   /** Facts deleted per transaction (tests use small batches to sweep across batch boundaries). */
   factBatch?: number;
 }
@@ -19,35 +22,32 @@ export interface SweepResult {
   facts_deleted: number;
 }
 
-/** The session-level advisory lock held by whoever sweeps: one sweep at a time across processes. */
-const SWEEP_LOCK = 7311;
-
 /**
  * The sweep under its lock, or undefined when another sweep holds it. Two sweeps at once
  * would corrupt fact_current: one restores an entity's row to a fact the other has deleted
  * but not yet committed. One connection holds the lock while the sweep commits batch by
  * batch on it (one long transaction would hold every deleted row's lock until the end).
  */
-export async function sweepExclusive(deps: { db: Db }, opts: SweepOptions = {}): Promise<SweepResult | undefined> {
-  return deps.db.connection().execute(async (conn) => {
-    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${SWEEP_LOCK}) as locked`.execute(conn);
+export async function sweepExclusive(db: Db, opts: SweepOptions): Promise<SweepResult | undefined> {
+  return db.connection().execute(async (conn) => {
+    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${ADVISORY_LOCK.sweep}) as locked`.execute(conn);
     if (!rows[0]?.locked) return undefined;
     try {
-      return await sweep({ db: conn }, opts);
+      return await sweep(conn, opts);
     } finally {
-      await sql`select pg_advisory_unlock(${SWEEP_LOCK})`.execute(conn);
+      await sql`select pg_advisory_unlock(${ADVISORY_LOCK.sweep})`.execute(conn);
     }
   });
 }
 
 /** The sweep itself, on the handle given; callers other than tests go through sweepExclusive. */
-export async function sweep(deps: { db: Db }, opts: SweepOptions = {}): Promise<SweepResult> {
+export async function sweep(db: Db, opts: SweepOptions): Promise<SweepResult> {
   let deleted = 0;
   for (;;) {
-    const n = await deleteExpiredKeys(deps.db, BATCH);
+    const n = await deleteExpiredKeys(db, opts.now, BATCH);
     deleted += n;
     if (n < BATCH) break;
   }
-  const factsDeleted = await sweepFactRetention(deps.db, { batch: opts.factBatch });
+  const factsDeleted = await sweepFactRetention(db, { now: opts.now, batch: opts.factBatch });
   return { idempotency_keys_deleted: deleted, facts_deleted: factsDeleted };
 }

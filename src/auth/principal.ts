@@ -53,19 +53,30 @@ export function claimedPrincipal(claims: TokenClaims): Principal {
   return { credentialId: claims.sub, organizationId: claims.org, workspaceId: claims.ws, membershipId: '', userId: '', role: 'member', scopes: new Set() };
 }
 
+/**
+ * Whether a service account may act at all, the one rule for the token exchange and the
+ * per-request re-check: the account is active and its run-as membership is an active one
+ * in the account's own organization.
+ */
+export function accountStanding(account: Pick<AccountRow, 'is_active' | 'organization_id' | 'membership_active' | 'membership_organization_id'>): 'active' | 'inactive' | 'membership_inactive' {
+  if (!account.is_active || account.membership_organization_id !== account.organization_id) return 'inactive';
+  return account.membership_active ? 'active' : 'membership_inactive';
+}
+
 /** The re-check of every request: the account as stored now against what the token claims. */
 export function principalFromAccount(claims: TokenClaims, account: AccountRow | undefined): Principal {
+  const standing = account && accountStanding(account);
   if (
     !account ||
-    !account.is_active ||
+    standing === 'inactive' ||
     account.workspace_id !== claims.ws ||
     account.organization_id !== claims.org ||
-    account.membership_organization_id !== account.organization_id ||
     (account.tokens_not_before !== null && claims.iat < account.tokens_not_before.getTime())
   ) {
     throw invalidToken(true);
   }
-  if (!account.membership_active) throw new AppError('forbidden', 'The run-as membership of this service account is inactive');
+  // A token of an account whose membership was deactivated is still its own: 403, not 401.
+  if (standing === 'membership_inactive') throw new AppError('forbidden', 'The run-as membership of this service account is inactive');
   const held = new Set(account.scopes);
   return {
     credentialId: account.id,

@@ -4,10 +4,11 @@
  * RFC 6749 5.2 bodies, not JSON:API documents, so stock OAuth clients understand them.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Deps } from '../deps.ts';
+import { epochSeconds, type Deps } from '../deps.ts';
 import { looksLikeSecret } from '../log.ts';
 import { matchesHash } from '../secrets.ts';
 import { loadAccountByClientId } from './auth.sql.ts';
+import { accountStanding } from './principal.ts';
 import { isScope, signToken, type Scope } from './tokens.ts';
 
 type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'temporarily_unavailable';
@@ -101,7 +102,7 @@ export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
 
     const account = clientId.length <= 128 ? await loadAccountByClientId(deps.db, clientId) : undefined;
     // One answer for every failure, so the response does not tell which part was wrong.
-    if (!account || !matchesHash(secret, account.secret_hash) || !account.is_active || !account.membership_active || account.membership_organization_id !== account.organization_id) {
+    if (!account || !matchesHash(secret, account.secret_hash) || accountStanding(account) !== 'active') {
       return oauthError(reply, 401, 'invalid_client', 'Client authentication failed', usesBasic);
     }
 
@@ -114,7 +115,7 @@ export function registerTokenRoute(app: FastifyInstance, deps: Deps): void {
       scopes = requested as Scope[];
     }
     const ttl = deps.config.tokenTtlSeconds;
-    const accessToken = signToken(deps.signingKey, { sub: account.id, org: account.organization_id, ws: account.workspace_id, scp: scopes, exp: deps.now() + ttl, iat: Date.now() });
+    const accessToken = signToken(deps.signingKey, { sub: account.id, org: account.organization_id, ws: account.workspace_id, scp: scopes, exp: epochSeconds(deps.clock) + ttl, iat: deps.clock() });
     return reply
       .header('cache-control', 'no-store')
       .header('pragma', 'no-cache')

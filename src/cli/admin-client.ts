@@ -4,7 +4,7 @@
  */
 import { CommanderError } from 'commander';
 import { ConfigError, loadCliConfig, type CliConfig } from '../config.ts';
-import { readAdminTokenFile } from '../admin/admin-auth.ts';
+import { readAdminTokenFile } from '../admin-token.ts';
 
 /** A failed admin call: `status` is the HTTP status, or null when no answer came back. */
 export class AdminApiError extends Error {

@@ -9,10 +9,10 @@
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
  * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
  */
-import { sql, type Kysely } from 'kysely';
-import type { DB, FieldType, TimeAxis } from '../db/schema.ts';
+import type { Db } from '../db/connect.ts';
+import { sql } from 'kysely';
+import type { FieldType, TimeAxis } from '../db/schema.ts';
 
-type Db = Kysely<DB>;
 
 /**
  * The end of every fact_current upsert (the target is aliased `c`): replace the row only
@@ -121,9 +121,9 @@ export async function findModelBySlug(db: Db, workspaceId: string, slug: string)
 }
 
 /** Models with a retention window and the instant before which their facts expire. */
-export async function modelsWithRetention(db: Db): Promise<Array<{ id: string; cutoff: Date }>> {
+export async function modelsWithRetention(db: Db, now: Date): Promise<Array<{ id: string; cutoff: Date }>> {
   const { rows } = await sql<{ id: string; cutoff: Date }>`
-    select id, now() - make_interval(days => retention_days) as cutoff
+    select id, ${now}::timestamptz - make_interval(days => retention_days) as cutoff
     from data_models where retention_days is not null order by id
   `.execute(db);
   return rows;

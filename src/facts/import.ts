@@ -5,8 +5,7 @@
  * stays bounded by one batch whatever the size of the input.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.ts';
+import type { Db } from '../db/connect.ts';
 import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../http/body.ts';
@@ -48,7 +47,7 @@ export interface ImportTarget {
 }
 
 /** The workspace and data model an import writes to; 404 when either is unknown. */
-export async function resolveImportTarget(db: Kysely<DB>, target: ImportTarget) {
+export async function resolveImportTarget(db: Db, target: ImportTarget) {
   if (!isUuid(target.workspaceId)) throw new AppError('invalid_query', 'workspace_id must be a workspace id', { source: { parameter: 'workspace_id' } });
   if (typeof target.dataModelSlug !== 'string' || !SLUG_RE.test(target.dataModelSlug)) {
     throw new AppError('invalid_query', 'data_model must be the slug of a data model', { source: { parameter: 'data_model' } });
@@ -81,7 +80,7 @@ function parseLine(text: string): Parsed {
  * Lines done are stored for good: a failure later leaves them stored.
  */
 export async function importFacts(
-  db: Kysely<DB>,
+  db: Db,
   target: Awaited<ReturnType<typeof resolveImportTarget>>,
   lines: AsyncIterable<NdjsonLine> | Iterable<NdjsonLine>,
   opts: {

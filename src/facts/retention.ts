@@ -4,8 +4,8 @@
  * fact_current follows (an entity's row moves to its latest remaining fact on that axis,
  * or goes when none remains).
  */
-import type { Kysely } from 'kysely';
-import type { DB, TimeAxis } from '../db/schema.ts';
+import type { Db } from '../db/connect.ts';
+import type { TimeAxis } from '../db/schema.ts';
 import * as q from './facts.sql.ts';
 
 export const RETENTION_BATCH = 5_000;
@@ -14,7 +14,7 @@ export const RETENTION_BATCH = 5_000;
 const RETRYABLE = new Set(['40P01', '40001']);
 const ATTEMPTS = 3;
 
-async function deleteBatch(trx: Kysely<DB>, dataModelId: string, cutoff: Date, limit: number): Promise<number> {
+async function deleteBatch(trx: Db, dataModelId: string, cutoff: Date, limit: number): Promise<number> {
   const deleted = await q.deleteExpiredFacts(trx, dataModelId, cutoff, limit);
   if (deleted.length === 0) return 0;
   const detached = await q.detachCurrent(trx, dataModelId, deleted);
@@ -26,7 +26,7 @@ async function deleteBatch(trx: Kysely<DB>, dataModelId: string, cutoff: Date, l
   return deleted.length;
 }
 
-async function inOwnTransaction<T>(db: Kysely<DB>, work: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+async function inOwnTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
   // Inside a caller's transaction the batches cannot commit on their own; run them there.
   if (db.isTransaction) return work(db);
   for (let attempt = 1; ; attempt++) {
@@ -44,10 +44,10 @@ async function inOwnTransaction<T>(db: Kysely<DB>, work: (trx: Kysely<DB>) => Pr
  * handle given (the db, or one connection holding the sweep lock), each batch of at most
  * `batch` facts in its own transaction, so locks are held briefly and writers interleave.
  */
-export async function sweepFactRetention(db: Kysely<DB>, opts: { batch?: number } = {}): Promise<number> {
+export async function sweepFactRetention(db: Db, opts: { now: Date; batch?: number }): Promise<number> {
   const batch = opts.batch ?? RETENTION_BATCH;
   let total = 0;
-  for (const model of await q.modelsWithRetention(db)) {
+  for (const model of await q.modelsWithRetention(db, opts.now)) {
     for (;;) {
       const n = await inOwnTransaction(db, (trx) => deleteBatch(trx, model.id, model.cutoff, batch));
       total += n;

@@ -1,9 +1,9 @@
 /**
- * The one write path of facts. Workflow steps and the import call it; nothing else
+ * The one write path of facts. Workflow steps and the import type { Db } from '../db/connect.ts';
+import call it; nothing else
  * inserts into facts or fact_current.
  */
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.ts';
+import type { Db } from '../db/connect.ts';
 import { uuidv7 } from '../ids.ts';
 import * as q from './facts.sql.ts';
 import { validateFact, type FactModel, type FactInput } from './validate.ts';
@@ -43,7 +43,7 @@ export interface WriteResult {
  * It queries no other handle. Database errors are thrown as they come (callers translate
  * them with fromPgError).
  */
-export async function writeFacts(db: Kysely<DB>, scope: FactScope, model: FactModel, items: FactInput[]): Promise<WriteResult> {
+export async function writeFacts(db: Db, scope: FactScope, model: FactModel, items: FactInput[]): Promise<WriteResult> {
   const errors: WriteError[] = [];
   const ids: (string | null)[] = new Array<string | null>(items.length).fill(null);
   const rows: Array<q.NewFact & { index: number }> = [];
@@ -61,7 +61,7 @@ export async function writeFacts(db: Kysely<DB>, scope: FactScope, model: FactMo
   // unique index in one order and cannot deadlock each other.
   rows.sort((a, b) => (a.source_key < b.source_key ? -1 : a.source_key > b.source_key ? 1 : 0));
 
-  const store = (trx: Kysely<DB>) => q.storeFacts(trx, { ...scope, dataModelId: model.id }, rows);
+  const store = (trx: Db) => q.storeFacts(trx, { ...scope, dataModelId: model.id }, rows);
   const written = new Set(db.isTransaction ? await store(db) : await db.transaction().execute(store));
 
   for (const row of rows) if (written.has(row.id)) ids[row.index] = row.id;

@@ -12,7 +12,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
-import type { Deps } from '../deps.ts';
+import { epochSeconds, type Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
 import { loadAccountWithRow } from '../auth/auth.sql.ts';
@@ -97,7 +97,7 @@ function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, var
 }
 
 async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models: PrefetchedModels }> {
-  const claims = verifyBearer(deps.signingKey, request.headers.authorization, deps.now());
+  const claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
   // The models are looked up in the workspace the token claims; principalFromAccount
   // refuses the request unless the account is still in that very workspace.
   const { account, row } = await loadAccountWithRow(deps.db, claims.sub, modelsQuery(deps.db, claims.ws, slugs));
@@ -203,7 +203,7 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     const errors = documents.validate(read.cached);
     if (errors.length > 0) return sendGraphqlErrors(reply, errors);
 
-    const contextValue: GraphqlContext = { deps, principal: auth?.principal, models: auth?.models, now: new Date() };
+    const contextValue: GraphqlContext = { deps, principal: auth?.principal, models: auth?.models, now: new Date(deps.clock()) };
     const result = await execute({ schema, document, variableValues: vars, operationName: operation.name?.value, contextValue });
     const shaped = shapeExecutionResult(request, result);
     if (shaped.retryAfter !== undefined) reply.header('retry-after', String(shaped.retryAfter));

@@ -3,7 +3,7 @@
  * handler never checks auth, scope, media type, rate or idempotency itself.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Deps } from '../deps.ts';
+import { epochSeconds, type Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { authenticate, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
 import type { Scope, TokenClaims } from '../auth/tokens.ts';
@@ -79,14 +79,14 @@ export function registerHooks(app: FastifyInstance, deps: Deps): void {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'admin') {
-      authenticateAdmin(deps, request.headers.authorization);
+      authenticateAdmin(deps.adminToken, request.headers.authorization);
     } else if (cfg.auth === 'bearer') {
       let credentialId: string;
       if (cfg.deferAccount) {
-        request.claims = verifyBearer(deps.signingKey, request.headers.authorization, deps.now());
+        request.claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
         credentialId = request.claims.sub;
       } else {
-        request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, deps.now());
+        request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
         credentialId = request.principal.credentialId;
       }
       if (cfg.rateLimit === 'account') await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, credentialId);

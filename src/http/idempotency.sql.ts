@@ -60,7 +60,7 @@ export async function releaseKey(db: Db, credentialId: string, key: string): Pro
 }
 
 /** Retention: delete keys past their TTL, a bounded batch at a time (ctid: the table has a composite key). */
-export async function deleteExpiredKeys(db: Db, batch: number): Promise<number> {
-  const r = await sql`delete from idempotency_keys where ctid in (select ctid from idempotency_keys where expires_at <= now() limit ${batch})`.execute(db);
+export async function deleteExpiredKeys(db: Db, now: Date, batch: number): Promise<number> {
+  const r = await sql`delete from idempotency_keys where ctid in (select ctid from idempotency_keys where expires_at <= ${now}::timestamptz limit ${batch})`.execute(db);
   return Number(r.numAffectedRows ?? 0);
 }

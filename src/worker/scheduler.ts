@@ -28,7 +28,7 @@ export function timerDelay(due: Date, now: Date): number {
 
 /** One scheduled sweep; false when another process was sweeping (it then skips this run). */
 export async function sweepOnce(deps: Deps): Promise<boolean> {
-  const result = await sweepExclusive(deps);
+  const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()) });
   if (result) deps.log.info({ sweep: result }, 'nightly sweep done');
   return result !== undefined;
 }
@@ -39,12 +39,13 @@ export function startScheduler(deps: Deps): Scheduler {
   let stopped = false;
   const arm = () => {
     if (stopped) return;
-    const due = nextRunAfter(deps.config.sweepCron, new Date());
+    const due = nextRunAfter(deps.config.sweepCron, new Date(deps.clock()));
     const wait = () => {
       if (stopped) return;
       // A far schedule (yearly, say) is waited for in steps; each step checks the clock again.
-      if (due.getTime() > Date.now()) {
-        timer = setTimeout(wait, timerDelay(due, new Date()));
+      const now = new Date(deps.clock());
+      if (due.getTime() > now.getTime()) {
+        timer = setTimeout(wait, timerDelay(due, now));
         timer.unref();
         return;
       }

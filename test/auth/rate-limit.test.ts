@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { redisLimiter } from '../../src/http/rate-limit.ts';
+import { redisLimiter } from '../../src/limiter.ts';
 import { jsonApi, seedAccount, seedTenant, startApp, tokenFor, type TestApp } from '../helpers/app.ts';
 
 const MAX = 5;
@@ -90,8 +90,8 @@ test('requests without a valid token are not counted against an account', async 
 });
 
 test('with REDIS_URL, two limiters on two connections share one window', { skip: process.env.REDIS_URL ? false : 'REDIS_URL is not set' }, async () => {
-  const a = redisLimiter(new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 2 }));
-  const b = redisLimiter(new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 2 }));
+  const a = redisLimiter(new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 2 }), Date.now);
+  const b = redisLimiter(new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 2 }), Date.now);
   try {
     const key = `test:${randomBytes(8).toString('hex')}`;
     await awayFromWindowEdge(WINDOW);

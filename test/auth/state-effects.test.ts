@@ -47,12 +47,12 @@ async function freshAccount(): Promise<{ acct: Tenant; token: string }> {
 describe('a minted token stops being honoured on the very next request', () => {
   test('account deactivated: 401 invalid_token; re-activated: a new token works again', async () => {
     const { acct, token } = await freshAccount();
-    await admin.updateCredential(t.deps, acct.credentialId, { is_active: false });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { is_active: false }, new Date(t.deps.clock()));
     assertInvalidToken(await jsonApi(t, token).get(ORGS));
     // The exchange refuses too while inactive.
     await assert.rejects(tokenFor(t, acct), /token exchange failed: 401/);
 
-    await admin.updateCredential(t.deps, acct.credentialId, { is_active: true });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { is_active: true }, new Date(t.deps.clock()));
     const fresh = await tokenFor(t, acct);
     assert.equal((await jsonApi(t, fresh).get(ORGS)).status, 200);
     // Undoing the deactivation does not revive the token minted before it.
@@ -61,23 +61,23 @@ describe('a minted token stops being honoured on the very next request', () => {
 
   test('moved away and back: the token minted before the move stays refused', async () => {
     const { acct, token } = await freshAccount();
-    const other = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'Elsewhere' });
-    await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: other.id });
-    await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: tenant.workspaceId });
+    const other = await admin.createWorkspace(t.deps.db, { organization_id: tenant.organizationId, name: 'Elsewhere' });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { workspace_id: other.id }, new Date(t.deps.clock()));
+    await admin.updateCredential(t.deps.db, acct.credentialId, { workspace_id: tenant.workspaceId }, new Date(t.deps.clock()));
     assertInvalidToken(await jsonApi(t, token).get(ORGS));
     assert.equal((await jsonApi(t, await tokenFor(t, acct)).get(ORGS)).status, 200);
   });
 
   test('revoke_tokens: every token minted before is refused, new ones work', async () => {
     const { acct, token } = await freshAccount();
-    await admin.updateCredential(t.deps, acct.credentialId, { revoke_tokens: true });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { revoke_tokens: true }, new Date(t.deps.clock()));
     assertInvalidToken(await jsonApi(t, token).get(ORGS));
     assert.equal((await jsonApi(t, await tokenFor(t, acct)).get(ORGS)).status, 200);
   });
 
   test('scope removed (api_write only): GET 403 forbidden, writes still pass the scope check', async () => {
     const { acct, token } = await freshAccount();
-    await admin.updateCredential(t.deps, acct.credentialId, { scopes: ['api_write'] });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { scopes: ['api_write'] }, new Date(t.deps.clock()));
     const api = jsonApi(t, token);
     assertJsonApiError(await api.get(ORGS), 403, 'forbidden');
     // The token's api_write is still held: a write is authorised (reaches validation).
@@ -91,14 +91,14 @@ describe('a minted token stops being honoured on the very next request', () => {
   test('re-granting a scope does not widen a token minted without it', async () => {
     const acct = await seedAccount(t.deps, tenant, { scopes: ['api_write'] });
     const token = await tokenFor(t, acct);
-    await admin.updateCredential(t.deps, acct.credentialId, { scopes: ['api_read', 'api_write'] });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { scopes: ['api_read', 'api_write'] }, new Date(t.deps.clock()));
     assertJsonApiError(await jsonApi(t, token).get(ORGS), 403, 'forbidden');
   });
 
   test('account moved to another workspace of the same organization: 401 invalid_token', async () => {
     const { acct, token } = await freshAccount();
-    const other = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'Other' });
-    await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: other.id });
+    const other = await admin.createWorkspace(t.deps.db, { organization_id: tenant.organizationId, name: 'Other' });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { workspace_id: other.id }, new Date(t.deps.clock()));
     assertInvalidToken(await jsonApi(t, token).get(ORGS));
     // A token minted after the move works (in the new workspace).
     assert.equal((await jsonApi(t, await tokenFor(t, acct)).get(ORGS)).status, 200);
@@ -106,7 +106,7 @@ describe('a minted token stops being honoured on the very next request', () => {
 
   test('run-as membership deactivated: 403 forbidden', async () => {
     const { acct, token } = await freshAccount();
-    await admin.deactivateMember(t.deps, acct.membershipId);
+    await admin.deactivateMember(t.deps.db, acct.membershipId);
     const res = await jsonApi(t, token).get(ORGS);
     assertJsonApiError(res, 403, 'forbidden');
     assert.equal(res.headers.get('www-authenticate'), null);
@@ -116,7 +116,7 @@ describe('a minted token stops being honoured on the very next request', () => {
   test('one account changing state does not affect another account of the workspace', async () => {
     const a = await freshAccount();
     const b = await freshAccount();
-    await admin.updateCredential(t.deps, a.acct.credentialId, { is_active: false });
+    await admin.updateCredential(t.deps.db, a.acct.credentialId, { is_active: false }, new Date(t.deps.clock()));
     assertInvalidToken(await jsonApi(t, a.token).get(ORGS));
     assert.equal((await jsonApi(t, b.token).get(ORGS)).status, 200);
   });
@@ -143,10 +143,10 @@ describe('the same effects on reads by id (account re-check and row in one state
       const { acct, token } = await freshAccount();
       const paths = await byIdPaths(acct, token);
       if (change === 'move') {
-        const other = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'By id move' });
-        await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: other.id });
+        const other = await admin.createWorkspace(t.deps.db, { organization_id: tenant.organizationId, name: 'By id move' });
+        await admin.updateCredential(t.deps.db, acct.credentialId, { workspace_id: other.id }, new Date(t.deps.clock()));
       } else {
-        await admin.updateCredential(t.deps, acct.credentialId, change);
+        await admin.updateCredential(t.deps.db, acct.credentialId, change, new Date(t.deps.clock()));
       }
       for (const p of paths) assertInvalidToken(await jsonApi(t, token).get(p));
     }
@@ -156,8 +156,8 @@ describe('the same effects on reads by id (account re-check and row in one state
     for (const change of ['scope', 'membership'] as const) {
       const { acct, token } = await freshAccount();
       const paths = await byIdPaths(acct, token);
-      if (change === 'scope') await admin.updateCredential(t.deps, acct.credentialId, { scopes: ['api_write'] });
-      else await admin.deactivateMember(t.deps, acct.membershipId);
+      if (change === 'scope') await admin.updateCredential(t.deps.db, acct.credentialId, { scopes: ['api_write'] }, new Date(t.deps.clock()));
+      else await admin.deactivateMember(t.deps.db, acct.membershipId);
       for (const p of paths) assertJsonApiError(await jsonApi(t, token).get(p), 403, 'forbidden');
     }
   });
@@ -202,20 +202,21 @@ describe('bearer token failures', () => {
   });
 
   test('an expired token: 401 invalid_token, exactly at exp', async () => {
-    const realNow = t.deps.now;
-    const frozen = realNow();
+    const realClock = t.deps.clock;
+    // On a whole second, so that the token's exp (in seconds) falls exactly 900 s later.
+    const frozen = Math.floor(realClock() / 1000) * 1000;
     try {
-      t.deps.now = () => frozen;
+      t.deps.clock = () => frozen;
       const token = await tokenFor(t, tenant);
       const api = jsonApi(t, token);
-      t.deps.now = () => frozen + 899;
+      t.deps.clock = () => frozen + 899_999;
       assert.equal((await api.get(ORGS)).status, 200);
-      t.deps.now = () => frozen + 900;
+      t.deps.clock = () => frozen + 900_000;
       assertInvalidToken(await api.get(ORGS));
-      t.deps.now = () => Math.floor(Date.now() / 1000) + 10_000;
+      t.deps.clock = () => Date.now() + 10_000_000;
       assertInvalidToken(await api.get(ORGS));
     } finally {
-      t.deps.now = realNow;
+      t.deps.clock = realClock;
     }
   });
 });

@@ -158,16 +158,16 @@ describe('successful exchange', () => {
       const body = (await res.json()) as { access_token: string; expires_in: number };
       assert.equal(body.expires_in, 120);
       // The token itself lives exactly that long.
-      const minted = t2.deps.now();
+      const minted = t2.deps.clock();
       const api = jsonApi(t2, body.access_token);
-      const realNow = t2.deps.now;
+      const realClock = t2.deps.clock;
       try {
-        t2.deps.now = () => minted + 110;
+        t2.deps.clock = () => minted + 110_000;
         assert.equal((await api.get('/api/json/v1/organizations')).status, 200);
-        t2.deps.now = () => minted + 121;
+        t2.deps.clock = () => minted + 121_000;
         assert.equal((await api.get('/api/json/v1/organizations')).status, 401);
       } finally {
-        t2.deps.now = realNow;
+        t2.deps.clock = realClock;
       }
     } finally {
       await t2.close();
@@ -237,7 +237,7 @@ describe('RFC 6749 5.2 errors', () => {
 
   test('inactive account: 401 invalid_client', async () => {
     const acct = await seedAccount(t.deps, tenant);
-    await admin.updateCredential(t.deps, acct.credentialId, { is_active: false });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { is_active: false }, new Date(t.deps.clock()));
     assertOAuthError(await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })), 401, 'invalid_client', [acct.clientSecret]);
     const viaBasic = await exchange({ ...form({ grant_type: 'client_credentials' }), authorization: basic(acct.clientId, acct.clientSecret) });
     assertOAuthError(viaBasic, 401, 'invalid_client', [acct.clientSecret]);
@@ -247,7 +247,7 @@ describe('RFC 6749 5.2 errors', () => {
   test('inactive run-as membership: 401 invalid_client', async () => {
     const acct = await seedAccount(t.deps, tenant);
     assert.ok(await tokenFor(t, acct), 'control: the account can exchange before the change');
-    await admin.deactivateMember(t.deps, acct.membershipId);
+    await admin.deactivateMember(t.deps.db, acct.membershipId);
     assertOAuthError(await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })), 401, 'invalid_client', [acct.clientSecret]);
   });
 

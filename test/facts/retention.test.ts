@@ -1,3 +1,4 @@
+import { ADVISORY_LOCK } from '../../src/db/advisory-locks.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
@@ -70,7 +71,7 @@ test('facts past retention_days are deleted and fact_current is repaired on both
   assert.equal(await current(m, 'observed_at', 'backfill'), backfillNew);
 
   // A small batch, so the repair also runs across batch boundaries.
-  const deleted = await sweepFactRetention(t.deps.db, { batch: 2 });
+  const deleted = await sweepFactRetention(t.deps.db, { now: new Date(), batch: 2 });
   assert.equal(deleted, 5 + 1);
 
   assert.equal(await current(m, 'observed_at', 'recent'), recentNew);
@@ -95,7 +96,7 @@ test('facts past retention_days are deleted and fact_current is repaired on both
   await assertConsistent(untouched);
   await assertConsistent(longer);
 
-  assert.equal(await sweepFactRetention(t.deps.db), 0, 'a second sweep finds nothing');
+  assert.equal(await sweepFactRetention(t.deps.db, { now: new Date() }), 0, 'a second sweep finds nothing');
 });
 
 test('the sweep (admin API, and the scheduler under its lock) deletes expired facts and idempotency keys', async () => {
@@ -126,7 +127,7 @@ test('the sweep (admin API, and the scheduler under its lock) deletes expired fa
   assert.equal(await sweepOnce(t.deps), true);
   assert.equal(await factCount(t.deps.db, m.id), 1);
   await assertConsistent(m);
-  const direct = await sweep({ db: t.deps.db });
+  const direct = await sweep(t.deps.db, { now: new Date() });
   assert.deepEqual(direct, { idempotency_keys_deleted: 0, facts_deleted: 0 });
 });
 
@@ -137,7 +138,7 @@ test(
     const m = await createModel(t.deps.db, tenant, PK, { retentionDays: 7 });
     await write(m, scope, 'a', daysAgo(9), 1);
     await t.deps.db.connection().execute(async (conn) => {
-      const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(7311) as locked`.execute(conn);
+      const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${ADVISORY_LOCK.sweep}) as locked`.execute(conn);
       assert.equal(rows[0]!.locked, true);
       try {
         const busy = await adminCall(t, 'POST', '/sweep');
@@ -146,7 +147,7 @@ test(
         assert.equal(await sweepOnce(t.deps), false);
         assert.equal(await factCount(t.deps.db, m.id), 1);
       } finally {
-        await sql`select pg_advisory_unlock(7311)`.execute(conn);
+        await sql`select pg_advisory_unlock(${ADVISORY_LOCK.sweep})`.execute(conn);
       }
     });
     const done = await adminCall(t, 'POST', '/sweep');
@@ -164,7 +165,7 @@ test('sweeps asked for at once: each is done or refused with 409, and fact_curre
   const expired = Array.from({ length: 20 }, (_, j) => kept.map((_, i) => ({ observed_at: daysAgo(20 + ((i * 7 + j * 13) % 30), j), data: { k: `e${i}`, v: j + 1 } }))).flat();
   assert.equal((await writeFacts(t.deps.db, scope, m, expired)).written, 800);
   // Small batches, so that unlocked sweeps would overlap for many batches.
-  const results = await Promise.all([...Array.from({ length: 6 }, () => sweepExclusive(t.deps, { factBatch: 10 })), adminCall(t, 'POST', '/sweep')]);
+  const results = await Promise.all([...Array.from({ length: 6 }, () => sweepExclusive(t.deps.db, { now: new Date(), factBatch: 10 })), adminCall(t, 'POST', '/sweep')]);
   const answer = results.pop() as Awaited<ReturnType<typeof adminCall>>;
   assert.ok(answer.status === 200 || answer.status === 409, `${answer.status} ${answer.text}`);
   assert.ok(results.some((r) => r !== undefined));

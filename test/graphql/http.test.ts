@@ -96,7 +96,7 @@ describe('who may ask', () => {
     const reader = await seedAccount(t.deps, tenant, { scopes: ['api_read'] });
     const readerToken = await tokenFor(t, reader);
     assert.equal((await gql(gqlClient(t, readerToken), FQ(slug))).status, 200);
-    await admin.updateCredential(t.deps, reader.credentialId, { scopes: ['api_write'] });
+    await admin.updateCredential(t.deps.db, reader.credentialId, { scopes: ['api_write'] }, new Date(t.deps.clock()));
     assertHttpError(await gql(gqlClient(t, readerToken), FQ(slug)), 403, 'forbidden');
   });
 
@@ -104,14 +104,14 @@ describe('who may ask', () => {
     const acct = await seedAccount(t.deps, tenant, { scopes: ['api_read'] });
     const tok = await tokenFor(t, acct);
     assert.equal((await gql(gqlClient(t, tok), FQ(slug))).status, 200);
-    await admin.deactivateMember(t.deps, acct.membershipId);
+    await admin.deactivateMember(t.deps.db, acct.membershipId);
     assertHttpError(await gql(gqlClient(t, tok), FQ(slug)), 403, 'forbidden');
   });
 
   test('a deactivated account is 401', async () => {
     const acct = await seedAccount(t.deps, tenant, { scopes: ['api_read'] });
     const tok = await tokenFor(t, acct);
-    await admin.updateCredential(t.deps, acct.credentialId, { is_active: false });
+    await admin.updateCredential(t.deps.db, acct.credentialId, { is_active: false }, new Date(t.deps.clock()));
     assertHttpError(await gql(gqlClient(t, tok), FQ(slug)), 401, 'unauthorized');
     // Whatever it sends: the account is checked before the document's syntax and cost.
     const deep = `{ __schema { types { fields { type { ${'ofType { '.repeat(12)}name${' }'.repeat(12)} } } } } }`;

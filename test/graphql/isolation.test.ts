@@ -33,7 +33,7 @@ before(async () => {
   aClient = gqlClient(t, await tokenFor(t, a));
   bClient = gqlClient(t, await tokenFor(t, b));
   // A second workspace of A's organization.
-  const ws = await admin.createWorkspace(t.deps, { organization_id: a.organizationId, name: 'Sibling' });
+  const ws = await admin.createWorkspace(t.deps.db, { organization_id: a.organizationId, name: 'Sibling' });
   aModel = await createModel(t.deps, a, uniqueSlug('a'), FIELDS);
   siblingModel = await createModel(t.deps, { organizationId: a.organizationId, workspaceId: ws.id }, uniqueSlug('sib'), FIELDS);
   bModel = await createModel(t.deps, b, uniqueSlug('b'), FIELDS);
@@ -92,10 +92,10 @@ test('the same slug in two organizations: each caller sees its own model and fac
 
 test('an account moved to the sibling workspace sees that workspace, and no longer the first', async () => {
   const acct = await seedTenant(t.deps);
-  const ws = await admin.createWorkspace(t.deps, { organization_id: acct.organizationId, name: 'Next' });
+  const ws = await admin.createWorkspace(t.deps.db, { organization_id: acct.organizationId, name: 'Next' });
   const first = await createModel(t.deps, acct, uniqueSlug('first'), FIELDS);
   const second = await createModel(t.deps, { organizationId: acct.organizationId, workspaceId: ws.id }, uniqueSlug('second'), FIELDS);
-  await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: ws.id });
+  await admin.updateCredential(t.deps.db, acct.credentialId, { workspace_id: ws.id }, new Date(t.deps.clock()));
   const client = gqlClient(t, await tokenFor(t, acct));
   assert.equal((await gql(client, Q, { s: second.slug })).data.factQuery.count, 0);
   assert.equal((await gql(client, Q, { s: first.slug })).errors?.[0]?.extensions?.code, 'graphql_validation');
@@ -106,8 +106,8 @@ test('a token minted before a move is refused, whatever slug it names (the slugs
   const model = await createModel(t.deps, acct, uniqueSlug('old'), FIELDS);
   const client = gqlClient(t, await tokenFor(t, acct));
   assert.equal((await gql(client, Q, { s: model.slug })).data.factQuery.count, 0);
-  const ws = await admin.createWorkspace(t.deps, { organization_id: acct.organizationId, name: 'Moved' });
-  await admin.updateCredential(t.deps, acct.credentialId, { workspace_id: ws.id });
+  const ws = await admin.createWorkspace(t.deps.db, { organization_id: acct.organizationId, name: 'Moved' });
+  await admin.updateCredential(t.deps.db, acct.credentialId, { workspace_id: ws.id }, new Date(t.deps.clock()));
   const r = await gql(client, Q, { s: model.slug });
   assert.equal(r.status, 401);
   assert.equal(r.data, undefined);

@@ -101,20 +101,20 @@ let seq = 0;
 /** An organization with one workspace, one user of `role` and a service account running as that user. */
 export async function seedTenant(deps: Deps, opts: { role?: Role; scopes?: Scope[] } = {}): Promise<Tenant> {
   const n = `${process.pid}-${++seq}-${randomBytes(3).toString('hex')}`;
-  const org = await admin.createOrganization(deps, { name: `Org ${n}`, domain: `org-${n}.example` });
-  const ws = await admin.createWorkspace(deps, { organization_id: org.id, name: 'Main' });
-  const user = await admin.createUser(deps, { email: `user-${n}@example.com` });
-  const member = await admin.addMember(deps, { organization_id: org.id, user_id: user.id, role: opts.role ?? 'owner' });
-  const cred = await admin.createCredential(deps, { workspace_id: ws.id, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write', 'webhooks', 'embed'] });
+  const org = await admin.createOrganization(deps.db, { name: `Org ${n}`, domain: `org-${n}.example` });
+  const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
+  const user = await admin.createUser(deps.db, { email: `user-${n}@example.com` });
+  const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: opts.role ?? 'owner' });
+  const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write', 'webhooks', 'embed'] });
   return { organizationId: org.id, workspaceId: ws.id, userId: user.id, membershipId: member.id, credentialId: cred.id, clientId: cred.client_id, clientSecret: cred.client_secret };
 }
 
 /** Another service account in the same workspace, running as a new user of `role`. */
 export async function seedAccount(deps: Deps, tenant: Tenant, opts: { role?: Role; scopes?: Scope[] } = {}): Promise<Tenant> {
   const n = `${process.pid}-${++seq}-${randomBytes(3).toString('hex')}`;
-  const user = await admin.createUser(deps, { email: `user-${n}@example.com` });
-  const member = await admin.addMember(deps, { organization_id: tenant.organizationId, user_id: user.id, role: opts.role ?? 'member' });
-  const cred = await admin.createCredential(deps, { workspace_id: tenant.workspaceId, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write'] });
+  const user = await admin.createUser(deps.db, { email: `user-${n}@example.com` });
+  const member = await admin.addMember(deps.db, { organization_id: tenant.organizationId, user_id: user.id, role: opts.role ?? 'member' });
+  const cred = await admin.createCredential(deps.db, { workspace_id: tenant.workspaceId, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write'] });
   return { ...tenant, userId: user.id, membershipId: member.id, credentialId: cred.id, clientId: cred.client_id, clientSecret: cred.client_secret };
 }
 

@@ -194,7 +194,7 @@ describe('validation', () => {
     await create(api, { name: 'Dup', slug: 'dup' });
     assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Dup again', slug: 'dup' })), 422, 'invalid_request', { pointer: '/data/attributes/slug' });
 
-    const ws = await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'Second' });
+    const ws = await admin.createWorkspace(t.deps.db, { organization_id: tenant.organizationId, name: 'Second' });
     const second = jsonApi(t, await tokenFor(t, await seedAccount(t.deps, { ...tenant, workspaceId: ws.id })));
     const res = await second.post(`${P}/data_models`, dataModelDoc({ name: 'Dup elsewhere', slug: 'dup' }));
     assertError(res, 422, 'invalid_request', { pointer: '/data/attributes/slug' });

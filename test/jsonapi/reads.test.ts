@@ -134,7 +134,7 @@ describe('org_memberships', () => {
   test('a deactivated membership is retained for audit and found with filter[is_active]=false', async () => {
     const gone = await seedAccount(t.deps, A, { role: 'admin' });
     assert.deepEqual(ids(await api.get(`${P}/org_memberships?filter[is_active]=false`)), []);
-    const row = await admin.deactivateMember(t.deps, gone.membershipId);
+    const row = await admin.deactivateMember(t.deps.db, gone.membershipId);
     assert.equal(row.is_active, false);
 
     const inactive = await api.get(`${P}/org_memberships?filter[is_active]=false&include=user`);
@@ -159,9 +159,9 @@ describe('users', () => {
   openers('users', () => A.userId, () => B.userId);
 
   test('list and by id: public attributes, preferences defaults', async () => {
-    const named = await admin.createUser(t.deps, { email: `named-${randomUUID()}@example.com`, first_name: 'Ada', last_name: 'Lovelace', timezone: 'Europe/London', phone_number: '+44 20 7946 0000' });
-    await admin.addMember(t.deps, { organization_id: A.organizationId, user_id: named.id, role: 'member' });
-    const outsider = await admin.createUser(t.deps, { email: `outsider-${randomUUID()}@example.com` });
+    const named = await admin.createUser(t.deps.db, { email: `named-${randomUUID()}@example.com`, first_name: 'Ada', last_name: 'Lovelace', timezone: 'Europe/London', phone_number: '+44 20 7946 0000' });
+    await admin.addMember(t.deps.db, { organization_id: A.organizationId, user_id: named.id, role: 'member' });
+    const outsider = await admin.createUser(t.deps.db, { email: `outsider-${randomUUID()}@example.com` });
 
     const list = await api.get(`${P}/users?page[limit]=250`);
     assert.equal(list.status, 200, list.text);
@@ -273,14 +273,14 @@ describe('dashboard_widgets', () => {
     const dm = await api.post(`${P}/data_models`, dataModelDoc({ name: 'Sales', slug: 'sales' }));
     assert.equal(dm.status, 201, dm.text);
     dataModelId = dm.body.data.id;
-    plainId = (await admin.createWidget(t.deps, { workspace_id: A.workspaceId, data_model_id: dataModelId, kind: 'table' })).id;
-    customId = (await admin.createWidget(t.deps, {
+    plainId = (await admin.createWidget(t.deps.db, { workspace_id: A.workspaceId, data_model_id: dataModelId, kind: 'table' })).id;
+    customId = (await admin.createWidget(t.deps.db, {
       workspace_id: A.workspaceId, data_model_id: dataModelId, kind: 'chart', title: 'Revenue', dashboard: 'finance',
       position: { x: 4, y: 0, w: 8, h: 6 }, config: { series: ['amount'], stacked: false },
     })).id;
     const bdm = await bApi.post(`${P}/data_models`, dataModelDoc({ name: 'Sales', slug: 'sales' }));
     assert.equal(bdm.status, 201, bdm.text);
-    bWidgetId = (await admin.createWidget(t.deps, { workspace_id: B.workspaceId, data_model_id: bdm.body.data.id, kind: 'table' })).id;
+    bWidgetId = (await admin.createWidget(t.deps.db, { workspace_id: B.workspaceId, data_model_id: bdm.body.data.id, kind: 'table' })).id;
   });
 
   openers('dashboard_widgets', () => plainId, () => bWidgetId);

@@ -67,7 +67,7 @@ async function world(): Promise<World> {
   assert.equal(dm.status, 201, dm.text);
   const field = await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: dm.body.data.id, name: 'order_id', type: 'string', is_primary_key: true } } });
   assert.equal(field.status, 201, field.text);
-  const widget = await admin.createWidget(t.deps, { workspace_id: tenant.workspaceId, data_model_id: dm.body.data.id, kind: 'table', title: 'Orders' });
+  const widget = await admin.createWidget(t.deps.db, { workspace_id: tenant.workspaceId, data_model_id: dm.body.data.id, kind: 'table', title: 'Orders' });
   return { tenant, api, dataModelId: dm.body.data.id, fieldId: field.body.data.id, widgetId: widget.id };
 }
 
@@ -171,7 +171,7 @@ describe('includes', () => {
   test('includes apply the related type\'s visibility even to rows that point across tenants', async () => {
     // Rows the service would never write, made directly: A's widget pointing at B's model,
     // and a field of B's workspace pointing at A's model.
-    const widget = await admin.createWidget(t.deps, { workspace_id: A.tenant.workspaceId, data_model_id: A.dataModelId, kind: 'stray' });
+    const widget = await admin.createWidget(t.deps.db, { workspace_id: A.tenant.workspaceId, data_model_id: A.dataModelId, kind: 'stray' });
     await t.deps.db.updateTable('dashboard_widgets').set({ data_model_id: B.dataModelId }).where('id', '=', widget.id).execute();
     const strayFieldId = uuidv7();
     await t.deps.db.insertInto('data_model_fields').values({
@@ -275,7 +275,7 @@ describe('a second workspace of organization A', () => {
   let w2WidgetId: string;
 
   before(async () => {
-    const ws = await admin.createWorkspace(t.deps, { organization_id: A.tenant.organizationId, name: 'Second' });
+    const ws = await admin.createWorkspace(t.deps.db, { organization_id: A.tenant.organizationId, name: 'Second' });
     W2 = await seedAccount(t.deps, { ...A.tenant, workspaceId: ws.id }, { role: 'owner' });
     w2Api = jsonApi(t, await tokenFor(t, W2));
     const dm = await w2Api.post(`${P}/data_models`, dataModelDoc({ name: 'Invoices', slug: 'invoices' }));
@@ -284,7 +284,7 @@ describe('a second workspace of organization A', () => {
     const field = await w2Api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: w2ModelId, name: 'amount', type: 'float' } } });
     assert.equal(field.status, 201, field.text);
     w2FieldId = field.body.data.id;
-    w2WidgetId = (await admin.createWidget(t.deps, { workspace_id: ws.id, data_model_id: w2ModelId, kind: 'chart' })).id;
+    w2WidgetId = (await admin.createWidget(t.deps.db, { workspace_id: ws.id, data_model_id: w2ModelId, kind: 'chart' })).id;
   });
 
   test('its workspace objects are 404 to the first workspace, like random ids', async () => {
@@ -331,7 +331,7 @@ describe('a second workspace of organization A', () => {
   });
 
   test('a user who is a member of both organizations shows only the membership of the caller\'s organization', async () => {
-    const both = await admin.addMember(t.deps, { organization_id: B.tenant.organizationId, user_id: W2.userId, role: 'member' });
+    const both = await admin.addMember(t.deps.db, { organization_id: B.tenant.organizationId, user_id: W2.userId, role: 'member' });
     const user = await B.api.get(`${P}/users/${W2.userId}`);
     assert.equal(user.status, 200);
     const members = await A.api.get(`${P}/org_memberships?include=user&page[limit]=250`);

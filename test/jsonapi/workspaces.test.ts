@@ -19,7 +19,7 @@ before(async () => {
   t = await startApp();
   tenant = await seedTenant(t.deps);
   other = await seedTenant(t.deps);
-  secondId = (await admin.createWorkspace(t.deps, { organization_id: tenant.organizationId, name: 'Analytics' })).id;
+  secondId = (await admin.createWorkspace(t.deps.db, { organization_id: tenant.organizationId, name: 'Analytics' })).id;
   api = jsonApi(t, await tokenFor(t, tenant));
 });
 after(() => t.close());

@@ -50,7 +50,8 @@ test('the scheduler sweeps when the schedule comes due, arms the next run, and s
       for (let i = 0; i < 100_000 && sweeps.length < want; i++) await new Promise((r) => setImmediate(r));
     };
 
-    ctx.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.parse('2026-11-22T02:59:59.000Z') });
+    // One second before the next 03:00: the sweep's cutoff is read from that clock too.
+    ctx.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: nextRunAfter('0 3 * * *', new Date()).getTime() - 1000 });
     const scheduler = startScheduler({ ...t.deps, log });
     ctx.mock.timers.tick(999);
     await settle(1);

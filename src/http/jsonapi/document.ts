@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
-import { getType, type ResourceType } from './resource.ts';
+import type { ResourceType, TypeRegistry } from './resource.ts';
 import { loadVisibleBy } from './read.sql.ts';
 import type { ParsedQuery } from './types.ts';
 
@@ -61,6 +61,7 @@ function includeTree(paths: string[][]): Map<string, any> {
 
 async function walkIncludes(
   db: Db,
+  registry: TypeRegistry,
   principal: Principal,
   type: ResourceType,
   parents: Row[],
@@ -70,7 +71,7 @@ async function walkIncludes(
 ): Promise<void> {
   for (const [relName, subtree] of tree) {
     const rel = type.relationships[relName]!;
-    const target = getType(rel.type);
+    const target = registry.get(rel.type)!;
     let related: Row[];
     if (rel.kind === 'one') {
       const ids = [...new Set(parents.map((p) => p[rel.column!]).filter((v): v is string => typeof v === 'string'))];
@@ -92,7 +93,7 @@ async function walkIncludes(
       for (const p of parents) linkage.set(linkKey(type.type, String(p.id), relName), byParent.get(String(p.id)) ?? []);
     }
     for (const r of related) included.set(`${target.type}:${r.id}`, { type: target, row: r });
-    if (subtree.size > 0) await walkIncludes(db, principal, target, related, subtree, linkage, included);
+    if (subtree.size > 0) await walkIncludes(db, registry, principal, target, related, subtree, linkage, included);
   }
 }
 
@@ -104,6 +105,7 @@ export interface DocumentOptions {
 /** A complete document for one row or a list of rows of `type`. */
 export async function buildDocument(
   db: Db,
+  registry: TypeRegistry,
   principal: Principal,
   type: ResourceType,
   data: Row | Row[],
@@ -113,7 +115,7 @@ export async function buildDocument(
   const rows = Array.isArray(data) ? data : [data];
   const linkage: LinkageMap = new Map();
   const included = new Map<string, { type: ResourceType; row: Row }>();
-  if (q.include.length > 0 && rows.length > 0) await walkIncludes(db, principal, type, rows, includeTree(q.include), linkage, included);
+  if (q.include.length > 0 && rows.length > 0) await walkIncludes(db, registry, principal, type, rows, includeTree(q.include), linkage, included);
   for (const r of rows) included.delete(`${type.type}:${r.id}`);
   const serialize = (t: ResourceType, r: Row) => resourceObject(t, r, q.fields.get(t.type), linkage);
   const doc: Record<string, unknown> = { jsonapi: { version: '1.1' } };

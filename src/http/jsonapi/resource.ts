@@ -19,19 +19,22 @@ export interface ResourceType extends ResourceSpec {
   present?(row: Record<string, any>): Record<string, unknown>;
 }
 
-const registry = new Map<string, ResourceType>();
+/**
+ * Every public type by name, built once from a static list (resources/types.ts) and handed
+ * to the routes, so that a relationship's type is found whatever was imported first.
+ */
+export type TypeRegistry = ReadonlyMap<string, ResourceType>;
 
-export function registerType(type: ResourceType): ResourceType {
-  registry.set(type.type, type);
-  return type;
-}
-
-export function lookupType(name: string): ResourceType | undefined {
-  return registry.get(name);
-}
-
-export function getType(name: string): ResourceType {
-  const t = registry.get(name);
-  if (!t) throw new Error(`unknown resource type ${name}`);
-  return t;
+export function typeRegistry(types: readonly ResourceType[]): TypeRegistry {
+  const map = new Map<string, ResourceType>();
+  for (const t of types) {
+    if (map.has(t.type)) throw new Error(`resource type ${t.type} is declared twice`);
+    map.set(t.type, t);
+  }
+  for (const t of types) {
+    for (const [name, rel] of Object.entries(t.relationships)) {
+      if (!map.has(rel.type)) throw new Error(`relationship ${t.type}.${name} names the undeclared type ${rel.type}`);
+    }
+  }
+  return map;
 }

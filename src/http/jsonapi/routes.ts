@@ -1,6 +1,7 @@
 /** The generic read endpoints, list and by id, that every JSON:API type gets. */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { Deps } from '../../deps.ts';
+import type { Db } from '../../db/connect.ts';
 import { AppError } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
 import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
@@ -9,7 +10,7 @@ import { API_PREFIX, buildDocument, resourceObject } from './document.ts';
 import { countVisible, findVisible, listVisible, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
-import { lookupType, type ResourceType } from './resource.ts';
+import type { ResourceType, TypeRegistry } from './resource.ts';
 import type { ParsedQuery } from './types.ts';
 import { JSONAPI_MEDIA_TYPE } from '../render-error.ts';
 import { readAttributes, type InputSchema } from './input.ts';
@@ -24,15 +25,15 @@ export function sendDocument(reply: FastifyReply, status: number, doc: unknown):
   return reply.code(status).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(doc));
 }
 
-export function parseFor(request: FastifyRequest, type: ResourceType, list: boolean): ParsedQuery {
-  return parseQuery(request.query as RawQuery, type, { registry: lookupType, list });
+export function parseFor(request: FastifyRequest, registry: TypeRegistry, type: ResourceType, list: boolean): ParsedQuery {
+  return parseQuery(request.query as RawQuery, type, { registry: (name) => registry.get(name), list });
 }
 
 const notFound = (type: ResourceType) => new AppError('not_found', `No ${type.type} with this id`);
 
 /** 404 for ids that are malformed, absent, or not visible: the three read the same. */
-export async function findOr404(deps: Deps, type: ResourceType, principal: Principal, id: string): Promise<Record<string, any>> {
-  const row = isUuid(id) ? await findVisible(deps.db, type, principal, id.toLowerCase()) : undefined;
+export async function findOr404(db: Db, type: ResourceType, principal: Principal, id: string): Promise<Record<string, any>> {
+  const row = isUuid(id) ? await findVisible(db, type, principal, id.toLowerCase()) : undefined;
   if (!row) throw notFound(type);
   return row;
 }
@@ -48,11 +49,11 @@ function pageUrl(path: string, raw: RawQuery, page: Record<string, string>, keep
   return qs ? `${path}?${qs.replace(/%5B/g, '[').replace(/%5D/g, ']')}` : path;
 }
 
-export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: ResourceType): void {
+export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType): void {
   const path = `${API_PREFIX}/${type.path}`;
 
   app.get(path, readOptions, async (request, reply) => {
-    const q = parseFor(request, type, true);
+    const q = parseFor(request, registry, type, true);
     const principal = request.principal!;
     const raw = request.query as RawQuery;
     const fetched = await listVisible(deps.db, type, principal, q);
@@ -81,7 +82,7 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: Resou
       }
     }
     if (q.count) page.total = await countVisible(deps.db, type, principal, q);
-    const doc = await buildDocument(deps.db, principal, type, rows, q, { links, meta: { page } });
+    const doc = await buildDocument(deps.db, registry, principal, type, rows, q, { links, meta: { page } });
     return sendDocument(reply, 200, doc);
   });
 
@@ -93,7 +94,7 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: Resou
     let row: Record<string, any> | undefined;
     if (type.roleScoped) {
       principal = request.principal!;
-      row = await findOr404(deps, type, principal, id);
+      row = await findOr404(deps.db, type, principal, id);
     } else {
       const claims = request.claims!;
       const found = isUuid(id)
@@ -105,35 +106,35 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, type: Resou
       row = found.row;
       if (!row) throw notFound(type);
     }
-    const q = parseFor(request, type, false);
-    return sendDocument(reply, 200, await buildDocument(deps.db, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
+    const q = parseFor(request, registry, type, false);
+    return sendDocument(reply, 200, await buildDocument(deps.db, registry, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
 }
 
 export interface WriteHandlers {
   /** Writable attributes: the create rules; on update every attribute is optional. */
   input: InputSchema;
-  create(deps: Deps, principal: Principal, attrs: Record<string, unknown>): Promise<Record<string, any>>;
-  update(deps: Deps, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Record<string, any>>;
+  create(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<Record<string, any>>;
+  update(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Record<string, any>>;
 }
 
 /** POST (201 with Location) and PATCH for a writable type; Idempotency-Key applies to both. */
-export function registerWriteRoutes(app: FastifyInstance, deps: Deps, type: ResourceType, handlers: WriteHandlers): void {
+export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType, handlers: WriteHandlers): void {
   const path = `${API_PREFIX}/${type.path}`;
   app.post(path, writeOptions, async (request, reply) => {
-    const q = parseFor(request, type, false);
+    const q = parseFor(request, registry, type, false);
     const attrs = readAttributes(request.body, { type: type.type, relationships: type.relationships }, handlers.input);
-    const row = await handlers.create(deps, request.principal!, attrs);
+    const row = await handlers.create(deps.db, request.principal!, attrs);
     reply.header('location', `${path}/${row.id}`);
-    return sendDocument(reply, 201, await buildDocument(deps.db, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
+    return sendDocument(reply, 201, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
   app.patch(`${path}/:id`, writeOptions, async (request, reply) => {
-    const q = parseFor(request, type, false);
-    const existing = await findOr404(deps, type, request.principal!, (request.params as { id: string }).id);
+    const q = parseFor(request, registry, type, false);
+    const existing = await findOr404(deps.db, type, request.principal!, (request.params as { id: string }).id);
     const read = resourceObject(type, existing, undefined);
     const current = { ...(read.attributes as object), ...(read.relationships as object | undefined) };
     const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id), relationships: type.relationships, current }, handlers.input);
-    const row = await handlers.update(deps, request.principal!, existing, attrs);
-    return sendDocument(reply, 200, await buildDocument(deps.db, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
+    const row = await handlers.update(deps.db, request.principal!, existing, attrs);
+    return sendDocument(reply, 200, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
 }

@@ -1,9 +1,9 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { SCOPES } from '../../auth/tokens.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleCredentials } from './credentials.sql.ts';
 
-export const credentialType = registerType({
+export const credentialType: ResourceType = {
   type: 'credential',
   path: 'credentials',
   table: 'service_accounts',
@@ -19,4 +19,4 @@ export const credentialType = registerType({
   },
   visible: visibleCredentials,
   roleScoped: true,
-});
+};

@@ -1,8 +1,8 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 
-export const dashboardWidgetType = registerType({
+export const dashboardWidgetType: ResourceType = {
   type: 'dashboard_widget',
   path: 'dashboard_widgets',
   table: 'dashboard_widgets',
@@ -19,4 +19,4 @@ export const dashboardWidgetType = registerType({
     data_model: { type: 'data_model', kind: 'one', column: 'data_model_id' },
   },
   visible: visibleInWorkspace('dashboard_widgets'),
-});
+};

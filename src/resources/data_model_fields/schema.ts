@@ -1,10 +1,10 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 
 export const FIELD_TYPES = ['string', 'integer', 'boolean', 'datetime', 'float', 'map'] as const;
 
-export const dataModelFieldType = registerType({
+export const dataModelFieldType: ResourceType = {
   type: 'data_model_field',
   path: 'data_model_fields',
   table: 'data_model_fields',
@@ -23,4 +23,4 @@ export const dataModelFieldType = registerType({
     data_model: { type: 'data_model', kind: 'one', column: 'data_model_id' },
   },
   visible: visibleInWorkspace('data_model_fields'),
-});
+};

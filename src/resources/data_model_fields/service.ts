@@ -1,6 +1,6 @@
 import type { Updateable } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import type { Deps } from '../../deps.ts';
+import type { Db } from '../../db/connect.ts';
 import type { DataModelFieldTable, FieldType } from '../../db/schema.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
@@ -22,14 +22,14 @@ export const fieldInput: InputSchema = {
 
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
-export async function createField(deps: Deps, principal: Principal, attrs: Record<string, unknown>) {
+export async function createField(db: Db, principal: Principal, attrs: Record<string, unknown>) {
   const dataModelId = String(attrs.data_model_id).toLowerCase();
   // The same text whether the model is absent or in another workspace.
-  const model = isUuid(dataModelId) ? await findDataModelInWorkspace(deps.db, principal.workspaceId, dataModelId) : undefined;
+  const model = isUuid(dataModelId) ? await findDataModelInWorkspace(db, principal.workspaceId, dataModelId) : undefined;
   if (!model) throw invalidAt('/data/attributes/data_model_id', 'data_model_id does not name a data model of this workspace');
   const name = attrs.name as string;
   try {
-    return await insertField(deps.db, {
+    return await insertField(db, {
       id: uuidv7(),
       organization_id: model.organization_id,
       workspace_id: principal.workspaceId,
@@ -47,7 +47,7 @@ export async function createField(deps: Deps, principal: Principal, attrs: Recor
   }
 }
 
-export async function patchField(deps: Deps, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
+export async function patchField(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
   if (attrs.data_model_id !== undefined && String(attrs.data_model_id).toLowerCase() !== existing.data_model_id) {
     throw invalidAt('/data/attributes/data_model_id', 'A field cannot move to another data model');
   }
@@ -61,9 +61,9 @@ export async function patchField(deps: Deps, principal: Principal, existing: Rec
   if (attrs.constraints !== undefined) patch.constraints = json(attrs.constraints);
   const typeChanges = patch.type !== undefined && patch.type !== existing.type;
   try {
-    const row = await updateField(deps.db, principal.workspaceId, existing.id, patch, typeChanges);
+    const row = await updateField(db, principal.workspaceId, existing.id, patch, typeChanges);
     if (!row) {
-      if (typeChanges && (await modelHasFacts(deps.db, existing.data_model_id))) {
+      if (typeChanges && (await modelHasFacts(db, existing.data_model_id))) {
         throw new AppError(
           'conflict',
           `type cannot change from ${existing.type ?? 'untyped'} to ${patch.type ?? 'untyped'}: the data model already has facts, whose ${existing.name} values were checked as ${existing.type ?? 'untyped'}, and filters on the field would compare them as the new type. Add a new field (or data model) for the new type instead.`,

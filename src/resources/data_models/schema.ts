@@ -1,8 +1,8 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 
-export const dataModelType = registerType({
+export const dataModelType: ResourceType = {
   type: 'data_model',
   path: 'data_models',
   table: 'data_models',
@@ -18,4 +18,4 @@ export const dataModelType = registerType({
     fields: { type: 'data_model_field', kind: 'many', foreignKey: 'data_model_id' },
   },
   visible: visibleInWorkspace('data_models'),
-});
+};

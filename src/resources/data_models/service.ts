@@ -1,5 +1,5 @@
 import type { Principal } from '../../auth/principal.ts';
-import type { Deps } from '../../deps.ts';
+import type { Db } from '../../db/connect.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../http/jsonapi/input.ts';
@@ -22,10 +22,10 @@ export function checkOrganization(principal: Principal, value: unknown): void {
   }
 }
 
-export async function createDataModel(deps: Deps, principal: Principal, attrs: Record<string, unknown>) {
+export async function createDataModel(db: Db, principal: Principal, attrs: Record<string, unknown>) {
   checkOrganization(principal, attrs.organization_id);
   try {
-    return await insertDataModel(deps.db, {
+    return await insertDataModel(db, {
       id: uuidv7(),
       organization_id: principal.organizationId,
       workspace_id: principal.workspaceId,
@@ -39,11 +39,11 @@ export async function createDataModel(deps: Deps, principal: Principal, attrs: R
   }
 }
 
-export async function patchDataModel(deps: Deps, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
+export async function patchDataModel(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
   checkOrganization(principal, attrs.organization_id);
   const { organization_id: _org, ...patch } = attrs;
   try {
-    const row = await updateDataModel(deps.db, principal.workspaceId, existing.id, patch);
+    const row = await updateDataModel(db, principal.workspaceId, existing.id, patch);
     if (!row) throw new AppError('not_found', 'No data_model with this id');
     return row;
   } catch (err) {

@@ -1,8 +1,8 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleMemberships } from './org-memberships.sql.ts';
 
-export const orgMembershipType = registerType({
+export const orgMembershipType: ResourceType = {
   type: 'org_membership',
   path: 'org_memberships',
   table: 'org_memberships',
@@ -16,4 +16,4 @@ export const orgMembershipType = registerType({
     organization: { type: 'organization', kind: 'one', column: 'organization_id' },
   },
   visible: visibleMemberships,
-});
+};

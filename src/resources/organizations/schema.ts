@@ -1,8 +1,8 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleOrganizations } from './organizations.sql.ts';
 
-export const organizationType = registerType({
+export const organizationType: ResourceType = {
   type: 'organization',
   path: 'organizations',
   table: 'organizations',
@@ -13,4 +13,4 @@ export const organizationType = registerType({
   },
   relationships: {},
   visible: visibleOrganizations,
-});
+};

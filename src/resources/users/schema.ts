@@ -1,4 +1,4 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleUsers } from './users.sql.ts';
 
@@ -25,7 +25,7 @@ export function withDefaults(defaults: Readonly<Record<string, unknown>>, stored
   return out;
 }
 
-export const userType = registerType({
+export const userType: ResourceType = {
   type: 'user',
   path: 'users',
   table: 'users',
@@ -41,4 +41,4 @@ export const userType = registerType({
   relationships: {},
   visible: visibleUsers,
   present: (row) => ({ preferences: withDefaults(PREFERENCE_DEFAULTS, row.preferences) }),
-});
+};

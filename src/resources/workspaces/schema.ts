@@ -1,8 +1,8 @@
-import { registerType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleWorkspaces } from './workspaces.sql.ts';
 
-export const workspaceType = registerType({
+export const workspaceType: ResourceType = {
   type: 'workspace',
   path: 'workspaces',
   table: 'workspaces',
@@ -15,4 +15,4 @@ export const workspaceType = registerType({
     organization: { type: 'organization', kind: 'one', column: 'organization_id' },
   },
   visible: visibleWorkspaces,
-});
+};

@@ -1,0 +1,10 @@
+/**
+ * Every PostgreSQL advisory lock id the service takes, in one place, so no two uses share
+ * an id by accident. The worker's queue will add its own here.
+ */
+export const ADVISORY_LOCK = {
+  /** Transaction-level: one first start creates the default tenancy. */
+  bootstrap: 7310,
+  /** Session-level: one sweep at a time across processes. */
+  sweep: 7311,
+} as const;
