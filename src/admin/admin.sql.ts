@@ -17,7 +17,6 @@ export const insertServiceAccount = (db: Db, row: Insertable<ServiceAccountTable
 export const insertWidget = (db: Db, row: Insertable<DashboardWidgetTable>) => db.insertInto('dashboard_widgets').values(row).returningAll().executeTakeFirstOrThrow();
 
 export const findOrganization = (db: Db, id: string) => db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
-export const findWorkspace = (db: Db, id: string) => db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst();
 export const findUser = (db: Db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 export const findMembership = (db: Db, id: string) => db.selectFrom('org_memberships').selectAll().where('id', '=', id).executeTakeFirst();
 export const findServiceAccount = (db: Db, id: string) => db.selectFrom('service_accounts').selectAll().where('id', '=', id).executeTakeFirst();
@@ -94,12 +93,3 @@ export const listInWorkspace = (db: Db, table: 'dashboard_widgets' | 'data_model
     .limit(o.limit)
     .execute();
 
-/** A data model of the workspace by id or by slug (slugs are unique per organization). */
-export const findDataModelByIdOrSlug = (db: Db, workspaceId: string, ref: { id?: string; slug?: string }) =>
-  db
-    .selectFrom('data_models')
-    .select(['id', 'organization_id'])
-    .where('workspace_id', '=', workspaceId)
-    .$if(ref.id !== undefined, (qb) => qb.where('id', '=', ref.id!))
-    .$if(ref.slug !== undefined, (qb) => qb.where('slug', '=', ref.slug!))
-    .executeTakeFirst();

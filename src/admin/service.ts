@@ -2,6 +2,8 @@
  * Administration: tenancy, users, memberships, service accounts and widget placements.
  * Called by the admin API (and so by the CLI), by the first-start bootstrap and by tests.
  */
+import { findDataModel } from '../resources/data_models/data-models.sql.ts';
+import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
 import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/schema.ts';
 import { AppError, fromPgError } from '../errors.ts';
@@ -102,7 +104,7 @@ export async function createCredential(db: Db, input: { workspace_id?: unknown; 
   const membershipId = id(input.run_as_membership_id, '/run_as_membership_id');
   const name = text(input.name, '/name');
   const scopes = parseScopes(input.scopes);
-  const workspace = await q.findWorkspace(db, workspaceId);
+  const workspace = await findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
   const membership = await q.findMembership(db, membershipId);
   if (!membership || membership.organization_id !== workspace.organization_id) {
@@ -136,7 +138,7 @@ export async function updateCredential(db: Db, credentialId: unknown, input: { s
     patch.is_active = input.is_active;
   }
   if (input.workspace_id !== undefined) {
-    const ws = await q.findWorkspace(db, id(input.workspace_id, '/workspace_id'));
+    const ws = await findWorkspace(db, id(input.workspace_id, '/workspace_id'));
     // The run-as membership belongs to the organization, so an account stays inside it.
     if (!ws || ws.organization_id !== account.organization_id) throw invalid('/workspace_id', "workspace_id must be a workspace of the account's organization");
     patch.workspace_id = ws.id;
@@ -164,15 +166,15 @@ function position(v: unknown): { x: number; y: number; w: number; h: number } {
 
 export async function createWidget(db: Db, input: { workspace_id?: unknown; data_model_id?: unknown; data_model?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
   const workspaceId = id(input.workspace_id, '/workspace_id');
-  const workspace = await q.findWorkspace(db, workspaceId);
+  const workspace = await findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
   // The model by id, or by slug as `tributary facts import` names it.
   const bySlug = input.data_model_id === undefined && input.data_model !== undefined;
-  const ref = bySlug ? { slug: text(input.data_model, '/data_model', 63) } : { id: id(input.data_model_id, '/data_model_id') };
-  const model = await q.findDataModelByIdOrSlug(db, workspaceId, ref);
+  const slug = bySlug ? text(input.data_model, '/data_model', 63) : undefined;
+  const model = await findDataModel(db, workspaceId, slug !== undefined ? { slug } : { id: id(input.data_model_id, '/data_model_id') });
   if (!model) {
     throw bySlug
-      ? invalid('/data_model', `the workspace has no data model with the slug "${ref.slug}"`)
+      ? invalid('/data_model', `the workspace has no data model with the slug "${slug}"`)
       : invalid('/data_model_id', 'data_model_id must be a data model of the workspace');
   }
   const dataModelId = model.id;
@@ -256,7 +258,7 @@ export async function whoami(db: Db, clientId: unknown) {
   const account = await q.findServiceAccountByClientId(db, clientId);
   if (!account) throw new AppError('not_found', 'No service account with this client_id');
   const [workspace, organization, membership] = await Promise.all([
-    q.findWorkspace(db, account.workspace_id),
+    findWorkspace(db, account.workspace_id),
     q.findOrganization(db, account.organization_id),
     q.findMembership(db, account.run_as_membership_id),
   ]);

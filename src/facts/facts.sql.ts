@@ -98,10 +98,6 @@ export interface ImportModel {
   fields: Array<{ name: string; type: FieldType | null; is_primary_key: boolean; is_required: boolean }>;
 }
 
-export async function findWorkspace(db: Db, workspaceId: string): Promise<{ id: string; organization_id: string } | undefined> {
-  return db.selectFrom('workspaces').select(['id', 'organization_id']).where('id', '=', workspaceId).executeTakeFirst();
-}
-
 /** A data model of a workspace by slug, with its fields; undefined when there is none. */
 export async function findModelBySlug(db: Db, workspaceId: string, slug: string): Promise<ImportModel | undefined> {
   const model = await db

@@ -3,6 +3,7 @@
  * the values derived from it: the UTC observed_at, the normalized data, the entity id and
  * the source key. Pure functions: no I/O, so the write path and tests share them.
  */
+import { canonicalJson, isObject, MAX_JSON_DEPTH } from '../json.ts';
 import { createHash } from 'node:crypto';
 import type { FieldType } from '../db/schema.ts';
 import { parseIsoDateTime } from '../datetime.ts';
@@ -41,8 +42,6 @@ export interface ValidFact {
 
 export type Validated = { ok: true; fact: ValidFact } | { ok: false; errors: FieldError[] };
 
-/** Same nesting limit as the HTTP body parser, so a value accepted there fits here. */
-export const MAX_DEPTH = 64;
 export const MAX_SOURCE_KEY_LENGTH = 512;
 /**
  * The entity id (the primary-key value as text) is a btree key of facts and fact_current,
@@ -75,12 +74,6 @@ function badText(s: string): string | undefined {
   return undefined;
 }
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
-
 /** The first thing in `v` that JSON (as jsonb stores it) cannot carry, with its pointer. */
 export function jsonProblem(v: unknown, pointer: string, depth = 1): FieldError | undefined {
   if (v === null || typeof v === 'boolean') return undefined;
@@ -90,8 +83,8 @@ export function jsonProblem(v: unknown, pointer: string, depth = 1): FieldError 
     return bad ? { pointer, detail: bad } : undefined;
   }
   const isArray = Array.isArray(v);
-  if (!isArray && !isPlainObject(v)) return { pointer, detail: 'must be a JSON value' };
-  if (depth > MAX_DEPTH) return { pointer, detail: `must not be nested deeper than ${MAX_DEPTH} levels` };
+  if (!isArray && !isObject(v)) return { pointer, detail: 'must be a JSON value' };
+  if (depth > MAX_JSON_DEPTH) return { pointer, detail: `must not be nested deeper than ${MAX_JSON_DEPTH} levels` };
   if (isArray) {
     for (let i = 0; i < v.length; i++) {
       const p = jsonProblem(v[i], `${pointer}/${i}`, depth + 1);
@@ -137,22 +130,12 @@ function checkValue(type: FieldType | null, v: unknown, pointer: string): { valu
       return iso === undefined ? mismatch(type) : { value: iso };
     }
     case 'map': {
-      if (!isPlainObject(v)) return mismatch(type);
+      if (!isObject(v)) return mismatch(type);
       return jsonProblem(v, pointer) ?? { value: v };
     }
     case null:
       return jsonProblem(v, pointer) ?? { value: v };
   }
-}
-
-/** JSON with object members in code-unit order at every level: equal values, equal text. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v !== null && typeof v === 'object') {
-    const keys = Object.keys(v).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
 }
 
 /**
@@ -185,7 +168,7 @@ const ITEM_MEMBERS = new Set(['observed_at', 'data', 'source_key']);
  * entity id and is an entity of its own. A required one is reported as missing.
  */
 export function validateFact(model: FactModel, item: unknown): Validated {
-  if (!isPlainObject(item)) return { ok: false, errors: [{ pointer: '', detail: 'must be an object with observed_at and data' }] };
+  if (!isObject(item)) return { ok: false, errors: [{ pointer: '', detail: 'must be an object with observed_at and data' }] };
   const errors: FieldError[] = [];
   for (const name of Object.keys(item)) {
     if (!ITEM_MEMBERS.has(name)) errors.push({ pointer: `/${pointerSegment(name)}`, detail: 'is not a member of a fact (observed_at, data, source_key)' });
@@ -212,7 +195,7 @@ export function validateFact(model: FactModel, item: unknown): Validated {
   const raw = item.data;
   if (raw === undefined || raw === null) {
     errors.push({ pointer: '/data', detail: 'is required' });
-  } else if (!isPlainObject(raw)) {
+  } else if (!isObject(raw)) {
     errors.push({ pointer: '/data', detail: 'must be a JSON object' });
   } else {
     const fields = new Map(model.fields.map((f) => [f.name, f]));

@@ -5,7 +5,7 @@
  * clause and nothing the caller wrote reaches the database except as a bound parameter.
  */
 import type { FieldType } from '../db/schema.ts';
-import { jsonDepthExceeds } from '../http/body.ts';
+import { jsonDepthExceeds } from '../json.ts';
 import { invalidArgument } from './errors.ts';
 import { quoteName } from '../errors.ts';
 import { parseDateTime } from './scalars.ts';

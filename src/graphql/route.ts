@@ -10,6 +10,7 @@
  * Auth, scope and rate are done here rather than by the route-config hooks because one
  * field (health) is public while the others are not, and that depends on the document.
  */
+import { isObject } from '../json.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { epochSeconds, type Deps } from '../deps.ts';
@@ -63,10 +64,6 @@ function sendHttpError(err: unknown, request: FastifyRequest, reply: FastifyRepl
 
 function isJsonContentType(value: string | undefined): boolean {
   return value !== undefined && value.split(';')[0]!.trim().toLowerCase() === 'application/json';
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** At most this many slugs are looked up with the account; the resolver loads any others itself. */

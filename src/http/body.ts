@@ -3,27 +3,9 @@
  * deep nesting before it allocates, strips prototype keys, and reports malformed input
  * as a 4xx; form bodies for the token endpoint.
  */
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.ts';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.ts';
-
-export const MAX_JSON_DEPTH = 64;
-
-/** Depth of the deepest array/object nesting, scanning outside strings; stops early past the limit. */
-export function jsonDepthExceeds(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped char
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 || c === 91) {
-      if (++depth > max) return true;
-    } else if (c === 125 || c === 93) depth--;
-  }
-  return false;
-}
 
 export function parseJson(text: string): unknown {
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {

@@ -3,6 +3,7 @@
  * method, path with query, and the canonical body; a replay returns the stored status and
  * body. 5xx results are not stored, so a retry after a server fault runs again.
  */
+import { canonicalJson } from '../json.ts';
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/connect.ts';
@@ -12,17 +13,6 @@ import { claimKey, completeKey, findKey, releaseKey } from './idempotency.sql.ts
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 /** An in-flight claim older than this is considered abandoned by a crashed request. */
 const LEASE_SECONDS = 60;
-
-/** JSON with object keys sorted, so semantically equal bodies fingerprint alike. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
-    const obj = value as Record<string, unknown>;
-    return `{${Object.keys(obj).sort().filter((k) => obj[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-  }
-  if (Buffer.isBuffer(value)) return JSON.stringify(value.toString('base64'));
-  return JSON.stringify(value) ?? 'null';
-}
 
 function fingerprint(request: FastifyRequest): string {
   return createHash('sha256').update(`${request.method}\n${request.url}\n${canonicalJson(request.body ?? null)}`).digest('hex');

@@ -3,6 +3,7 @@
  * attribute against the type's writable allow-list. Anything not on the list (unknown,
  * read-only or internal) is refused by name, never silently dropped.
  */
+import { isObject } from '../../json.ts';
 import { AppError, invalidAt } from '../../errors.ts';
 import type { RelationshipSpec } from './types.ts';
 
@@ -14,8 +15,6 @@ export type InputField =
   | { kind: 'object'; required?: boolean; nullable?: boolean; maxBytes?: number };
 
 export type InputSchema = Readonly<Record<string, InputField>>;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function checkValue(name: string, f: InputField, v: unknown): unknown {
   const at = `/data/attributes/${name}`;

@@ -5,7 +5,7 @@ import type { DataModelFieldTable, FieldType } from '../../db/schema.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../http/jsonapi/input.ts';
-import { findDataModelInWorkspace } from '../data_models/data-models.sql.ts';
+import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './schema.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
 
@@ -25,7 +25,7 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
 export async function createField(db: Db, principal: Principal, attrs: Record<string, unknown>) {
   const dataModelId = String(attrs.data_model_id).toLowerCase();
   // The same text whether the model is absent or in another workspace.
-  const model = isUuid(dataModelId) ? await findDataModelInWorkspace(db, principal.workspaceId, dataModelId) : undefined;
+  const model = isUuid(dataModelId) ? await findDataModel(db, principal.workspaceId, { id: dataModelId }) : undefined;
   if (!model) throw invalidAt('/data/attributes/data_model_id', 'data_model_id does not name a data model of this workspace');
   const name = attrs.name as string;
   try {

@@ -20,6 +20,12 @@ export function updateDataModel(db: Db, workspaceId: string, id: string, patch: 
     .executeTakeFirst();
 }
 
-export function findDataModelInWorkspace(db: Db, workspaceId: string, id: string) {
-  return db.selectFrom('data_models').select(['id', 'organization_id']).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+/** A data model of the workspace by id or by slug (slugs are unique per organization). */
+export function findDataModel(db: Db, workspaceId: string, ref: { id: string } | { slug: string }) {
+  return db
+    .selectFrom('data_models')
+    .select(['id', 'organization_id'])
+    .where('workspace_id', '=', workspaceId)
+    .where('id' in ref ? 'id' : 'slug', '=', 'id' in ref ? ref.id : ref.slug)
+    .executeTakeFirst();
 }

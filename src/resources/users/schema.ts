@@ -1,4 +1,5 @@
 import type { ResourceType } from '../../http/jsonapi/resource.ts';
+import { isObject } from '../../json.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleUsers } from './users.sql.ts';
 
@@ -9,18 +10,14 @@ export const PREFERENCE_DEFAULTS: Readonly<Record<string, unknown>> = Object.fre
   notifications: Object.freeze({ email: true }),
 });
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** Stored keys win; keys the stored row lacks come from the defaults, recursively. */
 export function withDefaults(defaults: Readonly<Record<string, unknown>>, stored: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const s = isPlainObject(stored) ? stored : {};
+  const s = isObject(stored) ? stored : {};
   for (const key of new Set([...Object.keys(defaults), ...Object.keys(s)])) {
     const d = defaults[key];
     const v = s[key];
-    out[key] = v === undefined ? d : isPlainObject(d) && isPlainObject(v) ? withDefaults(d, v) : v;
+    out[key] = v === undefined ? d : isObject(d) && isObject(v) ? withDefaults(d, v) : v;
   }
   return out;
 }
