@@ -53,8 +53,11 @@ import type { Principal } from '../src/auth/principal.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson } from '../src/json.ts';
 import { validateFact, type FactModel } from '../src/facts/validate.ts';
-import { planFactQuery } from '../src/graphql/fact-query.ts';
-import { AS_OF_WALK_WINDOW, asOfGateSql, asOfWalkSql, chooseAsOf, countSql, pageSql, selectCount, selectPage, type FactQueryPlan } from '../src/graphql/fact-query.sql.ts';
+import { checkArguments } from '../src/graphql/fact-query.ts';
+import { planFactQuery } from '../src/facts/query/plan.ts';
+import { AS_OF_WALK_WINDOW, asOfGateSql, asOfWalkSql, chooseAsOf } from '../src/facts/query/as-of.sql.ts';
+import { countSql, pageSql, selectCount, selectPage } from '../src/facts/query/page.sql.ts';
+import type { FactQueryPlan } from '../src/facts/query/plan-types.ts';
 import { benchEnv, DEFAULT_PG, engineDatabase, intEnv, machine, runBench } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -398,7 +401,7 @@ async function measureScenario(deps: Deps, appUrl: string, token: string, princi
     return json.data.factQuery;
   };
   // The same plan the resolver builds (planFactQuery also loads the models, as the resolver does).
-  const plan: FactQueryPlan = await planFactQuery(deps, principal, resolverArgs(s), new Date());
+  const plan: FactQueryPlan = await planFactQuery(deps.db, principal.workspaceId, checkArguments(resolverArgs(s), new Date()));
   const opts = { withData: true, extra: s.extra };
   const rawOnce = async () => {
     // A copy per run: selectPage and selectCount share the as-of choice per plan object,
@@ -720,7 +723,7 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
   const plans = [
     `# Query plans of factQuery`,
     '',
-    `EXPLAIN (ANALYZE, BUFFERS) of the statements the planner (src/graphql/fact-query.sql.ts) runs for the`,
+    `EXPLAIN (ANALYZE, BUFFERS) of the statements the planner (src/facts/query/) runs for the`,
     `four benchmark queries, captured by \`node bench/facts.ts\` at the end of its run of`,
     `${started.toISOString().replace(/\.\d+Z$/, 'Z')} on ${pgReport.detail}, ${n0(pgReport.scale.facts)} invoices facts over ${n0(pgReport.scale.entities)}`,
     `entities (and ${n0(pgReport.scale.joinFacts)} shipments facts), warm cache. Figures: [benchmarks-facts.md](benchmarks-facts.md).`,

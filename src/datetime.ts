@@ -17,7 +17,7 @@ export interface DateTimeOptions {
   spaceAsPlus?: boolean;
 }
 
-export function parseIsoDateTime(text: string, opts: DateTimeOptions = {}): Date | undefined {
+export function parseDateTime(text: string, opts: DateTimeOptions = {}): Date | undefined {
   const m = RE.exec(text);
   if (!m) return undefined;
   if (m[4] === undefined && !opts.dateOnly) return undefined;

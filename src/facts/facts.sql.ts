@@ -11,7 +11,7 @@
  */
 import type { Db } from '../db/connect.ts';
 import { sql } from 'kysely';
-import type { FieldType, TimeAxis } from '../db/schema.ts';
+import type { TimeAxis } from '../db/schema.ts';
 
 
 /**
@@ -88,32 +88,6 @@ export async function storeFacts(db: Db, scope: { organizationId: string; worksp
     select id from ins
   `.execute(db);
   return written.map((r) => r.id);
-}
-
-export interface ImportModel {
-  id: string;
-  organization_id: string;
-  workspace_id: string;
-  slug: string;
-  fields: Array<{ name: string; type: FieldType | null; is_primary_key: boolean; is_required: boolean }>;
-}
-
-/** A data model of a workspace by slug, with its fields; undefined when there is none. */
-export async function findModelBySlug(db: Db, workspaceId: string, slug: string): Promise<ImportModel | undefined> {
-  const model = await db
-    .selectFrom('data_models')
-    .select(['id', 'organization_id', 'workspace_id', 'slug'])
-    .where('workspace_id', '=', workspaceId)
-    .where('slug', '=', slug)
-    .executeTakeFirst();
-  if (!model) return undefined;
-  const fields = await db
-    .selectFrom('data_model_fields')
-    .select(['name', 'type', 'is_primary_key', 'is_required'])
-    .where('data_model_id', '=', model.id)
-    .orderBy('name')
-    .execute();
-  return { ...model, fields };
 }
 
 /** Models with a retention window and the instant before which their facts expire. */

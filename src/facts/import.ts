@@ -4,6 +4,7 @@
  * transaction. A bad line is reported with its number and skipped, never fatal. Memory
  * stays bounded by one batch whatever the size of the input.
  */
+import { loadModel } from '../resources/data_models/with-fields.sql.ts';
 import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
 import { SLUG_RE } from '../resources/data_models/service.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -11,7 +12,6 @@ import type { Db } from '../db/connect.ts';
 import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.ts';
-import * as q from './facts.sql.ts';
 import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
@@ -54,7 +54,7 @@ export async function resolveImportTarget(db: Db, target: ImportTarget) {
   }
   const workspace = await findWorkspace(db, target.workspaceId.toLowerCase());
   if (!workspace) throw new AppError('not_found', 'No workspace with this id');
-  const model = await q.findModelBySlug(db, workspace.id, target.dataModelSlug);
+  const model = await loadModel(db, workspace.id, target.dataModelSlug);
   if (!model) throw new AppError('not_found', `No data model with slug "${target.dataModelSlug}" in this workspace`);
   return { scope: { organizationId: workspace.organization_id, workspaceId: workspace.id }, model };
 }

@@ -3,22 +3,15 @@
  * the values derived from it: the UTC observed_at, the normalized data, the entity id and
  * the source key. Pure functions: no I/O, so the write path and tests share them.
  */
+import type { DataModelWithFields, ModelField } from '../resources/data_models/with-fields.sql.ts';
 import { canonicalJson, isObject, MAX_JSON_DEPTH } from '../json.ts';
 import { createHash } from 'node:crypto';
 import type { FieldType } from '../db/schema.ts';
-import { parseIsoDateTime } from '../datetime.ts';
+import { parseDateTime } from '../datetime.ts';
 
-export interface FactField {
-  name: string;
-  type: FieldType | null;
-  is_primary_key: boolean;
-  is_required: boolean;
-}
-
-export interface FactModel {
-  id: string;
-  fields: FactField[];
-}
+/** What the writer needs of a data model (DataModelWithFields, loaded once per batch). */
+export type FactModel = Pick<DataModelWithFields, 'id' | 'fields'>;
+export type FactField = ModelField;
 
 export interface FactInput {
   observed_at: unknown;
@@ -50,14 +43,14 @@ export const MAX_SOURCE_KEY_LENGTH = 512;
 export const MAX_ENTITY_ID_LENGTH = 512;
 
 /** An ISO 8601 date-time with Z or an offset, as epoch milliseconds; undefined when it is not one. */
-export function parseDateTime(s: string): number | undefined {
-  return parseIsoDateTime(s)?.getTime();
+export function instantMs(s: string): number | undefined {
+  return parseDateTime(s)?.getTime();
 }
 
 /** The UTC form of an ISO 8601 date-time, or undefined. */
 export function normalizeDateTime(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
-  const t = parseDateTime(v);
+  const t = instantMs(v);
   return t === undefined ? undefined : new Date(t).toISOString();
 }
 

@@ -1,6 +1,6 @@
 /**
- * factQuery: checks the arguments (decisions.md 5), resolves the slugs inside the caller's
- * workspace, turns the rest into a FactQueryPlan and runs it (fact-query.sql.ts). Only the
+ * factQuery's resolver: checks the GraphQL arguments, has facts/query plan and run them in
+ * the caller's workspace, and shapes the page. Only the
  * statements the selection needs are run: no count unless count or lastPage is selected,
  * and hasNextPage alone is answered by fetching one row past the page.
  */
@@ -16,12 +16,15 @@ import {
 import type { Deps } from '../deps.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { TimeAxis } from '../db/schema.ts';
-import { SLUG_RE } from '../resources/data_models/service.ts';
 import { invalidArgument } from './errors.ts';
 import { DATETIME_EXPECTED, UnreadableDateTime } from './scalars.ts';
-import { parseFilterText, typeFilters, type FieldDef } from './filters.ts';
 import { MIN_MS } from '../datetime.ts';
-import { loadModels, selectCount, selectPage, type FactQueryPlan, type FactSqlRow, type ModelRef } from './fact-query.sql.ts';
+import { parseFilterText } from '../facts/query/filters.ts';
+import { planFactQuery, type FactQueryArgs, type PrefetchedModels } from '../facts/query/plan.ts';
+import { selectCount, selectPage } from '../facts/query/page.sql.ts';
+import type { FactQueryPlan, FactSqlRow } from '../facts/query/plan-types.ts';
+
+export type { PrefetchedModels } from '../facts/query/plan.ts';
 
 export interface GraphqlContext {
   deps: Deps;
@@ -31,13 +34,6 @@ export interface GraphqlContext {
   now: Date;
   /** Models looked up with the account re-check (route.ts), for the slugs the document names. */
   models: PrefetchedModels | undefined;
-}
-
-/** Looked up in the principal's workspace, in the account re-check's statement. */
-export interface PrefetchedModels {
-  /** Every slug looked up: one of these absent from `models` names no model of the workspace. */
-  slugs: ReadonlySet<string>;
-  models: ReadonlyMap<string, ModelRef>;
 }
 
 export interface FactRow {
@@ -90,7 +86,7 @@ function intArg(value: unknown, def: number): number {
 }
 
 /** Checks every argument that needs no database and returns the plan minus the models. */
-export function checkArguments(args: Record<string, unknown>, now: Date) {
+export function checkArguments(args: Record<string, unknown>, now: Date): FactQueryArgs {
   const slug = args.dataModelSlug;
   if (typeof slug !== 'string') throw invalidArgument('dataModelSlug is required', 'dataModelSlug');
   const mode = oneOf(args.mode, MODES, 'latest', 'mode');
@@ -127,42 +123,6 @@ export function checkArguments(args: Record<string, unknown>, now: Date) {
   const filters = parseFilterText(args.filters as string | null | undefined, 'filters');
   const joinFilters = parseFilterText(args.joinFilters as string | null | undefined, 'joinFilters');
   return { slug, mode, axis, sort, direction, limit, offset, since, until, joinSlug, joinType, filters, joinFilters };
-}
-
-const UNKNOWN_MODEL = 'does not name a data model of this workspace';
-
-function fieldMap(model: ModelRef): Map<string, FieldDef> {
-  return new Map(model.fields.map((f) => [f.name, f]));
-}
-
-export async function planFactQuery(deps: Deps, principal: Principal, args: Record<string, unknown>, now: Date, prefetched?: PrefetchedModels): Promise<FactQueryPlan> {
-  const a = checkArguments(args, now);
-  // A malformed slug cannot exist; answering it without a lookup reads the same as an unknown one.
-  if (!SLUG_RE.test(a.slug)) throw invalidArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
-  if (a.joinSlug !== undefined && !SLUG_RE.test(a.joinSlug)) throw invalidArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
-  const slugs = a.joinSlug === undefined ? [a.slug] : [a.slug, a.joinSlug];
-  const models =
-    prefetched !== undefined && slugs.every((s) => prefetched.slugs.has(s))
-      ? prefetched.models
-      : await loadModels(deps.db, principal.workspaceId, slugs);
-  const model = models.get(a.slug);
-  if (!model) throw invalidArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
-  const joinModel = a.joinSlug === undefined ? undefined : models.get(a.joinSlug);
-  if (a.joinSlug !== undefined && !joinModel) throw invalidArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
-  return {
-    workspaceId: principal.workspaceId,
-    model,
-    mode: a.mode,
-    axis: a.axis,
-    since: a.since,
-    until: a.until,
-    sort: a.sort,
-    direction: a.direction,
-    limit: a.limit,
-    offset: a.offset,
-    filters: typeFilters(a.filters, fieldMap(model), 'filters', model.slug),
-    join: joinModel ? { model: joinModel, type: a.joinType, filters: typeFilters(a.joinFilters, fieldMap(joinModel), 'joinFilters', joinModel.slug) } : undefined,
-  };
 }
 
 /**
@@ -211,7 +171,7 @@ function toFact(plan: FactQueryPlan, row: FactSqlRow): FactRow {
 export async function resolveFactQuery(args: Record<string, unknown>, context: GraphqlContext, info: GraphQLResolveInfo): Promise<PageOfFact> {
   // The route authenticates before executing anything but health; this is the backstop.
   if (!context.principal) throw invalidArgument('factQuery requires a bearer token');
-  const plan = await planFactQuery(context.deps, context.principal, args, context.now, context.models);
+  const plan = await planFactQuery(context.deps.db, context.principal.workspaceId, checkArguments(args, context.now), context.models);
 
   const selected = selectedFields(info.fieldNodes.map((n) => n.selectionSet), info);
   const results = selected.get('results');

@@ -23,7 +23,7 @@ import { invalidArgument, tooComplex } from './errors.ts';
 import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
 import { schema, SCHEMA_VERSION } from './schema.ts';
 import { selectedFields, type GraphqlContext, type PrefetchedModels } from './fact-query.ts';
-import { modelMap, modelsQuery } from './fact-query.sql.ts';
+import { modelMap, modelsQuery } from '../resources/data_models/with-fields.sql.ts';
 import { SLUG_RE } from '../resources/data_models/service.ts';
 import { createDocumentCache } from './document-cache.ts';
 
@@ -112,6 +112,11 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
   const errors = result.errors?.map((e) => {
     const original = e.originalError;
     if (original === undefined || original instanceof GraphQLError) return errorJson(e, 'graphql_validation');
+    // An argument the fact query refused: the caller's to change, named as GraphQL names it.
+    if (original instanceof AppError && original.code === 'invalid_query') {
+      const argument = original.source?.parameter;
+      return errorJson(new GraphQLError(original.detail, { nodes: e.nodes, path: e.path, extensions: argument === undefined ? { code: 'graphql_validation' } : { code: 'graphql_validation', argument } }), 'graphql_validation');
+    }
     const app = toAppError(original);
     logFailure(request, app, original, 'factQuery failed');
     const unavailable = app.code === 'unavailable';

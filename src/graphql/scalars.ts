@@ -4,13 +4,9 @@
  * shape of a data model to select `data`.
  */
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
-import { parseIsoDateTime } from '../datetime.ts';
+import { parseDateTime } from '../datetime.ts';
 
 
-/** GraphQL DateTime input: ISO 8601 with a zone (a space may separate date and time). */
-export function parseDateTime(text: string): Date | undefined {
-  return parseIsoDateTime(text);
-}
 
 function serializeDateTime(value: unknown): string {
   if (value instanceof Date && !Number.isNaN(value.getTime())) return value.toISOString();

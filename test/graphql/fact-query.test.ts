@@ -6,8 +6,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { clauseSql } from '../../src/graphql/fact-query.sql.ts';
-import type { FilterClause } from '../../src/graphql/filters.ts';
+import { clauseSql } from '../../src/facts/query/filters.sql.ts';
+import type { FactFilter } from '../../src/facts/query/filters.ts';
 import assert from 'node:assert/strict';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, onFactStatements, onlyCode, uniqueSlug, type ApiFact, type GqlResponse, type Model, type StoredFact } from './helpers.ts';
@@ -546,19 +546,19 @@ describe('filters', () => {
   test('eq and short in lists are tests that the index on data can answer; ne, nin and long in lists are not', async () => {
     // The clause alone, on every current row: with sequential scans priced out, the plan
     // uses the index on data exactly when it can answer the clause (no other index can).
-    const plan = async (clause: FilterClause) =>
+    const plan = async (clause: FactFilter) =>
       t.deps.db.transaction().execute(async (trx) => {
         await sql`set local enable_seqscan = off`.execute(trx);
         const { rows } = await sql`explain select count(*) from fact_current as b where ${clauseSql(sql.ref('b.data'), clause)}`.execute(trx);
         return (rows as Record<string, string>[]).map((r) => Object.values(r)[0]).join('\n');
       });
     const byIndex = /Bitmap Index Scan on fact_current_(observed|inserted)_data_idx\b/;
-    const eq = (type: FilterClause['type'], value: unknown): FilterClause => ({ field: 'x', type, op: 'eq', value });
+    const eq = (type: FactFilter['type'], value: unknown): FactFilter => ({ field: 'x', type, op: 'eq', value });
     for (const clause of [eq('string', 'open'), eq('integer', 5), eq('float', 2.5), eq('boolean', false), eq(null, 'x')]) {
       assert.match(await plan(clause), byIndex, JSON.stringify(clause));
     }
     assert.doesNotMatch(await plan({ field: 'x', type: 'string', op: 'ne', value: 'open' }), byIndex);
-    const list = (type: FilterClause['type'], op: 'in' | 'nin', value: unknown[]): FilterClause => ({ field: 'x', type, op, value });
+    const list = (type: FactFilter['type'], op: 'in' | 'nin', value: unknown[]): FactFilter => ({ field: 'x', type, op, value });
     for (const clause of [list('string', 'in', ['a', 'b']), list('integer', 'in', [1, 2, 3, 4, 5, 6, 7, 8]), list('boolean', 'in', [true]), list(null, 'in', ['a', 1])]) {
       assert.match(await plan(clause), byIndex, JSON.stringify(clause));
     }

@@ -15,8 +15,10 @@ import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../he
 import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, uniqueSlug, type ApiFact } from './helpers.ts';
 import { referenceQuery, type RefArgs, type RefClause, type RefFact, type RefModel, type RefPage } from './reference.ts';
 import type { Principal } from '../../src/auth/principal.ts';
-import { planFactQuery } from '../../src/graphql/fact-query.ts';
-import { countSql, pageSql, selectPage, type AsOfSource } from '../../src/graphql/fact-query.sql.ts';
+import { checkArguments } from '../../src/graphql/fact-query.ts';
+import { planFactQuery } from '../../src/facts/query/plan.ts';
+import { countSql, pageSql, selectPage } from '../../src/facts/query/page.sql.ts';
+import type { AsOfSource } from '../../src/facts/query/plan-types.ts';
 import { runs } from '../helpers/property.ts';
 
 const RUNS = runs(60);
@@ -200,7 +202,7 @@ async function checkAsOfForms(vars: Record<string, unknown>, now: number, expect
   const principal = { workspaceId: tenant.workspaceId } as Principal;
   const args: Record<string, unknown> = { ...vars, dataModelSlug: vars.slug, timeAxis: vars.axis, sortDirection: vars.dir, joinDataModelSlug: vars.join };
   for (const k of ['since', 'until'] as const) if (typeof vars[k] === 'string') args[k] = new Date(vars[k]);
-  const plan = await planFactQuery(t.deps, principal, args, new Date(now));
+  const plan = await planFactQuery(t.deps.db, principal.workspaceId, checkArguments(args, new Date(now)));
   const opts = { withData: true, extra: 1 };
   const ids = (rows: { id: string }[]) => rows.slice(0, plan.limit).map((r) => r.id);
   const want = expected.rows.map((r) => r.id);

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { AppError } from '../../src/errors.ts';
-import { encodeCursor, parseDatetime, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
+import { encodeCursor, parseQueryDateTime, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
 import type { ParsedQuery, ResourceSpec } from '../../src/http/jsonapi/types.ts';
 import { runs } from '../helpers/property.ts';
 
@@ -452,11 +452,11 @@ describe('cursors', () => {
   });
 });
 
-describe('parseDatetime', () => {
+describe('parseQueryDateTime', () => {
   it('agrees with Date for every toISOString output of years 1..9999', () => {
     fc.assert(
       fc.property(fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), (d) => {
-        assert.equal(parseDatetime(d.toISOString())?.getTime(), d.getTime());
+        assert.equal(parseQueryDateTime(d.toISOString())?.getTime(), d.getTime());
       }),
       { numRuns: runs(500) },
     );

@@ -8,7 +8,7 @@
  */
 import { invalidParam, quoteName } from '../../errors.ts';
 import type { AttrKind, AttrSpec, Cursor, FilterClause, FilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
-import { parseIsoDateTime } from '../../datetime.ts';
+import { parseDateTime } from '../../datetime.ts';
 
 export interface ParseQueryOptions {
   registry: (type: string) => ResourceSpec | undefined;
@@ -212,7 +212,7 @@ function coerce(name: string, value: string, def: AttrSpec, kind: AttrKind): unk
     case 'boolean':
       return parseBoolean(name, value);
     case 'datetime': {
-      const date = parseDatetime(value);
+      const date = parseQueryDateTime(value);
       if (date === undefined) throw invalidParam(name, 'Value must be an ISO 8601 date or date-time with a time zone');
       return date;
     }
@@ -234,12 +234,11 @@ function parseBoolean(name: string, value: string): boolean {
 }
 
 /**
- * Strict ISO 8601: every component is range-checked, because Date.parse silently rolls
- * 2024-02-30 over into March. Precision beyond milliseconds is truncated (Date cannot
- * hold it). Years 0001-9999 only.
+ * A datetime in a query string: strict ISO 8601 (parseDateTime), also a bare date, and a
+ * '+' that the query string decoded into a space read back as '+'.
  */
-export function parseDatetime(value: string): Date | undefined {
-  return parseIsoDateTime(value, { dateOnly: true, spaceAsPlus: true });
+export function parseQueryDateTime(value: string): Date | undefined {
+  return parseDateTime(value, { dateOnly: true, spaceAsPlus: true });
 }
 
 function parseInteger(name: string, value: string, min: number, max: number): number {
@@ -302,7 +301,7 @@ function decodeCursor(name: string, value: string, sort: SortKey[], spec: Resour
       case 'boolean':
         return typeof cell === 'boolean' ? cell : bad();
       case 'datetime':
-        return (typeof cell === 'string' ? parseDatetime(cell) : undefined) ?? bad();
+        return (typeof cell === 'string' ? parseQueryDateTime(cell) : undefined) ?? bad();
       case 'uuid':
         return typeof cell === 'string' && UUID_RE.test(cell) ? cell.toLowerCase() : bad();
       default:

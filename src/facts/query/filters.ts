@@ -1,14 +1,16 @@
 /**
  * The filter language of factQuery (`filters` and `joinFilters`): a JSON array of at most
  * 20 {field, op, value} clauses, ANDed, checked against the data model's field types
- * before any SQL is built, so that every mistake is a graphql_validation error naming the
- * clause and nothing the caller wrote reaches the database except as a bound parameter.
+ * before any SQL is built, so that every mistake is an invalid_query error naming the argument
+ * and the clause and nothing the caller wrote reaches the database except as a bound parameter.
  */
-import type { FieldType } from '../db/schema.ts';
-import { jsonDepthExceeds } from '../json.ts';
-import { invalidArgument } from './errors.ts';
-import { quoteName } from '../errors.ts';
-import { parseDateTime } from './scalars.ts';
+import type { FieldType } from '../../db/schema.ts';
+import { jsonDepthExceeds } from '../../json.ts';
+import { invalidParam, quoteName } from '../../errors.ts';
+import { parseDateTime } from '../../datetime.ts';
+
+/** A query argument the caller must change (GraphQL renders it as graphql_validation naming the argument). */
+export const badArgument = (detail: string, argument: string) => invalidParam(argument, detail);
 
 export const MAX_CLAUSES = 20;
 /** Far above any honest filter (20 clauses with 1,000-value lists of ids), far below the body limit. */
@@ -17,13 +19,13 @@ export const MAX_LIST_VALUES = 1_000;
 const MAX_FILTER_DEPTH = 32;
 
 export const FILTER_OPS = ['eq', 'ne', 'in', 'nin', 'is_null', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with'] as const;
-export type FilterOp = (typeof FILTER_OPS)[number];
+export type FactFilterOp = (typeof FILTER_OPS)[number];
 
 const ORDERED_TYPES: ReadonlySet<FieldType | null> = new Set<FieldType | null>(['integer', 'float', 'datetime']);
 
 /** Operators a field of this type accepts; a field without a type takes only the universal ones. */
-export function opsFor(type: FieldType | null): readonly FilterOp[] {
-  const ops: FilterOp[] = ['eq', 'ne', 'in', 'nin', 'is_null'];
+export function opsFor(type: FieldType | null): readonly FactFilterOp[] {
+  const ops: FactFilterOp[] = ['eq', 'ne', 'in', 'nin', 'is_null'];
   if (ORDERED_TYPES.has(type)) ops.push('gt', 'gte', 'lt', 'lte');
   if (type === 'string') ops.push('contains', 'starts_with');
   return ops;
@@ -38,45 +40,45 @@ export interface FieldDef {
  * A checked clause. `value` is normalized: datetimes are ISO strings in UTC, `in`/`nin`
  * hold an array, `is_null` a boolean.
  */
-export interface FilterClause {
+export interface FactFilter {
   field: string;
   type: FieldType | null;
-  op: FilterOp;
+  op: FactFilterOp;
   value: unknown;
 }
 
-interface RawClause {
+export interface RawClause {
   field: string;
-  op: FilterOp;
+  op: FactFilterOp;
   value: unknown;
 }
 
 /** Shape checks that need no data model: JSON, array, clause count, keys, known op. */
 export function parseFilterText(text: string | null | undefined, argument: string): RawClause[] {
   if (text === null || text === undefined) return [];
-  if (text.length > MAX_FILTER_TEXT) throw invalidArgument(`${argument} is longer than ${MAX_FILTER_TEXT} characters`, argument);
-  if (jsonDepthExceeds(text, MAX_FILTER_DEPTH)) throw invalidArgument(`${argument} is nested deeper than ${MAX_FILTER_DEPTH} levels`, argument);
+  if (text.length > MAX_FILTER_TEXT) throw badArgument(`${argument} is longer than ${MAX_FILTER_TEXT} characters`, argument);
+  if (jsonDepthExceeds(text, MAX_FILTER_DEPTH)) throw badArgument(`${argument} is nested deeper than ${MAX_FILTER_DEPTH} levels`, argument);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw invalidArgument(`${argument} is not valid JSON: expected an array of {field, op, value}`, argument);
+    throw badArgument(`${argument} is not valid JSON: expected an array of {field, op, value}`, argument);
   }
-  if (!Array.isArray(parsed)) throw invalidArgument(`${argument} must be a JSON array of {field, op, value}`, argument);
-  if (parsed.length > MAX_CLAUSES) throw invalidArgument(`${argument} has ${parsed.length} clauses; at most ${MAX_CLAUSES} are allowed`, argument);
+  if (!Array.isArray(parsed)) throw badArgument(`${argument} must be a JSON array of {field, op, value}`, argument);
+  if (parsed.length > MAX_CLAUSES) throw badArgument(`${argument} has ${parsed.length} clauses; at most ${MAX_CLAUSES} are allowed`, argument);
   return parsed.map((c, i) => {
     const at = `${argument}[${i}]`;
-    if (typeof c !== 'object' || c === null || Array.isArray(c)) throw invalidArgument(`${at} must be an object {field, op, value}`, argument);
+    if (typeof c !== 'object' || c === null || Array.isArray(c)) throw badArgument(`${at} must be an object {field, op, value}`, argument);
     const keys = Object.keys(c);
     const extra = keys.find((k) => k !== 'field' && k !== 'op' && k !== 'value');
-    if (extra !== undefined) throw invalidArgument(`${at} has an unknown member; only field, op and value are allowed`, argument);
+    if (extra !== undefined) throw badArgument(`${at} has an unknown member; only field, op and value are allowed`, argument);
     const { field, op } = c as Record<string, unknown>;
-    if (typeof field !== 'string' || field === '') throw invalidArgument(`${at}.field must be a field name`, argument);
+    if (typeof field !== 'string' || field === '') throw badArgument(`${at}.field must be a field name`, argument);
     if (typeof op !== 'string' || !(FILTER_OPS as readonly string[]).includes(op)) {
-      throw invalidArgument(`${at}.op must be one of ${FILTER_OPS.join(', ')}`, argument);
+      throw badArgument(`${at}.op must be one of ${FILTER_OPS.join(', ')}`, argument);
     }
-    if (!('value' in c)) throw invalidArgument(`${at}.value is missing`, argument);
-    return { field, op: op as FilterOp, value: (c as Record<string, unknown>).value };
+    if (!('value' in c)) throw badArgument(`${at}.value is missing`, argument);
+    return { field, op: op as FactFilterOp, value: (c as Record<string, unknown>).value };
   });
 }
 
@@ -90,16 +92,16 @@ function fieldList(fields: ReadonlyMap<string, FieldDef>): string {
 }
 
 /** Checks each clause against the model's fields and normalizes its value. */
-export function typeFilters(raw: readonly RawClause[], fields: ReadonlyMap<string, FieldDef>, argument: string, modelSlug: string): FilterClause[] {
+export function typeFilters(raw: readonly RawClause[], fields: ReadonlyMap<string, FieldDef>, argument: string, modelSlug: string): FactFilter[] {
   return raw.map((c, i) => {
     const at = `${argument}[${i}]`;
     const def = fields.get(c.field);
-    if (!def) throw invalidArgument(`${at}.field ${quoteName(c.field)} is not a field of data model ${modelSlug}; ${fieldList(fields)}`, argument);
+    if (!def) throw badArgument(`${at}.field ${quoteName(c.field)} is not a field of data model ${modelSlug}; ${fieldList(fields)}`, argument);
     const allowed = opsFor(def.type);
     if (!allowed.includes(c.op)) {
-      throw invalidArgument(`${at}: op ${c.op} does not apply to field ${def.name} of type ${def.type ?? 'untyped'}; allowed: ${allowed.join(', ')}`, argument);
+      throw badArgument(`${at}: op ${c.op} does not apply to field ${def.name} of type ${def.type ?? 'untyped'}; allowed: ${allowed.join(', ')}`, argument);
     }
-    const bad = (what: string) => invalidArgument(`${at}.value ${what}`, argument);
+    const bad = (what: string) => badArgument(`${at}.value ${what}`, argument);
     if (c.op === 'is_null') {
       if (typeof c.value !== 'boolean') throw bad('must be true or false for is_null');
       return { field: def.name, type: def.type, op: c.op, value: c.value };

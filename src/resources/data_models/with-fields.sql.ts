@@ -1,0 +1,59 @@
+/**
+ * The one loader of data models with their fields, for every reader and writer of facts
+ * (the factQuery planner, the import, the worker's write step).
+ */
+import { sql } from 'kysely';
+import type { Db } from '../../db/connect.ts';
+import type { FieldType } from '../../db/schema.ts';
+
+export interface ModelField {
+  name: string;
+  type: FieldType | null;
+  is_primary_key: boolean;
+  is_required: boolean;
+}
+
+export interface DataModelWithFields {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  slug: string;
+  /** By name. */
+  fields: ModelField[];
+}
+
+/**
+ * The models of these slugs in one workspace, with their fields, as one row holding a JSON
+ * array (a slug of another workspace is simply absent). One fixed text whatever the number
+ * of slugs, so that it can run inside the account re-check's statement (loadAccountWithRow)
+ * as well as on its own.
+ */
+export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
+  const fields = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type, 'is_primary_key', f.is_primary_key, 'is_required', f.is_required) order by f.name), '[]'::json)
+    from data_model_fields as f where f.data_model_id = m.id)`;
+  return db
+    .selectFrom('data_models as m')
+    .where('m.workspace_id', '=', workspaceId)
+    .where(sql<boolean>`m.slug = any(${slugs}::text[])`)
+    .select([
+      // loadAccountWithRow tells "no row" by a null id; an aggregate always has its one row.
+      sql<string>`'models'`.as('id'),
+      sql<DataModelWithFields[]>`coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${fields})), '[]'::json)`.as(
+        'models',
+      ),
+    ]);
+}
+
+/** The models by slug. */
+export function modelMap(models: readonly DataModelWithFields[]): Map<string, DataModelWithFields> {
+  return new Map(models.map((m) => [m.slug, m]));
+}
+
+export async function loadModels(db: Db, workspaceId: string, slugs: string[]): Promise<Map<string, DataModelWithFields>> {
+  const row = await modelsQuery(db, workspaceId, slugs).executeTakeFirstOrThrow();
+  return modelMap(row.models);
+}
+
+export async function loadModel(db: Db, workspaceId: string, slug: string): Promise<DataModelWithFields | undefined> {
+  return (await loadModels(db, workspaceId, [slug])).get(slug);
+}
