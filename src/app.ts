@@ -9,13 +9,36 @@ import { AppError, DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
 import { connectionOptions, registerConnectionHooks } from './http/connections.ts';
-import { renderError } from './http/render-error.ts';
-import { trackMethods } from './http/methods.ts';
+import { errorHandlerFor, renderPlainError } from './http/render-error.ts';
+import { registerSurface, type SurfaceSpec } from './http/surface.ts';
 import { RequestLogController, requestId, requestLogger } from './http/request-log.ts';
-import { registerTokenRoute } from './auth/token-route.ts';
-import { registerAdminRoutes } from './admin/routes.ts';
-import { registerJsonApiRoutes } from './resources/routes.ts';
-import { registerGraphqlRoute } from './graphql/route.ts';
+import { tokenEndpoint } from './auth/token-route.ts';
+import { adminApi } from './admin/routes.ts';
+import { jsonApi } from './resources/routes.ts';
+import { graphqlApi } from './graphql/route.ts';
+
+/** Health and readiness: public, answered in the plain shape. */
+function health(deps: Deps): SurfaceSpec {
+  return {
+    render: renderPlainError,
+    setup(scope) {
+      scope.get('/healthz', async () => ({ status: 'ok' }));
+      // What a request would get right now: 503 while draining or while the database does not
+      // answer; and where its rate window is counted (Redis, or this process while Redis is out).
+      scope.get('/readyz', async (_request, reply) => {
+        const rateLimit = deps.limiter.state();
+        if (deps.draining.value) return reply.code(503).send({ status: 'draining', rate_limit: rateLimit });
+        try {
+          await sql`select 1`.execute(deps.db);
+          return { status: 'ready', rate_limit: rateLimit };
+        } catch {
+          reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+          return reply.code(503).send({ status: 'database unavailable', rate_limit: rateLimit });
+        }
+      });
+    },
+  };
+}
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
@@ -35,31 +58,16 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerConnectionHooks(app, deps);
   registerBodyParsers(app);
   registerHooks(app, deps);
-  const addMethodRoutes = trackMethods(app);
-  app.setErrorHandler((err, request, reply) => renderError(err, request, reply));
-  app.setNotFoundHandler((request, reply) => renderError(new AppError('not_found', 'No such route or resource'), request, reply));
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  // What a request would get right now: 503 while draining or while the database does not
-  // answer; and where its rate window is counted (Redis, or this process while Redis is out).
-  app.get('/readyz', async (_request, reply) => {
-    const rateLimit = deps.limiter.state();
-    if (deps.draining.value) return reply.code(503).send({ status: 'draining', rate_limit: rateLimit });
-    try {
-      await sql`select 1`.execute(deps.db);
-      return { status: 'ready', rate_limit: rateLimit };
-    } catch {
-      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-      return reply.code(503).send({ status: 'database unavailable', rate_limit: rateLimit });
-    }
+  const surfaces = [health(deps), tokenEndpoint(deps), jsonApi(deps), graphqlApi(deps), adminApi(deps)];
+  for (const s of surfaces) registerSurface(app, s);
+  // Errors outside every surface (a request the router could not take) and unknown paths:
+  // in the shape of the surface whose prefix the path has, else the plain one.
+  app.setErrorHandler(errorHandlerFor(renderPlainError));
+  app.setNotFoundHandler((request, reply) => {
+    const owner = surfaces.find((s) => s.prefix !== undefined && request.url.startsWith(s.prefix));
+    return errorHandlerFor(owner?.render ?? renderPlainError)(new AppError('not_found', 'No such route or resource'), request, reply);
   });
-
-  registerTokenRoute(app, deps);
-  registerJsonApiRoutes(app, deps);
-  registerGraphqlRoute(app, deps);
-  registerAdminRoutes(app, deps);
-  // Last, so that the routes of every plugin above are known.
-  app.register(async (scope) => addMethodRoutes(scope));
   await app.ready();
   return app;
 }

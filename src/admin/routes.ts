@@ -1,15 +1,17 @@
 /**
- * The admin API: what the `tributary` CLI talks to. Bearer admin token, plain JSON in and
- * out ({"data": ...}); errors use the JSON:API error shape.
+ * The admin API surface (/admin/v1): what the `tributary` CLI talks to. Bearer admin
+ * token on every route, plain JSON in and out ({"data": ...}); errors use the JSON:API
+ * error shape.
  */
-import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import * as admin from './service.ts';
 import { sweepExclusive } from './sweep.ts';
 import { registerFactsAdminRoutes } from '../facts/admin-routes.ts';
-
-const options: RouteShorthandOptions = { config: { surface: 'admin', auth: 'admin' } };
+import { renderJsonApiError } from '../http/jsonapi/errors.ts';
+import type { SurfaceSpec } from '../http/surface.ts';
+import { authenticateAdmin } from './admin-auth.ts';
 
 type Body = Record<string, unknown>;
 
@@ -23,21 +25,32 @@ function send(reply: FastifyReply, status: number, data: unknown): FastifyReply 
   return reply.code(status).type('application/json').send(JSON.stringify({ data }));
 }
 
-export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
+export function adminApi(deps: Deps): SurfaceSpec {
+  return {
+    render: renderJsonApiError,
+    setup(scope) {
+      // The authenticator: the admin token, before anything else is looked at.
+      scope.addHook('onRequest', async (request) => authenticateAdmin(deps.adminToken, request.headers.authorization));
+      registerAdminRoutes(scope, deps);
+    },
+  };
+}
+
+function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   const p = '/admin/v1';
-  app.post(`${p}/organizations`, options, async (req, reply) => send(reply, 201, await admin.createOrganization(deps.db, body(req.body))));
-  app.post(`${p}/workspaces`, options, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps.db, body(req.body))));
-  app.post(`${p}/users`, options, async (req, reply) => send(reply, 201, await admin.createUser(deps.db, body(req.body))));
-  app.post(`${p}/memberships`, options, async (req, reply) => send(reply, 201, await admin.addMember(deps.db, body(req.body))));
-  app.post(`${p}/memberships/:id/deactivate`, options, async (req, reply) =>
+  app.post(`${p}/organizations`, async (req, reply) => send(reply, 201, await admin.createOrganization(deps.db, body(req.body))));
+  app.post(`${p}/workspaces`, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps.db, body(req.body))));
+  app.post(`${p}/users`, async (req, reply) => send(reply, 201, await admin.createUser(deps.db, body(req.body))));
+  app.post(`${p}/memberships`, async (req, reply) => send(reply, 201, await admin.addMember(deps.db, body(req.body))));
+  app.post(`${p}/memberships/:id/deactivate`, async (req, reply) =>
     send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id)),
   );
-  app.post(`${p}/credentials`, options, async (req, reply) => send(reply, 201, await admin.createCredential(deps.db, body(req.body))));
-  app.patch(`${p}/credentials/:id`, options, async (req, reply) =>
+  app.post(`${p}/credentials`, async (req, reply) => send(reply, 201, await admin.createCredential(deps.db, body(req.body))));
+  app.patch(`${p}/credentials/:id`, async (req, reply) =>
     send(reply, 200, await admin.updateCredential(deps.db, (req.params as { id: string }).id, body(req.body), new Date(deps.clock()))),
   );
-  app.post(`${p}/widgets`, options, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
-  app.post(`${p}/sweep`, options, async (_req, reply) => {
+  app.post(`${p}/widgets`, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
+  app.post(`${p}/sweep`, async (_req, reply) => {
     const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()) });
     if (!result) throw new AppError('conflict', 'A sweep is already running (the nightly one, or another tributary sweep); run it again when that one is done');
     return send(reply, 200, result);
@@ -52,11 +65,11 @@ export function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
     ['data-models', 'data_models'],
   ];
   for (const [path, kind] of lists) {
-    app.get(`${p}/${path}`, options, async (req, reply) => {
+    app.get(`${p}/${path}`, async (req, reply) => {
       const result = await admin.list(deps.db, kind, req.query as admin.ListQuery);
       return reply.code(200).type('application/json').send(JSON.stringify(result));
     });
   }
-  app.get(`${p}/whoami`, options, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));
+  app.get(`${p}/whoami`, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));
   registerFactsAdminRoutes(app, deps);
 }

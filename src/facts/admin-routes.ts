@@ -46,7 +46,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
     scope.addContentTypeParser(NDJSON, (_request, payload, done) => done(null, payload));
     scope.post(
       '/admin/v1/facts/import',
-      { config: { surface: 'admin', auth: 'admin', bodyTimeout: 'idle' }, bodyLimit: IMPORT_BODY_LIMIT, onRequest: requireNdjson },
+      { config: { bodyTimeout: 'idle' }, bodyLimit: IMPORT_BODY_LIMIT, onRequest: requireNdjson },
       async (request: FastifyRequest, reply: FastifyReply) => {
         const query = request.query as Record<string, unknown>;
         const target = await resolveImportTarget(deps.db, { workspaceId: query.workspace_id, dataModelSlug: query.data_model });

@@ -3,7 +3,7 @@
  * and the lookups of the import. Each function takes the handle to run on (a transaction
  * or the db) and never opens another.
  *
- * fact_current ordering, per axis (decisions.md section 5):
+ * fact_current ordering, per axis:
  *   observed_at: (observed_at, inserted_at, id)
  *   inserted_at: (inserted_at, id)
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key

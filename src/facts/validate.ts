@@ -1,5 +1,5 @@
 /**
- * Validation of one fact against its data model's fields (decisions.md section 4), and
+ * Validation of one fact against its data model's fields, and
  * the values derived from it: the UTC observed_at, the normalized data, the entity id and
  * the source key. Pure functions: no I/O, so the write path and tests share them.
  */

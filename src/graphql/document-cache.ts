@@ -1,8 +1,7 @@
 /**
  * Parsed documents by their text, with their standard-validation errors once computed.
  * Clients send the same few query texts again and again with other variables; validating
- * one costs about 0.1 ms (more than parsing it 30 times), a large share of a small
- * factQuery. Validation depends only on the schema and the text, never on variables or on
+ * one costs many times what parsing it does, a large share of a small factQuery. Validation depends only on the schema and the text, never on variables or on
  * the caller, so its result can be shared; the limits that depend on variables (limit
  * multiplies complexity) are still checked on every request.
  *

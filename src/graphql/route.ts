@@ -11,14 +11,15 @@
  * field (health) is public while the others are not, and that depends on the document.
  */
 import { isObject } from '../json.ts';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { epochSeconds, type Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
 import { loadAccountWithRow } from '../auth/auth.sql.ts';
 import { chargeAccountWindow } from '../http/rate-limit.ts';
-import { logFailure, toAppError } from '../http/render-error.ts';
+import { logFailure, toAppError, type RenderError } from '../http/render-error.ts';
+import type { SurfaceSpec } from '../http/surface.ts';
 import { invalidArgument, tooComplex } from './errors.ts';
 import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
 import { schema, SCHEMA_VERSION } from './schema.ts';
@@ -52,15 +53,8 @@ function sendGraphqlErrors(reply: FastifyReply, errors: readonly GraphQLError[],
   return send(reply, 200, { errors: errors.map((e) => errorJson(e, fallbackCode)) });
 }
 
-/** HTTP-level failures (400, 401, 403, 415, 429, 5xx) in the GraphQL error shape. */
-function sendHttpError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const e = toAppError(err);
-  request.errorCode = e.code;
-  logFailure(request, e, err, 'graphql request failed');
-  if (e.headers) reply.headers(e.headers);
-  if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
-  return send(reply, e.status, { errors: [{ message: e.detail, extensions: { code: e.code } }] });
-}
+/** The GraphQL surface's HTTP-level failures (400, 401, 403, 415, 429, 5xx) in the GraphQL error shape. */
+const renderGraphqlError: RenderError = (e, _request, reply) => send(reply, e.status, { errors: [{ message: e.detail, extensions: { code: e.code } }] });
 
 function isJsonContentType(value: string | undefined): boolean {
   return value !== undefined && value.split(';')[0]!.trim().toLowerCase() === 'application/json';
@@ -153,12 +147,19 @@ function readDocument(documents: DocumentCache, query: string): { cached: Return
   }
 }
 
-export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
-  const errorHandler = (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => sendHttpError(err, request, reply);
+/**
+ * The GraphQL surface. Its authenticator (authorize) runs inside the handler, not as a
+ * hook: whether a token is needed depends on the document (health is public).
+ */
+export function graphqlApi(deps: Deps): SurfaceSpec {
+  return { render: renderGraphqlError, setup: (scope) => registerGraphqlRoute(scope, deps) };
+}
+
+function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   // 500,000 characters of text parse to about 35 MB at worst; honest clients send a few hundred short documents.
   const documents = createDocumentCache(schema, { maxEntries: 500, maxChars: 500_000, maxTokens: MAX_TOKENS });
 
-  app.post(GRAPHQL_PATH, { config: { surface: 'plain' }, errorHandler }, async (request, reply) => {
+  app.post(GRAPHQL_PATH, async (request, reply) => {
     if (!isJsonContentType(request.headers['content-type'])) {
       throw new AppError('unsupported_media_type', 'Content-Type must be application/json');
     }
@@ -173,7 +174,7 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     }
     const vars = (variables ?? {}) as Record<string, unknown>;
 
-    // Without a valid token only health may be asked (decisions.md 5): a document that cannot
+    // Without a valid token only health may be asked: a document that cannot
     // be read, or that asks for more, is authorized (401/403/429, and charged to the rate
     // window) before any other answer. A request with no token at all costs no statement.
     const read = readDocument(documents, query);
@@ -216,8 +217,7 @@ export function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   app.route({
     method: ['GET', 'PUT', 'PATCH', 'DELETE'],
     url: GRAPHQL_PATH,
-    config: { surface: 'plain', refusesMethod: true },
-    errorHandler,
+    config: { refusesMethod: true },
     handler: async (_request, reply) => {
       reply.header('allow', 'POST');
       throw new AppError('method_not_allowed', 'Use POST with a JSON body {query, variables}');

@@ -12,7 +12,7 @@ import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
-import { JSONAPI_MEDIA_TYPE } from './render-error.ts';
+import { jsonApiErrorBody, JSONAPI_MEDIA_TYPE } from './jsonapi/errors.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -50,7 +50,7 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? ['431 Request Header Fields Too Large', new AppError('bad_request', 'The request headers are too large')]
         : ['400 Bad Request', new AppError('bad_request', 'The request could not be read')];
-  const body = JSON.stringify({ errors: [{ id: uuidv7(), status: status.slice(0, 3), code: e.code, title: e.title, detail: e.detail }], jsonapi: { version: '1.1' } });
+  const body = jsonApiErrorBody(e, uuidv7(), Number(status.slice(0, 3)));
   socket.end(rawResponse(status, JSONAPI_MEDIA_TYPE, body), () => socket.destroy());
 }
 

@@ -6,7 +6,6 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { AppError } from '../errors.ts';
-import { renderError, type Surface } from './render-error.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -22,13 +21,12 @@ interface KnownPath {
   routed: Set<string>;
   /** Methods the path serves: what Allow lists. */
   served: Set<string>;
-  surface: Surface | undefined;
 }
 
 /**
- * Records every route added from now on. The returned function adds the refusing routes to
- * `target`: call it once every route exists (in a plugin registered last, so that routes of
- * earlier plugins are in).
+ * Records every route added to `app` (a surface's context) from now on. The returned
+ * function adds the refusing routes to `target`, a context whose error handler renders in
+ * the same surface's shape: call it once every route of the surface exists.
  */
 export function trackMethods(app: FastifyInstance): (target: FastifyInstance) => void {
   const paths = new Map<string, KnownPath>();
@@ -37,14 +35,13 @@ export function trackMethods(app: FastifyInstance): (target: FastifyInstance) =>
     if (finished) return;
     let known = paths.get(route.url);
     if (!known) {
-      known = { routed: new Set(), served: new Set(), surface: undefined };
+      known = { routed: new Set(), served: new Set() };
       paths.set(route.url, known);
     }
     for (const m of [route.method].flat()) {
       known.routed.add(m);
       if (route.config?.refusesMethod !== true) known.served.add(m);
     }
-    known.surface ??= route.config?.surface;
   });
 
   return (target) => {
@@ -58,13 +55,10 @@ export function trackMethods(app: FastifyInstance): (target: FastifyInstance) =>
       target.route({
         method: missing,
         url,
-        // JSON:API content negotiation must not answer before the 405: the JSON:API error
-        // document comes from the path (render-error), not from this route's surface.
-        config: known.surface === 'jsonapi' ? {} : { surface: known.surface },
         handler: async (request: FastifyRequest, reply: FastifyReply) => {
           reply.header('allow', allow);
           if (request.method === 'OPTIONS') return reply.code(204).send();
-          return renderError(new AppError('method_not_allowed', `${request.method} is not allowed here; allowed: ${allow}`), request, reply);
+          throw new AppError('method_not_allowed', `${request.method} is not allowed here; allowed: ${allow}`);
         },
       });
     }

@@ -1,14 +1,14 @@
 /**
- * Every error of the HTTP surfaces is rendered here, once: an AppError (or something that
- * can be translated into one) becomes the surface's error shape. Unknown errors are logged
- * and answered without detail: no stack, SQL, path or secret ever reaches a body.
+ * How an error leaves any surface: translated into an AppError, logged once at the level
+ * it deserves, then rendered by the surface's own renderer (each surface plugin installs
+ * errorHandlerFor(itsRenderer)). Unknown errors are answered without detail: no stack,
+ * SQL, path or secret ever reaches a body.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, fromPgError } from '../errors.ts';
 
-export type Surface = 'jsonapi' | 'oauth' | 'admin' | 'plain';
-
-export const JSONAPI_MEDIA_TYPE = 'application/vnd.api+json';
+/** Renders an AppError in one surface's shape; status, headers and logging are done. */
+export type RenderError = (e: AppError, request: FastifyRequest, reply: FastifyReply) => FastifyReply;
 
 /** Fastify's own errors, by code, as AppErrors. */
 function fromFastifyError(err: FastifyError): AppError | undefined {
@@ -61,25 +61,17 @@ export function logFailure(request: FastifyRequest, e: AppError, err: unknown, m
   else if (e.status >= 500) request.log.error({ err: e.cause ?? err }, msg);
 }
 
-export function renderError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const e = toAppError(err);
-  request.errorCode = e.code;
-  logFailure(request, e, err);
-  const surface: Surface = request.routeOptions.config?.surface ?? (request.url.startsWith('/api/json/') ? 'jsonapi' : 'plain');
-  if (e.headers) reply.headers(e.headers);
-  if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
-  // RFC 6749 5.2: a request the token endpoint cannot read is 400 invalid_request,
-  // whatever status another surface gives the same fault (a too-deep JSON body is 422).
-  reply.code(surface === 'oauth' && e.code === 'invalid_request' ? 400 : e.status);
-  if (surface === 'jsonapi' || surface === 'admin') {
-    const error: Record<string, unknown> = { id: request.id, status: String(e.status), code: e.code, title: e.title, detail: e.detail };
-    if (e.source) error.source = e.source;
-    return reply.type(JSONAPI_MEDIA_TYPE).send(JSON.stringify({ errors: [error], jsonapi: { version: '1.1' } }));
-  }
-  if (surface === 'oauth') {
-    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    const code = e.status === 429 || e.status === 503 ? 'temporarily_unavailable' : e.status >= 500 ? 'server_error' : 'invalid_request';
-    return reply.type('application/json').send(JSON.stringify({ error: code, error_description: e.detail }));
-  }
-  return reply.type('application/json').send(JSON.stringify({ error: e.detail, code: e.code }));
+/** A surface's error handler: the one way from a thrown error to its answer. */
+export function errorHandlerFor(render: RenderError) {
+  return (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const e = toAppError(err);
+    request.errorCode = e.code;
+    logFailure(request, e, err);
+    if (e.headers) reply.headers(e.headers);
+    if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
+    return render(e, request, reply);
+  };
 }
+
+/** The shape of what belongs to no API surface (health, readiness, unknown paths): {error, code}. */
+export const renderPlainError: RenderError = (e, _request, reply) => reply.code(e.status).type('application/json').send(JSON.stringify({ error: e.detail, code: e.code }));

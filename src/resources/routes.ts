@@ -1,14 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { registerReadRoutes, registerWriteRoutes } from '../http/jsonapi/routes.ts';
+import { jsonApiSurface } from '../http/jsonapi/surface.ts';
+import type { SurfaceSpec } from '../http/surface.ts';
 import { RESOURCE_TYPES } from './types.ts';
 import { dataModelType } from './data_models/schema.ts';
 import { dataModelFieldType } from './data_model_fields/schema.ts';
 import { createDataModel, dataModelInput, patchDataModel } from './data_models/service.ts';
 import { createField, fieldInput, patchField } from './data_model_fields/service.ts';
 
-export function registerJsonApiRoutes(app: FastifyInstance, deps: Deps): void {
-  for (const type of RESOURCE_TYPES.values()) registerReadRoutes(app, deps, RESOURCE_TYPES, type);
-  registerWriteRoutes(app, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: createDataModel, update: patchDataModel });
-  registerWriteRoutes(app, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: createField, update: patchField });
+/** The JSON:API surface with every resource type's routes. */
+export function jsonApi(deps: Deps): SurfaceSpec {
+  return jsonApiSurface(deps, (scope: FastifyInstance) => {
+    for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: createDataModel, update: patchDataModel });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: createField, update: patchField });
+  });
 }

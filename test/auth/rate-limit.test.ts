@@ -1,5 +1,5 @@
 /**
- * The per-account JSON:API rate window (decisions.md 3): RateLimit-Policy/RateLimit
+ * The per-account JSON:API rate window: RateLimit-Policy/RateLimit
  * headers, 429 rate_limited with Retry-After, one window per service account, and with
  * REDIS_URL one window shared by every process.
  */

@@ -1,5 +1,5 @@
 /**
- * Checked effects of state (api-contract.md): a minted token stops being honoured on the
+ * Checked effects of state: a minted token stops being honoured on the
  * very next request once its account is deactivated, loses a scope, changes workspace or
  * its run-as membership becomes inactive. Plus bearer-token failures and role visibility.
  */

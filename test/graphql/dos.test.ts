@@ -1,6 +1,6 @@
 /**
  * Hostile documents: each is refused with the right code, quickly, and never with a 5xx.
- * Also pins the calibration of the complexity limit (decisions.md 5) and the exact
+ * Also pins the calibration of the complexity limit and the exact
  * boundaries of depth 10 and 8,000 tokens.
  */
 import { after, before, describe, test } from 'node:test';
@@ -47,7 +47,7 @@ function assertRefused(r: GqlResponse & { ms: number }, code: string): void {
   assert.ok(r.ms < QUICK_MS, `took ${Math.round(r.ms)} ms`);
 }
 
-/** Without a valid token only health may be asked (decisions.md 5): anything else is 401, quickly. */
+/** Without a valid token only health may be asked: anything else is 401, quickly. */
 function assertUnauthorized(r: GqlResponse & { ms: number }): void {
   assert.equal(r.status, 401, JSON.stringify(r.errors)?.slice(0, 500));
   assert.equal(r.errors?.[0]?.extensions?.code, 'unauthorized');

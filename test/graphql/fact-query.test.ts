@@ -1,5 +1,5 @@
 /**
- * factQuery, argument by argument (decisions.md 5): latest and timeline, both axes, as-of
+ * factQuery, argument by argument: latest and timeline, both axes, as-of
  * queries, since/until defaults and the 366-day clamp, sort and direction with ties,
  * limit/offset and the page fields, every filter operator per field type and every way a
  * filter can be wrong, joins, and which statements run for which selection.

@@ -152,7 +152,7 @@ export async function insertFacts(deps: Deps, model: Model, facts: SeedFact[]): 
   return stored;
 }
 
-/** fact_current as decisions.md 5 defines it, computed from the history. */
+/** fact_current as the latest-per-entity rule defines it (newest observed_at, then inserted_at, then id), computed from the history. */
 function currentFromHistory(modelId: string) {
   return sql`
     (select distinct on (entity_key) data_model_id, 'observed_at' as axis, entity_key, id as fact_id, workspace_id, entity_id, observed_at, inserted_at, data

@@ -1,5 +1,5 @@
 /**
- * A small in-memory implementation of factQuery's semantics (decisions.md 5), written
+ * A small in-memory implementation of factQuery's semantics, written
  * from the decisions rather than from the SQL, so the property test compares two
  * independent readings of the same rules.
  */

@@ -1,6 +1,6 @@
 /**
  * Tenancy matrix: for every JSON:API endpoint and verb, another tenant's objects read
- * exactly like objects that do not exist (decisions.md 1: 404, never 403), lists and
+ * exactly like objects that do not exist (404, never 403), lists and
  * includes never carry them, and create bodies that name them fail with the same text
  * as made-up ids.
  */

@@ -20,8 +20,7 @@ const statements = [
   )`,
   // Timeline windows on either axis, newest first, ties by id. workspace_id is carried in
   // the index (the planner also checks it) so a window's count is an index-only scan
-  // instead of a visit to every fact of the window (bench/facts.ts: ~250 ms -> ~40 ms for
-  // 250k facts).
+  // instead of a visit to every fact of the window.
   sql`create index facts_model_observed_idx on facts (data_model_id, observed_at, id) include (workspace_id)`,
   sql`create index facts_model_inserted_idx on facts (data_model_id, inserted_at, id) include (workspace_id)`,
   // As-of latest (until given): the newest fact per entity at or before a time.

@@ -1,17 +1,15 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * fact_current, shaped for filtered latest reads (docs/benchmarks.md, 2026-11-23; 1M facts
- * over 100k entities, serial counts by hand):
+ * fact_current, shaped for filtered latest reads (figures in docs/benchmarks.md):
  *
  * - partitioned by time axis. Every read names one axis, and a latest count has to test
  *   every current row of the model: the writer stores both axes of an entity side by side,
- *   so half of every page such a count read belonged to the other axis (74 ms -> 58 ms).
+ *   so half of every page such a count read belonged to the other axis.
  * - a GIN (jsonb_path_ops) index on data, for `eq` filters, which are containment tests
  *   (`data @> {"field": value}`) on any model and field: a page or count filtered on a rare
- *   value (one customer's 20 entities) no longer tests every current row (30 ms -> 0.3 ms),
- *   a broad one (a quarter of the entities) tests only the rows the index names
- *   (~50 ms -> ~29 ms). It costs writers about a fifth more work on fact_current.
+ *   value (one customer's entities) no longer tests every current row, a broad one tests
+ *   only the rows the index names. It costs writers some more work on fact_current.
  *
  * Columns, keys and the earlier index names stay as they were; the rows are copied over.
  */

@@ -99,7 +99,7 @@ export async function walkPage(db: Db, p: FactQueryPlan, opts: { withData: boole
  * index-only range counts whose cost is bounded by what the cheaper source would cost.
  */
 const CHANGED_CAP = 32_768;
-/** A probe of the history costs about as much as reading this many facts of it in DISTINCT ON (bench, 1M facts: 5.6 us against 0.3 us). */
+/** A probe of the history costs about as much as reading this many facts of it in DISTINCT ON (measured by bench/facts.ts). */
 const HISTORY_PER_PROBE = 16;
 
 export function asOfGateSql(p: FactQueryPlan): Frag {

@@ -61,7 +61,7 @@ const COMPARISON = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
  * A strict-mode jsonpath predicate (`data @@ 'strict <predicate>'`), for numeric ranges,
  * string prefixes and short `in` lists: it tests the stored jsonb in one call, where the
  * SQL form copies the member out (twice for a range, which also round-trips the number
- * through text: 0.27 instead of 0.39 us per row). A member that is missing or of another
+ * through text; docs/benchmarks.md has the figures). A member that is missing or of another
  * JSON type makes a comparison unknown, which `@@` answers with null: the row does not
  * match, as with the SQL form. Literals are JSON (numbers, booleans, and strings that
  * filters.ts checked are well-formed), which is jsonpath's literal syntax as well.
@@ -81,11 +81,11 @@ const MAX_PATH_IN = 8;
 /**
  * `in` over a few scalars as a jsonpath disjunction (`$."f" == a || $."f" == b`), which the
  * GIN index on fact_current.data answers like eq: "these two customers" reads their
- * entities' rows (0.2 ms at 100k entities, page or count) instead of testing every current
- * row (34 ms for the count; 114 ms for a page, which walks the whole model in order).
+ * entities' rows instead of testing every current row (a page walks the whole model in
+ * order).
  * Equality is by type and value as for eq (5.0 is 5; "5" is not 5). Longer lists, and
  * lists holding objects or arrays, keep the hashed subquery, whose cost per row does not
- * grow with the list (a disjunction of 32 tested on every row costs 9x as much).
+ * grow with the list (a long disjunction tested on every row costs many times as much).
  */
 function scalarMembership(data: Frag, c: FactFilter): Frag | undefined {
   const values = c.value as unknown[];

@@ -9,7 +9,7 @@ export const DIRECTION: Record<'asc' | 'desc', Frag> = { asc: sql.raw('asc'), de
 
 export const ref = (alias: string, column: string): Frag => sql.ref(`${alias}.${column}`) as Frag;
 
-/** The newest-first order that defines "latest" on an axis (decisions.md 5: ties by inserted_at, then id). */
+/** The newest-first order that defines "latest" on an axis (ties by inserted_at, then id). */
 export function latestOrder(alias: string, axis: TimeAxis): Frag {
   return axis === 'observed_at'
     ? sql`${ref(alias, 'observed_at')} desc, ${ref(alias, 'inserted_at')} desc, ${ref(alias, 'id')} desc`

@@ -12,14 +12,14 @@ import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
 import type { ResourceType, TypeRegistry } from './resource.ts';
 import type { ParsedQuery } from './types.ts';
-import { JSONAPI_MEDIA_TYPE } from '../render-error.ts';
+import { JSONAPI_MEDIA_TYPE } from './errors.ts';
 import { readAttributes, type InputSchema } from './input.ts';
 
 type RawQuery = Record<string, string | string[] | undefined>;
 
-export const readOptions: RouteShorthandOptions = { config: { surface: 'jsonapi', auth: 'bearer', scope: 'api_read', rateLimit: 'account' } };
+export const readOptions: RouteShorthandOptions = { config: { scope: 'api_read', rateLimit: 'account' } };
 const readByIdOptions: RouteShorthandOptions = { config: { ...readOptions.config, deferAccount: true } };
-export const writeOptions: RouteShorthandOptions = { config: { surface: 'jsonapi', auth: 'bearer', scope: 'api_write', rateLimit: 'account', idempotent: true } };
+export const writeOptions: RouteShorthandOptions = { config: { scope: 'api_write', rateLimit: 'account', idempotent: true } };
 
 export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
   return reply.code(status).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(doc));

@@ -1,0 +1,34 @@
+/**
+ * A surface (JSON:API, GraphQL, the token endpoint, the admin API, health and readiness,
+ * next the webhooks) is one Fastify plugin: an encapsulated context with its own
+ * authenticator hooks, its routes and its error renderer. Nothing outside it knows how it
+ * authenticates or what its errors look like; a new surface is one more registerSurface().
+ */
+import type { FastifyInstance } from 'fastify';
+import { errorHandlerFor, type RenderError } from './render-error.ts';
+import { trackMethods } from './methods.ts';
+
+export interface SurfaceSpec {
+  /** An unknown path under this prefix is answered 404 in this surface's shape. */
+  prefix?: string;
+  render: RenderError;
+  /** Hooks (the authenticator first) and routes, on the surface's own context. */
+  setup(scope: FastifyInstance): void | Promise<void>;
+}
+
+export function registerSurface(app: FastifyInstance, spec: SurfaceSpec): void {
+  const handler = errorHandlerFor(spec.render);
+  let addMethodRoutes: (target: FastifyInstance) => void = () => undefined;
+  app.register(async (scope) => {
+    scope.setErrorHandler(handler);
+    addMethodRoutes = trackMethods(scope);
+    await spec.setup(scope);
+  });
+  // 405 and OPTIONS for the surface's paths, in a sibling context: same renderer, none of
+  // the surface's hooks, so a wrong method is answered before authentication and content
+  // negotiation.
+  app.register(async (scope) => {
+    scope.setErrorHandler(handler);
+    addMethodRoutes(scope);
+  });
+}
