@@ -47,7 +47,7 @@ import { loadConfig } from '../src/config.ts';
 import { buildApp } from '../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import type { Db } from '../src/db/connect.ts';
-import type { FieldType } from '../src/db/schema.ts';
+import type { FieldType } from '../src/db/tables.ts';
 import * as admin from '../src/admin/service.ts';
 import type { Principal } from '../src/auth/principal.ts';
 import { uuidv7 } from '../src/ids.ts';

@@ -1,7 +1,7 @@
 /** Writes of the admin API. Tenancy tables are not workspace-scoped, so these take ids directly. */
 import type { Insertable, Updateable } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { DashboardWidgetTable, OrganizationTable, OrgMembershipTable, ServiceAccountTable, UserTable, WorkspaceTable } from '../db/schema.ts';
+import type { DashboardWidgetTable, OrganizationTable, OrgMembershipTable, ServiceAccountTable, UserTable, WorkspaceTable } from '../db/tables.ts';
 
 export const ADMIN_CONSTRAINTS: Readonly<Record<string, [string, string]>> = {
   organizations_domain_key: ['/domain', 'an organization with this domain already exists'],

@@ -5,7 +5,7 @@
 import { findDataModel } from '../resources/data_models/data-models.sql.ts';
 import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
 import type { Db } from '../db/connect.ts';
-import type { Role } from '../db/schema.ts';
+import type { Role } from '../db/tables.ts';
 import { AppError, fromPgError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';

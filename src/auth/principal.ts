@@ -6,7 +6,7 @@
 import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import type { Db } from '../db/connect.ts';
-import type { Role } from '../db/schema.ts';
+import type { Role } from '../db/tables.ts';
 import { loadAccountById, type AccountRow } from './auth.sql.ts';
 import { verifyToken, type Scope, type TokenClaims } from './tokens.ts';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { DB } from './schema.ts';
+import type { DB } from './tables.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 
 export type Db = Kysely<DB>;

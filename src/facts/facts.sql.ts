@@ -11,7 +11,7 @@
  */
 import type { Db } from '../db/connect.ts';
 import { sql } from 'kysely';
-import type { TimeAxis } from '../db/schema.ts';
+import type { TimeAxis } from '../db/tables.ts';
 
 
 /**

@@ -5,7 +5,7 @@
  * or goes when none remains).
  */
 import type { Db } from '../db/connect.ts';
-import type { TimeAxis } from '../db/schema.ts';
+import type { TimeAxis } from '../db/tables.ts';
 import * as q from './facts.sql.ts';
 
 export const RETENTION_BATCH = 5_000;

@@ -6,7 +6,7 @@
 import type { DataModelWithFields, ModelField } from '../resources/data_models/with-fields.sql.ts';
 import { canonicalJson, isObject, MAX_JSON_DEPTH } from '../json.ts';
 import { createHash } from 'node:crypto';
-import type { FieldType } from '../db/schema.ts';
+import type { FieldType } from '../db/tables.ts';
 import { parseDateTime } from '../datetime.ts';
 
 /** What the writer needs of a data model (DataModelWithFields, loaded once per batch). */

@@ -15,7 +15,7 @@ import {
 } from 'graphql';
 import type { Deps } from '../deps.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { TimeAxis } from '../db/schema.ts';
+import type { TimeAxis } from '../db/tables.ts';
 import { invalidArgument } from './errors.ts';
 import { DATETIME_EXPECTED, UnreadableDateTime } from './scalars.ts';
 import { MIN_MS } from '../datetime.ts';

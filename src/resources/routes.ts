@@ -4,8 +4,8 @@ import { registerReadRoutes, registerWriteRoutes } from '../http/jsonapi/routes.
 import { jsonApiSurface } from '../http/jsonapi/surface.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { RESOURCE_TYPES } from './types.ts';
-import { dataModelType } from './data_models/schema.ts';
-import { dataModelFieldType } from './data_model_fields/schema.ts';
+import { dataModelType } from './data_models/resource.ts';
+import { dataModelFieldType } from './data_model_fields/resource.ts';
 import { createDataModel, dataModelInput, patchDataModel } from './data_models/service.ts';
 import { createField, fieldInput, patchField } from './data_model_fields/service.ts';
 

@@ -3,13 +3,13 @@
  * checks read this registry, so no type depends on another module having been imported.
  */
 import { typeRegistry } from '../http/jsonapi/resource.ts';
-import { organizationType } from './organizations/schema.ts';
-import { orgMembershipType } from './org_memberships/schema.ts';
-import { userType } from './users/schema.ts';
-import { credentialType } from './credentials/schema.ts';
-import { dashboardWidgetType } from './dashboard_widgets/schema.ts';
-import { dataModelType } from './data_models/schema.ts';
-import { dataModelFieldType } from './data_model_fields/schema.ts';
-import { workspaceType } from './workspaces/schema.ts';
+import { organizationType } from './organizations/resource.ts';
+import { orgMembershipType } from './org_memberships/resource.ts';
+import { userType } from './users/resource.ts';
+import { credentialType } from './credentials/resource.ts';
+import { dashboardWidgetType } from './dashboard_widgets/resource.ts';
+import { dataModelType } from './data_models/resource.ts';
+import { dataModelFieldType } from './data_model_fields/resource.ts';
+import { workspaceType } from './workspaces/resource.ts';
 
 export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType]);

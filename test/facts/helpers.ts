@@ -1,7 +1,7 @@
 /** Shared by the fact store tests: models made directly in the tables, and fact_current recomputed from history. */
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { DB, FieldType } from '../../src/db/schema.ts';
+import type { DB, FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import type { Tenant } from '../helpers/app.ts';
 

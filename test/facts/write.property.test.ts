@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
-import type { FieldType } from '../../src/db/schema.ts';
+import type { FieldType } from '../../src/db/tables.ts';
 import { writeFacts } from '../../src/facts/write.ts';
 import { createModel, factCount, recomputedCurrent, storedCurrent, type FieldSpec } from './helpers.ts';
 import { runs } from '../helpers/property.ts';

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { ClientError, GraphQLClient } from 'graphql-request';
 import type { Deps } from '../../src/deps.ts';
 import type { Db } from '../../src/db/connect.ts';
-import type { FieldType } from '../../src/db/schema.ts';
+import type { FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import type { TestApp, Tenant } from '../helpers/app.ts';
 

@@ -9,7 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { FieldType } from '../../src/db/schema.ts';
+import type { FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, uniqueSlug, type ApiFact } from './helpers.ts';

@@ -3,7 +3,7 @@
  * from the decisions rather than from the SQL, so the property test compares two
  * independent readings of the same rules.
  */
-import type { FieldType } from '../../src/db/schema.ts';
+import type { FieldType } from '../../src/db/tables.ts';
 
 export interface RefFact {
   id: string;

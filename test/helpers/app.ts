@@ -16,7 +16,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/app.ts';
 import { closeDeps, createDeps, type Deps } from '../../src/deps.ts';
 import * as admin from '../../src/admin/service.ts';
-import type { Role } from '../../src/db/schema.ts';
+import type { Role } from '../../src/db/tables.ts';
 import type { Scope } from '../../src/auth/tokens.ts';
 import { freshPostgres, pgliteTemplate } from './databases.ts';
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect } from 'kysely';
 import pg from 'pg';
-import type { DB } from '../../src/db/schema.ts';
+import type { DB } from '../../src/db/tables.ts';
 import { createDb } from '../../src/db/connect.ts';
 import { migrate } from '../../src/db/migrate.ts';
 

@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, sql } from 'kysely';
 import { applyListQuery, countQuery, countRows, finishKeysetPage } from '../../src/http/jsonapi/list.sql.ts';
 import { encodeCursor, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
-import type { FilterClause, ParsedQuery, ResourceSpec, SortKey } from '../../src/http/jsonapi/types.ts';
+import type { JsonApiFilter, ParsedQuery, ResourceSpec, SortKey } from '../../src/http/jsonapi/types.ts';
 import { runs } from '../helpers/property.ts';
 
 const item: ResourceSpec = {
@@ -98,7 +98,7 @@ function compareRows(a: Row, b: Row, sort: readonly SortKey[]): number {
   return 0;
 }
 
-function matches(row: Row, clause: FilterClause): boolean {
+function matches(row: Row, clause: JsonApiFilter): boolean {
   const v = row[clause.column as keyof Row];
   const x = clause.value;
   switch (clause.op) {

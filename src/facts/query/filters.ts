@@ -4,7 +4,7 @@
  * before any SQL is built, so that every mistake is an invalid_query error naming the argument
  * and the clause and nothing the caller wrote reaches the database except as a bound parameter.
  */
-import type { FieldType } from '../../db/schema.ts';
+import type { FieldType } from '../../db/tables.ts';
 import { jsonDepthExceeds } from '../../json.ts';
 import { invalidParam, quoteName } from '../../errors.ts';
 import { parseDateTime } from '../../datetime.ts';

@@ -1,6 +1,6 @@
 /** SQL fragments shared by the page, count and as-of statements of a fact query. */
 import { sql } from 'kysely';
-import type { TimeAxis } from '../../db/schema.ts';
+import type { TimeAxis } from '../../db/tables.ts';
 import { clauseSql } from './filters.sql.ts';
 import type { FactQueryPlan, Frag } from './plan-types.ts';
 

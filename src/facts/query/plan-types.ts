@@ -7,7 +7,7 @@
  * - FactFilter: one checked clause of `filters` or `joinFilters`.
  */
 import type { RawBuilder } from 'kysely';
-import type { TimeAxis } from '../../db/schema.ts';
+import type { TimeAxis } from '../../db/tables.ts';
 import type { DataModelWithFields } from '../../resources/data_models/with-fields.sql.ts';
 import type { FactFilter } from './filters.ts';
 

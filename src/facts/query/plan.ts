@@ -4,7 +4,7 @@
  * by the models' fields.
  */
 import type { Db } from '../../db/connect.ts';
-import type { TimeAxis } from '../../db/schema.ts';
+import type { TimeAxis } from '../../db/tables.ts';
 import { loadModels, type DataModelWithFields } from '../../resources/data_models/with-fields.sql.ts';
 import { SLUG_RE } from '../../resources/data_models/service.ts';
 import { badArgument, typeFilters, type FieldDef, type RawClause } from './filters.ts';

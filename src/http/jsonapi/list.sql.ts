@@ -15,7 +15,7 @@
  * millisecond could be skipped or repeated across pages.
  */
 import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import type { FilterClause, ParsedQuery } from './types.ts';
+import type { JsonApiFilter, ParsedQuery } from './types.ts';
 
 type AnySelect = SelectQueryBuilder<any, any, any>;
 
@@ -24,7 +24,7 @@ interface OrderKey {
   desc: boolean;
 }
 
-export function applyFilters<QB extends AnySelect>(qb: QB, table: string, filter: readonly FilterClause[]): QB {
+export function applyFilters<QB extends AnySelect>(qb: QB, table: string, filter: readonly JsonApiFilter[]): QB {
   let out: AnySelect = qb;
   for (const clause of filter) out = out.where(filterSql(table, clause));
   return out as QB;
@@ -90,7 +90,7 @@ function orderKeys(q: ParsedQuery): OrderKey[] {
   return [...q.sort.map((k) => ({ column: k.column, desc: k.desc })), { column: 'id', desc: last?.desc ?? false }];
 }
 
-function filterSql(table: string, clause: FilterClause): RawBuilder<SqlBool> {
+function filterSql(table: string, clause: JsonApiFilter): RawBuilder<SqlBool> {
   const col = sql.id(table, clause.column);
   const value = clause.value;
   switch (clause.op) {

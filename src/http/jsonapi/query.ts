@@ -7,7 +7,7 @@
  * Object.prototype.constructor.
  */
 import { invalidParam, quoteName } from '../../errors.ts';
-import type { AttrKind, AttrSpec, Cursor, FilterClause, FilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
+import type { AttrKind, AttrSpec, Cursor, JsonApiFilter, JsonApiFilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
 import { parseDateTime } from '../../datetime.ts';
 
 export interface ParseQueryOptions {
@@ -29,7 +29,7 @@ const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 250;
 const MAX_OFFSET = 1_000_000;
 
-const FILTER_OPS: readonly FilterOp[] = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'is_null', 'contains'];
+const FILTER_OPS: readonly JsonApiFilterOp[] = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'is_null', 'contains'];
 const RANGE_KINDS: readonly AttrKind[] = ['integer', 'datetime', 'string'];
 /** json cannot be compared and string_array has no total order worth exposing. */
 const SORTABLE_KINDS: readonly AttrKind[] = ['string', 'integer', 'boolean', 'datetime', 'uuid', 'enum'];
@@ -168,16 +168,16 @@ function namesWhere(spec: ResourceSpec, test: (def: AttrSpec) => boolean): strin
   return Object.entries(spec.attributes).filter(([, def]) => test(def)).map(([attr]) => attr);
 }
 
-function parseFilter(name: string, value: string, spec: ResourceSpec): FilterClause {
+function parseFilter(name: string, value: string, spec: ResourceSpec): JsonApiFilter {
   const match = /^filter\[([^[\]]*)\](?:\[([^[\]]*)\])?$/.exec(name);
   if (match === null) throw invalidParam(name, 'Use filter[attribute] or filter[attribute][operator]');
   const attr = match[1] ?? '';
   const def = attribute(spec, attr);
   if (def === undefined || !canFilter(def)) throw invalidParam(name, `Cannot filter by ${quoteName(attr)}; filterable: ${namesWhere(spec, canFilter).join(', ')}`);
-  const op = (match[2] ?? 'eq') as FilterOp;
+  const op = (match[2] ?? 'eq') as JsonApiFilterOp;
   if (!FILTER_OPS.includes(op)) throw invalidParam(name, `Unknown filter operator "${op}"`);
 
-  const clause = (v: unknown): FilterClause => ({ attr, column: def.column, kind: def.kind, op, value: v });
+  const clause = (v: unknown): JsonApiFilter => ({ attr, column: def.column, kind: def.kind, op, value: v });
   const refuse = (): never => {
     throw invalidParam(name, `Operator ${op} does not apply to ${attr}`);
   };

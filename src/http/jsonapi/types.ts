@@ -31,14 +31,14 @@ export interface RelationshipSpec {
   foreignKey?: string;
 }
 
-export type FilterOp = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'is_null' | 'contains';
+export type JsonApiFilterOp = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'is_null' | 'contains';
 
-export interface FilterClause {
+export interface JsonApiFilter {
   attr: string;
   /** The column the attribute maps to, resolved from the spec. */
   column: string;
   kind: AttrKind;
-  op: FilterOp;
+  op: JsonApiFilterOp;
   /** Already coerced to the attribute's kind: string | number | boolean | Date; an array for `in`; boolean for `is_null`. */
   value: unknown;
 }
@@ -65,7 +65,7 @@ export interface ParsedQuery {
   include: string[][];
   /** Sparse fieldsets: type -> attribute (and relationship) names to keep. */
   fields: Map<string, Set<string>>;
-  filter: FilterClause[];
+  filter: JsonApiFilter[];
   /** Never empty: defaults to -inserted_at; the id tie-breaker is implied, not listed. */
   sort: SortKey[];
   page: Page;

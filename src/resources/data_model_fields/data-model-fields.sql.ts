@@ -1,6 +1,6 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import type { DataModelFieldTable } from '../../db/schema.ts';
+import type { DataModelFieldTable } from '../../db/tables.ts';
 
 export const FIELD_CONSTRAINTS: Readonly<Record<string, [string, string]>> = {
   data_model_fields_model_name_key: ['/data/attributes/name', 'a field with this name already exists in the data model'],

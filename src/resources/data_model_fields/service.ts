@@ -1,12 +1,12 @@
 import type { Updateable } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
-import type { DataModelFieldTable, FieldType } from '../../db/schema.ts';
+import type { DataModelFieldTable, FieldType } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../http/jsonapi/input.ts';
 import { findDataModel } from '../data_models/data-models.sql.ts';
-import { FIELD_TYPES } from './schema.ts';
+import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
 
 export const fieldInput: InputSchema = {

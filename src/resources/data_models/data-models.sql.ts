@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect.ts';
-import type { DataModelTable } from '../../db/schema.ts';
+import type { DataModelTable } from '../../db/tables.ts';
 import type { Insertable, Updateable } from 'kysely';
 
 export const DATA_MODEL_CONSTRAINTS: Readonly<Record<string, [string, string]>> = {

@@ -4,7 +4,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import type { FieldType } from '../../db/schema.ts';
+import type { FieldType } from '../../db/tables.ts';
 
 export interface ModelField {
   name: string;
