@@ -8,6 +8,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/tables.ts';
 import { AppError, fromPgError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
+import { readInput, type InputField, type InputSchema } from '../input.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
 import * as q from './admin.sql.ts';
@@ -15,20 +16,33 @@ import * as q from './admin.sql.ts';
 const invalid = (pointer: string, detail: string) => new AppError('invalid_request', detail, { source: { pointer } });
 const notFound = (what: string) => new AppError('not_found', `No ${what} with this id`);
 
-function text(v: unknown, pointer: string, max = 200): string {
-  if (typeof v !== 'string' || v.trim() === '') throw invalid(pointer, `${pointer.slice(1)} is required`);
-  if (v.length > max) throw invalid(pointer, `${pointer.slice(1)} must be at most ${max} characters`);
-  return v.trim();
-}
+// The input rules of the admin API, in the vocabulary JSON:API documents are checked with.
+const NAME: InputField = { kind: 'string', required: true, max: 200 };
+const OPTIONAL_NAME: InputField = { kind: 'string', nullable: true, max: 200 };
+const ID: InputField = { kind: 'id', required: true };
+const DNS_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
 
-function optionalText(v: unknown, pointer: string, max = 200): string | null {
-  return v === undefined || v === null ? null : text(v, pointer, max);
-}
-
-function id(v: unknown, pointer: string): string {
-  if (!isUuid(v)) throw invalid(pointer, `${pointer.slice(1)} must be an id`);
-  return v.toLowerCase();
-}
+const ORGANIZATION: InputSchema = { name: NAME, domain: { kind: 'string', required: true, max: 253, pattern: DNS_NAME, patternText: 'must be a DNS name' } };
+const WORKSPACE: InputSchema = { organization_id: ID, name: NAME };
+const USER: InputSchema = {
+  email: { kind: 'string', required: true, max: 320, pattern: /^[^\s@]+@[^\s@]+$/, patternText: 'must be an email address' },
+  first_name: OPTIONAL_NAME,
+  last_name: OPTIONAL_NAME,
+  phone_number: { kind: 'string', nullable: true, max: 40 },
+  timezone: { kind: 'string', nullable: true, max: 64 },
+};
+const MEMBER: InputSchema = { organization_id: ID, user_id: ID, role: { kind: 'enum', required: true, values: ['owner', 'admin', 'member'] } };
+const CREDENTIAL: InputSchema = { workspace_id: ID, run_as_membership_id: ID, name: NAME };
+const CREDENTIAL_PATCH: InputSchema = { is_active: { kind: 'boolean' }, workspace_id: { kind: 'id' }, revoke_tokens: { kind: 'boolean' } };
+const WIDGET: InputSchema = {
+  workspace_id: ID,
+  data_model_id: { kind: 'id' },
+  data_model: { kind: 'string', max: 63 },
+  dashboard: { kind: 'string', max: 100 },
+  kind: { kind: 'string', required: true, max: 100 },
+  title: OPTIONAL_NAME,
+  config: { kind: 'object', nullable: true },
+};
 
 async function wrap<T>(p: Promise<T>): Promise<T> {
   try {
@@ -47,44 +61,42 @@ export function parseScopes(v: unknown): Scope[] {
 }
 
 export async function createOrganization(db: Db, input: { name?: unknown; domain?: unknown }) {
-  const domain = text(input.domain, '/domain', 253).toLowerCase();
-  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) throw invalid('/domain', 'domain must be a DNS name');
-  return wrap(q.insertOrganization(db, { id: uuidv7(), name: text(input.name, '/name'), domain }));
+  const v = readInput(ORGANIZATION, input);
+  return wrap(q.insertOrganization(db, { id: uuidv7(), name: v.name as string, domain: (v.domain as string).toLowerCase() }));
 }
 
 export async function createWorkspace(db: Db, input: { organization_id?: unknown; name?: unknown }) {
-  const orgId = id(input.organization_id, '/organization_id');
+  const v = readInput(WORKSPACE, input);
+  const orgId = v.organization_id as string;
   if (!(await q.findOrganization(db, orgId))) throw notFound('organization');
-  return wrap(q.insertWorkspace(db, { id: uuidv7(), organization_id: orgId, name: text(input.name, '/name') }));
+  return wrap(q.insertWorkspace(db, { id: uuidv7(), organization_id: orgId, name: v.name as string }));
 }
 
 export async function createUser(db: Db, input: { email?: unknown; first_name?: unknown; last_name?: unknown; timezone?: unknown; phone_number?: unknown }) {
-  const email = text(input.email, '/email', 320);
-  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw invalid('/email', 'email must be an email address');
-  const timezone = optionalText(input.timezone, '/timezone', 64);
+  const v = readInput(USER, input);
+  const email = v.email as string;
+  const timezone = (v.timezone as string | null | undefined) ?? null;
   if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC') throw invalid('/timezone', 'timezone must be an IANA timezone name');
   return wrap(
     q.insertUser(db, {
       id: uuidv7(),
       email,
-      first_name: optionalText(input.first_name, '/first_name'),
-      last_name: optionalText(input.last_name, '/last_name'),
-      phone_number: optionalText(input.phone_number, '/phone_number', 40),
+      first_name: (v.first_name as string | null | undefined) ?? null,
+      last_name: (v.last_name as string | null | undefined) ?? null,
+      phone_number: (v.phone_number as string | null | undefined) ?? null,
       timezone,
       preferences: '{}',
     }),
   );
 }
 
-const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
-
 export async function addMember(db: Db, input: { organization_id?: unknown; user_id?: unknown; role?: unknown }) {
-  const orgId = id(input.organization_id, '/organization_id');
-  const userId = id(input.user_id, '/user_id');
-  if (typeof input.role !== 'string' || !ROLES.includes(input.role as Role)) throw invalid('/role', 'role must be owner, admin or member');
+  const v = readInput(MEMBER, input);
+  const orgId = v.organization_id as string;
+  const userId = v.user_id as string;
   if (!(await q.findOrganization(db, orgId))) throw notFound('organization');
   if (!(await q.findUser(db, userId))) throw notFound('user');
-  return wrap(q.insertMembership(db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: input.role as Role }));
+  return wrap(q.insertMembership(db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: v.role as Role }));
 }
 
 export async function deactivateMember(db: Db, membershipId: unknown) {
@@ -100,9 +112,10 @@ function publicAccount<T extends { secret_hash: string; tokens_not_before: Date 
 }
 
 export async function createCredential(db: Db, input: { workspace_id?: unknown; run_as_membership_id?: unknown; name?: unknown; scopes?: unknown }) {
-  const workspaceId = id(input.workspace_id, '/workspace_id');
-  const membershipId = id(input.run_as_membership_id, '/run_as_membership_id');
-  const name = text(input.name, '/name');
+  const v = readInput(CREDENTIAL, input);
+  const workspaceId = v.workspace_id as string;
+  const membershipId = v.run_as_membership_id as string;
+  const name = v.name as string;
   const scopes = parseScopes(input.scopes);
   const workspace = await findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
@@ -128,24 +141,21 @@ export async function createCredential(db: Db, input: { workspace_id?: unknown; 
 }
 
 export async function updateCredential(db: Db, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown; revoke_tokens?: unknown }, now: Date) {
-  const accountId = id(credentialId, '/id');
+  const accountId = readInput({ id: ID }, { id: credentialId }).id as string;
+  const v = readInput(CREDENTIAL_PATCH, input);
   const account = await q.findServiceAccount(db, accountId);
   if (!account) throw notFound('credential');
   const patch: { scopes?: string[]; is_active?: boolean; workspace_id?: string } = {};
   if (input.scopes !== undefined) patch.scopes = parseScopes(input.scopes);
-  if (input.is_active !== undefined) {
-    if (typeof input.is_active !== 'boolean') throw invalid('/is_active', 'is_active must be true or false');
-    patch.is_active = input.is_active;
-  }
-  if (input.workspace_id !== undefined) {
-    const ws = await findWorkspace(db, id(input.workspace_id, '/workspace_id'));
+  if (v.is_active !== undefined) patch.is_active = v.is_active as boolean;
+  if (v.workspace_id !== undefined) {
+    const ws = await findWorkspace(db, v.workspace_id as string);
     // The run-as membership belongs to the organization, so an account stays inside it.
     if (!ws || ws.organization_id !== account.organization_id) throw invalid('/workspace_id', "workspace_id must be a workspace of the account's organization");
     patch.workspace_id = ws.id;
   }
-  if (input.revoke_tokens !== undefined && typeof input.revoke_tokens !== 'boolean') throw invalid('/revoke_tokens', 'revoke_tokens must be true or false');
   const narrowed =
-    input.revoke_tokens === true ||
+    v.revoke_tokens === true ||
     patch.is_active === false ||
     (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
   // Tokens minted before a deactivation, move or revocation stay dead even if it is undone.
@@ -165,30 +175,30 @@ function position(v: unknown): { x: number; y: number; w: number; h: number } {
 }
 
 export async function createWidget(db: Db, input: { workspace_id?: unknown; data_model_id?: unknown; data_model?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
-  const workspaceId = id(input.workspace_id, '/workspace_id');
+  const v = readInput(WIDGET, input);
+  const workspaceId = v.workspace_id as string;
+  // The model by id, or by slug as `tributary facts import` names it.
+  const slug = v.data_model_id === undefined ? (v.data_model as string | undefined) : undefined;
+  if (slug === undefined && v.data_model_id === undefined) throw invalid('/data_model_id', 'data_model_id (or data_model, a slug) is required');
   const workspace = await findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
-  // The model by id, or by slug as `tributary facts import` names it.
-  const bySlug = input.data_model_id === undefined && input.data_model !== undefined;
-  const slug = bySlug ? text(input.data_model, '/data_model', 63) : undefined;
-  const model = await findDataModel(db, workspaceId, slug !== undefined ? { slug } : { id: id(input.data_model_id, '/data_model_id') });
+  const model = await findDataModel(db, workspaceId, slug !== undefined ? { slug } : { id: v.data_model_id as string });
   if (!model) {
-    throw bySlug
+    throw slug !== undefined
       ? invalid('/data_model', `the workspace has no data model with the slug "${slug}"`)
       : invalid('/data_model_id', 'data_model_id must be a data model of the workspace');
   }
   const dataModelId = model.id;
-  const config = input.config ?? {};
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw invalid('/config', 'config must be an object');
+  const config = v.config ?? {};
   return wrap(
     q.insertWidget(db, {
       id: uuidv7(),
       organization_id: workspace.organization_id,
       workspace_id: workspaceId,
       data_model_id: dataModelId,
-      dashboard: input.dashboard === undefined ? 'home' : text(input.dashboard, '/dashboard', 100),
-      kind: text(input.kind, '/kind', 100),
-      title: optionalText(input.title, '/title'),
+      dashboard: (v.dashboard as string | undefined) ?? 'home',
+      kind: v.kind as string,
+      title: (v.title as string | null | undefined) ?? null,
       position: JSON.stringify(position(input.position)),
       config: JSON.stringify(config),
     }),

@@ -1,3 +1,5 @@
+export type { InputField, InputSchema } from '../../input.ts';
+
 /**
  * Reading a create/update request document: the top-level shape, `data.type`, and each
  * attribute against the type's writable allow-list. Anything not on the list (unknown,
@@ -5,50 +7,8 @@
  */
 import { isObject } from '../../json.ts';
 import { AppError, invalidAt } from '../../errors.ts';
+import { checkValue, type InputSchema } from '../../input.ts';
 import type { RelationshipSpec } from './types.ts';
-
-export type InputField =
-  | { kind: 'string'; required?: boolean; nullable?: boolean; max?: number; pattern?: RegExp; patternText?: string; trim?: boolean }
-  | { kind: 'integer'; required?: boolean; nullable?: boolean; min?: number; max?: number }
-  | { kind: 'boolean'; required?: boolean; nullable?: boolean }
-  | { kind: 'enum'; required?: boolean; nullable?: boolean; values: readonly string[] }
-  | { kind: 'object'; required?: boolean; nullable?: boolean; maxBytes?: number };
-
-export type InputSchema = Readonly<Record<string, InputField>>;
-
-function checkValue(name: string, f: InputField, v: unknown): unknown {
-  const at = `/data/attributes/${name}`;
-  if (v === null) {
-    if (f.nullable) return null;
-    throw invalidAt(at, `${name} must not be null`);
-  }
-  switch (f.kind) {
-    case 'string': {
-      if (typeof v !== 'string') throw invalidAt(at, `${name} must be a string`);
-      if (v.includes('\0') || !v.isWellFormed()) throw invalidAt(at, `${name} must be valid Unicode text without NUL characters`);
-      const s = f.trim === false ? v : v.trim();
-      if (f.required && s === '') throw invalidAt(at, `${name} must not be empty`);
-      if (s.length > (f.max ?? 1000)) throw invalidAt(at, `${name} must be at most ${f.max ?? 1000} characters`);
-      if (f.pattern && !f.pattern.test(s)) throw invalidAt(at, `${name} ${f.patternText ?? 'has an invalid format'}`);
-      return s;
-    }
-    case 'integer':
-      if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidAt(at, `${name} must be a whole number`);
-      if (f.min !== undefined && v < f.min) throw invalidAt(at, `${name} must be at least ${f.min}`);
-      if (f.max !== undefined && v > f.max) throw invalidAt(at, `${name} must be at most ${f.max}`);
-      return v;
-    case 'boolean':
-      if (typeof v !== 'boolean') throw invalidAt(at, `${name} must be true or false`);
-      return v;
-    case 'enum':
-      if (typeof v !== 'string' || !f.values.includes(v)) throw invalidAt(at, `${name} must be one of ${f.values.join(', ')}`);
-      return v;
-    case 'object':
-      if (!isObject(v)) throw invalidAt(at, `${name} must be an object`);
-      if (JSON.stringify(v).length > (f.maxBytes ?? 65_536)) throw invalidAt(at, `${name} is too large`);
-      return v;
-  }
-}
 
 export interface DocumentTarget {
   type: string;
@@ -144,14 +104,14 @@ export function readAttributes(body: unknown, target: DocumentTarget, schema: In
       if (target.current !== undefined && Object.hasOwn(target.current, name) && JSON.stringify(target.current[name]) === JSON.stringify(value)) continue;
       throw invalidAt(`/data/attributes/${name}`, `${name} is not a writable attribute of ${target.type}`);
     }
-    out[name] = checkValue(name, f, value);
+    out[name] = checkValue(name, f, value, `/data/attributes/${name}`);
   }
   if (data.relationships !== undefined) {
     for (const { name, column, id } of readLinkage(data.relationships, target, schema)) {
       if (out[column] !== undefined && !sameId(out[column], id)) {
         throw invalidAt(`/data/relationships/${name}`, `${name} and ${column} name different resources; give one of them`);
       }
-      out[column] = checkValue(column, schema[column]!, id);
+      out[column] = checkValue(column, schema[column]!, id, `/data/attributes/${column}`);
     }
   }
   if (target.id === undefined) {
