@@ -1,5 +1,6 @@
-import { sql, type CompiledQuery, type SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { preferPrepared, type Db } from '../db/connect.ts';
+import { compileOnce, runCompiled, slot, type CompiledOnce } from '../db/compiled.ts';
 
 /** A service account with its run-as membership: one indexed join, no cache. */
 function accountQuery(db: Db) {
@@ -12,22 +13,50 @@ function accountQuery(db: Db) {
     ]);
 }
 
-// Both lookups run on every request or exchange: prepared once per connection on PostgreSQL.
-async function firstPrepared<R>(db: Db, query: { compile(): CompiledQuery<R> }): Promise<R | undefined> {
-  const compiled = query.compile();
-  preferPrepared(compiled.sql);
-  return (await db.executeQuery(compiled)).rows[0];
+export type AccountRow = NonNullable<Awaited<ReturnType<ReturnType<typeof accountQuery>['executeTakeFirst']>>>;
+
+// Both lookups run on every request or exchange: compiled once, prepared once per
+// connection on PostgreSQL.
+let byId: CompiledOnce | undefined;
+let byClientId: CompiledOnce | undefined;
+
+export async function loadAccountById(db: Db, id: string): Promise<AccountRow | undefined> {
+  byId ??= compileOnce(accountQuery(db).where('sa.id', '=', slot('id')));
+  return (await runCompiled<AccountRow>(db, byId, { id }))[0];
 }
 
-export function loadAccountById(db: Db, id: string) {
-  return firstPrepared(db, accountQuery(db).where('sa.id', '=', id));
+export async function loadAccountByClientId(db: Db, clientId: string): Promise<AccountRow | undefined> {
+  byClientId ??= compileOnce(accountQuery(db).where('sa.client_id', '=', slot('clientId')));
+  return (await runCompiled<AccountRow>(db, byClientId, { clientId }))[0];
 }
 
-export function loadAccountByClientId(db: Db, clientId: string) {
-  return firstPrepared(db, accountQuery(db).where('sa.client_id', '=', clientId));
+/** The account's row as row_to_json renders it, back to the row type (timestamps come as text). */
+function accountFromJson(json: Record<string, any>): AccountRow {
+  return { ...json, tokens_not_before: json.tokens_not_before === null ? null : new Date(json.tokens_not_before) } as AccountRow;
 }
 
-export type AccountRow = NonNullable<Awaited<ReturnType<typeof loadAccountById>>>;
+/** The account lookup with `rowsQuery` joined laterally: one row per row of it, or one with nulls. */
+function withAccount(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<any, any, any>) {
+  return (db as any)
+    .selectFrom(accountQuery(db).where('sa.id', '=', accountId).as('acct'))
+    .leftJoinLateral(rowsQuery.as('r'), (join: any) => join.onTrue())
+    .select(sql`row_to_json(acct)`.as('__account'))
+    .selectAll('r');
+}
+
+/**
+ * The account re-check and a page of rows in one statement (a list): `rowsQuery` is
+ * already narrowed to what the token's claims may see, ordered and limited; the lateral
+ * join over the one account row keeps its order. Its text varies with the list's filters
+ * and sort, so it is not prepared.
+ */
+export async function loadAccountWithRows(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<any, any, any>): Promise<{ account: AccountRow | undefined; rows: Record<string, any>[] }> {
+  const result: Record<string, any>[] = await withAccount(db, accountId, rowsQuery).execute();
+  const first = result[0];
+  if (!first) return { account: undefined, rows: [] };
+  const rows = result.filter((r) => r.id !== null && r.id !== undefined).map(({ __account: _a, ...row }) => row);
+  return { account: accountFromJson(first.__account), rows };
+}
 
 /**
  * The account re-check and one row of a resource, in one statement: `rowQuery` (a select
@@ -40,17 +69,26 @@ export async function loadAccountWithRow(
   accountId: string,
   rowQuery: SelectQueryBuilder<any, any, any>,
 ): Promise<{ account: AccountRow | undefined; row: Record<string, any> | undefined }> {
-  const first: Record<string, any> | undefined = await firstPrepared(
-    db,
-    (db as any)
-      .selectFrom(accountQuery(db).where('sa.id', '=', accountId).as('acct'))
-      .leftJoinLateral(rowQuery.as('r'), (join: any) => join.onTrue())
-      .select(sql`row_to_json(acct)`.as('__account'))
-      .selectAll('r'),
-  );
+  const compiled = withAccount(db, accountId, rowQuery).compile();
+  preferPrepared(compiled.sql);
+  return firstWithAccount((await db.executeQuery<Record<string, any>>(compiled)).rows[0]);
+}
+
+/**
+ * loadAccountWithRow for a statement compiled once with slots (compileOnce over
+ * withAccountStatement): the read by id of one resource type.
+ */
+export async function loadAccountWithCompiledRow(db: Db, statement: CompiledOnce, values: Readonly<Record<string, unknown>>) {
+  return firstWithAccount((await runCompiled<Record<string, any>>(db, statement, values))[0]);
+}
+
+/** The statement of loadAccountWithRow, for compileOnce: the account id is the slot `accountId`. */
+export function withAccountStatement(db: Db, rowQuery: SelectQueryBuilder<any, any, any>) {
+  return withAccount(db, slot('accountId'), rowQuery);
+}
+
+function firstWithAccount(first: Record<string, any> | undefined): { account: AccountRow | undefined; row: Record<string, any> | undefined } {
   if (!first) return { account: undefined, row: undefined };
   const { __account: json, ...row } = first;
-  // row_to_json renders timestamps as text; the account row type carries a Date.
-  const account = { ...json, tokens_not_before: json.tokens_not_before === null ? null : new Date(json.tokens_not_before) } as AccountRow;
-  return { account, row: row.id === null || row.id === undefined ? undefined : row };
+  return { account: accountFromJson(json), row: row.id === null || row.id === undefined ? undefined : row };
 }

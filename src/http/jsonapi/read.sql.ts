@@ -28,8 +28,13 @@ export async function findVisible(db: Db, type: ResourceType, principal: Princip
   return visibleRows(db, type, principal).where(sql.ref(`${type.table}.id`), '=', id).executeTakeFirst();
 }
 
+/** A page of visible rows (one beyond the limit), not yet run: for a statement that adds to it. */
+export function listQuery(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery) {
+  return applyListQuery(visibleRows(db, type, principal), type.table, q);
+}
+
 export async function listVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<Row[]> {
-  return applyListQuery(visibleRows(db, type, principal), type.table, q).execute();
+  return listQuery(db, type, principal, q).execute();
 }
 
 export async function countVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<number> {

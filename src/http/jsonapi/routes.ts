@@ -5,9 +5,11 @@ import type { Db } from '../../db/connect.ts';
 import { AppError } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
 import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
-import { loadAccountById, loadAccountWithRow } from '../../auth/auth.sql.ts';
+import { loadAccountById, loadAccountWithCompiledRow, loadAccountWithRows, withAccountStatement } from '../../auth/auth.sql.ts';
+import type { TokenClaims } from '../../auth/tokens.ts';
+import { compileOnce, slot, type CompiledOnce } from '../../db/compiled.ts';
 import { API_PREFIX, buildDocument, resourceObject } from './document.ts';
-import { countVisible, findVisible, listVisible, visibleRowById } from './read.sql.ts';
+import { countVisible, findVisible, listQuery, listVisible, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
 import type { ResourceType, TypeRegistry } from './resource.ts';
@@ -18,7 +20,8 @@ import { readAttributes, type InputSchema } from './input.ts';
 type RawQuery = Record<string, string | string[] | undefined>;
 
 export const readOptions: RouteShorthandOptions = { config: { scope: 'api_read', rateLimit: 'account' } };
-const readByIdOptions: RouteShorthandOptions = { config: { ...readOptions.config, deferAccount: true } };
+/** The account is re-checked in the handler's one statement, with the rows it reads. */
+const deferredReadOptions: RouteShorthandOptions = { config: { ...readOptions.config, deferAccount: true } };
 export const writeOptions: RouteShorthandOptions = { config: { scope: 'api_write', rateLimit: 'account', idempotent: true } };
 
 export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
@@ -49,14 +52,47 @@ function pageUrl(path: string, raw: RawQuery, page: Record<string, string>, keep
   return qs ? `${path}?${qs.replace(/%5B/g, '[').replace(/%5D/g, ']')}` : path;
 }
 
+/** A principal of slots, for statements compiled once whose visibility rule binds the caller's claims. */
+const SLOT_PRINCIPAL: Principal = {
+  credentialId: slot('credentialId'),
+  organizationId: slot('organizationId'),
+  workspaceId: slot('workspaceId'),
+  membershipId: '',
+  userId: '',
+  role: 'member',
+  scopes: new Set(),
+};
+
+const claimedSlots = (claims: TokenClaims) => ({ credentialId: claims.sub, organizationId: claims.org, workspaceId: claims.ws });
+
 export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType): void {
   const path = `${API_PREFIX}/${type.path}`;
 
-  app.get(path, readOptions, async (request, reply) => {
-    const q = parseFor(request, registry, type, true);
-    const principal = request.principal!;
+  // Most types list in one statement with the account re-check, like a read by id.
+  app.get(path, type.roleScoped ? readOptions : deferredReadOptions, async (request, reply) => {
+    let q: ParsedQuery;
+    let principal: Principal;
+    let fetched: Record<string, any>[];
+    if (type.roleScoped) {
+      principal = request.principal!;
+      q = parseFor(request, registry, type, true);
+      fetched = await listVisible(deps.db, type, principal, q);
+    } else {
+      const claims = request.claims!;
+      try {
+        q = parseFor(request, registry, type, true);
+      } catch (err) {
+        // The account's 401/403 come before a bad query's 400, as on every other route.
+        requireScope(principalFromAccount(claims, await loadAccountById(deps.db, claims.sub)), 'api_read');
+        throw err;
+      }
+      const found = await loadAccountWithRows(deps.db, claims.sub, listQuery(deps.db, type, claimedPrincipal(claims), q));
+      principal = principalFromAccount(claims, found.account);
+      requireScope(principal, 'api_read');
+      request.principal = principal;
+      fetched = found.rows;
+    }
     const raw = request.query as RawQuery;
-    const fetched = await listVisible(deps.db, type, principal, q);
     const { rows, hasNext, hasPrev } = finishKeysetPage(fetched, q);
     // self is the page that was asked for, offset or cursor included.
     const links: Record<string, string | null> = { self: pageUrl(path, raw, {}, true) };
@@ -88,7 +124,8 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
 
   // Most types read by id in one statement with the account re-check; a type whose
   // visibility depends on the caller's role needs the account first.
-  app.get(`${path}/:id`, type.roleScoped ? readOptions : readByIdOptions, async (request, reply) => {
+  let byId: CompiledOnce | undefined;
+  app.get(`${path}/:id`, type.roleScoped ? readOptions : deferredReadOptions, async (request, reply) => {
     const id = (request.params as { id: string }).id;
     let principal: Principal;
     let row: Record<string, any> | undefined;
@@ -97,8 +134,9 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
       row = await findOr404(deps.db, type, principal, id);
     } else {
       const claims = request.claims!;
+      byId ??= compileOnce(withAccountStatement(deps.db, visibleRowById(deps.db, type, SLOT_PRINCIPAL, slot('id'))));
       const found = isUuid(id)
-        ? await loadAccountWithRow(deps.db, claims.sub, visibleRowById(deps.db, type, claimedPrincipal(claims), id.toLowerCase()))
+        ? await loadAccountWithCompiledRow(deps.db, byId, { accountId: claims.sub, id: id.toLowerCase(), ...claimedSlots(claims) })
         : { account: await loadAccountById(deps.db, claims.sub), row: undefined };
       principal = principalFromAccount(claims, found.account);
       requireScope(principal, 'api_read');
