@@ -47,11 +47,13 @@ function withAccount(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<an
 /**
  * The account re-check and a page of rows in one statement (a list): `rowsQuery` is
  * already narrowed to what the token's claims may see, ordered and limited; the lateral
- * join over the one account row keeps its order. Its text varies with the list's filters
- * and sort, so it is not prepared.
+ * join over the one account row keeps its order. Its text is the list's shape (filters,
+ * sort, page kind), prepared on PostgreSQL up to a bounded number of shapes.
  */
 export async function loadAccountWithRows(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<any, any, any>): Promise<{ account: AccountRow | undefined; rows: Record<string, any>[] }> {
-  const result: Record<string, any>[] = await withAccount(db, accountId, rowsQuery).execute();
+  const compiled = withAccount(db, accountId, rowsQuery).compile();
+  preferPrepared(compiled.sql);
+  const result = (await db.executeQuery<Record<string, any>>(compiled)).rows;
   const first = result[0];
   if (!first) return { account: undefined, rows: [] };
   const rows = result.filter((r) => r.id !== null && r.id !== undefined).map(({ __account: _a, ...row }) => row);

@@ -14,15 +14,18 @@ import { lockDataDir } from './data-dir-lock.ts';
 export type Db = Kysely<DB>;
 
 /**
- * SQL texts that run on every request (the account re-check) and so are worth a named
- * prepared statement on PostgreSQL: parsing and planning the join again each time cost
- * more than executing it. Only fixed texts with a fixed parameter list belong here, so the
- * set of statements per connection stays bounded.
+ * SQL texts that run on every request (the account re-check, reads by id, the shapes of
+ * lists) and so are worth a named prepared statement on PostgreSQL: parsing and planning
+ * the join again each time cost more than executing it. The texts carry every value as a
+ * parameter, so a text is a shape; the first MAX_PREPARED_TEXTS shapes are named and the
+ * rest run unnamed, so the statements each connection holds stay bounded.
  */
 const preparedTexts = new Map<string, string>();
+export const MAX_PREPARED_TEXTS = 500;
 
 export function preferPrepared(sqlText: string): void {
-  if (!preparedTexts.has(sqlText)) preparedTexts.set(sqlText, `tb_${createHash('sha256').update(sqlText).digest('hex').slice(0, 24)}`);
+  if (preparedTexts.has(sqlText) || preparedTexts.size >= MAX_PREPARED_TEXTS) return;
+  preparedTexts.set(sqlText, `tb_${createHash('sha256').update(sqlText).digest('hex').slice(0, 24)}`);
 }
 
 type QueryFn = (...args: unknown[]) => unknown;
