@@ -18,10 +18,15 @@ function visibleRows(db: Db, type: ResourceType, principal: Principal) {
  * be prepared without a migration ever changing its result type under a running server.
  */
 export function visibleRowById(db: Db, type: ResourceType, principal: Principal, id: string) {
+  return visibleNamedColumns(db, type, principal).where(sql.ref(`${type.table}.id`), '=', id);
+}
+
+/** Visible rows with the columns the serializer reads, named: a prepared statement's result type never changes. */
+function visibleNamedColumns(db: Db, type: ResourceType, principal: Principal) {
   const columns = new Set(['id', ...Object.values(type.attributes).map((a) => a.column)]);
   for (const rel of Object.values(type.relationships)) if (rel.kind === 'one') columns.add(rel.column!);
   const select = (db as any).selectFrom(type.table).select([...columns].map((c) => sql.ref(`${type.table}.${c}`).as(c)));
-  return type.visible(select, principal).where(sql.ref(`${type.table}.id`), '=', id);
+  return type.visible(select, principal);
 }
 
 export async function findVisible(db: Db, type: ResourceType, principal: Principal, id: string): Promise<Row | undefined> {
@@ -30,11 +35,11 @@ export async function findVisible(db: Db, type: ResourceType, principal: Princip
 
 /** A page of visible rows (one beyond the limit), not yet run: for a statement that adds to it. */
 export function listQuery(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery) {
-  return applyListQuery(visibleRows(db, type, principal), type.table, q);
+  return applyListQuery(visibleNamedColumns(db, type, principal), type.table, q);
 }
 
 export async function listVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<Row[]> {
-  return listQuery(db, type, principal, q).execute();
+  return applyListQuery(visibleRows(db, type, principal), type.table, q).execute();
 }
 
 export async function countVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<number> {
