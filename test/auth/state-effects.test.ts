@@ -3,21 +3,12 @@
  * very next request once its account is deactivated, loses a scope, changes workspace or
  * its run-as membership becomes inactive. Plus bearer-token failures and role visibility.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as admin from '../../src/admin/service.ts';
-import { jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
+import { jsonApi, seedAccount, seedTenant, tokenFor, type ApiResponse, type Tenant, appWithTenant } from '../helpers/app.ts';
 
-let t: TestApp;
-let tenant: Tenant;
-
-before(async () => {
-  t = await startApp();
-  tenant = await seedTenant(t.deps);
-});
-after(async () => {
-  await t?.close();
-});
+const { t, tenant } = await appWithTenant();
 
 const ORGS = '/api/json/v1/organizations';
 

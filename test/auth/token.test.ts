@@ -2,23 +2,14 @@
  * POST /api/v1/oauth/token: real OAuth clients (openid-client v6, simple-oauth2) against a
  * real socket, the JSON body variant, and every RFC 6749 5.2 failure.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import { ClientCredentials } from 'simple-oauth2';
 import * as admin from '../../src/admin/service.ts';
-import { dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
+import { dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, appWithTenant } from '../helpers/app.ts';
 
-let t: TestApp;
-let tenant: Tenant;
-
-before(async () => {
-  t = await startApp();
-  tenant = await seedTenant(t.deps);
-});
-after(async () => {
-  await t?.close();
-});
+const { t, tenant } = await appWithTenant();
 
 const tokenUrl = () => `${t.url}/api/v1/oauth/token`;
 

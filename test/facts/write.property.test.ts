@@ -4,24 +4,16 @@
  * items a small reference validator rejects, stores each distinct fact once, and leaves
  * fact_current equal to a recomputation from the history.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
+import { appWithTenant } from '../helpers/app.ts';
 import type { FieldType } from '../../src/db/tables.ts';
 import { writeFacts } from '../../src/facts/write.ts';
 import { createModel, factCount, recomputedCurrent, storedCurrent, type FieldSpec } from './helpers.ts';
 import { runs } from '../helpers/property.ts';
 
-let t: TestApp;
-let tenant: Tenant;
-before(async () => {
-  t = await startApp();
-  tenant = await seedTenant(t.deps);
-});
-after(async () => {
-  await t.close();
-});
+const { t, tenant } = await appWithTenant();
 
 // Several spellings of few instants, so equal observed_at values are common.
 const VALID_TS = ['2025-01-01T00:00:00Z', '2025-01-01T02:00:00+02:00', '2024-12-31T23:00:00.000-01:00', '2025-01-02T00:00:00Z', '2025-01-02T00:00:00.000Z', '2025-01-03T10:00:00.5Z'];

@@ -3,6 +3,7 @@
  * Each test file gets a fresh database: an in-memory PGlite, or, when DATABASE_URL is set,
  * a new PostgreSQL database created for the file and dropped afterwards.
  */
+import { after } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -97,6 +98,14 @@ export interface Tenant {
 }
 
 let seq = 0;
+
+/** For a test file: a started app, one tenant and its JSON:API client; the app closes after the file's tests. */
+export async function appWithTenant(): Promise<{ t: TestApp; tenant: Tenant; api: ReturnType<typeof jsonApi> }> {
+  const t = await startApp();
+  after(() => t.close());
+  const tenant = await seedTenant(t.deps);
+  return { t, tenant, api: jsonApi(t, await tokenFor(t, tenant)) };
+}
 
 /** An organization with one workspace, one user of `role` and a service account running as that user. */
 export async function seedTenant(deps: Deps, opts: { role?: Role; scopes?: Scope[] } = {}): Promise<Tenant> {

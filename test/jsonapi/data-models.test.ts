@@ -1,9 +1,9 @@
 /** Data models over JSON:API: auth openers, create/read/update, validation and the list query language. */
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as admin from '../../src/admin/service.ts';
-import { dataModelDoc, JSONAPI, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp, assertJsonApiError } from '../helpers/app.ts';
+import { dataModelDoc, JSONAPI, jsonApi, seedAccount, seedTenant, tokenFor, type ApiResponse, type Tenant, assertJsonApiError, appWithTenant } from '../helpers/app.ts';
 
 const P = '/api/json/v1';
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -11,19 +11,7 @@ const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 
 type Api = ReturnType<typeof jsonApi>;
 
-let t: TestApp;
-let tenant: Tenant;
-let api: Api;
-
-before(async () => {
-  t = await startApp();
-  tenant = await seedTenant(t.deps);
-  api = jsonApi(t, await tokenFor(t, tenant));
-});
-
-after(async () => {
-  await t.close();
-});
+const { t, tenant, api } = await appWithTenant();
 
 const assertError = assertJsonApiError;
 

@@ -1,8 +1,8 @@
 /** Data model fields over JSON:API: auth openers, naming rules, defaults, primary keys, updates, include and filter. */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp, assertJsonApiError } from '../helpers/app.ts';
+import { dataModelDoc, jsonApi, seedAccount, seedTenant, tokenFor, type ApiResponse, assertJsonApiError, appWithTenant } from '../helpers/app.ts';
 
 const P = '/api/json/v1';
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -10,20 +10,8 @@ const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 
 type Api = ReturnType<typeof jsonApi>;
 
-let t: TestApp;
-let tenant: Tenant;
-let api: Api;
+const { t, tenant, api } = await appWithTenant();
 let slugSeq = 0;
-
-before(async () => {
-  t = await startApp();
-  tenant = await seedTenant(t.deps);
-  api = jsonApi(t, await tokenFor(t, tenant));
-});
-
-after(async () => {
-  await t.close();
-});
 
 const assertError = assertJsonApiError;
 
