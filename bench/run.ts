@@ -407,15 +407,22 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     ...reports.flatMap((r) => [`### ${r.engine === 'pglite' ? 'PGlite' : 'PostgreSQL'}`, '', r.detail + '.', '', ...(r.rows.length > 0 ? [markdownTable(r.rows), ''] : []), ...r.notes.map((n) => `- ${n}`), '']),
   ].join('\n');
 
+  // The header is rewritten; the sections other benchmarks keep between it and the runs,
+  // and the earlier runs, are kept as they are.
+  let others = '';
   let older = '';
   if (fs.existsSync(DOC)) {
     const existing = fs.readFileSync(DOC, 'utf8');
     const at = existing.indexOf(SECTION_MARK);
+    const before = at >= 0 ? existing.slice(0, at + 1) : existing;
     if (at >= 0) older = existing.slice(at + 1);
-    else if (existing.trim() !== '') older = `## Earlier notes\n\n${existing.replace(/^# .*\n/, '').trim()}\n`;
+    const howTo = before.indexOf('## How to run');
+    const next = howTo >= 0 ? before.indexOf('\n## ', howTo) : -1;
+    if (next >= 0) others = before.slice(next + 1).trimEnd() + '\n';
+    else if (howTo < 0 && before.trim() !== '') others = `## Earlier notes\n\n${before.replace(/^# .*\n/, '').trim()}\n`;
   }
   fs.mkdirSync(path.dirname(DOC), { recursive: true });
-  fs.writeFileSync(DOC, `${HEADER}\n${section}${older ? `\n${older.trimEnd()}\n` : ''}`);
+  fs.writeFileSync(DOC, `${HEADER}\n${others ? `${others}\n` : ''}${section}${older ? `\n${older.trimEnd()}\n` : ''}`);
   console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
 }
 
