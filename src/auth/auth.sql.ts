@@ -1,4 +1,4 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { preferPrepared, type Db } from '../db/connect.ts';
 import { compileOnce, runCompiled, slot, type CompiledOnce } from '../db/compiled.ts';
 
@@ -93,4 +93,34 @@ function firstWithAccount(first: Record<string, any> | undefined): { account: Ac
   if (!first) return { account: undefined, row: undefined };
   const { __account: json, ...row } = first;
   return { account: accountFromJson(json), row: row.id === null || row.id === undefined ? undefined : row };
+}
+
+/**
+ * The account re-check and the rest of a request's reads in one statement: `values` are
+ * scalar expressions (evaluated once), `rows` a statement whose rows are joined laterally
+ * to the one account row, keeping their order. No account row: account undefined.
+ */
+export async function loadAccountWith(
+  db: Db,
+  accountId: string,
+  values: Readonly<Record<string, RawBuilder<unknown>>>,
+  rows?: RawBuilder<unknown>,
+): Promise<{ account: AccountRow | undefined; values: Record<string, unknown>; rows: Record<string, any>[] }> {
+  const names = Object.keys(values);
+  const columns = names.map((n) => sql`${values[n]!} as ${sql.id(`__${n}`)}`);
+  const selected = columns.length > 0 ? sql`row_to_json(acct) as __account, ${sql.join(columns)}` : sql`row_to_json(acct) as __account`;
+  const acct = accountQuery(db).where('sa.id', '=', accountId);
+  const statement = rows
+    ? sql<Record<string, any>>`select ${selected}, r.* from (${acct}) as acct left join lateral (${rows}) as r on true`
+    : sql<Record<string, any>>`select ${selected} from (${acct}) as acct`;
+  const result = (await statement.execute(db)).rows;
+  const first = result[0];
+  if (!first) return { account: undefined, values: {}, rows: [] };
+  const out: Record<string, unknown> = {};
+  for (const n of names) out[n] = first[`__${n}`];
+  const hidden = new Set(['__account', ...names.map((n) => `__${n}`)]);
+  const page = rows
+    ? result.filter((r) => r.id !== null && r.id !== undefined).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !hidden.has(k))))
+    : [];
+  return { account: accountFromJson(first.__account), values: out, rows: page };
 }

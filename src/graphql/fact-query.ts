@@ -21,20 +21,57 @@ import { DATETIME_EXPECTED, UnreadableDateTime } from './scalars.ts';
 import { MIN_MS } from '../datetime.ts';
 import { parseFilterText } from '../facts/query/filters.ts';
 import { planFactQuery, type FactQueryArgs, type PrefetchedModels } from '../facts/query/plan.ts';
-import { selectCount, selectPage } from '../facts/query/page.sql.ts';
+import { countSql, pageSql, selectCount, selectPage } from '../facts/query/page.sql.ts';
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import { principalFromAccount, requireScope } from '../auth/principal.ts';
+import { loadAccountWith, loadAccountWithRow } from '../auth/auth.sql.ts';
+import type { TokenClaims } from '../auth/tokens.ts';
+import { modelMap, modelsFingerprint, modelsQuery } from '../resources/data_models/with-fields.sql.ts';
+import type { ModelCache, RememberedModels } from './model-cache.ts';
 import type { FactQueryPlan, FactSqlRow } from '../facts/query/plan-types.ts';
 
 export type { PrefetchedModels } from '../facts/query/plan.ts';
 
 export interface GraphqlContext {
   deps: Deps;
-  /** Set whenever a field other than health/__typename is selected (the route authenticates first). */
+  /** Set when the route re-checked the account before executing. */
   principal: Principal | undefined;
   /** The request's "now": the default end of a timeline window. */
   now: Date;
-  /** Models looked up with the account re-check (route.ts), for the slugs the document names. */
+  /** Models looked up with the account re-check (route.ts), or remembered, for the slugs the document names. */
   models: PrefetchedModels | undefined;
+  /**
+   * Set instead of `principal` when the route found the document's models remembered: the
+   * token is verified, and the resolver re-checks the account in its own statement.
+   */
+  deferred?: DeferredCheck;
 }
+
+export interface DeferredCheck {
+  claims: TokenClaims;
+  remembered: RememberedModels;
+  cache: ModelCache;
+  /** The account was re-checked by an earlier statement of this request. */
+  checked: boolean;
+}
+
+/**
+ * The account re-check with the document's models as they are now (one statement), as the
+ * route does without remembered models; the models are remembered again.
+ */
+async function recheck(db: Db, d: DeferredCheck): Promise<PrefetchedModels> {
+  const { claims, remembered } = d;
+  const { account, row } = await loadAccountWithRow(db, claims.sub, modelsQuery(db, claims.ws, remembered.slugs));
+  requireScope(principalFromAccount(claims, account), 'api_read');
+  d.checked = true;
+  const prefetched = { slugs: new Set(remembered.slugs), models: modelMap(row?.models ?? []) };
+  d.cache.set({ ...remembered, prefetched, fingerprint: row?.fingerprint ?? '' });
+  return prefetched;
+}
+
+/** Plans that one statement answers: not as of an instant (those may walk, or pick a source first). */
+const foldable = (plan: FactQueryPlan) => !(plan.mode === 'latest' && plan.until !== undefined);
 
 export interface FactRow {
   id: string;
@@ -169,9 +206,20 @@ function toFact(plan: FactQueryPlan, row: FactSqlRow): FactRow {
 }
 
 export async function resolveFactQuery(args: Record<string, unknown>, context: GraphqlContext, info: GraphQLResolveInfo): Promise<PageOfFact> {
+  const { db } = context.deps;
+  const deferred = context.deferred;
   // The route authenticates before executing anything but health; this is the backstop.
-  if (!context.principal) throw invalidArgument('factQuery requires a bearer token');
-  const plan = await planFactQuery(context.deps.db, context.principal.workspaceId, checkArguments(args, context.now), context.models);
+  const workspaceId = context.principal?.workspaceId ?? deferred?.claims.ws;
+  if (workspaceId === undefined) throw invalidArgument('factQuery requires a bearer token');
+  let plan: FactQueryPlan;
+  try {
+    plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), context.models);
+  } catch (err) {
+    if (deferred === undefined || deferred.checked) throw err;
+    // The account's 401/403 before any argument error, and the arguments against the
+    // models as they are now rather than as remembered.
+    plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), await recheck(db, deferred));
+  }
 
   const selected = selectedFields(info.fieldNodes.map((n) => n.selectionSet), info);
   const results = selected.get('results');
@@ -182,10 +230,36 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
   const probe = needNext && !needCount;
   const wantRows = results !== undefined || probe;
 
-  const [rows, count] = await Promise.all([
-    wantRows ? selectPage(context.deps.db, plan, { withData, extra: probe ? 1 : 0 }) : Promise.resolve(undefined),
-    needCount ? selectCount(context.deps.db, plan) : Promise.resolve(undefined),
-  ]);
+  const opts = { withData, extra: probe ? 1 : 0 };
+  let rows: FactSqlRow[] | undefined;
+  let count: number | undefined;
+  let answered = false;
+  if (deferred !== undefined && !deferred.checked) {
+    // One statement: the account re-check, the models' fingerprint, the page and the count.
+    const fold = foldable(plan);
+    const found = await loadAccountWith(
+      db,
+      deferred.claims.sub,
+      { fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs), ...(fold && needCount ? { count: sql`(${countSql(plan)})` } : {}) },
+      fold && wantRows ? pageSql(plan, opts) : undefined,
+    );
+    requireScope(principalFromAccount(deferred.claims, found.account), 'api_read');
+    deferred.checked = true;
+    if (found.values.fingerprint !== deferred.remembered.fingerprint) {
+      // The models changed since they were remembered: plan again with them as they are.
+      plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), await recheck(db, deferred));
+    } else if (fold) {
+      rows = wantRows ? (found.rows as FactSqlRow[]) : undefined;
+      count = needCount ? (found.values.count as number) : undefined;
+      answered = true;
+    }
+  }
+  if (!answered) {
+    [rows, count] = await Promise.all([
+      wantRows ? selectPage(db, plan, opts) : Promise.resolve(undefined),
+      needCount ? selectCount(db, plan) : Promise.resolve(undefined),
+    ]);
+  }
 
   const page: PageOfFact = {
     hasPreviousPage: plan.offset > 0,

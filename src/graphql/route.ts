@@ -23,7 +23,8 @@ import type { SurfaceSpec } from '../http/surface.ts';
 import { invalidArgument, tooComplex } from './errors.ts';
 import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING, MAX_TOKENS, scanDocument } from './limits.ts';
 import { schema, SCHEMA_VERSION } from './schema.ts';
-import { selectedFields, type GraphqlContext, type PrefetchedModels } from './fact-query.ts';
+import { selectedFields, type DeferredCheck, type GraphqlContext, type PrefetchedModels } from './fact-query.ts';
+import { createModelCache } from './model-cache.ts';
 import { modelMap, modelsQuery } from '../resources/data_models/with-fields.sql.ts';
 import { SLUG_RE } from '../resources/data_models/service.ts';
 import { createDocumentCache } from './document-cache.ts';
@@ -87,7 +88,7 @@ function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, var
   return [...slugs];
 }
 
-async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models: PrefetchedModels }> {
+async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models: PrefetchedModels; fingerprint: string }> {
   const claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
   // The models are looked up in the workspace the token claims; principalFromAccount
   // refuses the request unless the account is still in that very workspace.
@@ -96,7 +97,7 @@ async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyRepl
   // The same per-account window as JSON:API: one budget per service account across surfaces.
   await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, principal.credentialId);
   requireScope(principal, 'api_read');
-  return { principal, models: { slugs: new Set(slugs), models: modelMap(row?.models ?? []) } };
+  return { principal, models: { slugs: new Set(slugs), models: modelMap(row?.models ?? []) }, fingerprint: row?.fingerprint ?? '' };
 }
 
 /** Resolver failures that are not the caller's fault are logged and answered without detail. */
@@ -131,6 +132,30 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
 
 type DocumentCache = ReturnType<typeof createDocumentCache>;
 
+/** Depth, complexity, the operation to run and standard validation: the first that fails, as errors. */
+function documentProblems(
+  document: DocumentNode,
+  operation: OperationDefinitionNode | null | undefined,
+  operationName: unknown,
+  vars: Record<string, unknown>,
+  cached: ReturnType<DocumentCache['parse']>,
+  documents: DocumentCache,
+): readonly GraphQLError[] | undefined {
+  // The cost covers every operation of the document, since all are validated.
+  const cost = documentCost(schema, document, vars);
+  if (cost.depth > MAX_DEPTH) return [tooComplex(`The query is ${cost.depth} levels deep; at most ${MAX_DEPTH} are allowed`)];
+  if (cost.complexity > MAX_COMPLEXITY) {
+    const shown = cost.complexity < 1e9 ? String(cost.complexity) : 'above a billion';
+    return [tooComplex(`The query's complexity is ${shown}; at most ${MAX_COMPLEXITY} is allowed`)];
+  }
+  if (!operation) {
+    const message = operationName ? 'operationName does not name an operation of the document' : 'The document must hold exactly one operation, or operationName must pick one';
+    return [invalidArgument(message)];
+  }
+  const errors = documents.validate(cached);
+  return errors.length > 0 ? errors : undefined;
+}
+
 /** The parsed document, or why it cannot be read: too many tokens, too deep, or a syntax error. */
 function readDocument(documents: DocumentCache, query: string): { cached: ReturnType<DocumentCache['parse']> } | { error: GraphQLError } {
   const scan = scanDocument(query);
@@ -158,6 +183,7 @@ export function graphqlApi(deps: Deps): SurfaceSpec {
 function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   // 500,000 characters of text parse to about 35 MB at worst; honest clients send a few hundred short documents.
   const documents = createDocumentCache(schema, { maxEntries: 500, maxChars: 500_000, maxTokens: MAX_TOKENS });
+  const models = createModelCache();
 
   app.post(GRAPHQL_PATH, async (request, reply) => {
     if (!isJsonContentType(request.headers['content-type'])) {
@@ -189,25 +215,36 @@ function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     const isPublic = operation
       ? isPublicOperation(operation, document)
       : document.definitions.every((d) => d.kind !== Kind.OPERATION_DEFINITION || isPublicOperation(d, document));
-    const auth = isPublic ? undefined : await authorize(deps, request, reply, operation ? slugsOf(document, operation, vars) : []);
-
-    // The cost covers every operation of the document, since all are validated.
-    const cost = documentCost(schema, document, vars);
-    if (cost.depth > MAX_DEPTH) return sendGraphqlErrors(reply, [tooComplex(`The query is ${cost.depth} levels deep; at most ${MAX_DEPTH} are allowed`)]);
-    if (cost.complexity > MAX_COMPLEXITY) {
-      const shown = cost.complexity < 1e9 ? String(cost.complexity) : 'above a billion';
-      return sendGraphqlErrors(reply, [tooComplex(`The query's complexity is ${shown}; at most ${MAX_COMPLEXITY} is allowed`)]);
+    // The document's own problems are answered after the token, rate window and scope (below).
+    const problems = documentProblems(document, operation, operationName, vars, read.cached, documents);
+    let auth: Awaited<ReturnType<typeof authorize>> | undefined;
+    let deferred: DeferredCheck | undefined;
+    if (!isPublic) {
+      const slugs = operation && !problems ? slugsOf(document, operation, vars).sort() : [];
+      const claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
+      const remembered = problems ? undefined : models.get(claims.ws, slugs);
+      if (remembered) {
+        // The models are known: the resolver re-checks the account in its fact statement.
+        await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, claims.sub);
+        deferred = { claims, remembered, cache: models, checked: false };
+      } else {
+        auth = await authorize(deps, request, reply, slugs);
+        if (!problems) models.set({ workspaceId: claims.ws, slugs, prefetched: auth.models, fingerprint: auth.fingerprint });
+      }
     }
-    if (!operation) {
-      const message = operationName ? 'operationName does not name an operation of the document' : 'The document must hold exactly one operation, or operationName must pick one';
-      return sendGraphqlErrors(reply, [invalidArgument(message)]);
-    }
+    if (problems || !operation) return sendGraphqlErrors(reply, problems ?? []);
 
-    const errors = documents.validate(read.cached);
-    if (errors.length > 0) return sendGraphqlErrors(reply, errors);
-
-    const contextValue: GraphqlContext = { deps, principal: auth?.principal, models: auth?.models, now: new Date(deps.clock()) };
+    const contextValue: GraphqlContext = {
+      deps,
+      principal: auth?.principal,
+      models: auth?.models ?? deferred?.remembered.prefetched,
+      now: new Date(deps.clock()),
+      ...(deferred ? { deferred } : {}),
+    };
     const result = await execute({ schema, document, variableValues: vars, operationName: operation.name?.value, contextValue });
+    // An account refused in a resolver's own statement is refused as the route would have.
+    const refused = result.errors?.map((e) => e.originalError).find((o) => o instanceof AppError && (o.status === 401 || o.status === 403));
+    if (refused) throw refused;
     const shaped = shapeExecutionResult(request, result);
     if (shaped.retryAfter !== undefined) reply.header('retry-after', String(shaped.retryAfter));
     return send(reply, shaped.status, shaped.body);

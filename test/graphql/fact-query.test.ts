@@ -178,7 +178,8 @@ describe('latest mode', () => {
       await page({});
       await page({ filters: JSON.stringify([{ field: 'amount', op: 'gt', value: 1 }]), since: at(T0) });
     });
-    assert.ok(seen.length >= 4);
+    // At least one statement per request (with models remembered, page and count are one).
+    assert.ok(seen.length >= 2);
     for (const q of seen) {
       assert.match(q, /fact_current/);
       assert.doesNotMatch(q, /\bfacts\b/, q);

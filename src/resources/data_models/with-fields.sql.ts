@@ -2,7 +2,7 @@
  * The one loader of data models with their fields, for every reader and writer of facts
  * (the factQuery planner, the import, the worker's write step).
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { FieldType } from '../../db/tables.ts';
 
@@ -28,6 +28,17 @@ export interface DataModelWithFields {
  * of slugs, so that it can run inside the account re-check's statement (loadAccountWithRow)
  * as well as on its own.
  */
+/**
+ * A digest of the models of these slugs in one workspace as they are now: ids, slugs and
+ * fields. A reader that kept the models from an earlier request checks, in its own
+ * statement, that they have not changed since.
+ */
+export function modelsFingerprint(workspaceId: string, slugs: readonly string[]): RawBuilder<string> {
+  return sql<string>`(select md5(coalesce(string_agg(fm.id::text || '/' || fm.slug || '/' || coalesce((select string_agg(ff.name || ':' || coalesce(ff.type::text, '') || ':' || ff.is_primary_key::text || ':' || ff.is_required::text, ',' order by ff.name)
+      from data_model_fields as ff where ff.data_model_id = fm.id), ''), ';' order by fm.slug), ''))
+    from data_models as fm where fm.workspace_id = ${workspaceId} and fm.slug = any(${[...slugs]}::text[]))`;
+}
+
 export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
   const fields = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type, 'is_primary_key', f.is_primary_key, 'is_required', f.is_required) order by f.name), '[]'::json)
     from data_model_fields as f where f.data_model_id = m.id)`;
@@ -41,6 +52,7 @@ export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
       sql<DataModelWithFields[]>`coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${fields})), '[]'::json)`.as(
         'models',
       ),
+      modelsFingerprint(workspaceId, slugs).as('fingerprint'),
     ]);
 }
 
