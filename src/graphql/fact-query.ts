@@ -236,13 +236,20 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
   let answered = false;
   if (deferred !== undefined && !deferred.checked) {
     // One statement: the account re-check, the models' fingerprint, the page and the count.
+    // On PostgreSQL the count runs beside it on another connection instead (a count and a
+    // page of a large model each take long; side by side they take the longer of the two),
+    // and is used only once the account is accepted.
     const fold = foldable(plan);
-    const found = await loadAccountWith(
-      db,
-      deferred.claims.sub,
-      { fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs), ...(fold && needCount ? { count: sql`(${countSql(plan)})` } : {}) },
-      fold && wantRows ? pageSql(plan, opts) : undefined,
-    );
+    const countApart = fold && needCount && context.deps.engine === 'postgres';
+    const [found, apart] = await Promise.all([
+      loadAccountWith(
+        db,
+        deferred.claims.sub,
+        { fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs), ...(fold && needCount && !countApart ? { count: sql`(${countSql(plan)})` } : {}) },
+        fold && wantRows ? pageSql(plan, opts) : undefined,
+      ),
+      countApart ? selectCount(db, plan) : Promise.resolve(undefined),
+    ]);
     requireScope(principalFromAccount(deferred.claims, found.account), 'api_read');
     deferred.checked = true;
     if (found.values.fingerprint !== deferred.remembered.fingerprint) {
@@ -250,7 +257,7 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
       plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), await recheck(db, deferred));
     } else if (fold) {
       rows = wantRows ? (found.rows as FactSqlRow[]) : undefined;
-      count = needCount ? (found.values.count as number) : undefined;
+      count = needCount ? ((apart ?? found.values.count) as number) : undefined;
       answered = true;
     }
   }

@@ -1,6 +1,6 @@
 /**
- * With the document's models remembered from an earlier request, a factQuery is one
- * statement (the account re-check, the models' fingerprint, the page and the count), and
+ * With the document's models remembered from an earlier request, a factQuery is one round
+ * trip (the account re-check, the models' fingerprint, the page and the count), and
  * every change still takes effect on the very next request: the account's, a new field, a
  * renamed slug.
  */
@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as admin from '../../src/admin/service.ts';
 import { uuidv7 } from '../../src/ids.ts';
-import { seedAccount, startApp, seedTenant, tokenFor } from '../helpers/app.ts';
+import { ENGINE, seedAccount, startApp, seedTenant, tokenFor } from '../helpers/app.ts';
 import { createModel, gql, gqlClient, insertFacts, onlyCode, uniqueSlug } from './helpers.ts';
 
 const t = await startApp();
@@ -55,9 +55,11 @@ test('the second factQuery of a document is one statement and answers the same',
   });
   assert.deepEqual(second!.data, first.data);
   assert.equal(second!.data.factQuery.count, 2);
-  assert.equal(seen.length, 1, seen.join('\n---\n'));
-  assert.match(seen[0]!, /service_accounts/);
-  assert.match(seen[0]!, /fact_current/);
+  // One round trip: one statement, or on PostgreSQL the count beside it on another connection.
+  assert.equal(seen.length, ENGINE === 'postgres' ? 2 : 1, seen.join('\n---\n'));
+  const withAccount = seen.filter((s) => /service_accounts/.test(s));
+  assert.equal(withAccount.length, 1);
+  assert.match(withAccount[0]!, /fact_current/);
 });
 
 test('an account deactivated, or losing api_read, is refused on the next request', async () => {
