@@ -113,7 +113,10 @@ export async function loadAccountWith(
   const statement = rows
     ? sql<Record<string, any>>`select ${selected}, r.* from (${acct}) as acct left join lateral (${rows}) as r on true`
     : sql<Record<string, any>>`select ${selected} from (${acct}) as acct`;
-  const result = (await statement.execute(db)).rows;
+  // Its text is the query's shape (every value is a parameter): prepared, up to the bound.
+  const compiled = statement.compile(db);
+  preferPrepared(compiled.sql);
+  const result = (await db.executeQuery(compiled)).rows;
   const first = result[0];
   if (!first) return { account: undefined, values: {}, rows: [] };
   const out: Record<string, unknown> = {};
