@@ -38,6 +38,8 @@ export interface Config {
   /** Open connections allowed from one client address; 0: no limit (MAX_CONNECTIONS_PER_ADDRESS). */
   readonly maxConnectionsPerAddress: number;
   readonly worker: boolean;
+  /** Connector base_urls may point at loopback, private, link-local or metadata addresses (ALLOW_PRIVATE_EGRESS). */
+  readonly allowPrivateEgress: boolean;
   /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
   readonly sweepCron: string;
 }
@@ -140,6 +142,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
     worker: bool(env, 'WORKER', true),
+    allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),
     sweepCron: cronExpression(env, 'SWEEP_CRON', '0 3 * * *'),
   });
 }

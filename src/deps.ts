@@ -19,6 +19,8 @@ export interface Deps {
   limiter: Limiter;
   /** HMAC key of access tokens, shared by every process on one database. */
   signingKey: Buffer;
+  /** AES-256-GCM key of connector secrets, shared likewise. */
+  connectorKey: Buffer;
   /**
    * Milliseconds since the epoch: every reading of the time goes through it (token iat
    * and expiry, tokens_not_before, GraphQL's now, rate windows, the scheduler, the
@@ -54,9 +56,10 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
     const signingKey = await instanceSecret(db, 'token_signing_key');
+    const connectorKey = await instanceSecret(db, 'connector_encryption_key');
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
-    return { config, db, engine, log, limiter, signingKey, adminToken, clock, draining: { value: false } };
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false } };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;

@@ -89,6 +89,11 @@ export function principalFromAccount(claims: TokenClaims, account: AccountRow | 
   };
 }
 
+/** The run-as member's role must be one of `roles` (a member may not manage what holds secrets). */
+export function requireRole(principal: Principal, roles: readonly Role[], detail: string): void {
+  if (!roles.includes(principal.role)) throw new AppError('forbidden', detail);
+}
+
 export function requireScope(principal: Principal, scope: Scope): void {
   if (!principal.scopes.has(scope)) throw new AppError('forbidden', `This operation requires the ${scope} scope`);
 }

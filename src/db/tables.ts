@@ -169,6 +169,29 @@ export interface FactCurrentTable {
   data: Json<unknown>;
 }
 
+export type ConnectorAuthType = 'none' | 'oauth2' | 'api_key' | 'bearer_token' | 'basic_auth' | 'hmac';
+
+export interface ExternalConnectorTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  name: string;
+  auth_type: ConnectorAuthType;
+  type: 'http' | 's3' | 'snowflake' | null;
+  direction: 'inbound' | 'outbound' | null;
+  status: ColumnType<'unverified' | 'verified' | 'failing', 'unverified' | 'verified' | 'failing' | undefined, 'unverified' | 'verified' | 'failing'>;
+  config: JsonNullable<Record<string, unknown>>;
+  description: string | null;
+  provider_slug: string | null;
+  /** AES-256-GCM (secret-box.ts); never read back into an answer. */
+  secret_ciphertext: string | null;
+  has_secret: Generated<boolean>;
+  last_verified_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  last_error: string | null;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface DB {
   facts: FactTable;
   fact_current: FactCurrentTable;
@@ -180,6 +203,7 @@ export interface DB {
   data_models: DataModelTable;
   data_model_fields: DataModelFieldTable;
   dashboard_widgets: DashboardWidgetTable;
+  external_connectors: ExternalConnectorTable;
   idempotency_keys: IdempotencyKeyTable;
   instance_secrets: InstanceSecretTable;
 }

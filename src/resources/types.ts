@@ -11,5 +11,6 @@ import { dashboardWidgetType } from './dashboard_widgets/resource.ts';
 import { dataModelType } from './data_models/resource.ts';
 import { dataModelFieldType } from './data_model_fields/resource.ts';
 import { workspaceType } from './workspaces/resource.ts';
+import { externalConnectorType } from './external_connectors/resource.ts';
 
-export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType]);
+export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType, externalConnectorType]);

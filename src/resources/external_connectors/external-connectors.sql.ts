@@ -1,0 +1,23 @@
+import type { Insertable, Updateable } from 'kysely';
+import type { Db } from '../../db/connect.ts';
+import type { ExternalConnectorTable } from '../../db/tables.ts';
+
+export function insertConnector(db: Db, row: Insertable<ExternalConnectorTable>) {
+  return db.insertInto('external_connectors').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function updateConnector(db: Db, workspaceId: string, id: string, patch: Updateable<ExternalConnectorTable>) {
+  return db
+    .updateTable('external_connectors')
+    .set({ ...patch, updated_at: new Date() })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** The sealed secret of a connector of the workspace, for the code that calls out or verifies deliveries. */
+export async function sealedSecret(db: Db, workspaceId: string, id: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('external_connectors').select('secret_ciphertext').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row?.secret_ciphertext;
+}

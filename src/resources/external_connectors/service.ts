@@ -1,0 +1,99 @@
+/**
+ * External connectors: admins and owners create and change them (they hold secrets);
+ * members read them. The secret is sealed before it is stored and never returned; a
+ * config.base_url must not point at a private address unless ALLOW_PRIVATE_EGRESS=true.
+ */
+import type { Principal } from '../../auth/principal.ts';
+import { requireRole } from '../../auth/principal.ts';
+import type { Db } from '../../db/connect.ts';
+import type { ExternalConnectorTable } from '../../db/tables.ts';
+import { AppError, fromPgError, invalidAt } from '../../errors.ts';
+import { baseUrlProblem } from '../../egress.ts';
+import { uuidv7 } from '../../ids.ts';
+import type { InputSchema } from '../../input.ts';
+import { isObject } from '../../json.ts';
+import { sealSecret } from '../../secret-box.ts';
+import type { Updateable } from 'kysely';
+import { SLUG_RE, checkOrganization } from '../data_models/service.ts';
+import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
+import { insertConnector, updateConnector } from './external-connectors.sql.ts';
+
+export const connectorInput: InputSchema = {
+  name: { kind: 'string', required: true, max: 200 },
+  auth_type: { kind: 'enum', required: true, values: AUTH_TYPES },
+  type: { kind: 'enum', nullable: true, values: CONNECTOR_TYPES },
+  direction: { kind: 'enum', nullable: true, values: DIRECTIONS },
+  config: { kind: 'object', nullable: true, maxBytes: 16_384 },
+  description: { kind: 'string', nullable: true, max: 4000 },
+  provider_slug: { kind: 'string', nullable: true, max: 63, pattern: SLUG_RE, patternText: 'must be 1-63 lowercase letters, digits or hyphens', trim: false },
+  organization_id: { kind: 'string', nullable: true, max: 64 },
+  // Write-only: an API key, a bearer token, a whsec_ signing secret. Null removes it.
+  secret: { kind: 'string', nullable: true, max: 4096, trim: false },
+};
+
+/** What connector writes need besides the database. */
+export interface ConnectorWriteOptions {
+  /** The installation's connector key (AES-256-GCM). */
+  key: Buffer;
+  allowPrivateEgress: boolean;
+}
+
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
+
+function checkConfig(config: unknown, opts: ConnectorWriteOptions): string | null {
+  if (config === null || config === undefined) return null;
+  const c = config as Record<string, unknown>;
+  if (c.base_url !== undefined && c.base_url !== null) {
+    if (typeof c.base_url !== 'string') throw invalidAt('/data/attributes/config/base_url', 'config.base_url must be a string');
+    const problem = baseUrlProblem(c.base_url, opts.allowPrivateEgress);
+    if (problem) throw invalidAt('/data/attributes/config/base_url', `config.base_url ${problem}`);
+  }
+  if (c.header_name !== undefined && (typeof c.header_name !== 'string' || !HEADER_NAME.test(c.header_name))) {
+    throw invalidAt('/data/attributes/config/header_name', 'config.header_name must be an HTTP header name');
+  }
+  if (c.rate_limit !== undefined && !isObject(c.rate_limit)) throw invalidAt('/data/attributes/config/rate_limit', 'config.rate_limit must be an object');
+  return JSON.stringify(config);
+}
+
+const sealed = (opts: ConnectorWriteOptions, secret: unknown) => (secret === null || secret === undefined || secret === '' ? null : sealSecret(opts.key, secret as string));
+
+export async function createConnector(db: Db, principal: Principal, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
+  requireRole(principal, ['admin', 'owner'], 'Only an admin or owner may create external connectors');
+  checkOrganization(principal, attrs.organization_id);
+  try {
+    return await insertConnector(db, {
+      id: uuidv7(),
+      organization_id: principal.organizationId,
+      workspace_id: principal.workspaceId,
+      name: attrs.name as string,
+      auth_type: attrs.auth_type as ExternalConnectorTable['auth_type'],
+      type: (attrs.type as ExternalConnectorTable['type'] | undefined) ?? null,
+      direction: (attrs.direction as ExternalConnectorTable['direction'] | undefined) ?? null,
+      config: checkConfig(attrs.config, opts),
+      description: (attrs.description as string | null | undefined) ?? null,
+      provider_slug: (attrs.provider_slug as string | null | undefined) ?? null,
+      secret_ciphertext: sealed(opts, attrs.secret),
+    });
+  } catch (err) {
+    throw fromPgError(err);
+  }
+}
+
+export async function patchConnector(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
+  requireRole(principal, ['admin', 'owner'], 'Only an admin or owner may change external connectors');
+  checkOrganization(principal, attrs.organization_id);
+  const patch: Updateable<ExternalConnectorTable> = {};
+  for (const k of ['name', 'auth_type', 'type', 'direction', 'description', 'provider_slug'] as const) {
+    if (attrs[k] !== undefined) (patch as Record<string, unknown>)[k] = attrs[k];
+  }
+  if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, opts);
+  if (attrs.secret !== undefined) patch.secret_ciphertext = sealed(opts, attrs.secret);
+  try {
+    const row = await updateConnector(db, principal.workspaceId, existing.id, patch);
+    if (!row) throw new AppError('not_found', 'No external_connector with this id');
+    return row;
+  } catch (err) {
+    throw fromPgError(err);
+  }
+}
