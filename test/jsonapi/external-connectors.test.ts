@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openSecret } from '../../src/secret-box.ts';
-import { jsonApi, seedAccount, seedTenant, startApp, tokenFor, type Tenant } from '../helpers/app.ts';
+import { capturingLogger, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type Tenant } from '../helpers/app.ts';
 
 const PATH = '/api/json/v1/external_connectors';
 const t = await startApp();
@@ -75,6 +75,21 @@ describe('the secret', () => {
     const removed = await api.patch(`${PATH}/${id}`, { data: { type: 'external_connector', id, attributes: { secret: null } } });
     assert.equal(removed.status, 200, removed.text);
     assert.equal(removed.body.data.attributes.has_secret, false);
+  });
+
+  test('is in no log line, even at trace level and when the request fails', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logged = await startApp({}, { log: capturingLogger(lines, 'trace') });
+    try {
+      const a = jsonApi(logged, await tokenFor(logged, await seedTenant(logged.deps)));
+      const secret = `whsec_${'q'.repeat(43)}`;
+      assert.equal((await a.post(PATH, connector({ secret }))).status, 201);
+      assert.equal((await a.post(PATH, connector({ secret, config: { base_url: 'http://10.0.0.1' } }))).status, 422);
+      assert.ok(lines.length > 0);
+      assert.ok(!JSON.stringify(lines).includes(secret));
+    } finally {
+      await logged.close();
+    }
   });
 
   test('two connectors with the same secret store different ciphertexts', async () => {
