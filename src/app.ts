@@ -16,6 +16,7 @@ import { tokenEndpoint } from './auth/token-route.ts';
 import { adminApi } from './admin/routes.ts';
 import { jsonApi } from './resources/routes.ts';
 import { graphqlApi } from './graphql/route.ts';
+import { webhookSurface } from './webhooks/routes.ts';
 
 /** Health and readiness: public, answered in the plain shape. */
 function health(deps: Deps): SurfaceSpec {
@@ -59,7 +60,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerBodyParsers(app);
   registerHooks(app, deps);
 
-  const surfaces = [health(deps), tokenEndpoint(deps), jsonApi(deps), graphqlApi(deps), adminApi(deps)];
+  const surfaces = [health(deps), tokenEndpoint(deps), jsonApi(deps), graphqlApi(deps), webhookSurface(deps), adminApi(deps)];
   for (const s of surfaces) registerSurface(app, s);
   // Errors outside every surface (a request the router could not take) and unknown paths:
   // in the shape of the surface whose prefix the path has, else the plain one.

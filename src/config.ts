@@ -42,6 +42,24 @@ export interface Config {
   readonly allowPrivateEgress: boolean;
   /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
   readonly sweepCron: string;
+  /** Largest webhook delivery body (WEBHOOK_MAX_BODY_BYTES). */
+  readonly webhookMaxBodyBytes: number;
+  /** Deliveries per trigger per fixed window (WEBHOOK_RATE_LIMIT_MAX, WEBHOOK_RATE_LIMIT_WINDOW_SECONDS). */
+  readonly webhookRateLimit: { readonly max: number; readonly windowSeconds: number };
+  /** Days a delivery identity deduplicates (DELIVERY_GUARD_DAYS). */
+  readonly deliveryGuardDays: number;
+  /** Days finished runs are kept (RUN_RETENTION_DAYS). */
+  readonly runRetentionDays: number;
+  /** Runs one worker process executes at once (WORKER_CONCURRENCY). */
+  readonly workerConcurrency: number;
+  /** Seconds a claimed run stays leased without a heartbeat (WORKER_LEASE_SECONDS). */
+  readonly workerLeaseSeconds: number;
+  /** How often an idle worker looks for runs it was not told about (WORKER_POLL_MS). */
+  readonly workerPollMs: number;
+  /** Attempts of a run before it fails (RUN_MAX_ATTEMPTS). */
+  readonly runMaxAttempts: number;
+  /** The first retry's delay; each next one doubles, up to 5 minutes, with jitter (RUN_RETRY_BASE_MS). */
+  readonly runRetryBaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -144,6 +162,18 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     worker: bool(env, 'WORKER', true),
     allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),
     sweepCron: cronExpression(env, 'SWEEP_CRON', '0 3 * * *'),
+    webhookMaxBodyBytes: int(env, 'WEBHOOK_MAX_BODY_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    webhookRateLimit: Object.freeze({
+      max: int(env, 'WEBHOOK_RATE_LIMIT_MAX', 100, 1, 1_000_000_000),
+      windowSeconds: int(env, 'WEBHOOK_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    }),
+    deliveryGuardDays: int(env, 'DELIVERY_GUARD_DAYS', 7, 1, 365),
+    runRetentionDays: int(env, 'RUN_RETENTION_DAYS', 30, 1, 36_500),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 16, 1, 1000),
+    workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 2, 3600),
+    workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
+    runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
+    runRetryBaseMs: int(env, 'RUN_RETRY_BASE_MS', 1000, 1, 300_000),
   });
 }
 

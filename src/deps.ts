@@ -31,6 +31,27 @@ export interface Deps {
   adminToken: string;
   /** Set while shutting down: readiness fails and new work is refused. */
   draining: { value: boolean };
+  /** Tells this process's worker that runs were queued, so it claims them at once. */
+  queueSignal: QueueSignal;
+}
+
+export interface QueueSignal {
+  wake(): void;
+  /** Returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void;
+}
+
+export function queueSignal(): QueueSignal {
+  const listeners = new Set<() => void>();
+  return {
+    wake: () => {
+      for (const l of listeners) l();
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
 }
 
 export type Clock = () => number;
@@ -59,7 +80,7 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     const connectorKey = await instanceSecret(db, 'connector_encryption_key');
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false } };
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal() };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;

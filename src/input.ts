@@ -13,7 +13,8 @@ export type InputField =
   | { kind: 'boolean'; required?: boolean; nullable?: boolean }
   | { kind: 'enum'; required?: boolean; nullable?: boolean; values: readonly string[] }
   | { kind: 'object'; required?: boolean; nullable?: boolean; maxBytes?: number }
-  | { kind: 'id'; required?: boolean; nullable?: boolean };
+  | { kind: 'id'; required?: boolean; nullable?: boolean }
+  | { kind: 'array'; required?: boolean; nullable?: boolean; maxItems: number };
 
 export type InputSchema = Readonly<Record<string, InputField>>;
 
@@ -47,6 +48,10 @@ export function checkValue(name: string, f: InputField, v: unknown, at: string):
     case 'id':
       if (!isUuid(v)) throw invalidAt(at, `${name} must be an id`);
       return v.toLowerCase();
+    case 'array':
+      if (!Array.isArray(v)) throw invalidAt(at, `${name} must be an array`);
+      if (v.length > f.maxItems) throw invalidAt(at, `${name} must have at most ${f.maxItems} items`);
+      return v;
     case 'object':
       if (!isObject(v)) throw invalidAt(at, `${name} must be an object`);
       if (JSON.stringify(v).length > (f.maxBytes ?? 65_536)) throw invalidAt(at, `${name} is too large`);

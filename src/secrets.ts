@@ -9,6 +9,7 @@ export const SECRET_PREFIX = {
   accessToken: 'tbat_',
   clientSecret: 'tbcs_',
   adminToken: 'tbadm_',
+  triggerToken: 'tbwh_',
 } as const;
 
 /** 256 bits of randomness, base64url: client secrets, admin tokens, trigger tokens. */

@@ -11,6 +11,7 @@ import { buildApp } from './app.ts';
 import { closeDeps, createDeps, type Deps } from './deps.ts';
 import { bootstrapIfEmpty } from './admin/bootstrap.ts';
 import { startScheduler, type Scheduler } from './worker/scheduler.ts';
+import { startWorker, type Worker } from './worker/worker.ts';
 import { requestsInFlight } from './http/connections.ts';
 
 export interface Running {
@@ -29,6 +30,7 @@ export async function serve(config: Config, opts: { http: boolean; worker: boole
     url = await app.listen({ port: config.port, host: config.host });
   }
   const scheduler: Scheduler | undefined = opts.worker ? startScheduler(deps) : undefined;
+  const worker: Worker | undefined = opts.worker ? startWorker(deps) : undefined;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -42,7 +44,8 @@ export async function serve(config: Config, opts: { http: boolean; worker: boole
         for (const request of requestsInFlight(app)) request.log.warn({ method: request.method, route: request.routeOptions.url ?? 'no route' }, 'request cut off at shutdown');
         app.server.closeAllConnections?.();
       }, config.shutdownGraceMs);
-      await app.close();
+      // The worker and the HTTP server drain side by side, within the same grace period.
+      await Promise.all([app.close(), worker?.stop(config.shutdownGraceMs)]);
       clearTimeout(timer);
       await closeDeps(deps);
       deps.log.info('stopped');

@@ -51,7 +51,7 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   );
   app.post(`${p}/widgets`, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
   app.post(`${p}/sweep`, async (_req, reply) => {
-    const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()) });
+    const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()), guardDays: deps.config.deliveryGuardDays, runRetentionDays: deps.config.runRetentionDays });
     if (!result) throw new AppError('conflict', 'A sweep is already running (the nightly one, or another tributary sweep); run it again when that one is done');
     return send(reply, 200, result);
   });

@@ -1,12 +1,14 @@
 /**
  * Retention: deletes what has outlived its window, in bounded batches so a large sweep
- * never holds long locks. Delivery guards join here in their issue.
+ * never holds long locks: expired idempotency keys, facts past their model's retention,
+ * delivery guards past DELIVERY_GUARD_DAYS and finished runs past RUN_RETENTION_DAYS.
  */
 import { ADVISORY_LOCK } from '../db/advisory-locks.ts';
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import { deleteExpiredKeys } from '../http/idempotency.sql.ts';
 import { sweepFactRetention } from '../facts/retention.ts';
+import { deleteExpiredGuards, deleteFinishedRuns } from '../worker/queue.sql.ts';
 
 const BATCH = 5_000;
 
@@ -15,11 +17,26 @@ export interface SweepOptions {
   now: Date;
   /** Facts deleted per transaction (tests use small batches to sweep across batch boundaries). */
   factBatch?: number;
+  /** Days delivery guards are kept (DELIVERY_GUARD_DAYS). */
+  guardDays: number;
+  /** Days finished runs are kept (RUN_RETENTION_DAYS). */
+  runRetentionDays: number;
 }
 
 export interface SweepResult {
   idempotency_keys_deleted: number;
   facts_deleted: number;
+  delivery_guards_deleted: number;
+  workflow_runs_deleted: number;
+}
+
+async function inBatches(step: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await step();
+    total += n;
+    if (n < BATCH) return total;
+  }
 }
 
 /**
@@ -42,12 +59,12 @@ export async function sweepExclusive(db: Db, opts: SweepOptions): Promise<SweepR
 
 /** The sweep itself, on the handle given; callers other than tests go through sweepExclusive. */
 export async function sweep(db: Db, opts: SweepOptions): Promise<SweepResult> {
-  let deleted = 0;
-  for (;;) {
-    const n = await deleteExpiredKeys(db, opts.now, BATCH);
-    deleted += n;
-    if (n < BATCH) break;
-  }
+  const day = 86_400_000;
+  const deleted = await inBatches(() => deleteExpiredKeys(db, opts.now, BATCH));
   const factsDeleted = await sweepFactRetention(db, { now: opts.now, batch: opts.factBatch });
-  return { idempotency_keys_deleted: deleted, facts_deleted: factsDeleted };
+  const guardCutoff = new Date(opts.now.getTime() - opts.guardDays * day);
+  const guards = await inBatches(() => deleteExpiredGuards(db, guardCutoff, BATCH));
+  const runCutoff = new Date(opts.now.getTime() - opts.runRetentionDays * day);
+  const runs = await inBatches(() => deleteFinishedRuns(db, runCutoff, BATCH));
+  return { idempotency_keys_deleted: deleted, facts_deleted: factsDeleted, delivery_guards_deleted: guards, workflow_runs_deleted: runs };
 }

@@ -270,6 +270,6 @@ export function registerAdminCommands(program: Command, io: Io): void {
 
   program
     .command('sweep')
-    .description('run the retention sweep now (facts past retention, expired idempotency keys)')
+    .description('run the retention sweep now (facts past retention, expired idempotency keys and delivery guards, old finished runs)')
     .action(() => execute((c) => c.request('POST', '/sweep', undefined, { timeoutMs: 0 })));
 }

@@ -37,10 +37,15 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
 
   program
     .command('worker')
-    .description('run the worker only (scheduled sweep; workflow runs in a later release)')
+    .description('run the worker only: workflow runs and the scheduled sweep (PostgreSQL only)')
     .action(async () => {
+      const config = loadConfig();
+      if (!config.databaseUrl) {
+        // PGlite is one process's database: a second process cannot open its data directory.
+        throw new ConfigError('DATABASE_URL', 'must be set for `tributary worker`: embedded PGlite belongs to one process, so `tributary serve` runs the worker there');
+      }
       const { runUntilSignal, serve } = await import('../server.ts');
-      const running = await serve(loadConfig(), { http: false, worker: true });
+      const running = await serve(config, { http: false, worker: true });
       running.deps.log.info('worker started');
       await runUntilSignal(running);
     });

@@ -10,6 +10,7 @@ import * as m0002 from './migrations/0002_facts.ts';
 import * as m0003 from './migrations/0003_fact_current_reads.ts';
 import * as m0004 from './migrations/0004_timestamptz_or_null.ts';
 import * as m0005 from './migrations/0005_external_connectors.ts';
+import * as m0006 from './migrations/0006_workflows.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '0003_fact_current_reads': m0003,
   '0004_timestamptz_or_null': m0004,
   '0005_external_connectors': m0005,
+  '0006_workflows': m0006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -192,6 +192,105 @@ export interface ExternalConnectorTable {
   updated_at: Timestamp;
 }
 
+/** A step of a workflow definition, as saved: `config` was checked for its type. */
+export interface WorkflowStep {
+  key: string;
+  type: 'transform' | 'condition' | 'write_fact' | 'http_request';
+  config: Record<string, unknown>;
+}
+
+/** A trigger as reads show it: never its token. */
+export interface WorkflowTriggerView {
+  id: string;
+  key: string;
+  type: 'webhook';
+  service_account_id: string;
+  inbound_connector_id: string | null;
+}
+
+export interface WorkflowTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  is_active: boolean;
+  version: number;
+  revision: number;
+  graph_hash: string;
+  lock_version: string;
+  steps: Json<WorkflowStep[]>;
+  triggers: Json<WorkflowTriggerView[]>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WorkflowVersionTable {
+  workflow_id: string;
+  version: number;
+  steps: Json<WorkflowStep[]>;
+  inserted_at: Timestamp;
+}
+
+export interface WorkflowTriggerTable {
+  id: string;
+  workflow_id: string;
+  organization_id: string;
+  workspace_id: string;
+  key: string;
+  type: 'webhook';
+  service_account_id: string;
+  inbound_connector_id: string | null;
+  /** hex SHA-256 of the trigger token (256 random bits), the only form it is kept in. */
+  token_hash: string;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type RunStatus = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed';
+export type StepStatus = 'succeeded' | 'failed' | 'skipped';
+
+/** A step's record on its run. */
+export interface StepRecord {
+  key: string;
+  status: StepStatus;
+  started_at: string | null;
+  finished_at: string | null;
+  output: unknown;
+  error: string | null;
+}
+
+export interface WorkflowRunTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  trigger_key: string | null;
+  delivery_id: string | null;
+  payload: Json<unknown>;
+  status: ColumnType<RunStatus, RunStatus | undefined, RunStatus>;
+  attempt: Generated<number>;
+  max_attempts: Generated<number>;
+  steps: ColumnType<StepRecord[], string | undefined, string>;
+  error: string | null;
+  replay_of: string | null;
+  run_at: Timestamp;
+  locked_by: string | null;
+  locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+  started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface DeliveryGuardTable {
+  organization_id: string;
+  delivery_key: string;
+  run_id: string;
+  inserted_at: Timestamp;
+}
+
 export interface DB {
   facts: FactTable;
   fact_current: FactCurrentTable;
@@ -206,4 +305,9 @@ export interface DB {
   external_connectors: ExternalConnectorTable;
   idempotency_keys: IdempotencyKeyTable;
   instance_secrets: InstanceSecretTable;
+  workflows: WorkflowTable;
+  workflow_versions: WorkflowVersionTable;
+  workflow_triggers: WorkflowTriggerTable;
+  workflow_runs: WorkflowRunTable;
+  delivery_guards: DeliveryGuardTable;
 }

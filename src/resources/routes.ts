@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { registerReadRoutes, registerWriteRoutes } from '../http/jsonapi/routes.ts';
+import { parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
+import { API_PREFIX, buildDocument } from '../http/jsonapi/document.ts';
+import { readAttributes } from '../http/jsonapi/input.ts';
 import { jsonApiSurface } from '../http/jsonapi/surface.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { RESOURCE_TYPES } from './types.ts';
@@ -10,6 +12,10 @@ import { createDataModel, dataModelInput, patchDataModel } from './data_models/s
 import { createField, fieldInput, patchField } from './data_model_fields/service.ts';
 import { externalConnectorType } from './external_connectors/resource.ts';
 import { connectorInput, createConnector, patchConnector } from './external_connectors/service.ts';
+import { workflowType } from './workflows/resource.ts';
+import { builderStateInput, saveBuilderState } from './workflows/service.ts';
+import { workflowRunType } from './workflow_runs/resource.ts';
+import { replayRun } from './workflow_runs/service.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApi(deps: Deps): SurfaceSpec {
@@ -22,6 +28,24 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       input: connectorInput,
       create: (db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions),
       update: (db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions),
+    });
+
+    // The whole graph in one save; new triggers' tokens are shown this once, in meta.
+    scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions, async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
+      const attrs = readAttributes(request.body, { type: 'workflow_builder_state' }, builderStateInput);
+      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs);
+      const self = `${API_PREFIX}/workflows/${row.id}`;
+      reply.header('location', self);
+      return sendDocument(reply, 201, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, { links: { self }, meta: { trigger_tokens: triggerTokens } }));
+    });
+
+    scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions, async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
+      const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id);
+      const self = `${API_PREFIX}/workflow_runs/${row.id}`;
+      reply.header('location', self);
+      return sendDocument(reply, 201, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self } }));
     });
   });
 }

@@ -12,5 +12,7 @@ import { dataModelType } from './data_models/resource.ts';
 import { dataModelFieldType } from './data_model_fields/resource.ts';
 import { workspaceType } from './workspaces/resource.ts';
 import { externalConnectorType } from './external_connectors/resource.ts';
+import { workflowType } from './workflows/resource.ts';
+import { workflowRunType } from './workflow_runs/resource.ts';
 
-export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType, externalConnectorType]);
+export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType, externalConnectorType, workflowType, workflowRunType]);

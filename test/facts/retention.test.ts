@@ -127,7 +127,7 @@ test('the sweep (admin API, and the scheduler under its lock) deletes expired fa
   assert.equal(await sweepOnce(t.deps), true);
   assert.equal(await factCount(t.deps.db, m.id), 1);
   await assertConsistent(m);
-  const direct = await sweep(t.deps.db, { now: new Date() });
+  const direct = await sweep(t.deps.db, { now: new Date(), guardDays: 7, runRetentionDays: 30 });
   assert.deepEqual(direct, { idempotency_keys_deleted: 0, facts_deleted: 0 });
 });
 
@@ -165,7 +165,7 @@ test('sweeps asked for at once: each is done or refused with 409, and fact_curre
   const expired = Array.from({ length: 20 }, (_, j) => kept.map((_, i) => ({ observed_at: daysAgo(20 + ((i * 7 + j * 13) % 30), j), data: { k: `e${i}`, v: j + 1 } }))).flat();
   assert.equal((await writeFacts(t.deps.db, scope, m, expired)).written, 800);
   // Small batches, so that unlocked sweeps would overlap for many batches.
-  const results = await Promise.all([...Array.from({ length: 6 }, () => sweepExclusive(t.deps.db, { now: new Date(), factBatch: 10 })), adminCall(t, 'POST', '/sweep')]);
+  const results = await Promise.all([...Array.from({ length: 6 }, () => sweepExclusive(t.deps.db, { now: new Date(), factBatch: 10, guardDays: 7, runRetentionDays: 30 })), adminCall(t, 'POST', '/sweep')]);
   const answer = results.pop() as Awaited<ReturnType<typeof adminCall>>;
   assert.ok(answer.status === 200 || answer.status === 409, `${answer.status} ${answer.text}`);
   assert.ok(results.some((r) => r !== undefined));

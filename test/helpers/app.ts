@@ -20,6 +20,7 @@ import * as admin from '../../src/admin/service.ts';
 import type { Role } from '../../src/db/tables.ts';
 import type { Scope } from '../../src/auth/tokens.ts';
 import { freshPostgres, pgliteTemplate } from './databases.ts';
+import { startWorker, type Worker } from '../../src/worker/worker.ts';
 
 export const ENGINE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
@@ -35,6 +36,7 @@ export interface TestApp {
   /** http://127.0.0.1:PORT */
   url: string;
   adminToken: string;
+  worker: Worker | undefined;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,8 @@ export interface StartOptions {
   log?: Logger;
   /** Rewrites the URL of the file's fresh PostgreSQL database (e.g. to route it through a proxy). */
   databaseUrl?: (url: string) => string | Promise<string>;
+  /** Run the workflow worker in the app's process, as `tributary serve` does. */
+  worker?: boolean;
 }
 
 export async function startApp(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<TestApp> {
@@ -61,13 +65,16 @@ export async function startApp(env: Record<string, string> = {}, opts: StartOpti
   const deps = config.databaseUrl ? await createDeps(config, { dataDir, ...log }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate(), ...log });
   const app = await buildApp(deps);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const worker = opts.worker ? startWorker(deps) : undefined;
   return {
     app,
     deps,
     config,
     url,
     adminToken,
+    worker,
     async close() {
+      await worker?.stop(1000);
       await app.close();
       await closeDeps(deps);
       await drop?.();

@@ -357,7 +357,7 @@ describe('retention', () => {
     assert.equal(due.n, expired.length);
     const total = await t.deps.db.selectFrom('idempotency_keys').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
 
-    const result = await sweep(t.deps.db, { now: new Date() });
+    const result = await sweep(t.deps.db, { now: new Date(), guardDays: 7, runRetentionDays: 30 });
     assert.equal(result.idempotency_keys_deleted, expired.length);
     for (const k of expired) assert.equal(await keyRow(tenant.credentialId, k), undefined, 'expired key deleted');
     for (const k of live) assert.ok(await keyRow(tenant.credentialId, k), 'live key kept');
@@ -365,7 +365,7 @@ describe('retention', () => {
     assert.equal(left.n, total.n - expired.length);
 
     // A second sweep finds nothing; live keys still replay.
-    assert.equal((await sweep(t.deps.db, { now: new Date() })).idempotency_keys_deleted, 0);
+    assert.equal((await sweep(t.deps.db, { now: new Date(), guardDays: 7, runRetentionDays: 30 })).idempotency_keys_deleted, 0);
     const replay = await api.post(MODELS, dataModelDoc({ name: 'Sweep', slug: `sweep-${expired.length}` }), { 'idempotency-key': live[0]! });
     assert.equal(replay.status, 201);
     assert.equal(replayed(replay), 'true');

@@ -1,0 +1,31 @@
+import type { ResourceType } from '../../http/jsonapi/resource.ts';
+import { TIMESTAMPS } from '../common.ts';
+import { visibleInWorkspace } from '../workspace-scope.sql.ts';
+
+export const RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
+
+export const workflowRunType: ResourceType = {
+  type: 'workflow_run',
+  path: 'workflow_runs',
+  table: 'workflow_runs',
+  attributes: {
+    status: { column: 'status', kind: 'enum', values: RUN_STATUSES, filter: true, sort: true },
+    attempt: { column: 'attempt', kind: 'integer', filter: true, sort: true },
+    max_attempts: { column: 'max_attempts', kind: 'integer' },
+    workflow_id: { column: 'workflow_id', kind: 'uuid', filter: true },
+    workflow_version: { column: 'workflow_version', kind: 'integer', filter: true, sort: true },
+    trigger_key: { column: 'trigger_key', kind: 'string', filter: true, sort: true, nullable: true },
+    delivery_id: { column: 'delivery_id', kind: 'string', filter: true, nullable: true },
+    payload: { column: 'payload', kind: 'json' },
+    steps: { column: 'steps', kind: 'json' },
+    error: { column: 'error', kind: 'string', nullable: true },
+    replay_of: { column: 'replay_of', kind: 'uuid', filter: true, nullable: true },
+    started_at: { column: 'started_at', kind: 'datetime', filter: true, sort: true, nullable: true },
+    finished_at: { column: 'finished_at', kind: 'datetime', filter: true, sort: true, nullable: true },
+    ...TIMESTAMPS,
+  },
+  relationships: {
+    workflow: { type: 'workflow', kind: 'one', column: 'workflow_id' },
+  },
+  visible: visibleInWorkspace('workflow_runs'),
+};

@@ -1,0 +1,152 @@
+/**
+ * Saving a workflow's builder state: one transaction replaces the whole graph (the
+ * workflow, its ordered steps, its triggers). The workflow row is locked first, so of two
+ * saves composed against the same lock_version exactly one finds it current.
+ *
+ * lock_version names the saved graph: it is built from a revision counter that moves
+ * exactly when the graph's canonical form changes, so a save that changes nothing keeps
+ * it, and a graph changed and changed back still gets a new one (no ABA).
+ */
+import { createHash } from 'node:crypto';
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/connect.ts';
+import type { WorkflowTriggerView } from '../../db/tables.ts';
+import { AppError, fromPgError, invalidAt } from '../../errors.ts';
+import { uuidv7 } from '../../ids.ts';
+import type { InputSchema } from '../../input.ts';
+import { canonicalJson } from '../../json.ts';
+import { randomSecret, SECRET_PREFIX, sha256Hex } from '../../secrets.ts';
+import { checkOrganization } from '../data_models/service.ts';
+import { loadModels, type DataModelWithFields } from '../data_models/with-fields.sql.ts';
+import { readDefinition, type Definition } from '../../workflows/definition.ts';
+import * as q from './workflows.sql.ts';
+
+export const builderStateInput: InputSchema = {
+  is_new_version: { kind: 'boolean', required: true },
+  organization_id: { kind: 'string', required: true, max: 64 },
+  workflow_id: { kind: 'id', nullable: true },
+  wf_params: { kind: 'object', required: true, maxBytes: 65_536 },
+  step_params: { kind: 'array', required: true, maxItems: 1000 },
+  trigger_params: { kind: 'array', required: true, maxItems: 1000 },
+  lock_version: { kind: 'string', nullable: true, max: 200, trim: false },
+};
+
+const AT = '/data/attributes';
+
+function lockVersionOf(revision: number, graphHash: string): string {
+  return `${revision}.${graphHash.slice(0, 16)}`;
+}
+
+/** References that only the database can check, checked inside the save's transaction. */
+async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggerIds: Set<string>): Promise<void> {
+  const slugs = [...new Set(def.steps.filter((s) => s.type === 'write_fact').map((s) => s.config.data_model_slug as string))];
+  const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
+  def.steps.forEach((step, i) => {
+    if (step.type !== 'write_fact') return;
+    const at = `${AT}/step_params/${i}/config`;
+    const model = models.get(step.config.data_model_slug as string);
+    if (!model) throw invalidAt(`${at}/data_model_slug`, `data_model_slug ${JSON.stringify(step.config.data_model_slug)} is not a data model of this workspace`);
+    const mapping = step.config.mapping as Record<string, string> | undefined;
+    if (mapping) {
+      const names = new Set(model.fields.map((f) => f.name));
+      for (const field of Object.keys(mapping)) {
+        if (!names.has(field)) throw invalidAt(`${at}/mapping/${field.replaceAll('~', '~0').replaceAll('/', '~1')}`, `${JSON.stringify(field)} is not a field of the data model ${model.slug}`);
+      }
+    }
+  });
+  const accounts = await q.activeAccounts(trx, principal.workspaceId, [...new Set(def.triggers.map((t) => t.service_account_id))]);
+  const connectors = await q.inboundConnectors(trx, principal.workspaceId, [...new Set(def.triggers.flatMap((t) => (t.inbound_connector_id ? [t.inbound_connector_id] : [])))]);
+  for (const t of def.triggers) {
+    const at = `${AT}/trigger_params/${t.index}`;
+    if (!accounts.has(t.service_account_id)) throw invalidAt(`${at}/service_account_id`, 'service_account_id must name an active service account of this workspace');
+    if (t.inbound_connector_id !== null && !connectors.has(t.inbound_connector_id)) throw invalidAt(`${at}/inbound_connector_id`, 'inbound_connector_id must name an inbound connector of this workspace');
+    if (t.id !== null && !existingTriggerIds.has(t.id)) throw invalidAt(`${at}/id`, 'id must be the id of a trigger of this workflow (leave it out for a new trigger)');
+  }
+}
+
+export interface SavedWorkflow {
+  row: Record<string, any>;
+  /** Tokens of the triggers created by this save, by key: shown this once. */
+  triggerTokens: Record<string, string>;
+}
+
+export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<SavedWorkflow> {
+  checkOrganization(principal, attrs.organization_id);
+  const def = readDefinition(attrs);
+  const workflowId = (attrs.workflow_id as string | null | undefined) ?? null;
+  const lockVersion = (attrs.lock_version as string | null | undefined) ?? null;
+  const isNewVersion = attrs.is_new_version as boolean;
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const existing = workflowId === null ? undefined : await q.lockWorkflow(trx, principal.workspaceId, workflowId);
+      if (workflowId !== null && !existing) throw new AppError('not_found', 'No workflow with this workflow_id', { source: { pointer: `${AT}/workflow_id` } });
+      if (existing && lockVersion !== null && lockVersion !== existing.lock_version) {
+        throw new AppError('stale_lock_version', 'The workflow was changed since this lock_version was read; read it again and reapply the change', { source: { pointer: `${AT}/lock_version` } });
+      }
+      const current = existing ? await q.triggersOf(trx, principal.workspaceId, existing.id) : [];
+      await checkReferences(trx, principal, def, new Set(current.map((t) => t.id)));
+
+      const id = existing?.id ?? uuidv7();
+      const version = existing ? existing.version + (isNewVersion ? 1 : 0) : 1;
+      const triggerTokens: Record<string, string> = {};
+      const newTriggers = def.triggers
+        .filter((t) => t.id === null)
+        .map((t) => {
+          const token = randomSecret(SECRET_PREFIX.triggerToken);
+          triggerTokens[t.key] = token;
+          return { ...t, id: uuidv7(), token_hash: sha256Hex(token) };
+        });
+      const byIndex = new Map(newTriggers.map((t) => [t.index, t.id]));
+      const views: WorkflowTriggerView[] = def.triggers.map((t) => ({
+        id: t.id ?? byIndex.get(t.index)!,
+        key: t.key,
+        type: t.type,
+        service_account_id: t.service_account_id,
+        inbound_connector_id: t.inbound_connector_id,
+      }));
+      const graphHash = createHash('sha256').update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views, version })).digest('hex');
+      const changed = !existing || existing.graph_hash !== graphHash;
+      const revision = existing ? existing.revision + (changed ? 1 : 0) : 1;
+      const values = {
+        name: def.wf.name,
+        description: def.wf.description,
+        is_active: def.wf.is_active,
+        version,
+        revision,
+        graph_hash: graphHash,
+        lock_version: lockVersionOf(revision, graphHash),
+        steps: JSON.stringify(def.steps),
+        triggers: JSON.stringify(views),
+      };
+      if (existing && !changed) return { row: existing, triggerTokens };
+
+      const row = existing
+        ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: new Date() })
+        : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
+      await q.putVersion(trx, id, version, def.steps);
+      // Triggers left out stop answering; kept ones keep their token; new ones get one.
+      const kept = def.triggers.filter((t) => t.id !== null);
+      await q.deleteTriggersExcept(trx, id, kept.map((t) => t.id!));
+      // Keys move between kept triggers only through a free key: clear them first.
+      for (const t of kept) await q.updateTrigger(trx, t.id!, { key: `~${t.id}` });
+      for (const t of kept) await q.updateTrigger(trx, t.id!, { key: t.key, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id, updated_at: new Date() });
+      await q.insertTriggers(
+        trx,
+        newTriggers.map((t) => ({
+          id: t.id,
+          workflow_id: id,
+          organization_id: principal.organizationId,
+          workspace_id: principal.workspaceId,
+          key: t.key,
+          type: t.type,
+          service_account_id: t.service_account_id,
+          inbound_connector_id: t.inbound_connector_id,
+          token_hash: t.token_hash,
+        })),
+      );
+      return { row, triggerTokens };
+    });
+  } catch (err) {
+    throw fromPgError(err);
+  }
+}

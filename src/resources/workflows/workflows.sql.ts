@@ -1,0 +1,66 @@
+import { sql, type Insertable, type Updateable } from 'kysely';
+import type { Db } from '../../db/connect.ts';
+import type { WorkflowStep, WorkflowTable, WorkflowTriggerTable } from '../../db/tables.ts';
+
+/** The workflow of the workspace, locked until the save's transaction ends. */
+export function lockWorkflow(trx: Db, workspaceId: string, id: string) {
+  return trx.selectFrom('workflows').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+export function insertWorkflow(trx: Db, row: Insertable<WorkflowTable>) {
+  return trx.insertInto('workflows').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function updateWorkflow(trx: Db, workspaceId: string, id: string, patch: Updateable<WorkflowTable>) {
+  return trx.updateTable('workflows').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The steps of a version, replaced when a save keeps the version. */
+export async function putVersion(trx: Db, workflowId: string, version: number, steps: WorkflowStep[]): Promise<void> {
+  await trx
+    .insertInto('workflow_versions')
+    .values({ workflow_id: workflowId, version, steps: JSON.stringify(steps) })
+    .onConflict((oc) => oc.columns(['workflow_id', 'version']).doUpdateSet({ steps: (eb) => eb.ref('excluded.steps') }))
+    .execute();
+}
+
+export function triggersOf(trx: Db, workspaceId: string, workflowId: string) {
+  return trx.selectFrom('workflow_triggers').select(['id', 'key', 'service_account_id', 'inbound_connector_id']).where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId).execute();
+}
+
+export async function deleteTriggersExcept(trx: Db, workflowId: string, keep: string[]): Promise<void> {
+  let q = trx.deleteFrom('workflow_triggers').where('workflow_id', '=', workflowId);
+  if (keep.length > 0) q = q.where('id', 'not in', keep);
+  await q.execute();
+}
+
+export async function updateTrigger(trx: Db, id: string, patch: Updateable<WorkflowTriggerTable>): Promise<void> {
+  await trx.updateTable('workflow_triggers').set(patch).where('id', '=', id).execute();
+}
+
+export async function insertTriggers(trx: Db, rows: Insertable<WorkflowTriggerTable>[]): Promise<void> {
+  if (rows.length > 0) await trx.insertInto('workflow_triggers').values(rows).execute();
+}
+
+/** Which of these ids are service accounts of the workspace that may act now (active, with an active run-as member). */
+export async function activeAccounts(trx: Db, workspaceId: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await trx
+    .selectFrom('service_accounts as sa')
+    .innerJoin('org_memberships as m', 'm.id', 'sa.run_as_membership_id')
+    .select('sa.id')
+    .where('sa.workspace_id', '=', workspaceId)
+    .where('sa.id', 'in', ids)
+    .where('sa.is_active', '=', true)
+    .where('m.is_active', '=', true)
+    .where(sql<boolean>`m.organization_id = sa.organization_id`)
+    .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Which of these ids are inbound connectors of the workspace. */
+export async function inboundConnectors(trx: Db, workspaceId: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await trx.selectFrom('external_connectors').select('id').where('workspace_id', '=', workspaceId).where('id', 'in', ids).where('direction', '=', 'inbound').execute();
+  return new Set(rows.map((r) => r.id));
+}

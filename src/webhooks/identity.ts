@@ -1,0 +1,45 @@
+/**
+ * Delivery identity: what makes two deliveries "the same" for deduplication.
+ * The first non-empty of the contract's four headers; without one, a digest of the
+ * trigger and the raw body within a two-hour bucket (byte-identical retries inside one
+ * bucket deduplicate; a retry across its boundary can run twice). X-Request-Id never
+ * counts: it is a correlation value, different on every attempt.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export const DELIVERY_ID_HEADERS = ['idempotency-key', 'x-alpha-delivery', 'x-beta-webhook-id', 'x-gamma-idempotency-token'] as const;
+export const BODY_BUCKET_MS = 2 * 60 * 60 * 1000;
+/** Longer delivery ids are refused: no sender needs more, and the id is stored on the run. */
+export const MAX_DELIVERY_ID_LENGTH = 1024;
+
+export interface DeliveryIdentity {
+  /** The guard's key, unique per organization. */
+  key: string;
+  /** What the run shows as delivery_id: the header's value, or the body digest. */
+  deliveryId: string;
+  fromHeader: boolean;
+}
+
+export function deliveryHeader(headers: IncomingHttpHeaders): string | undefined {
+  for (const name of DELIVERY_ID_HEADERS) {
+    const raw = headers[name];
+    const v = Array.isArray(raw) ? raw.find((x) => x.trim() !== '') : raw;
+    if (v !== undefined && v.trim() !== '') return v.trim();
+  }
+  return undefined;
+}
+
+/**
+ * The identity of a delivery to the trigger whose token hashes to `triggerTokenHash`
+ * (the hash, not the token, so the token is never kept in memory longer than needed).
+ */
+export function deliveryIdentity(headers: IncomingHttpHeaders, triggerTokenHash: string, body: Buffer, nowMs: number): DeliveryIdentity {
+  const fromHeader = deliveryHeader(headers);
+  if (fromHeader !== undefined) {
+    return { key: `h:${createHash('sha256').update(fromHeader).digest('hex')}`, deliveryId: fromHeader, fromHeader: true };
+  }
+  const bucket = Math.floor(nowMs / BODY_BUCKET_MS);
+  const digest = createHash('sha256').update(`${triggerTokenHash}:${bucket}:`).update(body).digest('hex');
+  return { key: `b:${digest}`, deliveryId: `sha256:${digest}`, fromHeader: false };
+}

@@ -1,0 +1,225 @@
+/**
+ * The webhook surface: POST /api/v1/webhooks/:token (and the deprecated
+ * /api/v1/webhooks/:org_domain/:token). One delivery makes at most one workflow run.
+ *
+ * The checks run in the order decisions 6 fixes, each with its status and text:
+ * body size 413, bearer token 401 missing_credentials, trigger 404, account and
+ * organization 401, scope 403, connector mode 422, connector verification 401, the
+ * trigger's window 429, JSON 422, then one statement commits the guard and the run
+ * (503 when the database is unavailable). The body is read as bytes (verification needs
+ * them) within WEBHOOK_MAX_BODY_BYTES: a Content-Length over it is refused before reading,
+ * a streamed body is cut off at it.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { epochSeconds } from '../deps.ts';
+import { AppError, databaseUnavailable, isDatabaseUnavailable, type ErrorCode } from '../errors.ts';
+import { accountStanding, verifyBearer } from '../auth/principal.ts';
+import type { TokenClaims } from '../auth/tokens.ts';
+import { parseJson } from '../http/body.ts';
+import type { SurfaceSpec } from '../http/surface.ts';
+import { rateLimitHeaders } from '../http/rate-limit.ts';
+import { uuidv7 } from '../ids.ts';
+import { isObject } from '../json.ts';
+import { openSecret } from '../secret-box.ts';
+import { sha256Hex } from '../secrets.ts';
+import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
+import { verifyApiKey, verifyStandardWebhook } from './verify.ts';
+import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
+
+export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
+
+/** The contract's texts (Errors / Webhook ingestion), by the code that carries them. */
+export const WEBHOOK_TEXT = {
+  missingCredentials: 'missing_credentials',
+  unauthorized: 'Unauthorized',
+  insufficientScope: 'Insufficient scope',
+  triggerNotFound: 'Trigger not found',
+  tooLarge: 'Request body too large',
+  processingFailed: 'Processing failed',
+  unsupportedAuth: 'Unsupported trigger authentication',
+  rateLimited: 'Rate limit exceeded',
+  unavailable: 'Processing temporarily unavailable',
+} as const;
+
+const TEXT_BY_CODE: Partial<Record<ErrorCode, string>> = {
+  unauthorized: WEBHOOK_TEXT.unauthorized,
+  forbidden: WEBHOOK_TEXT.insufficientScope,
+  not_found: WEBHOOK_TEXT.triggerNotFound,
+  payload_too_large: WEBHOOK_TEXT.tooLarge,
+  invalid_request: WEBHOOK_TEXT.processingFailed,
+  bad_request: WEBHOOK_TEXT.processingFailed,
+  unsupported_media_type: WEBHOOK_TEXT.processingFailed,
+  rate_limited: WEBHOOK_TEXT.rateLimited,
+  unavailable: WEBHOOK_TEXT.unavailable,
+  request_timeout: 'Request timeout',
+  method_not_allowed: 'Method not allowed',
+  internal_error: 'Internal error',
+};
+
+const CONTRACT_TEXTS = new Set<string>(Object.values(WEBHOOK_TEXT));
+
+/**
+ * `{"error": "<text>"}`, the contract's text for the failure; a `detail` member says more
+ * where the text alone would leave a sender guessing (which header, which limit).
+ */
+export function renderWebhookError(e: AppError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const text = CONTRACT_TEXTS.has(e.detail) ? e.detail : (TEXT_BY_CODE[e.code] ?? e.title);
+  const body: Record<string, string> = { error: text };
+  if (!CONTRACT_TEXTS.has(e.detail) && e.status < 500 && e.code !== 'not_found' && e.code !== 'unauthorized' && e.code !== 'forbidden') body.detail = e.detail;
+  return reply.code(e.status).type('application/json').send(JSON.stringify(body));
+}
+
+const fail = (code: ErrorCode, text: string, opts: ConstructorParameters<typeof AppError>[2] = {}) => new AppError(code, text, opts);
+const processingFailed = (detail: string) => new AppError('invalid_request', detail);
+
+/** Decrypted connector secrets by their sealed text: opening one costs more than the rest of a check. */
+const openedSecrets = new Map<string, string>();
+
+function connectorSecret(deps: Deps, sealed: string): string | undefined {
+  let s = openedSecrets.get(sealed);
+  if (s === undefined) {
+    try {
+      s = openSecret(deps.connectorKey, sealed);
+    } catch {
+      return undefined;
+    }
+    if (openedSecrets.size >= 1000) openedSecrets.delete(openedSecrets.keys().next().value!);
+    openedSecrets.set(sealed, s);
+  }
+  return s;
+}
+
+function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): void {
+  const mode = trigger.connector_auth_type;
+  if (trigger.connector_id === null || mode === 'none') return;
+  if (mode !== 'api_key' && mode !== 'hmac') throw fail('invalid_request', WEBHOOK_TEXT.unsupportedAuth);
+  const secret = trigger.connector_secret === null ? undefined : connectorSecret(deps, trigger.connector_secret);
+  // A connector without a secret cannot vouch for anything.
+  if (secret === undefined || secret === '') throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+  const ok =
+    mode === 'hmac'
+      ? verifyStandardWebhook(request.headers, body, secret, epochSeconds(deps.clock))
+      : verifyApiKey(request.headers, secret, typeof trigger.connector_config?.header_name === 'string' ? trigger.connector_config.header_name : undefined);
+  if (!ok) throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+}
+
+/** The workflow payload: the document's `payload` member when it has one, else the whole document. */
+export function payloadOf(doc: unknown): unknown {
+  return isObject(doc) && Object.hasOwn(doc, 'payload') ? doc.payload : doc;
+}
+
+function isJsonContentType(ct: string | undefined): boolean {
+  if (ct === undefined) return false;
+  const type = ct.split(';')[0]!.trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, token: string, orgDomain: string | undefined): Promise<FastifyReply> {
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  let claims: TokenClaims;
+  try {
+    claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
+  } catch {
+    throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
+  }
+  const tokenHash = sha256Hex(token);
+  let found;
+  try {
+    found = await loadAccountAndTrigger(deps.db, claims.sub, tokenHash);
+  } catch (err) {
+    throw isDatabaseUnavailable(err) ? fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err }) : err;
+  }
+  const { account, trigger } = found;
+  // The token itself no longer holds: account gone or deactivated, moved, or revoked since.
+  if (
+    !account ||
+    accountStanding(account) === 'inactive' ||
+    account.workspace_id !== claims.ws ||
+    account.organization_id !== claims.org ||
+    (account.tokens_not_before !== null && claims.iat < account.tokens_not_before.getTime())
+  ) {
+    throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+  }
+  if (!trigger || !trigger.workflow_active) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
+  if (orgDomain !== undefined && trigger.organization_domain.toLowerCase() !== orgDomain.toLowerCase()) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
+  if (trigger.service_account_id !== account.id || trigger.organization_id !== account.organization_id || accountStanding(account) !== 'active') {
+    throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+  }
+  if (!claims.scp.includes('webhooks') || !account.scopes.includes('webhooks')) throw fail('forbidden', WEBHOOK_TEXT.insufficientScope);
+  verifyConnector(deps, trigger, request, body);
+
+  const { max, windowSeconds } = deps.config.webhookRateLimit;
+  const window = await deps.limiter.hit(`wh:${trigger.id}`, max, windowSeconds);
+  reply.headers(rateLimitHeaders(window, windowSeconds));
+  if (!window.allowed) throw fail('rate_limited', WEBHOOK_TEXT.rateLimited, { retryAfter: window.resetSeconds });
+
+  if (!isJsonContentType(request.headers['content-type'])) throw processingFailed('Content-Type must be application/json');
+  if (body.length === 0) throw processingFailed('The body is empty; send a JSON document');
+  const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+  let doc: unknown;
+  try {
+    doc = parseJson(text.decode(body));
+  } catch (err) {
+    throw processingFailed(err instanceof AppError ? err.detail : 'The body is not UTF-8 text');
+  }
+  const now = deps.clock();
+  const identity = deliveryIdentity(request.headers, tokenHash, body, now);
+  if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
+
+  let runId: string | undefined;
+  try {
+    runId = await acceptDelivery(
+      deps.db,
+      {
+        id: uuidv7(),
+        organizationId: trigger.organization_id,
+        workspaceId: trigger.workspace_id,
+        workflowId: trigger.workflow_id,
+        workflowVersion: trigger.workflow_version,
+        triggerKey: trigger.key,
+        deliveryId: identity.deliveryId,
+        payloadJson: JSON.stringify(payloadOf(doc)),
+        maxAttempts: deps.config.runMaxAttempts,
+      },
+      identity.key,
+      new Date(now),
+      new Date(now - deps.config.deliveryGuardDays * 86_400_000),
+      deps.engine === 'postgres',
+    );
+  } catch (err) {
+    // Whatever keeps the statement from committing, the delivery is not accepted: the sender
+    // retries with the same delivery id.
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
+  }
+  if (runId === undefined) return reply.code(202).send({ status: 'duplicate' });
+  deps.queueSignal.wake();
+  return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
+}
+
+export function webhookSurface(deps: Deps): SurfaceSpec {
+  const limit = deps.config.webhookMaxBodyBytes;
+  const tooLarge = () => fail('payload_too_large', WEBHOOK_TEXT.tooLarge);
+  return {
+    prefix: WEBHOOK_PREFIX,
+    render: renderWebhookError,
+    setup(scope: FastifyInstance) {
+      // Raw bytes whatever the media type: verification signs bytes, not a parsed document.
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_req, body, done) => done(null, body));
+      // Before anything else, and before a byte of the body is read.
+      scope.addHook('onRequest', async (request) => {
+        const length = request.headers['content-length'];
+        if (length !== undefined && Number(length) > limit) throw tooLarge();
+      });
+      const options = { bodyLimit: limit };
+      scope.post('/api/v1/webhooks/:token', options, (request, reply) => ingest(deps, request, reply, (request.params as { token: string }).token, undefined));
+      scope.post('/api/v1/webhooks/:org_domain/:token', options, (request, reply) => {
+        const { org_domain: domain, token } = request.params as { org_domain: string; token: string };
+        reply.header('deprecation', 'true');
+        reply.header('link', '</api/v1/webhooks/{token}>; rel="successor-version"');
+        return ingest(deps, request, reply, token, domain);
+      });
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import { loadAccountWithRows, type AccountRow } from '../auth/auth.sql.ts';
+
+/** The trigger of a token hash with what a delivery needs: its workflow and inbound connector. */
+function triggerQuery(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('workflow_triggers as t')
+    .innerJoin('workflows as w', 'w.id', 't.workflow_id')
+    .innerJoin('organizations as o', 'o.id', 't.organization_id')
+    .leftJoin('external_connectors as c', 'c.id', 't.inbound_connector_id')
+    .select([
+      't.id', 't.key', 't.organization_id', 't.workspace_id', 't.service_account_id', 't.workflow_id',
+      'w.version as workflow_version', 'w.is_active as workflow_active', 'o.domain as organization_domain',
+      'c.id as connector_id', 'c.auth_type as connector_auth_type', 'c.secret_ciphertext as connector_secret', 'c.config as connector_config',
+    ])
+    .where('t.token_hash', '=', tokenHash);
+}
+
+export interface TriggerRow {
+  id: string;
+  key: string;
+  organization_id: string;
+  workspace_id: string;
+  service_account_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  workflow_active: boolean;
+  organization_domain: string;
+  connector_id: string | null;
+  connector_auth_type: string | null;
+  connector_secret: string | null;
+  connector_config: Record<string, unknown> | null;
+}
+
+/** The caller's account and the trigger of the token, in one statement. */
+export async function loadAccountAndTrigger(db: Db, accountId: string, tokenHash: string): Promise<{ account: AccountRow | undefined; trigger: TriggerRow | undefined }> {
+  const { account, rows } = await loadAccountWithRows(db, accountId, triggerQuery(db, tokenHash));
+  return { account, trigger: rows[0] as TriggerRow | undefined };
+}
+
+export interface NewRun {
+  id: string;
+  organizationId: string;
+  workspaceId: string;
+  workflowId: string;
+  workflowVersion: number;
+  triggerKey: string | null;
+  deliveryId: string | null;
+  payloadJson: string;
+  maxAttempts: number;
+  replayOf?: string | null;
+}
+
+/**
+ * The guard and the run in one statement (so one commit): the run is inserted only when
+ * the guard's insert took, i.e. when no unexpired guard of the same (organization,
+ * identity) exists. The unique key decides between concurrent identical deliveries; an
+ * expired guard is taken over in place. On PostgreSQL the statement also notifies idle
+ * workers of other processes (delivered at commit).
+ * Returns the run's id, or undefined for a duplicate.
+ */
+export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now: Date, guardCutoff: Date, notify: boolean): Promise<string | undefined> {
+  const result = await sql<{ id: string }>`
+    with g as (
+      insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
+      values (${run.organizationId}, ${guardKey}, ${run.id}, ${now})
+      on conflict (organization_id, delivery_key) do update set run_id = excluded.run_id, inserted_at = excluded.inserted_at
+        where delivery_guards.inserted_at < ${guardCutoff}
+      returning run_id
+    ), r as (
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at)
+      select g.run_id, ${run.organizationId}, ${run.workspaceId}, ${run.workflowId}, ${run.workflowVersion}, ${run.triggerKey}, ${run.deliveryId}, ${run.payloadJson}::jsonb, ${run.maxAttempts}, ${now}, ${now}, ${now}
+      from g
+      returning id
+    )
+    select id${notify ? sql`, pg_notify('tributary_runs', '')` : sql``} from r`.execute(db);
+  return result.rows[0]?.id;
+}

@@ -1,0 +1,122 @@
+/**
+ * The run queue on our own tables: a run row is its job. Workers claim ready runs with
+ * FOR UPDATE SKIP LOCKED (two workers never claim one run, and neither waits for the
+ * other), hold them under a lease that a heartbeat extends, and finish them only while
+ * they still hold the lease. A run whose lease ran out (its worker died or lost the
+ * database) is made ready again by reclaimExpired, or failed when its attempts are spent.
+ */
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import type { RunStatus, StepRecord, WorkflowStep } from '../db/tables.ts';
+
+export interface ClaimedRun {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  trigger_key: string | null;
+  payload: unknown;
+  attempt: number;
+  max_attempts: number;
+  inserted_at: Date;
+  definition: WorkflowStep[];
+}
+
+export async function claimRuns(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date): Promise<ClaimedRun[]> {
+  const { rows } = await sql<ClaimedRun>`
+    update workflow_runs as r
+    set status = 'running', attempt = r.attempt + 1, locked_by = ${workerId}, locked_until = ${leaseUntil},
+        started_at = coalesce(r.started_at, ${now}), updated_at = ${now}
+    from workflow_versions as v
+    where r.id in (
+        select id from workflow_runs
+        where status in ('queued', 'retrying') and run_at <= ${now}
+        order by run_at, id
+        limit ${limit}
+        for update skip locked
+      )
+      and v.workflow_id = r.workflow_id and v.version = r.workflow_version
+    returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
+              r.attempt, r.max_attempts, r.inserted_at, v.steps as definition`.execute(db);
+  return rows;
+}
+
+/** Extends the lease of the runs this worker still holds. */
+export async function heartbeat(db: Db, workerId: string, ids: string[], leaseUntil: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`update workflow_runs set locked_until = ${leaseUntil}
+    where id = any(${ids}::uuid[]) and locked_by = ${workerId} and status = 'running'`.execute(db);
+}
+
+export const LEASE_LOST = 'The worker running this attempt stopped before it finished (its lease ran out)';
+
+/**
+ * Runs whose lease ran out: ready again (the lost attempt counts), or failed when it was
+ * the last attempt. Returns how many were reclaimed.
+ */
+export async function reclaimExpired(db: Db, now: Date): Promise<number> {
+  const { rows } = await sql<{ id: string }>`
+    update workflow_runs
+    set status = case when attempt >= max_attempts then 'failed' else 'retrying' end,
+        error = ${LEASE_LOST},
+        finished_at = case when attempt >= max_attempts then ${now}::timestamptz else null end,
+        locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
+    where status = 'running' and locked_until < ${now}
+    returning id`.execute(db);
+  return rows.length;
+}
+
+export interface Outcome {
+  status: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying'>;
+  steps: StepRecord[];
+  error: string | null;
+  /** For retrying: when the next attempt may start. */
+  runAt?: Date;
+}
+
+/** Records the attempt's outcome, only while this worker still holds the run; false if it lost it. */
+export async function finishRun(db: Db, workerId: string, id: string, outcome: Outcome, now: Date): Promise<boolean> {
+  const done = outcome.status !== 'retrying';
+  const result = await db
+    .updateTable('workflow_runs')
+    .set({
+      status: outcome.status,
+      steps: JSON.stringify(outcome.steps),
+      error: outcome.error,
+      locked_by: null,
+      locked_until: null,
+      updated_at: now,
+      ...(done ? { finished_at: now } : { run_at: outcome.runAt ?? now }),
+    })
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** At shutdown: runs this worker claimed but will not finish go back to the queue, the attempt not counted. */
+export async function releaseRuns(db: Db, workerId: string, ids: string[], now: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`update workflow_runs
+    set status = 'retrying', attempt = greatest(attempt - 1, 0), locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
+    where id = any(${ids}::uuid[]) and locked_by = ${workerId} and status = 'running'`.execute(db);
+}
+
+/** Finished runs older than the cutoff, in a batch; returns how many went. */
+export async function deleteFinishedRuns(db: Db, cutoff: Date, batch: number): Promise<number> {
+  const { rows } = await sql<{ id: string }>`
+    delete from workflow_runs where id in (
+      select id from workflow_runs where status in ('succeeded', 'failed') and finished_at < ${cutoff} limit ${batch})
+    returning id`.execute(db);
+  return rows.length;
+}
+
+export async function deleteExpiredGuards(db: Db, cutoff: Date, batch: number): Promise<number> {
+  const { rows } = await sql<{ organization_id: string }>`
+    delete from delivery_guards where (organization_id, delivery_key) in (
+      select organization_id, delivery_key from delivery_guards where inserted_at < ${cutoff} limit ${batch})
+    returning organization_id`.execute(db);
+  return rows.length;
+}

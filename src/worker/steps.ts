@@ -1,0 +1,163 @@
+/**
+ * Executing one attempt of a run: its steps in order, each with its record. Expressions
+ * see `{payload, steps: {key: output}, run: {id, attempt}, trigger: {key}}` (a write_fact
+ * with for_each adds `item` and `index`).
+ *
+ * A step fails permanently on what a retry cannot change (an expression error, a fact
+ * that does not fit its data model) and transiently on what it can (the database not
+ * answering): the run then retries with backoff until its attempts are spent.
+ * write_fact is at most once per (run, step, item) however often it runs: each fact's
+ * source key is made of those three, and the fact table keeps one fact per source key.
+ */
+import type { Db } from '../db/connect.ts';
+import type { StepRecord, WorkflowStep } from '../db/tables.ts';
+import { isDatabaseUnavailable } from '../errors.ts';
+import { validateFact, type FactInput } from '../facts/validate.ts';
+import { writeFacts } from '../facts/write.ts';
+import { loadModel } from '../resources/data_models/with-fields.sql.ts';
+import { evaluateExpression, ExpressionError } from '../workflows/expressions.ts';
+import type { ClaimedRun, Outcome } from './queue.sql.ts';
+
+/** Items one write_fact step may store (for_each). */
+export const MAX_FOR_EACH_ITEMS = 10_000;
+/** Validation problems listed in a failed step's error. */
+const MAX_LISTED_PROBLEMS = 5;
+
+/** A failure a retry cannot fix. */
+export class PermanentStepError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PermanentStepError';
+  }
+}
+
+/** JSONata's $boolean: empty strings, arrays and objects, 0, null and nothing are false. */
+export function truthy(v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.some(truthy);
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return true;
+}
+
+export interface StepEnv {
+  db: Db;
+  clock: () => number;
+}
+
+interface Context {
+  payload: unknown;
+  steps: Record<string, unknown>;
+  run: { id: string; attempt: number };
+  trigger: { key: string | null };
+}
+
+async function evaluate(expression: string, input: unknown): Promise<unknown> {
+  try {
+    return await evaluateExpression(expression, input);
+  } catch (err) {
+    if (err instanceof ExpressionError) throw new PermanentStepError(err.message);
+    throw err;
+  }
+}
+
+async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context): Promise<unknown> {
+  const c = step.config as { data_model_slug: string; mapping?: Record<string, string>; data?: string; observed_at?: string; for_each?: string };
+  const model = await loadModel(env.db, run.workspace_id, c.data_model_slug);
+  if (!model) throw new PermanentStepError(`The data model ${JSON.stringify(c.data_model_slug)} does not exist in this workspace`);
+  let list: unknown[] = [undefined];
+  if (c.for_each !== undefined) {
+    const v = await evaluate(c.for_each, ctx);
+    list = v === undefined ? [] : Array.isArray(v) ? v : [v];
+    if (list.length > MAX_FOR_EACH_ITEMS) throw new PermanentStepError(`for_each gave ${list.length} items; a write_fact step stores at most ${MAX_FOR_EACH_ITEMS}`);
+  }
+  const defaultObservedAt = new Date(run.inserted_at).toISOString();
+  const items: FactInput[] = [];
+  for (let index = 0; index < list.length; index++) {
+    const input = c.for_each === undefined ? ctx : { ...ctx, item: list[index], index };
+    let data: unknown;
+    if (c.mapping) {
+      const obj: Record<string, unknown> = {};
+      for (const [field, expression] of Object.entries(c.mapping)) {
+        const v = await evaluate(expression, input);
+        if (v !== undefined) obj[field] = v;
+      }
+      data = obj;
+    } else {
+      data = await evaluate(c.data!, input);
+    }
+    const observedAt = c.observed_at === undefined ? defaultObservedAt : await evaluate(c.observed_at, input);
+    items.push({ observed_at: observedAt ?? null, data: data ?? null, source_key: `run:${run.id}:${step.key}:${index}` });
+  }
+  // All or nothing: one bad item fails the step before any of its facts is stored.
+  const problems: string[] = [];
+  let count = 0;
+  items.forEach((item, index) => {
+    const v = validateFact(model, item);
+    if (v.ok) return;
+    for (const e of v.errors) {
+      count++;
+      if (problems.length < MAX_LISTED_PROBLEMS) problems.push(`${c.for_each === undefined ? 'the fact' : `item ${index}`}: ${e.pointer.slice(1)} ${e.detail}`);
+    }
+  });
+  if (count > 0) throw new PermanentStepError(`The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`);
+  const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items);
+  return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
+}
+
+/** Delay before attempt `attempt + 1`: doubling from `baseMs`, capped at 5 minutes, with full jitter on its upper half. */
+export function backoffMs(attempt: number, baseMs: number, random: () => number = Math.random): number {
+  const capped = Math.min(5 * 60_000, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(capped / 2 + random() * (capped / 2));
+}
+
+export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: number): Promise<Outcome> {
+  const ctx: Context = { payload: run.payload, steps: {}, run: { id: run.id, attempt: run.attempt }, trigger: { key: run.trigger_key } };
+  const records: StepRecord[] = [];
+  const iso = () => new Date(env.clock()).toISOString();
+  const skipRest = (from: number) => {
+    for (const s of run.definition.slice(from)) records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null });
+  };
+  for (let i = 0; i < run.definition.length; i++) {
+    const step = run.definition[i]!;
+    const startedAt = iso();
+    try {
+      let output: unknown;
+      switch (step.type) {
+        case 'transform':
+          output = await evaluate(step.config.expression as string, ctx);
+          break;
+        case 'condition':
+          output = truthy(await evaluate(step.config.expression as string, ctx));
+          break;
+        case 'write_fact':
+          output = await writeFactStep(env, run, step, ctx);
+          break;
+        default:
+          throw new PermanentStepError(`Steps of type ${step.type} cannot run in this release`);
+      }
+      records.push({ key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null });
+      ctx.steps[step.key] = output;
+      if (step.type === 'condition' && output === false) {
+        skipRest(i + 1);
+        return { status: 'succeeded', steps: records, error: null };
+      }
+    } catch (err) {
+      const permanent = !isTransient(err);
+      const message = err instanceof PermanentStepError ? err.message : isDatabaseUnavailable(err) ? 'The database was unavailable' : permanent ? 'The step failed unexpectedly' : 'The database refused the step for now';
+      records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: message });
+      skipRest(i + 1);
+      const error = `Step ${step.key} failed: ${message}`;
+      if (permanent || run.attempt >= run.max_attempts) return { status: 'failed', steps: records, error };
+      return { status: 'retrying', steps: records, error, runAt: new Date(env.clock() + backoffMs(run.attempt, retryBaseMs)) };
+    }
+  }
+  return { status: 'succeeded', steps: records, error: null };
+}
+
+/** Errors a later attempt may not meet: the database unreachable, busy or in conflict. */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof PermanentStepError) return false;
+  if (isDatabaseUnavailable(err)) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(40001|40P01|55P03|57014|53\d{3}|08\w{3})$/.test(code);
+}

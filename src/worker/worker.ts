@@ -1,0 +1,173 @@
+/**
+ * The worker: claims runs in batches up to WORKER_CONCURRENCY, executes them, keeps their
+ * leases alive with a heartbeat and records each attempt's outcome. It wakes at once when
+ * a run is queued: in-process (the webhook surface and replay signal it), by LISTEN/NOTIFY
+ * from other processes on PostgreSQL, and by polling every WORKER_POLL_MS as the fallback.
+ *
+ * Stopping: no new claims; running attempts may finish within the grace period; those
+ * still running then are released back to the queue (their attempt not counted) and
+ * whatever they would still write is refused, since they no longer hold the lease.
+ */
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Deps } from '../deps.ts';
+import { claimRuns, finishRun, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun } from './queue.sql.ts';
+import { executeRun } from './steps.ts';
+
+export interface Worker {
+  readonly id: string;
+  stop(graceMs?: number): Promise<void>;
+  /** Runs being executed now. */
+  inFlight(): number;
+}
+
+export const NOTIFY_CHANNEL = 'tributary_runs';
+
+export function startWorker(deps: Deps): Worker {
+  const { config, log } = deps;
+  const id = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const leaseMs = config.workerLeaseSeconds * 1000;
+  const capacity = config.workerConcurrency;
+  const running = new Map<string, Promise<void>>();
+  let stopping = false;
+  let looping = false;
+  let again = false;
+  let pollTimer: NodeJS.Timeout | undefined;
+  let databaseDown = false;
+  const now = () => new Date(deps.clock());
+
+  const execute = async (run: ClaimedRun) => {
+    try {
+      const outcome = await executeRun({ db: deps.db, clock: deps.clock }, run, config.runRetryBaseMs);
+      if (outcome.status === 'failed' && outcome.error?.includes('failed unexpectedly')) log.error({ run: run.id }, 'workflow step failed unexpectedly');
+      const kept = await finishRun(deps.db, id, run.id, outcome, now());
+      if (!kept) log.warn({ run: run.id }, 'run finished after its lease was lost; its outcome was not recorded');
+    } catch (err) {
+      // The outcome could not be recorded (database gone): the lease runs out and the run is reclaimed.
+      log.warn({ run: run.id, err: { message: (err as Error).message } }, 'could not record a run outcome');
+    }
+  };
+
+  const loop = async () => {
+    if (looping) {
+      again = true;
+      return;
+    }
+    looping = true;
+    try {
+      do {
+        again = false;
+        if (stopping) break;
+        const free = capacity - running.size;
+        if (free <= 0) break;
+        let claimed: ClaimedRun[];
+        try {
+          const t = now();
+          claimed = await claimRuns(deps.db, id, free, t, new Date(t.getTime() + leaseMs));
+          if (databaseDown) log.info('worker reaches the database again');
+          databaseDown = false;
+        } catch (err) {
+          if (!databaseDown) log.warn({ err: { message: (err as Error).message } }, 'worker cannot claim runs; retrying');
+          databaseDown = true;
+          break;
+        }
+        for (const run of claimed) {
+          const p = execute(run).finally(() => {
+            running.delete(run.id);
+            void loop();
+          });
+          running.set(run.id, p);
+        }
+        // A full batch: there may be more ready right now.
+        if (claimed.length === free) again = true;
+      } while (again);
+    } finally {
+      looping = false;
+    }
+  };
+
+  const poll = () => {
+    if (stopping) return;
+    void loop();
+    pollTimer = setTimeout(poll, config.workerPollMs);
+    pollTimer.unref();
+  };
+
+  const beat = setInterval(() => {
+    const t = now();
+    heartbeat(deps.db, id, [...running.keys()], new Date(t.getTime() + leaseMs)).catch(() => undefined);
+  }, Math.max(500, Math.floor(leaseMs / 3)));
+  beat.unref();
+
+  // Any worker may reclaim expired leases; it is one indexed update.
+  const reclaim = setInterval(() => {
+    reclaimExpired(deps.db, now())
+      .then((n) => {
+        if (n > 0) {
+          log.warn({ runs: n }, 'reclaimed runs whose worker stopped');
+          void loop();
+        }
+      })
+      .catch(() => undefined);
+  }, Math.max(200, Math.floor(leaseMs / 2)));
+  reclaim.unref();
+
+  const unsubscribe = deps.queueSignal.subscribe(() => void loop());
+  const listener = config.databaseUrl ? listen(config.databaseUrl, () => void loop(), deps) : undefined;
+  poll();
+
+  return {
+    id,
+    inFlight: () => running.size,
+    async stop(graceMs = config.shutdownGraceMs) {
+      stopping = true;
+      clearTimeout(pollTimer);
+      clearInterval(reclaim);
+      unsubscribe();
+      await listener?.close();
+      const all = Promise.allSettled([...running.values()]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      clearInterval(beat);
+      if (running.size > 0) {
+        log.warn({ runs: running.size }, 'releasing runs still executing at shutdown');
+        await releaseRuns(deps.db, id, [...running.keys()], now()).catch((err) => log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'));
+      }
+    },
+  };
+}
+
+/** LISTEN on a connection of its own, reconnecting while the worker runs. */
+function listen(databaseUrl: string, onNotify: () => void, deps: Deps): { close(): Promise<void> } {
+  let client: pg.Client | undefined;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: deps.config.databaseConnectTimeoutMs });
+    client = c;
+    c.on('notification', onNotify);
+    c.on('error', () => undefined);
+    c.on('end', () => {
+      if (!closed) timer = setTimeout(connect, 1000);
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${NOTIFY_CHANNEL}`);
+      // Runs queued while we were not listening.
+      onNotify();
+    } catch {
+      await c.end().catch(() => undefined);
+    }
+  };
+  void connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await client?.end().catch(() => undefined);
+    },
+  };
+}

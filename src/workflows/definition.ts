@@ -1,0 +1,187 @@
+/**
+ * The builder state's inner structure (decisions 6): wf_params, step_params and
+ * trigger_params, checked member by member with a pointer into the request document, so a
+ * client can show the error beside the input that caused it. Only the shape and the
+ * expressions are checked here; what needs the database (slugs, accounts, connectors,
+ * trigger ids) is checked by save.ts inside its transaction.
+ */
+import { invalidAt, quoteName } from '../errors.ts';
+import { isObject } from '../json.ts';
+import type { WorkflowStep } from '../db/tables.ts';
+import { isUuid } from '../ids.ts';
+import { compileExpression } from './expressions.ts';
+
+export const WORKFLOW_LIMITS = {
+  maxSteps: 50,
+  maxTriggers: 20,
+  maxMappingFields: 200,
+} as const;
+
+export const STEP_TYPES = ['transform', 'condition', 'write_fact', 'http_request'] as const;
+export const TRIGGER_TYPES = ['webhook'] as const;
+
+/** Step and trigger keys: JSONata names them (`steps.normalize`), so identifier-like. */
+export const KEY_RE = /^[a-z][a-z0-9_]{0,62}$/;
+const KEY_TEXT = 'must start with a lowercase letter and hold only lowercase letters, digits and underscores (at most 63)';
+const SLUG_RE = /^[a-z0-9-]{1,63}$/;
+
+const AT = '/data/attributes';
+
+export interface WfParams {
+  name: string;
+  description: string | null;
+  is_active: boolean;
+}
+
+export interface TriggerInput {
+  /** Index in trigger_params, for pointers. */
+  index: number;
+  id: string | null;
+  key: string;
+  type: 'webhook';
+  service_account_id: string;
+  inbound_connector_id: string | null;
+}
+
+export interface Definition {
+  wf: WfParams;
+  steps: WorkflowStep[];
+  triggers: TriggerInput[];
+}
+
+function onlyMembers(obj: Record<string, unknown>, allowed: readonly string[], at: string, what: string): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.includes(k)) throw invalidAt(`${at}/${k}`, `${quoteName(k)} is not a member of ${what} (allowed: ${allowed.join(', ')})`);
+  }
+}
+
+function text(obj: Record<string, unknown>, name: string, at: string, opts: { required: boolean; max: number }): string | null {
+  const v = obj[name];
+  if (v === undefined || v === null) {
+    if (opts.required) throw invalidAt(`${at}/${name}`, `${name} is required`);
+    return null;
+  }
+  if (typeof v !== 'string' || !v.isWellFormed() || v.includes('\0')) throw invalidAt(`${at}/${name}`, `${name} must be a string`);
+  if (opts.required && v.trim() === '') throw invalidAt(`${at}/${name}`, `${name} must not be empty`);
+  if (v.length > opts.max) throw invalidAt(`${at}/${name}`, `${name} must be at most ${opts.max} characters`);
+  return v;
+}
+
+function expression(obj: Record<string, unknown>, name: string, at: string, required: boolean): string | null {
+  const v = obj[name];
+  if (v === undefined || v === null) {
+    if (required) throw invalidAt(`${at}/${name}`, `${name} is required (a JSONata expression)`);
+    return null;
+  }
+  if (typeof v !== 'string') throw invalidAt(`${at}/${name}`, `${name} must be a JSONata expression (a string)`);
+  const r = compileExpression(v);
+  if (!r.ok) throw invalidAt(`${at}/${name}`, `${name} ${r.reason}`);
+  return v;
+}
+
+function readWfParams(v: unknown): WfParams {
+  const at = `${AT}/wf_params`;
+  if (!isObject(v)) throw invalidAt(at, 'wf_params must be an object');
+  onlyMembers(v, ['name', 'description', 'is_active'], at, 'wf_params');
+  const name = text(v, 'name', at, { required: true, max: 200 })!;
+  const description = text(v, 'description', at, { required: false, max: 4000 });
+  const active = v.is_active;
+  if (active !== undefined && typeof active !== 'boolean') throw invalidAt(`${at}/is_active`, 'is_active must be true or false');
+  return { name: name.trim(), description, is_active: active ?? true };
+}
+
+function readStepConfig(type: WorkflowStep['type'], config: Record<string, unknown>, at: string): Record<string, unknown> {
+  switch (type) {
+    case 'transform':
+    case 'condition':
+      onlyMembers(config, ['expression'], at, `a ${type} step's config`);
+      return { expression: expression(config, 'expression', at, true) };
+    case 'write_fact': {
+      onlyMembers(config, ['data_model_slug', 'mapping', 'data', 'observed_at', 'for_each'], at, "a write_fact step's config");
+      const slug = config.data_model_slug;
+      if (typeof slug !== 'string' || !SLUG_RE.test(slug)) throw invalidAt(`${at}/data_model_slug`, 'data_model_slug must be the slug of a data model');
+      const out: Record<string, unknown> = { data_model_slug: slug };
+      const hasMapping = config.mapping !== undefined && config.mapping !== null;
+      const hasData = config.data !== undefined && config.data !== null;
+      if (hasMapping === hasData) throw invalidAt(at, 'a write_fact step needs exactly one of mapping (an object of field: expression) and data (an expression)');
+      if (hasMapping) {
+        if (!isObject(config.mapping)) throw invalidAt(`${at}/mapping`, 'mapping must be an object of field: expression');
+        const entries = Object.entries(config.mapping);
+        if (entries.length === 0) throw invalidAt(`${at}/mapping`, 'mapping must name at least one field');
+        if (entries.length > WORKFLOW_LIMITS.maxMappingFields) throw invalidAt(`${at}/mapping`, `mapping may name at most ${WORKFLOW_LIMITS.maxMappingFields} fields`);
+        const mapping: Record<string, string> = {};
+        for (const [field] of entries) mapping[field] = expression(config.mapping, field, `${at}/mapping`, true)!;
+        out.mapping = mapping;
+      } else {
+        out.data = expression(config, 'data', at, true);
+      }
+      const observedAt = expression(config, 'observed_at', at, false);
+      if (observedAt !== null) out.observed_at = observedAt;
+      const forEach = expression(config, 'for_each', at, false);
+      if (forEach !== null) out.for_each = forEach;
+      return out;
+    }
+    case 'http_request':
+      throw invalidAt(`${at.slice(0, -'/config'.length)}/type`, 'http_request steps are not available yet: connectors have no drivers in this release');
+  }
+}
+
+function readSteps(v: unknown): WorkflowStep[] {
+  const at = `${AT}/step_params`;
+  if (!Array.isArray(v)) throw invalidAt(at, 'step_params must be an array');
+  if (v.length > WORKFLOW_LIMITS.maxSteps) throw invalidAt(at, `step_params may hold at most ${WORKFLOW_LIMITS.maxSteps} steps`);
+  const seen = new Set<string>();
+  return v.map((step, i) => {
+    const sat = `${at}/${i}`;
+    if (!isObject(step)) throw invalidAt(sat, 'a step must be an object {key, type, config}');
+    onlyMembers(step, ['key', 'type', 'config'], sat, 'a step');
+    if (typeof step.key !== 'string' || !KEY_RE.test(step.key)) throw invalidAt(`${sat}/key`, `key ${KEY_TEXT}`);
+    if (seen.has(step.key)) throw invalidAt(`${sat}/key`, `key ${quoteName(step.key)} is used by an earlier step`);
+    seen.add(step.key);
+    if (typeof step.type !== 'string' || !(STEP_TYPES as readonly string[]).includes(step.type)) {
+      throw invalidAt(`${sat}/type`, `type must be one of ${STEP_TYPES.join(', ')}`);
+    }
+    const config = step.config ?? {};
+    if (!isObject(config)) throw invalidAt(`${sat}/config`, 'config must be an object');
+    const type = step.type as WorkflowStep['type'];
+    return { key: step.key, type, config: readStepConfig(type, config, `${sat}/config`) };
+  });
+}
+
+function readTriggers(v: unknown): TriggerInput[] {
+  const at = `${AT}/trigger_params`;
+  if (!Array.isArray(v)) throw invalidAt(at, 'trigger_params must be an array');
+  if (v.length > WORKFLOW_LIMITS.maxTriggers) throw invalidAt(at, `trigger_params may hold at most ${WORKFLOW_LIMITS.maxTriggers} triggers`);
+  const keys = new Set<string>();
+  const ids = new Set<string>();
+  return v.map((t, index) => {
+    const tat = `${at}/${index}`;
+    if (!isObject(t)) throw invalidAt(tat, 'a trigger must be an object {key, type, service_account_id, inbound_connector_id?, id?}');
+    onlyMembers(t, ['key', 'type', 'service_account_id', 'inbound_connector_id', 'id'], tat, 'a trigger');
+    if (typeof t.key !== 'string' || !KEY_RE.test(t.key)) throw invalidAt(`${tat}/key`, `key ${KEY_TEXT}`);
+    if (keys.has(t.key)) throw invalidAt(`${tat}/key`, `key ${quoteName(t.key)} is used by an earlier trigger`);
+    keys.add(t.key);
+    if (t.type !== 'webhook') throw invalidAt(`${tat}/type`, `type must be one of ${TRIGGER_TYPES.join(', ')}`);
+    if (!isUuid(t.service_account_id)) throw invalidAt(`${tat}/service_account_id`, 'service_account_id must be the id of a service account');
+    const connector = t.inbound_connector_id ?? null;
+    if (connector !== null && !isUuid(connector)) throw invalidAt(`${tat}/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
+    const id = t.id ?? null;
+    if (id !== null && !isUuid(id)) throw invalidAt(`${tat}/id`, 'id must be the id of a trigger of this workflow');
+    if (id !== null) {
+      if (ids.has(id.toLowerCase())) throw invalidAt(`${tat}/id`, 'id is given to an earlier trigger');
+      ids.add(id.toLowerCase());
+    }
+    return {
+      index,
+      id: id === null ? null : id.toLowerCase(),
+      key: t.key,
+      type: 'webhook' as const,
+      service_account_id: (t.service_account_id as string).toLowerCase(),
+      inbound_connector_id: connector === null ? null : (connector as string).toLowerCase(),
+    };
+  });
+}
+
+export function readDefinition(attrs: Record<string, unknown>): Definition {
+  return { wf: readWfParams(attrs.wf_params), steps: readSteps(attrs.step_params), triggers: readTriggers(attrs.trigger_params) };
+}
