@@ -12,6 +12,7 @@ import { registerFactsAdminRoutes } from '../facts/admin-routes.ts';
 import { renderJsonApiError } from '../http/jsonapi/errors.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { authenticateAdmin } from './admin-auth.ts';
+import { adminFindRun, adminListRuns, adminReplayRun } from '../resources/workflow_runs/service.ts';
 
 type Body = Record<string, unknown>;
 
@@ -70,6 +71,9 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
       return reply.code(200).type('application/json').send(JSON.stringify(result));
     });
   }
+  app.get(`${p}/runs`, async (req, reply) => reply.code(200).type('application/json').send(JSON.stringify(await adminListRuns(deps, req.query as Record<string, unknown>))));
+  app.get(`${p}/runs/:id`, async (req, reply) => send(reply, 200, await adminFindRun(deps, (req.params as { id: string }).id)));
+  app.post(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, (req.params as { id: string }).id)));
   app.get(`${p}/whoami`, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));
   registerFactsAdminRoutes(app, deps);
 }

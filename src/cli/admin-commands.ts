@@ -257,6 +257,42 @@ export function registerAdminCommands(program: Command, io: Io): void {
   const dataModel = program.command('data-model').description('data models (created through the JSON:API)');
   addList(dataModel, '/data-models', ['id', 'workspace_id', 'slug', 'name'], byWorkspace);
 
+  const runs = program.command('runs').description('workflow runs');
+  runs
+    .command('list')
+    .description('list workflow runs, newest first')
+    .option('--limit <n>', 'at most this many rows, 1 to 1000', limitArg, 100)
+    .option('--workspace <workspace-id>', 'only those of this workspace')
+    .option('--workflow <workflow-id>', 'only those of this workflow')
+    .option('--status <status>', 'only those in this state: queued, running, retrying, succeeded, failed')
+    .action(async (o: { limit: number; workspace?: string; workflow?: string; status?: string }) => {
+      const asJson = json();
+      try {
+        const query = new URLSearchParams({ limit: String(o.limit) });
+        if (o.workspace) query.set('workspace_id', o.workspace);
+        if (o.workflow) query.set('workflow_id', o.workflow);
+        if (o.status) query.set('status', o.status);
+        const page = await settings().list(`/runs?${query}`);
+        if (asJson) io.out(`${JSON.stringify(page)}\n`);
+        else {
+          io.out(renderTable(page.data, ['id', 'workflow_id', 'workflow_version', 'trigger_key', 'status', 'attempt', 'inserted_at', 'error']));
+          if (page.has_more) io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000) or narrow with --workspace, --workflow, --status\n`);
+        }
+      } catch (err) {
+        reportFailure(err, asJson, io);
+      }
+    });
+  runs
+    .command('show')
+    .description('show one run with its payload and step records')
+    .argument('<run-id>', 'run id')
+    .action((id: string) => execute((c) => c.request('GET', `/runs/${encodeURIComponent(id)}`)));
+  runs
+    .command('replay')
+    .description('start a new run of the same workflow version with the same payload, linked by replay_of')
+    .argument('<run-id>', 'run id')
+    .action((id: string) => execute((c) => c.request('POST', `/runs/${encodeURIComponent(id)}/replay`)));
+
   program
     .command('whoami')
     .description('show the service account of a client id: its workspace, organization, run-as member and scopes')

@@ -3,13 +3,46 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
-import { insertReplay } from './workflow-runs.sql.ts';
+import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
+import { RUN_STATUSES } from './resource.ts';
 
-export async function replayRun(deps: Deps, principal: Principal, runId: string): Promise<Record<string, any>> {
+export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string): Promise<Record<string, any>> {
   const row = isUuid(runId)
     ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts, deps.engine === 'postgres')
     : undefined;
   if (!row) throw new AppError('not_found', 'No workflow_run with this id');
   deps.queueSignal.wake();
   return row;
+}
+
+const param = (parameter: string, detail: string) => new AppError('invalid_query', detail, { source: { parameter } });
+
+/** The admin API's list of runs (`tributary runs list`): newest first, optionally narrowed. */
+export async function adminListRuns(deps: Deps, query: Record<string, unknown>) {
+  for (const k of Object.keys(query)) {
+    if (!['limit', 'workspace_id', 'workflow_id', 'status'].includes(k)) throw param(k, `unknown parameter ${k}; runs take limit, workspace_id, workflow_id and status`);
+  }
+  const limit = query.limit === undefined ? 100 : Number(query.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw param('limit', 'limit must be a whole number from 1 to 1000');
+  for (const k of ['workspace_id', 'workflow_id'] as const) if (query[k] !== undefined && !isUuid(query[k])) throw param(k, `${k} must be an id`);
+  if (query.status !== undefined && !(RUN_STATUSES as readonly unknown[]).includes(query.status)) throw param('status', `status must be one of ${RUN_STATUSES.join(', ')}`);
+  const rows = await listRuns(deps.db, {
+    workspaceId: (query.workspace_id as string | undefined)?.toLowerCase(),
+    workflowId: (query.workflow_id as string | undefined)?.toLowerCase(),
+    status: query.status as string | undefined,
+    limit: limit + 1,
+  });
+  return { data: rows.slice(0, limit), has_more: rows.length > limit };
+}
+
+export async function adminFindRun(deps: Deps, id: string) {
+  const row = isUuid(id) ? await findRun(deps.db, id.toLowerCase()) : undefined;
+  if (!row) throw new AppError('not_found', 'No workflow run with this id');
+  return row;
+}
+
+/** Replays a run of any workspace (the admin acts for every workspace). */
+export async function adminReplayRun(deps: Deps, id: string) {
+  const original = await adminFindRun(deps, id);
+  return replayRun(deps, { workspaceId: original.workspace_id }, original.id);
 }
