@@ -38,8 +38,8 @@ export interface WriteResult {
  * Validates `items` against `model`, stores the valid ones and keeps fact_current right on
  * both axes. Invalid items are reported in `errors` and skipped; they never fail the call.
  *
- * `db` is a transaction or the db: given the db, the call opens one transaction of its own;
- * given a transaction, it runs inside it (so the caller's other writes commit with it).
+ * `db` is a transaction or the db: the store is one statement, atomic on its own; given a
+ * transaction, it commits with the caller's other writes.
  * It queries no other handle. Database errors are thrown as they come (callers translate
  * them with fromPgError).
  */
@@ -61,8 +61,8 @@ export async function writeFacts(db: Db, scope: FactScope, model: FactModel, ite
   // unique index in one order and cannot deadlock each other.
   rows.sort((a, b) => (a.source_key < b.source_key ? -1 : a.source_key > b.source_key ? 1 : 0));
 
-  const store = (trx: Db) => q.storeFacts(trx, { ...scope, dataModelId: model.id }, rows);
-  const written = new Set(db.isTransaction ? await store(db) : await db.transaction().execute(store));
+  // One statement (facts and fact_current together), atomic on its own: no transaction needed.
+  const written = new Set(await q.storeFacts(db, { ...scope, dataModelId: model.id }, rows));
 
   for (const row of rows) if (written.has(row.id)) ids[row.index] = row.id;
   return { written: written.size, duplicates: rows.length - written.size, errors, ids };

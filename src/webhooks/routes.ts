@@ -13,7 +13,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
-import { AppError, databaseUnavailable, isDatabaseUnavailable, type ErrorCode } from '../errors.ts';
+import { AppError, databaseUnavailable, type ErrorCode } from '../errors.ts';
 import { accountStanding, verifyBearer } from '../auth/principal.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
 import { parseJson } from '../http/body.ts';
@@ -128,7 +128,8 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   try {
     found = await loadAccountAndTrigger(deps.db, claims.sub, tokenHash);
   } catch (err) {
-    throw isDatabaseUnavailable(err) ? fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err }) : err;
+    // Whatever the database's trouble, the sender is told to come back: never a 500.
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
   const { account, trigger } = found;
   // The token itself no longer holds: account gone or deactivated, moved, or revoked since.

@@ -8,6 +8,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { RunStatus, StepRecord, WorkflowStep } from '../db/tables.ts';
+import { modelsJson, type DataModelWithFields } from '../resources/data_models/with-fields.sql.ts';
 
 export interface ClaimedRun {
   id: string;
@@ -21,7 +22,12 @@ export interface ClaimedRun {
   max_attempts: number;
   inserted_at: Date;
   definition: WorkflowStep[];
+  /** The data models its write_fact steps name, as they are at the claim. */
+  models: DataModelWithFields[];
 }
+
+// The models a version's write_fact steps name, read in the claim: no statement per step.
+const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`);
 
 export async function claimRuns(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date): Promise<ClaimedRun[]> {
   const { rows } = await sql<ClaimedRun>`
@@ -38,7 +44,7 @@ export async function claimRuns(db: Db, workerId: string, limit: number, now: Da
       )
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, v.steps as definition`.execute(db);
+              r.attempt, r.max_attempts, r.inserted_at, v.steps as definition, ${STEP_MODELS} as models`.execute(db);
   return rows;
 }
 

@@ -14,7 +14,6 @@ import type { StepRecord, WorkflowStep } from '../db/tables.ts';
 import { isDatabaseUnavailable } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts } from '../facts/write.ts';
-import { loadModel } from '../resources/data_models/with-fields.sql.ts';
 import { evaluateExpression, ExpressionError } from '../workflows/expressions.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 
@@ -62,7 +61,7 @@ async function evaluate(expression: string, input: unknown): Promise<unknown> {
 
 async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context): Promise<unknown> {
   const c = step.config as { data_model_slug: string; mapping?: Record<string, string>; data?: string; observed_at?: string; for_each?: string };
-  const model = await loadModel(env.db, run.workspace_id, c.data_model_slug);
+  const model = run.models.find((m) => m.slug === c.data_model_slug);
   if (!model) throw new PermanentStepError(`The data model ${JSON.stringify(c.data_model_slug)} does not exist in this workspace`);
   let list: unknown[] = [undefined];
   if (c.for_each !== undefined) {

@@ -128,7 +128,7 @@ test('the sweep (admin API, and the scheduler under its lock) deletes expired fa
   assert.equal(await factCount(t.deps.db, m.id), 1);
   await assertConsistent(m);
   const direct = await sweep(t.deps.db, { now: new Date(), guardDays: 7, runRetentionDays: 30 });
-  assert.deepEqual(direct, { idempotency_keys_deleted: 0, facts_deleted: 0 });
+  assert.deepEqual(direct, { idempotency_keys_deleted: 0, facts_deleted: 0, delivery_guards_deleted: 0, workflow_runs_deleted: 0 });
 });
 
 test(

@@ -39,9 +39,22 @@ export function modelsFingerprint(workspaceId: string, slugs: readonly string[])
     from data_models as fm where fm.workspace_id = ${workspaceId} and fm.slug = any(${[...slugs]}::text[]))`;
 }
 
-export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
-  const fields = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type, 'is_primary_key', f.is_primary_key, 'is_required', f.is_required) order by f.name), '[]'::json)
+/** The fields of the data model `m` as a JSON array of ModelField, by name. */
+const FIELDS_OF_M = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type, 'is_primary_key', f.is_primary_key, 'is_required', f.is_required) order by f.name), '[]'::json)
     from data_model_fields as f where f.data_model_id = m.id)`;
+
+/**
+ * A scalar subquery: the models (DataModelWithFields[]) of the workspace `workspaceRef`
+ * whose slugs `slugs` (a set-returning SQL expression) gives. For a statement that reads
+ * the models alongside other rows (the worker's claim reads each run's models with it).
+ */
+export function modelsJson(workspaceRef: RawBuilder<unknown>, slugs: RawBuilder<unknown>): RawBuilder<DataModelWithFields[]> {
+  return sql<DataModelWithFields[]>`(select coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${FIELDS_OF_M})), '[]'::json)
+    from data_models as m where m.workspace_id = ${workspaceRef} and m.slug in (${slugs}))`;
+}
+
+export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
+  const fields = FIELDS_OF_M;
   return db
     .selectFrom('data_models as m')
     .where('m.workspace_id', '=', workspaceId)
