@@ -32,6 +32,7 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
       const { runUntilSignal, serve } = await import('../server.ts');
       const running = await serve(config, { http: true, worker: opts.worker && config.worker });
       running.deps.log.info({ url: running.url, engine: running.deps.engine }, 'tributary listening');
+      if (!(opts.worker && config.worker) && running.deps.engine === 'pglite') running.deps.log.warn('no worker: workflow runs are queued but not executed until a `tributary serve` with the worker starts on this data directory');
       await runUntilSignal(running);
     });
 
