@@ -81,25 +81,23 @@ export interface Outcome {
   runAt?: Date;
 }
 
-/** Records the attempt's outcome, only while this worker still holds the run; false if it lost it. */
-export async function finishRun(db: Db, workerId: string, id: string, outcome: Outcome, now: Date): Promise<boolean> {
-  const done = outcome.status !== 'retrying';
-  const result = await db
-    .updateTable('workflow_runs')
-    .set({
-      status: outcome.status,
-      steps: JSON.stringify(outcome.steps),
-      error: outcome.error,
-      locked_by: null,
-      locked_until: null,
-      updated_at: now,
-      ...(done ? { finished_at: now } : { run_at: outcome.runAt ?? now }),
-    })
-    .where('id', '=', id)
-    .where('locked_by', '=', workerId)
-    .where('status', '=', 'running')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+/**
+ * Records the outcomes of several attempts in one statement, each only while this worker
+ * still holds its run. Returns the ids it recorded (a run missing from it was lost).
+ */
+export async function finishRuns(db: Db, workerId: string, done: Array<{ id: string; outcome: Outcome }>, now: Date): Promise<Set<string>> {
+  if (done.length === 0) return new Set();
+  const col = <T>(f: (d: { id: string; outcome: Outcome }) => T) => done.map(f);
+  const { rows } = await sql<{ id: string }>`
+    update workflow_runs as r
+    set status = u.status, steps = u.steps::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
+        finished_at = case when u.status = 'retrying' then r.finished_at else ${now}::timestamptz end,
+        run_at = case when u.status = 'retrying' then u.run_at else r.run_at end
+    from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
+                ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[]) as u(id, status, steps, error, run_at)
+    where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running'
+    returning r.id`.execute(db);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** At shutdown: runs this worker claimed but will not finish go back to the queue, the attempt not counted. */

@@ -12,7 +12,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
-import { claimRuns, finishRun, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun } from './queue.sql.ts';
+import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { executeRun } from './steps.ts';
 
 export interface Worker {
@@ -37,16 +37,44 @@ export function startWorker(deps: Deps): Worker {
   let databaseDown = false;
   const now = () => new Date(deps.clock());
 
-  const execute = async (run: ClaimedRun) => {
+  // Outcomes are recorded in batches, like a group commit: while one statement records
+  // some, the outcomes that finish meanwhile wait and go together in the next.
+  let pending: Array<{ id: string; outcome: Outcome; recorded: () => void }> = [];
+  let recording = false;
+  const record = async () => {
+    if (recording) return;
+    recording = true;
     try {
-      const outcome = await executeRun({ db: deps.db, clock: deps.clock }, run, config.runRetryBaseMs);
-      if (outcome.status === 'failed' && outcome.error?.includes('failed unexpectedly')) log.error({ run: run.id }, 'workflow step failed unexpectedly');
-      const kept = await finishRun(deps.db, id, run.id, outcome, now());
-      if (!kept) log.warn({ run: run.id }, 'run finished after its lease was lost; its outcome was not recorded');
-    } catch (err) {
-      // The outcome could not be recorded (database gone): the lease runs out and the run is reclaimed.
-      log.warn({ run: run.id, err: { message: (err as Error).message } }, 'could not record a run outcome');
+      while (pending.length > 0) {
+        const batch = pending;
+        pending = [];
+        try {
+          const kept = await finishRuns(deps.db, id, batch, now());
+          for (const d of batch) if (!kept.has(d.id)) log.warn({ run: d.id }, 'run finished after its lease was lost; its outcome was not recorded');
+        } catch (err) {
+          // The outcomes could not be recorded (database gone): the leases run out and the runs are reclaimed.
+          log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes');
+        }
+        for (const d of batch) d.recorded();
+      }
+    } finally {
+      recording = false;
     }
+  };
+
+  const execute = async (run: ClaimedRun) => {
+    let outcome: Outcome;
+    try {
+      outcome = await executeRun({ db: deps.db, clock: deps.clock }, run, config.runRetryBaseMs);
+    } catch (err) {
+      log.error({ run: run.id, err }, 'workflow run failed unexpectedly');
+      return;
+    }
+    if (outcome.status === 'failed' && outcome.error?.includes('failed unexpectedly')) log.error({ run: run.id }, 'workflow step failed unexpectedly');
+    await new Promise<void>((recorded) => {
+      pending.push({ id: run.id, outcome, recorded });
+      void record();
+    });
   };
 
   const loop = async () => {
