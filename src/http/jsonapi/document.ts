@@ -3,6 +3,7 @@
  * way a column reaches a client; `fields` narrows it; `include` adds related resources
  * with full linkage, each loaded through its own type's visibility rule.
  */
+import { invalidParam } from '../../errors.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
 import type { ResourceType, TypeRegistry } from './resource.ts';
@@ -59,6 +60,9 @@ function includeTree(paths: string[][]): Map<string, any> {
   return root;
 }
 
+/** Resources one to-many relationship may add to a compound document. */
+export const MAX_INCLUDED_PER_RELATIONSHIP = 1000;
+
 async function walkIncludes(
   db: Db,
   registry: TypeRegistry,
@@ -83,7 +87,12 @@ async function walkIncludes(
         linkage.set(linkKey(type.type, String(p.id), relName), fk && byId.has(String(fk)) ? { type: target.type, id: String(fk) } : null);
       }
     } else {
-      related = await loadVisibleBy(db, target, principal, rel.foreignKey!, parents.map((p) => String(p.id)));
+      // A to-many relationship can be long (a workflow's runs): past the cap, the client is
+      // pointed at the list endpoint, which pages, instead of getting an unbounded document.
+      related = await loadVisibleBy(db, target, principal, rel.foreignKey!, parents.map((p) => String(p.id)), MAX_INCLUDED_PER_RELATIONSHIP + 1);
+      if (related.length > MAX_INCLUDED_PER_RELATIONSHIP) {
+        throw invalidParam('include', `include=${relName} would include more than ${MAX_INCLUDED_PER_RELATIONSHIP} ${target.type} resources; list them from /${target.path} with a filter on ${rel.foreignKey}, which pages`);
+      }
       const byParent = new Map<string, Identifier[]>();
       for (const r of related) {
         const k = String(r[rel.foreignKey!]);

@@ -46,11 +46,15 @@ export async function countVisible(db: Db, type: ResourceType, principal: Princi
   return countRows(visibleRows(db, type, principal), type.table, q);
 }
 
-/** Visible rows of `type` whose `column` is one of `values` (ids for to-one, foreign keys for to-many). */
-export async function loadVisibleBy(db: Db, type: ResourceType, principal: Principal, column: string, values: string[]): Promise<Row[]> {
+/**
+ * Visible rows of `type` whose `column` is one of `values` (ids for to-one, foreign keys for
+ * to-many), at most `limit` of them (a caller asks one more than it allows, to tell).
+ */
+export async function loadVisibleBy(db: Db, type: ResourceType, principal: Principal, column: string, values: string[], limit?: number): Promise<Row[]> {
   if (values.length === 0) return [];
-  return visibleRows(db, type, principal)
+  let q = visibleRows(db, type, principal)
     .where(sql.ref(`${type.table}.${column}`), 'in', values)
-    .orderBy(sql.ref(`${type.table}.id`))
-    .execute();
+    .orderBy(sql.ref(`${type.table}.id`));
+  if (limit !== undefined) q = q.limit(limit);
+  return q.execute();
 }
