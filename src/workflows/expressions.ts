@@ -5,6 +5,9 @@
  * - time: JSONata's own guardrail checks the clock at every evaluation step;
  * - recursion: the same guardrail caps the evaluation depth;
  * - size: the result is measured as JSON before it is kept;
+ * - the event loop: JSONata evaluates through promises that resolve at once, which would
+ *   starve timers and sockets for the whole evaluation; every few milliseconds of
+ *   evaluation yield to the event loop, so HTTP and heartbeats go on beside a long one;
  * - what no guardrail can interrupt (a regular expression that backtracks for ever, one
  *   huge allocation) is refused when the workflow is saved: regexes with nested
  *   quantifiers, and $pad widths beyond a bound at run time.
@@ -65,6 +68,19 @@ const boundedPad = (str: unknown, width: number, char?: string) => {
   return width < 0 ? padding + s : s + padding;
 };
 
+// Counted across every evaluation of the process: the event loop is shared.
+let steps = 0;
+let lastYield = Date.now();
+const YIELD_EVERY_MS = 10;
+
+async function maybeYield(): Promise<void> {
+  if ((++steps & 1023) !== 0) return;
+  const now = Date.now();
+  if (now - lastYield < YIELD_EVERY_MS) return;
+  await new Promise((resolve) => setImmediate(resolve));
+  lastYield = Date.now();
+}
+
 /** Compiles an expression or explains why it cannot be used; the reason is for a 422. */
 export function compileExpression(text: string): { ok: true; compiled: Compiled } | { ok: false; reason: string } {
   if (text.length > EXPRESSION_LIMITS.maxLength) return { ok: false, reason: `is longer than ${EXPRESSION_LIMITS.maxLength} characters` };
@@ -74,6 +90,7 @@ export function compileExpression(text: string): { ok: true; compiled: Compiled 
     // The options (timeout, stack) are JSONata's guardrail, checked at every evaluation step.
     compiled = jsonata(text, { timeout: EXPRESSION_LIMITS.timeoutMs, stack: EXPRESSION_LIMITS.maxDepth } as never);
     compiled.registerFunction('pad', boundedPad, '<x-ns?:s>');
+    compiled.assign(Symbol.for('jsonata.__evaluate_entry') as never, maybeYield);
   } catch (err) {
     return { ok: false, reason: `does not compile: ${describe(err)}` };
   }
