@@ -39,7 +39,7 @@ export function startWorker(deps: Deps): Worker {
 
   // Outcomes are recorded in batches, like a group commit: while one statement records
   // some, the outcomes that finish meanwhile wait and go together in the next.
-  let pending: Array<{ id: string; outcome: Outcome; recorded: () => void }> = [];
+  let pending: Array<{ id: string; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
   let recording = false;
   const record = async () => {
     if (recording) return;
@@ -51,11 +51,20 @@ export function startWorker(deps: Deps): Worker {
         try {
           const kept = await finishRuns(deps.db, id, batch, now());
           for (const d of batch) if (!kept.has(d.id)) log.warn({ run: d.id }, 'run finished after its lease was lost; its outcome was not recorded');
+          for (const d of batch) d.recorded();
         } catch (err) {
-          // The outcomes could not be recorded (database gone): the leases run out and the runs are reclaimed.
-          log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes');
+          // The database is out of reach: try again shortly, holding the runs (the heartbeat
+          // keeps their leases while it can). Past the lease they are another worker's to
+          // reclaim, and this outcome is refused then anyway.
+          log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes; retrying');
+          const giveUp = Date.now() + leaseMs;
+          const retry = batch.filter((d) => (d.giveUpAt ??= giveUp) > Date.now() && !stopping);
+          for (const d of batch) if (!retry.includes(d)) d.recorded();
+          if (retry.length > 0) {
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            pending.unshift(...retry);
+          }
         }
-        for (const d of batch) d.recorded();
       }
     } finally {
       recording = false;

@@ -6,12 +6,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
-import { once } from 'node:events';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { AppError, fromPgError, isDatabaseUnavailable } from '../../src/errors.ts';
 import { toAppError } from '../../src/http/render-error.ts';
+import { tcpProxy } from '../helpers/tcp-proxy.ts';
 import { capturingLogger, dataModelDoc, jsonApi, seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
 
 test('errors without a SQLSTATE that mean the database is out of reach are database unavailability', () => {
@@ -38,59 +37,6 @@ test('errors without a SQLSTATE that mean the database is out of reach are datab
   const aborted = Object.assign(new Error('aborted'), { code: 'ECONNRESET', statusCode: 400 });
   assert.equal(toAppError(aborted).code, 'bad_request');
 });
-
-/** A TCP proxy to PostgreSQL that can drop every connection, or stop listening. */
-async function tcpProxy(target: { host: string; port: number }) {
-  const sockets = new Set<net.Socket>();
-  let dropping = false;
-  const server = net.createServer((client) => {
-    if (dropping) {
-      client.destroy();
-      return;
-    }
-    const upstream = net.connect(target.port, target.host);
-    sockets.add(client).add(upstream);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    for (const s of [client, upstream]) {
-      s.on('error', end);
-      s.on('close', end);
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    port,
-    /** Ends every open connection and drops new ones as soon as they are accepted. */
-    cut() {
-      dropping = true;
-      for (const s of sockets) s.destroy();
-    },
-    restore() {
-      dropping = false;
-    },
-    /** Stops listening: new connections are refused (ECONNREFUSED). */
-    async refuse() {
-      this.cut();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-    async listenAgain() {
-      dropping = false;
-      server.listen(port, '127.0.0.1');
-      await once(server, 'listening');
-    },
-    async close() {
-      this.cut();
-      if (server.listening) await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
 
 const POSTGRES = Boolean(process.env.DATABASE_URL);
 const lines: Array<Record<string, unknown>> = [];
