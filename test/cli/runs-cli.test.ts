@@ -43,3 +43,11 @@ it('shows a run with its steps, and replays it', async () => {
   const missing = await cli(['--json', 'runs', 'show', '00000000-0000-7000-8000-000000000000']);
   assert.notEqual(missing.code, 0);
 });
+
+it('tributary worker refuses on PGlite and says why', async () => {
+  const env = { ...process.env, NO_COLOR: '1' };
+  delete env.DATABASE_URL;
+  const r = await runCli(['worker'], env);
+  assert.equal(r.code, 78, r.stdout + r.stderr);
+  assert.match(r.stderr, /DATABASE_URL must be set for `tributary worker`: embedded PGlite belongs to one process/);
+});

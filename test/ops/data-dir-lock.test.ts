@@ -114,7 +114,8 @@ test('tributary serve holds DATA_DIR: a second serve and migrate refuse to start
     await sleep(50);
   }
 
-  for (const args of [['serve'], ['worker'], ['migrate']]) {
+  // `worker` refuses earlier on PGlite, whatever holds the directory (test/cli covers it).
+  for (const args of [['serve'], ['migrate']]) {
     const second = run(args, dataDir);
     assert.equal(second.status, 1, `${args[0]}: ${second.stderr}${second.stdout}`);
     assert.equal(second.stderr, `error: DATA_DIR ${dataDir} is in use by process ${first.pid}; stop that process or set another DATA_DIR\n`);

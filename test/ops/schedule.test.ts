@@ -58,7 +58,7 @@ test('the scheduler sweeps when the schedule comes due, arms the next run, and s
     assert.equal(sweeps.length, 0, 'not before 03:00');
     ctx.mock.timers.tick(1);
     await settle(1);
-    assert.deepEqual(sweeps, [{ sweep: { idempotency_keys_deleted: 0, facts_deleted: 1 } }]);
+    assert.deepEqual(sweeps, [{ sweep: { idempotency_keys_deleted: 0, facts_deleted: 1, delivery_guards_deleted: 0, workflow_runs_deleted: 0 } }]);
     assert.equal(await factCount(t.deps.db, m.id), 0);
 
     // The next run is the next night's.
