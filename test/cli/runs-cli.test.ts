@@ -45,7 +45,7 @@ it('shows a run with its steps, and replays it', async () => {
 });
 
 it('tributary worker refuses on PGlite and says why', async () => {
-  const env = { ...process.env, NO_COLOR: '1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
   delete env.DATABASE_URL;
   const r = await runCli(['worker'], env);
   assert.equal(r.code, 78, r.stdout + r.stderr);
