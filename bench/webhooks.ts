@@ -31,7 +31,8 @@
  * (default 50), BENCH_WORKER_RUNS (default 20000), WORKER_CONCURRENCY and
  * DATABASE_POOL_SIZE (passed to the app; defaults as configured), BENCH_LATENCY_SECONDS
  * (default 20), BENCH_SUSTAIN_SECONDS (default 300), BENCH_SUSTAIN_RATE (deliveries/s in (c);
- * default half the measured worker rate), BENCH_NO_WRITE=1 (print only).
+ * default half the measured worker rate), BENCH_PARTS (default "a,b,c": which of the parts
+ * to run), BENCH_NO_WRITE=1 (print only).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -66,6 +67,7 @@ const LATENCY_SECONDS = intEnv('BENCH_LATENCY_SECONDS', 20, 2, 600);
 const SUSTAIN_SECONDS = intEnv('BENCH_SUSTAIN_SECONDS', 300, 10, 7200);
 const SUSTAIN_RATE = intEnv('BENCH_SUSTAIN_RATE', 0, 0, 100_000);
 const SAMPLE_EVERY_S = 10;
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'a,b,c').split(',').map((x) => x.trim()));
 /** Connections of the fixed-rate phases: plenty for the rate, far fewer than (a)'s. */
 const RATE_CONNECTIONS = 16;
 
@@ -707,9 +709,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
 
     console.log(`\n${detail}\n  load average ${load()}`);
     loads.push(`before (a): ${load()}`);
-    const rows = await ingestion(deps, appUrl, seeded, bare.url, probe);
-    const acc = rows[1]!;
-    notes.push(`(a) Accepted deliveries: ${fmt(acc.rps)}/s, ${pct(acc.ratio)} of the reference (target >= ${TARGET_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${(acc.ratio ?? 0) >= TARGET_RATIO ? 'met' : 'missed'}.`);
+    const rows = PARTS.has('a') ? await ingestion(deps, appUrl, seeded, bare.url, probe) : [];
+    const acc = rows[1];
+    if (acc) notes.push(`(a) Accepted deliveries: ${fmt(acc.rps)}/s, ${pct(acc.ratio)} of the reference (target >= ${TARGET_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${(acc.ratio ?? 0) >= TARGET_RATIO ? 'met' : 'missed'}.`);
     for (const r of rows) if (r.non2xx || r.errors) notes.push(`${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts; its figure is not valid.`);
     await bare.close();
     bare = undefined;
@@ -717,7 +719,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     let worker: WorkerReport | undefined;
     let latency: LatencyReport | undefined;
     let memory: MemoryReport | undefined;
-    if (engine === 'postgres') {
+    if (engine === 'postgres' && PARTS.has('b')) {
       loads.push(`before (b): ${load()}`);
       worker = await workerThroughput(deps, seeded, probe);
       notes.push(`(b) Worker: ${fmt(worker.runsPerS)} runs/s at WORKER_CONCURRENCY=${worker.concurrency} (target >= ${fmt(TARGET_RUNS_PER_S)}): ${worker.runsPerS >= TARGET_RUNS_PER_S ? 'met' : 'missed'}.`);
@@ -726,9 +728,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
       loads.push(`before (b) start delay: ${load()}`);
       latency = await startDelay(deps, appUrl, seeded, rate, probe);
       notes.push(`(b) Start delay at ${fmt(rate)} deliveries/s: p50 ${fmt(latency.startP50, 1)} ms (target <= ${TARGET_START_P50_MS} ms): ${latency.startP50 <= TARGET_START_P50_MS ? 'met' : 'missed'}; p99 ${fmt(latency.startP99, 1)} ms.`);
+    }
+    if (engine === 'postgres' && PARTS.has('c')) {
       // (c) runs against `tributary serve` alone: this process's app and pool are closed first.
       await app.close();
       app = undefined;
+      const rate = worker ? Math.max(10, Math.floor(worker.runsPerS / 2)) : 500;
       const susRate = SUSTAIN_RATE || rate;
       loads.push(`before (c): ${load()}`);
       console.log(`\n  tributary serve (worker on), ${fmt(susRate)} deliveries/s for ${SUSTAIN_SECONDS} s, RSS every ${SAMPLE_EVERY_S} s`);

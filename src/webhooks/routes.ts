@@ -24,6 +24,7 @@ import { isObject } from '../json.ts';
 import { openSecret } from '../secret-box.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
+import { wakeWorkers } from '../worker/wake.ts';
 import { verifyApiKey, verifyStandardWebhook } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
 
@@ -186,7 +187,6 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
       identity.key,
       new Date(now),
       new Date(now - deps.config.deliveryGuardDays * 86_400_000),
-      deps.engine === 'postgres',
     );
   } catch (err) {
     // Whatever keeps the statement from committing, the delivery is not accepted: the sender
@@ -194,7 +194,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
   if (runId === undefined) return reply.code(202).send({ status: 'duplicate' });
-  deps.queueSignal.wake();
+  wakeWorkers(deps);
   return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
 }
 

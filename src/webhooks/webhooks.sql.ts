@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
-import type { Db } from '../db/connect.ts';
-import { loadAccountWithRows, type AccountRow } from '../auth/auth.sql.ts';
+import { CompiledQuery } from 'kysely';
+import { preferPrepared, type Db } from '../db/connect.ts';
+import { loadAccountWithCompiledRow, withAccountStatement, type AccountRow } from '../auth/auth.sql.ts';
+import { compileOnce, slot, type CompiledOnce } from '../db/compiled.ts';
 
 /** The trigger of a token hash with what a delivery needs: its workflow and inbound connector. */
 function triggerQuery(db: Db, tokenHash: string) {
@@ -33,10 +34,13 @@ export interface TriggerRow {
   connector_config: Record<string, unknown> | null;
 }
 
-/** The caller's account and the trigger of the token, in one statement. */
+let byToken: CompiledOnce | undefined;
+
+/** The caller's account and the trigger of the token, in one statement compiled once (it runs on every delivery). */
 export async function loadAccountAndTrigger(db: Db, accountId: string, tokenHash: string): Promise<{ account: AccountRow | undefined; trigger: TriggerRow | undefined }> {
-  const { account, rows } = await loadAccountWithRows(db, accountId, triggerQuery(db, tokenHash));
-  return { account, trigger: rows[0] as TriggerRow | undefined };
+  byToken ??= compileOnce(withAccountStatement(db, triggerQuery(db, slot('tokenHash'))));
+  const { account, row } = await loadAccountWithCompiledRow(db, byToken, { accountId, tokenHash });
+  return { account, trigger: row as TriggerRow | undefined };
 }
 
 export interface NewRun {
@@ -56,24 +60,27 @@ export interface NewRun {
  * The guard and the run in one statement (so one commit): the run is inserted only when
  * the guard's insert took, i.e. when no unexpired guard of the same (organization,
  * identity) exists. The unique key decides between concurrent identical deliveries; an
- * expired guard is taken over in place. On PostgreSQL the statement also notifies idle
- * workers of other processes (delivered at commit).
+ * expired guard is taken over in place. (No NOTIFY here: see worker/wake.ts.)
  * Returns the run's id, or undefined for a duplicate.
  */
-export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now: Date, guardCutoff: Date, notify: boolean): Promise<string | undefined> {
-  const result = await sql<{ id: string }>`
-    with g as (
-      insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
-      values (${run.organizationId}, ${guardKey}, ${run.id}, ${now})
-      on conflict (organization_id, delivery_key) do update set run_id = excluded.run_id, inserted_at = excluded.inserted_at
-        where delivery_guards.inserted_at < ${guardCutoff}
-      returning run_id
-    ), r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at)
-      select g.run_id, ${run.organizationId}, ${run.workspaceId}, ${run.workflowId}, ${run.workflowVersion}, ${run.triggerKey}, ${run.deliveryId}, ${run.payloadJson}::jsonb, ${run.maxAttempts}, ${now}, ${now}, ${now}
-      from g
-      returning id
-    )
-    select id${notify ? sql`, pg_notify('tributary_runs', '')` : sql``} from r`.execute(db);
+const ACCEPT = `
+  with g as (
+    insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
+    values ($1, $2, $3, $4)
+    on conflict (organization_id, delivery_key) do update set run_id = excluded.run_id, inserted_at = excluded.inserted_at
+      where delivery_guards.inserted_at < $5
+    returning run_id
+  ), r as (
+    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at)
+    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4
+    from g
+    returning id
+  )
+  select id from r`;
+
+export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now: Date, guardCutoff: Date): Promise<string | undefined> {
+  preferPrepared(ACCEPT);
+  const params = [run.organizationId, guardKey, run.id, now, guardCutoff, run.workspaceId, run.workflowId, run.workflowVersion, run.triggerKey, run.deliveryId, run.payloadJson, run.maxAttempts];
+  const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;
 }

@@ -12,7 +12,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
-import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
+import { claimRuns, finishRuns, heartbeat, NOTIFY_CHANNEL, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { executeRun } from './steps.ts';
 
 export interface Worker {
@@ -22,7 +22,6 @@ export interface Worker {
   inFlight(): number;
 }
 
-export const NOTIFY_CHANNEL = 'tributary_runs';
 
 export function startWorker(deps: Deps): Worker {
   const { config, log } = deps;

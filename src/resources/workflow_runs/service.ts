@@ -3,15 +3,16 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
+import { wakeWorkers } from '../../worker/wake.ts';
 import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
 import { RUN_STATUSES } from './resource.ts';
 
 export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string): Promise<Record<string, any>> {
   const row = isUuid(runId)
-    ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts, deps.engine === 'postgres')
+    ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts)
     : undefined;
   if (!row) throw new AppError('not_found', 'No workflow_run with this id');
-  deps.queueSignal.wake();
+  wakeWorkers(deps);
   return row;
 }
 

@@ -6,7 +6,7 @@ import type { Db } from '../../db/connect.ts';
  * original must be a run of the workspace. Returns the new row, or undefined when there
  * is no such run.
  */
-export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number, notify: boolean) {
+export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number) {
   const result = await sql<Record<string, any>>`
     with r as (
       insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, run_at, inserted_at, updated_at)
@@ -14,10 +14,8 @@ export async function insertReplay(db: Db, workspaceId: string, originalId: stri
       from workflow_runs as o where o.workspace_id = ${workspaceId} and o.id = ${originalId}
       returning *
     )
-    select r.*${notify ? sql`, pg_notify('tributary_runs', '') as notified` : sql``} from r`.execute(db);
-  const row = result.rows[0];
-  if (row) delete row.notified;
-  return row;
+    select * from r`.execute(db);
+  return result.rows[0];
 }
 
 /** The public columns of a run (never its lease or queue columns). */

@@ -1,0 +1,39 @@
+/**
+ * Telling workers that a run is ready: this process's worker at once (the queue signal),
+ * and on PostgreSQL the idle workers of other processes by NOTIFY.
+ *
+ * The NOTIFY is a statement of its own after the run has committed, with at most one in
+ * flight per process (wakes meanwhile are folded into one more). PostgreSQL serializes
+ * the commits of notifying transactions under a database-wide lock, so a NOTIFY inside
+ * every accepting transaction would put all deliveries' commits in single file.
+ */
+import type { Deps } from '../deps.ts';
+import { notifyWorkers } from './queue.sql.ts';
+
+const notifying = new WeakMap<object, { again: boolean }>();
+
+export function wakeWorkers(deps: Pick<Deps, 'db' | 'engine' | 'queueSignal'>): void {
+  deps.queueSignal.wake();
+  if (deps.engine !== 'postgres') return;
+  const inFlight = notifying.get(deps.queueSignal);
+  if (inFlight) {
+    inFlight.again = true;
+    return;
+  }
+  const state = { again: false };
+  notifying.set(deps.queueSignal, state);
+  const send = (): void => {
+    // A lost NOTIFY costs latency, not runs: workers also poll.
+    notifyWorkers(deps.db)
+      .catch(() => undefined)
+      .finally(() => {
+        if (state.again) {
+          state.again = false;
+          send();
+        } else {
+          notifying.delete(deps.queueSignal);
+        }
+      });
+  };
+  send();
+}
