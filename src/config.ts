@@ -40,6 +40,8 @@ export interface Config {
   readonly worker: boolean;
   /** Connector base_urls may point at loopback, private, link-local or metadata addresses (ALLOW_PRIVATE_EGRESS). */
   readonly allowPrivateEgress: boolean;
+  /** Largest OpenAPI document an api_spec takes, in bytes (API_SPEC_MAX_BYTES). */
+  readonly apiSpecMaxBytes: number;
   /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
   readonly sweepCron: string;
   /** Largest webhook delivery body (WEBHOOK_MAX_BODY_BYTES). */
@@ -161,6 +163,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
     worker: bool(env, 'WORKER', true),
     allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),
+    apiSpecMaxBytes: int(env, 'API_SPEC_MAX_BYTES', 4 * 1_048_576, 1024, 32 * 1_048_576),
     sweepCron: cronExpression(env, 'SWEEP_CRON', '0 3 * * *'),
     webhookMaxBodyBytes: int(env, 'WEBHOOK_MAX_BODY_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     webhookRateLimit: Object.freeze({

@@ -11,6 +11,7 @@ import * as m0003 from './migrations/0003_fact_current_reads.ts';
 import * as m0004 from './migrations/0004_timestamptz_or_null.ts';
 import * as m0005 from './migrations/0005_external_connectors.ts';
 import * as m0006 from './migrations/0006_workflows.ts';
+import * as m0007 from './migrations/0007_api_specs.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '0004_timestamptz_or_null': m0004,
   '0005_external_connectors': m0005,
   '0006_workflows': m0006,
+  '0007_api_specs': m0007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -192,6 +192,26 @@ export interface ExternalConnectorTable {
   updated_at: Timestamp;
 }
 
+/** An uploaded OpenAPI/Swagger document and what the service derived from it (openapi/normalize.ts). */
+export interface ApiSpecTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  name: string;
+  format: 'json' | 'yaml';
+  raw_document: string;
+  external_connector_id: string | null;
+  openapi_version: string | null;
+  title: string | null;
+  version: string | null;
+  servers: Json<Array<{ url: string; description: string | null }>>;
+  security_schemes: Json<Record<string, unknown>>;
+  operations: Json<unknown[]>;
+  provider_slug: string | null;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 /** A step of a workflow definition, as saved: `config` was checked for its type. */
 export interface WorkflowStep {
   key: string;
@@ -303,6 +323,7 @@ export interface DB {
   data_model_fields: DataModelFieldTable;
   dashboard_widgets: DashboardWidgetTable;
   external_connectors: ExternalConnectorTable;
+  api_specs: ApiSpecTable;
   idempotency_keys: IdempotencyKeyTable;
   instance_secrets: InstanceSecretTable;
   workflows: WorkflowTable;

@@ -16,6 +16,9 @@ import { workflowType } from './workflows/resource.ts';
 import { builderStateInput, saveBuilderState } from './workflows/service.ts';
 import { workflowRunType } from './workflow_runs/resource.ts';
 import { replayRun } from './workflow_runs/service.ts';
+import { apiSpecType } from './api_specs/resource.ts';
+import { apiSpecInput, createApiSpec, patchApiSpec } from './api_specs/service.ts';
+import { providerRoutes } from '../providers/routes.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApi(deps: Deps): SurfaceSpec {
@@ -29,6 +32,15 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       create: (db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions),
       update: (db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions),
     });
+    const specOptions = { allowPrivateEgress: deps.config.allowPrivateEgress, maxBytes: deps.config.apiSpecMaxBytes };
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {
+      input: apiSpecInput(deps.config.apiSpecMaxBytes),
+      create: (db, principal, attrs) => createApiSpec(db, principal, attrs, specOptions),
+      update: (db, principal, existing, attrs) => patchApiSpec(db, principal, existing, attrs, specOptions),
+      // The document travels JSON-escaped inside a JSON:API document: room for its escapes.
+      bodyLimit: Math.max(deps.config.bodyLimitBytes, 2 * deps.config.apiSpecMaxBytes + 65_536),
+    });
+    providerRoutes(scope);
 
     // The whole graph in one save; new triggers' tokens are shown this once, in meta.
     scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions, async (request, reply) => {

@@ -14,5 +14,6 @@ import { workspaceType } from './workspaces/resource.ts';
 import { externalConnectorType } from './external_connectors/resource.ts';
 import { workflowType } from './workflows/resource.ts';
 import { workflowRunType } from './workflow_runs/resource.ts';
+import { apiSpecType } from './api_specs/resource.ts';
 
-export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType, externalConnectorType, workflowType, workflowRunType]);
+export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType, externalConnectorType, workflowType, workflowRunType, apiSpecType]);

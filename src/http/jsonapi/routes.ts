@@ -149,30 +149,40 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
   });
 }
 
+/**
+ * A write handler may set this on the row it returns: the response document's `meta`
+ * (an api_spec update reports what changed in its operations).
+ */
+export const DOCUMENT_META = Symbol('document meta');
+
 export interface WriteHandlers {
   /** Writable attributes: the create rules; on update every attribute is optional. */
   input: InputSchema;
   create(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<Record<string, any>>;
   update(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Record<string, any>>;
+  /** The routes' body limit when the type takes larger documents than the default. */
+  bodyLimit?: number;
 }
 
 /** POST (201 with Location) and PATCH for a writable type; Idempotency-Key applies to both. */
 export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType, handlers: WriteHandlers): void {
   const path = `${API_PREFIX}/${type.path}`;
-  app.post(path, writeOptions, async (request, reply) => {
+  const options = handlers.bodyLimit === undefined ? writeOptions : { ...writeOptions, bodyLimit: handlers.bodyLimit };
+  const meta = (row: Record<string, any>) => (row[DOCUMENT_META as never] === undefined ? {} : { meta: row[DOCUMENT_META as never] as Record<string, unknown> });
+  app.post(path, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);
     const attrs = readAttributes(request.body, { type: type.type, relationships: type.relationships }, handlers.input);
     const row = await handlers.create(deps.db, request.principal!, attrs);
     reply.header('location', `${path}/${row.id}`);
-    return sendDocument(reply, 201, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
+    return sendDocument(reply, 201, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(row) }));
   });
-  app.patch(`${path}/:id`, writeOptions, async (request, reply) => {
+  app.patch(`${path}/:id`, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);
     const existing = await findOr404(deps.db, type, request.principal!, (request.params as { id: string }).id);
     const read = resourceObject(type, existing, undefined);
     const current = { ...(read.attributes as object), ...(read.relationships as object | undefined) };
     const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id), relationships: type.relationships, current }, handlers.input);
     const row = await handlers.update(deps.db, request.principal!, existing, attrs);
-    return sendDocument(reply, 200, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` } }));
+    return sendDocument(reply, 200, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(row) }));
   });
 }

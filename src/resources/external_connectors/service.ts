@@ -17,10 +17,15 @@ import type { Updateable } from 'kysely';
 import { SLUG_RE, checkOrganization } from '../data_models/service.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
 import { insertConnector, updateConnector } from './external-connectors.sql.ts';
+import { insertApiSpec } from '../api_specs/api-specs.sql.ts';
+import { importSpec } from '../../openapi/import.ts';
+import { newSpecRow } from '../api_specs/service.ts';
+import { findProvider } from '../../providers/catalog.ts';
 
 export const connectorInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },
-  auth_type: { kind: 'enum', required: true, values: AUTH_TYPES },
+  // Required unless a bundled provider_slug supplies it.
+  auth_type: { kind: 'enum', values: AUTH_TYPES },
   type: { kind: 'enum', nullable: true, values: CONNECTOR_TYPES },
   direction: { kind: 'enum', nullable: true, values: DIRECTIONS },
   config: { kind: 'object', nullable: true, maxBytes: 16_384 },
@@ -58,22 +63,43 @@ function checkConfig(config: unknown, opts: ConnectorWriteOptions): string | nul
 
 const sealed = (opts: ConnectorWriteOptions, secret: unknown) => (secret === null || secret === undefined || secret === '' ? null : sealSecret(opts.key, secret as string));
 
+/**
+ * Creates a connector. With the slug of a bundled provider, the provider's settings fill
+ * what the input leaves out (its config under the given one) and the provider's
+ * specification is installed as an api_spec attached to the connector, in one transaction.
+ * Any other slug is only a tag.
+ */
 export async function createConnector(db: Db, principal: Principal, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
   requireRole(principal, ['admin', 'owner'], 'Only an admin or owner may create external connectors');
   checkOrganization(principal, attrs.organization_id);
+  const slug = (attrs.provider_slug as string | null | undefined) ?? null;
+  const provider = slug === null ? undefined : findProvider(slug);
+  const given = attrs.config === undefined || attrs.config === null ? undefined : (attrs.config as Record<string, unknown>);
+  const config = provider ? { ...provider.connector.config, ...given } : attrs.config;
+  const authType = (attrs.auth_type as ExternalConnectorTable['auth_type'] | undefined) ?? provider?.connector.auth_type;
+  if (authType === undefined) throw invalidAt('/data/attributes/auth_type', 'auth_type is required');
+  const row = {
+    id: uuidv7(),
+    organization_id: principal.organizationId,
+    workspace_id: principal.workspaceId,
+    name: attrs.name as string,
+    auth_type: authType,
+    type: (attrs.type as ExternalConnectorTable['type'] | undefined) ?? provider?.connector.type ?? null,
+    direction: (attrs.direction as ExternalConnectorTable['direction'] | undefined) ?? provider?.connector.direction ?? null,
+    config: checkConfig(config, opts),
+    description: (attrs.description as string | null | undefined) ?? provider?.description ?? null,
+    provider_slug: slug,
+    secret_ciphertext: sealed(opts, attrs.secret),
+  };
+  // The document is read before the transaction: it is work for the CPU, not the database.
+  const spec = provider ? await importSpec(provider.spec.text, provider.spec.format, { allowPrivateEgress: opts.allowPrivateEgress }) : undefined;
   try {
-    return await insertConnector(db, {
-      id: uuidv7(),
-      organization_id: principal.organizationId,
-      workspace_id: principal.workspaceId,
-      name: attrs.name as string,
-      auth_type: attrs.auth_type as ExternalConnectorTable['auth_type'],
-      type: (attrs.type as ExternalConnectorTable['type'] | undefined) ?? null,
-      direction: (attrs.direction as ExternalConnectorTable['direction'] | undefined) ?? null,
-      config: checkConfig(attrs.config, opts),
-      description: (attrs.description as string | null | undefined) ?? null,
-      provider_slug: (attrs.provider_slug as string | null | undefined) ?? null,
-      secret_ciphertext: sealed(opts, attrs.secret),
+    if (!provider || !spec) return await insertConnector(db, row);
+    return await db.transaction().execute(async (trx) => {
+      const connector = await insertConnector(trx, row);
+      const doc = { name: provider.name, format: provider.spec.format, text: provider.spec.text, connectorId: connector.id, providerSlug: provider.slug };
+      await insertApiSpec(trx, newSpecRow(principal, doc, spec));
+      return connector;
     });
   } catch (err) {
     throw fromPgError(err);
