@@ -3,6 +3,7 @@
  * argument. Built once by main.ts (or by a test), torn down by closeDeps.
  */
 import type { Logger } from 'pino';
+import { connectorRuntime, type ConnectorRuntime } from './connectors/runtime.ts';
 import type { Config } from './config.ts';
 import { createDb, type Db } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
@@ -33,6 +34,8 @@ export interface Deps {
   draining: { value: boolean };
   /** Tells this process's worker that runs were queued, so it claims them at once. */
   queueSignal: QueueSignal;
+  /** Outbound calls through connectors: one HTTP pool, token cache and rate counter per process. */
+  connectors: ConnectorRuntime;
 }
 
 export interface QueueSignal {
@@ -80,7 +83,8 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     const connectorKey = await instanceSecret(db, 'connector_encryption_key');
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal() };
+    const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;
@@ -88,6 +92,7 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  await deps.connectors.close().catch(() => undefined);
   await deps.limiter.close();
   await deps.db.destroy();
 }

@@ -12,6 +12,7 @@ import * as m0004 from './migrations/0004_timestamptz_or_null.ts';
 import * as m0005 from './migrations/0005_external_connectors.ts';
 import * as m0006 from './migrations/0006_workflows.ts';
 import * as m0007 from './migrations/0007_api_specs.ts';
+import * as m0008 from './migrations/0008_rate_windows.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '0005_external_connectors': m0005,
   '0006_workflows': m0006,
   '0007_api_specs': m0007,
+  '0008_rate_windows': m0008,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -212,6 +212,13 @@ export interface ApiSpecTable {
   updated_at: Timestamp;
 }
 
+/** One fixed window of a shared counter (connectors/rate.ts). */
+export interface RateWindowTable {
+  key: string;
+  window_start: string;
+  count: number;
+}
+
 /** A step of a workflow definition, as saved: `config` was checked for its type. */
 export interface WorkflowStep {
   key: string;
@@ -324,6 +331,7 @@ export interface DB {
   dashboard_widgets: DashboardWidgetTable;
   external_connectors: ExternalConnectorTable;
   api_specs: ApiSpecTable;
+  rate_windows: RateWindowTable;
   idempotency_keys: IdempotencyKeyTable;
   instance_secrets: InstanceSecretTable;
   workflows: WorkflowTable;

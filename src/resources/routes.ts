@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
+import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
+import { requireRole } from '../auth/principal.ts';
+import { AppError } from '../errors.ts';
+import { verifyConnector } from '../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from '../http/jsonapi/document.ts';
 import { readAttributes } from '../http/jsonapi/input.ts';
 import { jsonApiSurface } from '../http/jsonapi/surface.ts';
@@ -41,6 +44,18 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       bodyLimit: Math.max(deps.config.bodyLimitBytes, 2 * deps.config.apiSpecMaxBytes + 65_536),
     });
     providerRoutes(scope);
+
+    // A cheap call through the driver; the connector becomes verified or failing.
+    scope.post(`${API_PREFIX}/external_connectors/:id/verify`, writeOptions, async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, externalConnectorType, false);
+      const principal = request.principal!;
+      const existing = await findOr404(deps.db, externalConnectorType, principal, (request.params as { id: string }).id);
+      requireRole(principal, ['admin', 'owner'], 'Only an admin or owner may verify external connectors');
+      const row = await verifyConnector(deps.connectors, deps.db, principal.workspaceId, existing.id, deps.clock);
+      if (!row) throw new AppError('not_found', 'No external_connector with this id');
+      const self = `${API_PREFIX}/external_connectors/${row.id}`;
+      return sendDocument(reply, 200, await buildDocument(deps.db, RESOURCE_TYPES, principal, externalConnectorType, row, q, { links: { self } }));
+    });
 
     // The whole graph in one save; new triggers' tokens are shown this once, in meta.
     scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions, async (request, reply) => {

@@ -16,6 +16,11 @@ import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts } from '../facts/write.ts';
 import { evaluateExpression, ExpressionError } from '../workflows/expressions.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
+import { ConnectorConfigError, ProviderUnavailable } from '../connectors/auth.ts';
+import { loadConnector } from '../connectors/connectors.sql.ts';
+import { EgressRefused } from '../connectors/http.ts';
+import { buildCall, operationOf, RequestProblem } from '../connectors/operations.ts';
+import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -41,6 +46,8 @@ export function truthy(v: unknown): boolean {
 export interface StepEnv {
   db: Db;
   clock: () => number;
+  /** Outbound calls (http_request); absent where no step calls out. */
+  connectors?: ConnectorRuntime;
 }
 
 interface Context {
@@ -103,6 +110,71 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, 
   return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
 }
 
+/** A step's computed parameter or header: a string, number or boolean, as text; nothing leaves it out. */
+async function scalars(expressions: Record<string, string> | undefined, input: unknown, what: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [name, expression] of Object.entries(expressions ?? {})) {
+    const v = await evaluate(expression, input);
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw new PermanentStepError(`${what}.${name} must be a string, number or boolean; the expression gave ${Array.isArray(v) ? 'an array' : typeof v}`);
+    const text = String(v);
+    if (/[\r\n\0]/.test(text)) throw new PermanentStepError(`${what}.${name} must not hold line breaks or NUL`);
+    out[name] = text;
+  }
+  return out;
+}
+
+/** Seconds or an HTTP date, as milliseconds from now. */
+export function retryAfterMs(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+// Network failures a later attempt may not meet.
+const NETWORK = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT|UND_ERR_SOCKET|UND_ERR_CLOSED)$/;
+
+const excerpt = (body: unknown) => {
+  const text = typeof body === 'string' ? body : JSON.stringify(body) ?? '';
+  return text.length > 300 ? `${text.slice(0, 300)}...` : text;
+};
+
+async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context): Promise<unknown> {
+  const c = step.config as { connector_id: string; operation_ref?: string; method?: string; path?: string; params?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string };
+  if (!env.connectors) throw new PermanentStepError('This worker cannot call out');
+  const row = await loadConnector(env.db, run.workspace_id, c.connector_id);
+  if (!row) throw new PermanentStepError('The connector of this step no longer exists in the workspace');
+  if (row.type !== null && row.type !== 'http') throw new PermanentStepError(`http_request calls http connectors; this one is ${row.type}`);
+  let target: Parameters<typeof buildCall>[0];
+  if (c.operation_ref !== undefined) {
+    const operation = operationOf(row.operations, c.operation_ref);
+    if (!operation) throw new PermanentStepError(`${c.operation_ref} is not an operation of the connector's specification (any more)`);
+    target = { operation };
+  } else target = { method: c.method!, path: c.path! };
+  const parts = {
+    params: await scalars(c.params, ctx, 'params'),
+    query: await scalars(c.query, ctx, 'query'),
+    headers: await scalars(c.headers, ctx, 'headers'),
+    body: c.body === undefined ? undefined : await evaluate(c.body, ctx),
+  };
+  let res;
+  try {
+    res = await callHttp(env.connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
+  } catch (err) {
+    if (err instanceof RequestProblem || err instanceof ConnectorConfigError || err instanceof EgressRefused) throw new PermanentStepError(err.message);
+    if (err instanceof ProviderUnavailable) throw err;
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK.test(code)) throw new ProviderUnavailable(`The provider could not be reached (${code})`);
+    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw new PermanentStepError('The provider answered with more than the response size limit');
+    throw new ProviderUnavailable(`The call failed: ${(err as Error).message?.slice(0, 200) ?? 'unknown error'}`);
+  }
+  if (res.status === 429 || res.status >= 500) throw new ProviderUnavailable(`The provider answered ${res.status}`, retryAfterMs(res.headers['retry-after'], env.clock()));
+  if (res.status >= 400) throw new PermanentStepError(`The provider answered ${res.status}: ${excerpt(res.body)}`);
+  const { 'set-cookie': _cookie, ...headers } = res.headers;
+  return { status: res.status, headers, body: res.body };
+}
+
 /** Delay before attempt `attempt + 1`: doubling from `baseMs`, capped at 5 minutes, with full jitter on its upper half. */
 export function backoffMs(attempt: number, baseMs: number, random: () => number = Math.random): number {
   const capped = Math.min(5 * 60_000, baseMs * 2 ** Math.max(0, attempt - 1));
@@ -131,6 +203,9 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
         case 'write_fact':
           output = await writeFactStep(env, run, step, ctx);
           break;
+        case 'http_request':
+          output = await httpRequestStep(env, run, step, ctx);
+          break;
         default:
           throw new PermanentStepError(`Steps of type ${step.type} cannot run in this release`);
       }
@@ -142,12 +217,21 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
       }
     } catch (err) {
       const permanent = !isTransient(err);
-      const message = err instanceof PermanentStepError ? err.message : isDatabaseUnavailable(err) ? 'The database was unavailable' : permanent ? 'The step failed unexpectedly' : 'The database refused the step for now';
+      const message =
+        err instanceof PermanentStepError || err instanceof ProviderUnavailable
+          ? err.message
+          : isDatabaseUnavailable(err)
+            ? 'The database was unavailable'
+            : permanent
+              ? 'The step failed unexpectedly'
+              : 'The database refused the step for now';
       records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: message });
       skipRest(i + 1);
       const error = `Step ${step.key} failed: ${message}`;
       if (permanent || run.attempt >= run.max_attempts) return { status: 'failed', steps: records, error };
-      return { status: 'retrying', steps: records, error, runAt: new Date(env.clock() + backoffMs(run.attempt, retryBaseMs)) };
+      // A provider's Retry-After is honoured when it asks for longer than the backoff (up to an hour).
+      const wait = Math.max(backoffMs(run.attempt, retryBaseMs), Math.min(3_600_000, err instanceof ProviderUnavailable ? (err.retryAfterMs ?? 0) : 0));
+      return { status: 'retrying', steps: records, error, runAt: new Date(env.clock() + wait) };
     }
   }
   return { status: 'succeeded', steps: records, error: null };
@@ -156,6 +240,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
 /** Errors a later attempt may not meet: the database unreachable, busy or in conflict. */
 export function isTransient(err: unknown): boolean {
   if (err instanceof PermanentStepError) return false;
+  if (err instanceof ProviderUnavailable) return true;
   if (isDatabaseUnavailable(err)) return true;
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(40001|40P01|55P03|57014|53\d{3}|08\w{3})$/.test(code);

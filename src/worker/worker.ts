@@ -73,7 +73,7 @@ export function startWorker(deps: Deps): Worker {
   const execute = async (run: ClaimedRun) => {
     let outcome: Outcome;
     try {
-      outcome = await executeRun({ db: deps.db, clock: deps.clock }, run, config.runRetryBaseMs);
+      outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors }, run, config.runRetryBaseMs);
     } catch (err) {
       log.error({ run: run.id, err }, 'workflow run failed unexpectedly');
       return;

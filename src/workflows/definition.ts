@@ -122,8 +122,73 @@ function readStepConfig(type: WorkflowStep['type'], config: Record<string, unkno
       return out;
     }
     case 'http_request':
-      throw invalidAt(`${at.slice(0, -'/config'.length)}/type`, 'http_request steps are not available yet: connectors have no drivers in this release');
+      return readHttpRequest(config, at);
   }
+}
+
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
+/** Set by the connector or the transport, never by a step. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'authorization', 'cookie', 'te', 'upgrade', 'proxy-authorization', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
+export const PATH_PARAM = /\{([A-Za-z0-9_.-]{1,64})\}/g;
+
+function expressionMap(config: Record<string, unknown>, name: string, at: string, headers = false): Record<string, string> | undefined {
+  const v = config[name];
+  if (v === undefined || v === null) return undefined;
+  if (!isObject(v)) throw invalidAt(`${at}/${name}`, `${name} must be an object of name: expression`);
+  const entries = Object.keys(v);
+  if (entries.length > WORKFLOW_LIMITS.maxMappingFields) throw invalidAt(`${at}/${name}`, `${name} may name at most ${WORKFLOW_LIMITS.maxMappingFields} members`);
+  const out: Record<string, string> = {};
+  for (const k of entries) {
+    const kat = `${at}/${name}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (k === '' || k.length > 128) throw invalidAt(kat, `a name in ${name} must be 1-128 characters`);
+    if (headers && (!HEADER_NAME.test(k) || RESERVED_HEADERS.has(k.toLowerCase()))) {
+      throw invalidAt(kat, `${quoteName(k)} cannot be set by a step (an HTTP header name other than ${[...RESERVED_HEADERS].join(', ')})`);
+    }
+    out[k] = expression(v, k, `${at}/${name}`, true)!;
+  }
+  return out;
+}
+
+/**
+ * http_request: {connector_id, operation_ref | method + path, params?, query?, headers?,
+ * body?}. params, query and headers are objects of name: expression; body one expression.
+ * With operation_ref, params go where the operation declares them (path, query, header);
+ * with method + path, params fill the path's {name} placeholders.
+ */
+function readHttpRequest(config: Record<string, unknown>, at: string): Record<string, unknown> {
+  onlyMembers(config, ['connector_id', 'operation_ref', 'method', 'path', 'params', 'query', 'headers', 'body'], at, "an http_request step's config");
+  if (!isUuid(config.connector_id)) throw invalidAt(`${at}/connector_id`, 'connector_id must be the id of an outbound connector');
+  const out: Record<string, unknown> = { connector_id: (config.connector_id as string).toLowerCase() };
+  const hasRef = config.operation_ref !== undefined && config.operation_ref !== null;
+  const hasPath = config.method !== undefined || config.path !== undefined;
+  if (hasRef === hasPath) throw invalidAt(at, 'an http_request step needs either operation_ref or method and path');
+  if (hasRef) {
+    const ref = text(config, 'operation_ref', at, { required: true, max: 300 })!;
+    out.operation_ref = ref;
+  } else {
+    const method = typeof config.method === 'string' ? config.method.toUpperCase() : undefined;
+    if (method === undefined || !(HTTP_METHODS as readonly string[]).includes(method)) throw invalidAt(`${at}/method`, `method must be one of ${HTTP_METHODS.join(', ')}`);
+    const path = text(config, 'path', at, { required: true, max: 2000 })!;
+    if (!path.startsWith('/') || path.startsWith('//') || /[\s#]/.test(path)) throw invalidAt(`${at}/path`, 'path must start with / (one), relative to the connector base URL, without spaces or #');
+    out.method = method;
+    out.path = path;
+  }
+  const params = expressionMap(config, 'params', at);
+  const query = expressionMap(config, 'query', at);
+  const headers = expressionMap(config, 'headers', at, true);
+  if (!hasRef) {
+    for (const m of (out.path as string).matchAll(PATH_PARAM)) {
+      if (params?.[m[1]!] === undefined) throw invalidAt(`${at}/params`, `the path names {${m[1]}}: params must give it`);
+    }
+  }
+  if (params) out.params = params;
+  if (query) out.query = query;
+  if (headers) out.headers = headers;
+  const body = expression(config, 'body', at, false);
+  if (body !== null) out.body = body;
+  return out;
 }
 
 function readSteps(v: unknown): WorkflowStep[] {

@@ -20,6 +20,7 @@ import { checkOrganization } from '../data_models/service.ts';
 import { loadModels, type DataModelWithFields } from '../data_models/with-fields.sql.ts';
 import { readDefinition, type Definition } from '../../workflows/definition.ts';
 import * as q from './workflows.sql.ts';
+import { operationOf } from '../../connectors/operations.ts';
 
 export const builderStateInput: InputSchema = {
   is_new_version: { kind: 'boolean', required: true },
@@ -54,6 +55,7 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
       }
     }
   });
+  await checkHttpSteps(trx, principal, def);
   const accounts = await q.activeAccounts(trx, principal.workspaceId, [...new Set(def.triggers.map((t) => t.service_account_id))]);
   const connectors = await q.inboundConnectors(trx, principal.workspaceId, [...new Set(def.triggers.flatMap((t) => (t.inbound_connector_id ? [t.inbound_connector_id] : [])))]);
   for (const t of def.triggers) {
@@ -62,6 +64,33 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
     if (t.inbound_connector_id !== null && !connectors.has(t.inbound_connector_id)) throw invalidAt(`${at}/inbound_connector_id`, 'inbound_connector_id must name an inbound connector of this workspace');
     if (t.id !== null && !existingTriggerIds.has(t.id)) throw invalidAt(`${at}/id`, 'id must be the id of a trigger of this workflow (leave it out for a new trigger)');
   }
+}
+
+/**
+ * http_request steps: the connector is an outbound http connector of the workspace; an
+ * operation_ref names an operation of its attached specification, and every required
+ * parameter of that operation is given in params.
+ */
+async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): Promise<void> {
+  const ids = [...new Set(def.steps.filter((s) => s.type === 'http_request').map((s) => s.config.connector_id as string))];
+  const connectors = await q.outboundConnectors(trx, principal.workspaceId, ids);
+  def.steps.forEach((step, i) => {
+    if (step.type !== 'http_request') return;
+    const at = `${AT}/step_params/${i}/config`;
+    const c = connectors.get(step.config.connector_id as string);
+    if (!c) throw invalidAt(`${at}/connector_id`, 'connector_id must name an outbound connector of this workspace');
+    if (c.type !== null && c.type !== 'http') throw invalidAt(`${at}/connector_id`, `http_request calls http connectors; this one is ${c.type}`);
+    const ref = step.config.operation_ref as string | undefined;
+    if (ref === undefined) return;
+    const op = operationOf(c.operations, ref);
+    if (!op) throw invalidAt(`${at}/operation_ref`, c.operations ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification` : "the connector has no api_spec attached: give method and path, or attach one");
+    const given = new Set(Object.keys((step.config.params as Record<string, string> | undefined) ?? {}));
+    const missing = op.params.filter((p) => p.required && ['path', 'query', 'header'].includes(p.in) && !given.has(p.name));
+    if (missing.length > 0) throw invalidAt(`${at}/params`, `the operation ${ref} requires ${missing.map((p) => `${p.name} (${p.in})`).join(', ')}: params must give them`);
+    const declared = new Set(op.params.map((p) => p.name));
+    const unknown = [...given].find((k) => !declared.has(k));
+    if (unknown !== undefined) throw invalidAt(`${at}/params/${unknown.replaceAll('~', '~0').replaceAll('/', '~1')}`, `${JSON.stringify(unknown)} is not a parameter of the operation ${ref}`);
+  });
 }
 
 export interface SavedWorkflow {

@@ -64,3 +64,17 @@ export async function inboundConnectors(trx: Db, workspaceId: string, ids: strin
   const rows = await trx.selectFrom('external_connectors').select('id').where('workspace_id', '=', workspaceId).where('id', 'in', ids).where('direction', '=', 'inbound').execute();
   return new Set(rows.map((r) => r.id));
 }
+
+/** The outbound connectors of the workspace among these ids, with their attached specification's operations. */
+export async function outboundConnectors(trx: Db, workspaceId: string, ids: string[]): Promise<Map<string, { type: string | null; operations: unknown[] | null }>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: string; type: string | null; operations: unknown[] | null }>`
+    select c.id, c.type, s.operations
+    from external_connectors as c
+    left join lateral (
+      select operations from api_specs where external_connector_id = c.id and workspace_id = c.workspace_id
+      order by updated_at desc, id desc limit 1
+    ) as s on true
+    where c.workspace_id = ${workspaceId} and c.id = any(${ids}::uuid[]) and coalesce(c.direction, 'outbound') = 'outbound'`.execute(trx);
+  return new Map(rows.map((r) => [r.id, { type: r.type, operations: r.operations }]));
+}

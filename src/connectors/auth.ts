@@ -1,0 +1,145 @@
+/**
+ * Outbound authentication of a connector's requests, by auth_type:
+ *   none; api_key (the secret in config.header_name, default X-Api-Key); bearer_token
+ *   (Authorization: Bearer <secret>); basic_auth (config.username and the secret);
+ *   oauth2 (client credentials: a token from config.token_url for config.client_id and the
+ *   secret, cached until it expires, fetched again once when the provider answers 401);
+ *   hmac (the body signed the Standard Webhooks way with the whsec_ secret).
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import { baseUrlProblem } from '../egress.ts';
+import type { HttpClient, OutboundRequest } from './http.ts';
+
+export interface ConnectorRecord {
+  id: string;
+  auth_type: string;
+  type: string | null;
+  config: Record<string, unknown> | null;
+  /** The opened secret, or undefined when none is set. */
+  secret: string | undefined;
+  updated_at: Date;
+}
+
+/** A problem with the connector's own settings: retrying does not help. */
+export class ConnectorConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConnectorConfigError';
+  }
+}
+
+/** A provider (or its token endpoint) that did not answer as it should, or could not be reached: a later attempt may succeed. It may say when to try again. */
+export class ProviderUnavailable extends Error {
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, retryAfterMs?: number) {
+    super(message);
+    this.name = 'ProviderUnavailable';
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+
+function needSecret(c: ConnectorRecord): string {
+  if (c.secret === undefined || c.secret === '') throw new ConnectorConfigError(`The connector's auth_type ${c.auth_type} needs a secret, and none is set`);
+  return c.secret;
+}
+
+/** Standard Webhooks signature of `body` for message `id` at `timestamp` (seconds). */
+export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+interface CachedToken {
+  token: string;
+  expiresAt: number;
+}
+
+/** OAuth2 client-credentials tokens, per connector and its settings (a changed secret or config starts afresh). */
+export interface TokenCache {
+  token(c: ConnectorRecord): Promise<string>;
+  forget(c: ConnectorRecord): void;
+}
+
+export function tokenCache(http: HttpClient, allowPrivateEgress: boolean, now: () => number): TokenCache {
+  const tokens = new Map<string, CachedToken>();
+  // Concurrent calls of one connector share one fetch.
+  const inFlight = new Map<string, Promise<string>>();
+  const keyOf = (c: ConnectorRecord) => `${c.id}:${c.updated_at.getTime()}`;
+
+  const fetchToken = async (c: ConnectorRecord): Promise<string> => {
+    const cfg = c.config ?? {};
+    const tokenUrl = str(cfg.token_url);
+    const clientId = str(cfg.client_id);
+    if (!tokenUrl) throw new ConnectorConfigError('An oauth2 connector needs config.token_url');
+    if (!clientId) throw new ConnectorConfigError('An oauth2 connector needs config.client_id');
+    const problem = baseUrlProblem(tokenUrl, allowPrivateEgress);
+    if (problem) throw new ConnectorConfigError(`config.token_url ${problem}`);
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: needSecret(c) });
+    const scopes = Array.isArray(cfg.scopes) ? cfg.scopes.filter((s): s is string => typeof s === 'string') : typeof cfg.scopes === 'string' ? [cfg.scopes] : [];
+    if (scopes.length > 0) form.set('scope', scopes.join(' '));
+    const res = await http.send({ method: 'POST', url: new URL(tokenUrl), headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form.toString() });
+    const body = res.body as Record<string, unknown> | undefined;
+    if (res.status >= 500 || res.status === 429) throw new ProviderUnavailable(`The token endpoint answered ${res.status}`);
+    if (res.status !== 200 || typeof body?.access_token !== 'string') {
+      throw new ConnectorConfigError(`The token endpoint refused the client credentials (${res.status}${typeof body?.error === 'string' ? ` ${body.error.slice(0, 100)}` : ''})`);
+    }
+    const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 3600;
+    // Renewed a little before it runs out, so a request never carries a token that expires on the way.
+    tokens.set(keyOf(c), { token: body.access_token, expiresAt: now() + Math.max(1, lifetime - 30) * 1000 });
+    return body.access_token;
+  };
+
+  return {
+    async token(c) {
+      const key = keyOf(c);
+      const cached = tokens.get(key);
+      if (cached && cached.expiresAt > now()) return cached.token;
+      let p = inFlight.get(key);
+      if (!p) {
+        p = fetchToken(c).finally(() => inFlight.delete(key));
+        inFlight.set(key, p);
+      }
+      return p;
+    },
+    forget(c) {
+      tokens.delete(keyOf(c));
+    },
+  };
+}
+
+/** The request with the connector's credentials added. `messageId` names the request for hmac signing. */
+export async function authorize(c: ConnectorRecord, req: OutboundRequest, tokens: TokenCache, messageId: string = randomUUID(), nowSeconds = Math.floor(Date.now() / 1000)): Promise<OutboundRequest> {
+  const cfg = c.config ?? {};
+  const headers = { ...req.headers };
+  switch (c.auth_type) {
+    case 'none':
+      break;
+    case 'api_key':
+      headers[(str(cfg.header_name) ?? 'X-Api-Key').toLowerCase()] = needSecret(c);
+      break;
+    case 'bearer_token':
+      headers.authorization = `Bearer ${needSecret(c)}`;
+      break;
+    case 'basic_auth': {
+      const user = str(cfg.username);
+      if (user === undefined) throw new ConnectorConfigError('A basic_auth connector needs config.username');
+      headers.authorization = `Basic ${Buffer.from(`${user}:${needSecret(c)}`).toString('base64')}`;
+      break;
+    }
+    case 'oauth2':
+      headers.authorization = `Bearer ${await tokens.token(c)}`;
+      break;
+    case 'hmac': {
+      const body = req.body === undefined ? '' : req.body.toString();
+      headers['webhook-id'] = messageId;
+      headers['webhook-timestamp'] = String(nowSeconds);
+      headers['webhook-signature'] = standardWebhookSignature(needSecret(c), messageId, nowSeconds, body);
+      break;
+    }
+    default:
+      throw new ConnectorConfigError(`auth_type ${c.auth_type} cannot call out`);
+  }
+  return { ...req, headers };
+}

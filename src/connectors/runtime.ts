@@ -1,0 +1,115 @@
+/**
+ * Calling a provider through a connector: the driver's request built from a connector
+ * row, its credentials added, its rate budget taken, the response read, an oauth2 token
+ * fetched again once on a 401. One runtime per process (its HTTP pool and token cache
+ * are shared by every worker slot).
+ */
+import type { Db } from '../db/connect.ts';
+import type { Limiter } from '../limiter.ts';
+import { openSecret } from '../secret-box.ts';
+import { authorize, ConnectorConfigError, tokenCache, type ConnectorRecord, type TokenCache } from './auth.ts';
+import type { ConnectorRow } from './connectors.sql.ts';
+import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
+import { databaseCounter, limiterCounter, rateLimitOf, takeBudget, type WindowCounter } from './rate.ts';
+
+export interface ConnectorRuntime {
+  http: HttpClient;
+  tokens: TokenCache;
+  counter: WindowCounter;
+  connectorKey: Buffer;
+  allowPrivateEgress: boolean;
+  clock: () => number;
+  close(): Promise<void>;
+}
+
+export function connectorRuntime(deps: {
+  db: Db;
+  engine: 'pglite' | 'postgres';
+  limiter: Limiter;
+  connectorKey: Buffer;
+  clock: () => number;
+  config: { allowPrivateEgress: boolean; redisUrl: string | undefined };
+}): ConnectorRuntime {
+  const http = httpClient({ allowPrivateEgress: deps.config.allowPrivateEgress });
+  // Redis when there is one; without it, PostgreSQL is what several processes share.
+  const counter = deps.config.redisUrl === undefined && deps.engine === 'postgres' ? databaseCounter(deps.db) : limiterCounter(deps.limiter);
+  return {
+    http,
+    tokens: tokenCache(http, deps.config.allowPrivateEgress, deps.clock),
+    counter,
+    connectorKey: deps.connectorKey,
+    allowPrivateEgress: deps.config.allowPrivateEgress,
+    clock: deps.clock,
+    close: () => http.close(),
+  };
+}
+
+export function connectorRecord(rt: Pick<ConnectorRuntime, 'connectorKey'>, row: ConnectorRow): ConnectorRecord {
+  let secret: string | undefined;
+  if (row.secret_ciphertext !== null) {
+    try {
+      secret = openSecret(rt.connectorKey, row.secret_ciphertext);
+    } catch {
+      throw new ConnectorConfigError("The connector's secret cannot be opened with this installation's key; set it again");
+    }
+  }
+  return { id: row.id, auth_type: row.auth_type, type: row.type, config: row.config, secret, updated_at: new Date(row.updated_at) };
+}
+
+/** Where a connector's relative paths go: config.base_url, else the attached specification's first absolute server. */
+export function baseUrlOf(row: Pick<ConnectorRow, 'config' | 'servers'>): string {
+  const base = row.config?.base_url;
+  if (typeof base === 'string' && base !== '') return base;
+  const server = (row.servers ?? []).find((s) => /^https?:\/\//i.test(s.url));
+  if (server) return server.url;
+  throw new ConnectorConfigError('The connector has no config.base_url and its specification no absolute server');
+}
+
+export interface HttpCall {
+  method: string;
+  /** A path relative to the base URL (its own query string allowed). */
+  path: string;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  /** Sent as JSON unless it is a string. */
+  body?: unknown;
+  /** Names the call so a provider can recognize a retry (unsafe methods). */
+  idempotencyKey?: string;
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function buildUrl(base: string, path: string, query: Record<string, string> | undefined): URL {
+  const url = new URL(base.endsWith('/') ? base : `${base}/`);
+  const rel = path.startsWith('/') ? path.slice(1) : path;
+  const full = new URL(rel, url);
+  // A path may not climb out of the base URL's host.
+  if (full.origin !== url.origin) throw new ConnectorConfigError(`The path ${JSON.stringify(path.slice(0, 200))} leaves the connector's base URL`);
+  for (const [k, v] of Object.entries(query ?? {})) full.searchParams.append(k, v);
+  return full;
+}
+
+/** One HTTP call through the connector, with its credentials and within its budget. */
+export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse & { waitedMs: number }> {
+  const connector = connectorRecord(rt, row);
+  const url = buildUrl(baseUrlOf(row), call.path, call.query);
+  const method = call.method.toUpperCase();
+  const headers: Record<string, string> = { accept: 'application/json' };
+  for (const [k, v] of Object.entries(call.headers ?? {})) headers[k.toLowerCase()] = v;
+  let body: string | undefined;
+  if (call.body !== undefined && call.body !== null && method !== 'GET' && method !== 'HEAD') {
+    body = typeof call.body === 'string' ? call.body : JSON.stringify(call.body);
+    if (typeof call.body !== 'string') headers['content-type'] ??= 'application/json';
+  }
+  if (call.idempotencyKey !== undefined && UNSAFE.has(method)) headers['idempotency-key'] ??= call.idempotencyKey;
+  const limit = rateLimitOf(row.config);
+  const waitedMs = limit ? await takeBudget(rt.counter, row.id, limit, rt.clock) : 0;
+  const send = async () => rt.http.send(await authorize(connector, { method, url, headers, body }, rt.tokens, call.idempotencyKey, Math.floor(rt.clock() / 1000)));
+  let res = await send();
+  if (res.status === 401 && connector.auth_type === 'oauth2') {
+    // The token may have been revoked or rotated early: one fresh token, one more try.
+    rt.tokens.forget(connector);
+    res = await send();
+  }
+  return { ...res, waitedMs };
+}

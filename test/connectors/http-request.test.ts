@@ -1,0 +1,270 @@
+/**
+ * Connectors that call out, end to end against a mock provider on loopback (the app runs
+ * with ALLOW_PRIVATE_EGRESS=true): verification, the http_request step (operation_ref and
+ * method + path), retries with Retry-After and one Idempotency-Key, permanent 4xx, oauth2
+ * token caching and refresh, Standard Webhooks signing, the rate limit across two
+ * workers, and the egress guard at connection time.
+ */
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import dns from 'node:dns/promises';
+import { after, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { startWorker } from '../../src/worker/worker.ts';
+import { httpClient, EgressRefused } from '../../src/connectors/http.ts';
+import { privateHostReason } from '../../src/egress.ts';
+import { assertJsonApiError, jsonApi, seedAccount, seedTenant, tokenFor } from '../helpers/app.ts';
+import { API, builderState, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
+import { mockProvider, type MockProvider } from './mock-provider.ts';
+
+const f: Flow = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true' });
+const mock: MockProvider = await mockProvider();
+after(() => mock.close());
+await createModel(f, 'orders', [
+  { name: 'order_id', type: 'string' },
+  { name: 'status', type: 'string' },
+]);
+const KEY = `key_${'a'.repeat(40)}`;
+
+async function connector(attributes: Record<string, unknown>): Promise<string> {
+  const r = await f.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'Orders', direction: 'outbound', ...attributes } } });
+  assert.equal(r.status, 201, r.text);
+  return r.body.data.id;
+}
+
+const ordersConnector = (extra: Record<string, unknown> = {}) =>
+  connector({ provider_slug: 'tributary-orders', secret: KEY, config: { base_url: `${mock.url}/v1` }, ...extra });
+
+/** Saves a one-trigger workflow with these steps, delivers `payload` and waits for the run. */
+async function runWith(steps: unknown[], payload: unknown, timeoutMs = 15_000): Promise<any> {
+  const { tokens } = await saveOk(f, { step_params: steps });
+  const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify(payload));
+  assert.equal(d.status, 202, d.text);
+  const run = await waitForRun(f, d.body.workflow_run_id, timeoutMs);
+  return { id: run.id, ...run.attributes };
+}
+
+const createOrder = (connectorId: string) => ({
+  key: 'call',
+  type: 'http_request',
+  config: { connector_id: connectorId, operation_ref: 'createOrder', body: '{"customer_id": payload.customer, "items": [{"sku": "A-1", "quantity": 1, "unit_price": {"amount": "9.50", "currency": "EUR"}}]}' },
+});
+
+describe('verify', () => {
+  it('401 without a token; 403 for a member; 404 for another tenant', async () => {
+    const id = await ordersConnector();
+    assert.equal((await jsonApi(f.t, undefined).post(`${API}/external_connectors/${id}/verify`, undefined)).status, 401);
+    const member = jsonApi(f.t, await tokenFor(f.t, await seedAccount(f.t.deps, f.tenant, { role: 'member' })));
+    assertJsonApiError(await member.post(`${API}/external_connectors/${id}/verify`, undefined), 403, 'forbidden');
+    const other = jsonApi(f.t, await tokenFor(f.t, await seedTenant(f.t.deps)));
+    assertJsonApiError(await other.post(`${API}/external_connectors/${id}/verify`, undefined), 404, 'not_found');
+  });
+
+  it("calls the health operation with the connector's key: verified; refused: failing, with the reason and no secret", async () => {
+    const id = await ordersConnector();
+    mock.script('/v1/health', { status: 200, body: { status: 'up' } }, { status: 401, body: { error: `bad key ${KEY}` } });
+    const ok = await f.api.post(`${API}/external_connectors/${id}/verify`, undefined);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.body.data.attributes.status, 'verified');
+    assert.equal(ok.body.data.attributes.last_error, null);
+    assert.ok(ok.body.data.attributes.last_verified_at);
+    const call = mock.requests.at(-1)!;
+    assert.equal(call.method, 'GET');
+    assert.equal(call.path, '/v1/health');
+    assert.equal(call.headers['x-api-key'], KEY);
+    const bad = await f.api.post(`${API}/external_connectors/${id}/verify`, undefined);
+    assert.equal(bad.body.data.attributes.status, 'failing');
+    assert.equal(bad.body.data.attributes.last_error, 'The provider answered 401');
+    assert.ok(!bad.text.includes(KEY));
+    const listed = await f.api.get(`${API}/external_connectors?filter[status]=failing`);
+    assert.ok(listed.body.data.some((c: any) => c.id === id));
+  });
+
+  it('an unreachable provider is failing, saying so', async () => {
+    const id = await connector({ auth_type: 'none', type: 'http', config: { base_url: 'http://127.0.0.1:9/' } });
+    const r = await f.api.post(`${API}/external_connectors/${id}/verify`, undefined);
+    assert.equal(r.body.data.attributes.status, 'failing');
+    assert.match(r.body.data.attributes.last_error, /could not be reached \(ECONNREFUSED\)/);
+  });
+});
+
+describe('saving an http_request step', () => {
+  it('checks the connector, the operation and its required parameters, with pointers', async () => {
+    const id = await ordersConnector();
+    const bare = await connector({ auth_type: 'none', type: 'http', config: { base_url: mock.url } });
+    const s3 = await connector({ auth_type: 'api_key', type: 's3' });
+    const inbound = await connector({ auth_type: 'hmac', direction: 'inbound' });
+    const at = '/data/attributes/step_params/0/config';
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ connector_id: '00000000-0000-7000-8000-000000000000', operation_ref: 'createOrder' }, `${at}/connector_id`, /outbound connector of this workspace/],
+      [{ connector_id: inbound, operation_ref: 'createOrder' }, `${at}/connector_id`, /outbound connector/],
+      [{ connector_id: s3, operation_ref: 'GetObject' }, `${at}/connector_id`, /http connectors; this one is s3/],
+      [{ connector_id: id, operation_ref: 'deleteEverything' }, `${at}/operation_ref`, /not an operation/],
+      [{ connector_id: bare, operation_ref: 'createOrder' }, `${at}/operation_ref`, /no api_spec attached/],
+      [{ connector_id: id, operation_ref: 'getOrder' }, `${at}/params`, /requires order_id \(path\)/],
+      [{ connector_id: id, operation_ref: 'getOrder', params: { order_id: 'payload.id', nope: '1' } }, `${at}/params/nope`, /not a parameter/],
+      [{ connector_id: id, method: 'GET', path: '/orders/{id}' }, `${at}/params`, /\{id\}/],
+      [{ connector_id: id, method: 'BREW', path: '/x' }, `${at}/method`, /method must be one of/],
+      [{ connector_id: id, method: 'GET', path: 'http://evil.example/x' }, `${at}/path`, /must start with \//],
+      [{ connector_id: id, operation_ref: 'listOrders', headers: { Authorization: '"x"' } }, `${at}/headers/Authorization`, /cannot be set by a step/],
+      [{ connector_id: id, operation_ref: 'listOrders', body: '$$$(' }, `${at}/body`, /body/],
+      [{ connector_id: id, operation_ref: 'listOrders', method: 'GET', path: '/x' }, at, /either operation_ref or method and path/],
+    ];
+    for (const [config, pointer, pattern] of cases) {
+      const r = await f.api.post(`${API}/workflows/save_builder_state`, builderState(f, { trigger_params: [], step_params: [{ key: 'call', type: 'http_request', config }] }));
+      assertJsonApiError(r, 422, 'invalid_request', { pointer });
+      assert.match(r.body.errors[0].detail, pattern);
+    }
+  });
+});
+
+describe('running an http_request step', () => {
+  it('operation_ref: the method, path, key, Idempotency-Key and JSON body; the answer is the output the next steps read', async () => {
+    const id = await ordersConnector();
+    mock.script('/v1/orders', { status: 201, body: { id: 'ord_12345678', status: 'open' } });
+    const run = await runWith(
+      [createOrder(id), { key: 'store', type: 'write_fact', config: { data_model_slug: 'orders', mapping: { order_id: 'steps.call.body.id', status: 'steps.call.body.status' } } }],
+      { customer: 'c-1' },
+    );
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    const req = mock.requests.at(-1)!;
+    assert.equal(req.method, 'POST');
+    assert.equal(req.path, '/v1/orders');
+    assert.equal(req.headers['x-api-key'], KEY);
+    assert.equal(req.headers['content-type'], 'application/json');
+    assert.equal(req.headers['idempotency-key'], `${run.id}:call:0`);
+    assert.equal(JSON.parse(req.body).customer_id, 'c-1');
+    assert.equal(run.steps[0].output.status, 201);
+    assert.deepEqual(run.steps[0].output.body, { id: 'ord_12345678', status: 'open' });
+    assert.equal(run.steps[1].status, 'succeeded');
+    assert.ok(!JSON.stringify(run).includes(KEY), 'the key is in no step record');
+  });
+
+  it('method + path: params fill the placeholders (encoded), query and headers are sent', async () => {
+    const id = await ordersConnector();
+    mock.script('/v1/orders/ord%2F1%20x', { status: 200, body: { id: 'x' } });
+    const run = await runWith([{ key: 'get', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/orders/{oid}', params: { oid: 'payload.id' }, query: { expand: '"items"', n: '3' }, headers: { 'X-Trace': 'payload.trace' } } }], { id: 'ord/1 x', trace: 't-9' });
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    const req = mock.requests.at(-1)!;
+    const url = new URL(req.path, mock.url);
+    assert.equal(url.pathname, '/v1/orders/ord%2F1%20x');
+    assert.deepEqual(Object.fromEntries(url.searchParams), { expand: 'items', n: '3' });
+    assert.equal(req.headers['x-trace'], 't-9');
+    assert.equal(req.headers['idempotency-key'], undefined, 'GET carries no Idempotency-Key');
+  });
+
+  it('a 503 with Retry-After is retried after it, with the same Idempotency-Key; a 429 too', async () => {
+    const id = await ordersConnector();
+    mock.script('/v1/orders', { status: 503, headers: { 'retry-after': '1' } }, { status: 429, body: { error: 'slow down' } }, { status: 201, body: { id: 'ord_abcdefgh', status: 'open' } });
+    const before = mock.requests.length;
+    const run = await runWith([createOrder(id)], { customer: 'c-2' });
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.equal(run.attempt, 3);
+    const calls = mock.requests.slice(before).filter((r) => r.path === '/v1/orders');
+    assert.equal(calls.length, 3);
+    assert.equal(new Set(calls.map((c) => c.headers['idempotency-key'])).size, 1);
+    assert.ok(calls[1]!.at - calls[0]!.at >= 950, `retried after ${calls[1]!.at - calls[0]!.at} ms, Retry-After was 1 s`);
+  });
+
+  it('a 4xx other than 429 fails the step at once, quoting the answer', async () => {
+    const id = await ordersConnector();
+    mock.script('/v1/orders', { status: 422, body: { error: 'items must not be empty' } });
+    const run = await runWith([createOrder(id)], { customer: 'c-3' });
+    assert.equal(run.status, 'failed');
+    assert.equal(run.attempt, 1);
+    assert.match(run.steps[0].error, /The provider answered 422: \{"error":"items must not be empty"\}/);
+  });
+
+  it('oauth2 client credentials: one token for many calls, fetched again once on a 401', async () => {
+    let tokenFetches = 0;
+    let valid = 'tok-1';
+    mock.fallback = (req) => {
+      if (req.path === '/oauth/token') {
+        tokenFetches++;
+        const form = new URLSearchParams(req.body);
+        if (form.get('client_secret') !== 'cs-secret' || form.get('grant_type') !== 'client_credentials' || form.get('client_id') !== 'ledger-client') return { status: 401, body: { error: 'invalid_client' } };
+        return { status: 200, body: { access_token: valid, token_type: 'Bearer', expires_in: 3600 } };
+      }
+      if (req.path.startsWith('/v2/accounts')) return req.headers.authorization === `Bearer ${valid}` ? { status: 200, body: [{ id: 'a1' }] } : { status: 401, body: { error: 'invalid_token' } };
+      return { status: 200, body: { ok: true } };
+    };
+    try {
+      const id = await connector({ provider_slug: 'acme-ledger', secret: 'cs-secret', config: { base_url: `${mock.url}/v2`, token_url: `${mock.url}/oauth/token`, client_id: 'ledger-client', scopes: ['ledger.read'] } });
+      const steps = [{ key: 'list', type: 'http_request', config: { connector_id: id, operation_ref: 'listAccounts' } }];
+      for (let i = 0; i < 3; i++) assert.equal((await runWith(steps, { i })).status, 'succeeded');
+      assert.equal(tokenFetches, 1);
+      const scope = new URLSearchParams(mock.requests.find((r) => r.path === '/oauth/token')!.body).get('scope');
+      assert.equal(scope, 'ledger.read');
+      valid = 'tok-2';
+      const run = await runWith(steps, { i: 4 });
+      assert.equal(run.status, 'succeeded', JSON.stringify(run));
+      assert.equal(run.attempt, 1);
+      assert.equal(tokenFetches, 2);
+    } finally {
+      mock.fallback = () => ({ status: 200, body: { ok: true } });
+    }
+  });
+
+  it('hmac: the request is signed the Standard Webhooks way', async () => {
+    const secret = `whsec_${Buffer.from('s'.repeat(32)).toString('base64')}`;
+    const id = await connector({ auth_type: 'hmac', type: 'http', secret, config: { base_url: mock.url } });
+    mock.script('/hooks/orders', { status: 204 });
+    const run = await runWith([{ key: 'send', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/hooks/orders', body: 'payload' } }], { order: 7 });
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    const req = mock.requests.at(-1)!;
+    const verified = new Webhook(secret).verify(req.body, req.headers as Record<string, string>);
+    assert.deepEqual(verified, { order: 7 });
+    assert.equal(req.headers['webhook-id'], req.headers['idempotency-key']);
+  });
+
+  it('rate_limit holds across two workers: at most its requests in any window, and nothing fails', async () => {
+    const id = await connector({ auth_type: 'none', type: 'http', config: { base_url: mock.url, rate_limit: { requests: 4, per_seconds: 1 } } });
+    const { tokens } = await saveOk(f, { step_params: [{ key: 'ping', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/limited' } }] });
+    const second = startWorker(f.t.deps);
+    try {
+      const before = mock.requests.length;
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push((await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ i }))).body.workflow_run_id);
+      for (const runId of ids) assert.equal((await waitForRun(f, runId, 30_000)).attributes.status, 'succeeded');
+      const hits = mock.requests.slice(before).filter((r) => r.path === '/limited');
+      assert.equal(hits.length, 12);
+      const perWindow = new Map<number, number>();
+      for (const h of hits) perWindow.set(Math.floor(h.at / 1000), (perWindow.get(Math.floor(h.at / 1000)) ?? 0) + 1);
+      // The provider's clock is this process's: a window of the service is a window here.
+      assert.ok(Math.max(...perWindow.values()) <= 4, JSON.stringify([...perWindow]));
+      assert.ok(perWindow.size >= 3);
+    } finally {
+      await second.stop(1000);
+    }
+  });
+});
+
+describe('egress at connection time', () => {
+  it('a name that resolves to a private address is refused when the connection is made', async (t) => {
+    const name = os.hostname();
+    const addresses = await dns.lookup(name, { all: true }).catch(() => []);
+    if (addresses.length === 0 || !addresses.every((a) => privateHostReason(a.address) !== undefined)) return t.skip(`${name} does not resolve to a private address here`);
+    const client = httpClient({ allowPrivateEgress: false });
+    try {
+      await assert.rejects(client.send({ method: 'GET', url: new URL(`http://${name}:${new URL(mock.url).port}/`), headers: {} }), (err: unknown) => err instanceof EgressRefused && /resolves to/.test(err.message));
+      await assert.rejects(client.send({ method: 'GET', url: new URL(`${mock.url}/`), headers: {} }), EgressRefused);
+      await assert.rejects(client.send({ method: 'GET', url: new URL('http://[::ffff:7f00:1]/'), headers: {} }), EgressRefused);
+      await assert.rejects(client.send({ method: 'GET', url: new URL('http://0x7f.1/'), headers: {} }), EgressRefused);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a step whose connector points at a private address fails permanently where egress is not allowed', async () => {
+    const strict = await startFlow();
+    const id = (await strict.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', config: { base_url: 'https://api.example.com' } } } })).body.data.id;
+    // Stored before the rule applied (or by an operator): the call is still refused.
+    await strict.t.deps.db.updateTable('external_connectors').set({ config: JSON.stringify({ base_url: mock.url }) }).where('id', '=', id).execute();
+    const { tokens } = await saveOk(strict, { step_params: [{ key: 'x', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/' } }] });
+    const d = await deliver(strict, `/api/v1/webhooks/${tokens.hook}`, '{}');
+    const run = (await waitForRun(strict, d.body.workflow_run_id)).attributes;
+    assert.equal(run.status, 'failed');
+    assert.equal(run.attempt, 1);
+    assert.match(run.steps[0].error, /127\.0\.0\.1 is a loopback/);
+  });
+});
