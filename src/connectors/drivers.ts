@@ -1,12 +1,38 @@
 /**
- * The drivers other than http: s3 (@aws-sdk/client-s3) and snowflake (snowflake-sdk).
- * Each takes its settings from the connector's config and its secret, and answers in the
- * shape of an http call's result, so steps and verification treat them alike.
+ * The drivers other than http: s3 and snowflake. A step names one of the driver's
+ * operations (operation_ref) and gets an http-shaped answer {status, headers, body}, so
+ * steps and verification treat every driver alike; the connector's rate_limit applies to
+ * them too.
  */
 import type { ConnectorRow } from './connectors.sql.ts';
-import type { ConnectorRuntime } from './runtime.ts';
+import type { OutboundResponse } from './http.ts';
+import { RequestProblem, type Scalars } from './operations.ts';
+import { rateLimitOf, takeBudget } from './rate.ts';
+import { connectorRecord, type ConnectorRuntime } from './runtime.ts';
+import { callS3, S3_OPERATIONS } from './s3.ts';
+import { callSnowflake, probeSnowflake, SNOWFLAKE_OPERATIONS } from './snowflake.ts';
 import type { VerifyResult } from './verify.ts';
 
-export async function probeDriver(_rt: ConnectorRuntime, row: ConnectorRow): Promise<VerifyResult> {
-  return { ok: false, error: `The ${row.type} driver is not available in this build` };
+/** The operations a driver performs, by connector type (http: any of its specification). */
+export const DRIVER_OPERATIONS: Readonly<Record<string, readonly string[]>> = { s3: S3_OPERATIONS, snowflake: SNOWFLAKE_OPERATIONS };
+
+export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operation: string, parts: { params: Scalars; body: unknown }): Promise<OutboundResponse> {
+  const connector = connectorRecord(rt, row);
+  const limit = rateLimitOf(row.config);
+  if (limit) await takeBudget(rt.counter, row.id, limit, rt.clock);
+  switch (row.type) {
+    case 's3':
+      return callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body);
+    case 'snowflake':
+      return callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body);
+    default:
+      throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
+  }
+}
+
+export async function probeDriver(rt: ConnectorRuntime, row: ConnectorRow): Promise<VerifyResult> {
+  const connector = connectorRecord(rt, row);
+  if (row.type === 's3') await callS3(connector, rt.allowPrivateEgress, 'HeadBucket', {}, undefined);
+  else await probeSnowflake(connector, rt.allowPrivateEgress);
+  return { ok: true, error: null };
 }

@@ -31,8 +31,8 @@ export class EgressRefused extends Error {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** dns.lookup that refuses names resolving to addresses the service may not call. */
-function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+/** dns.lookup that refuses names resolving to addresses the service may not call (also given to the S3 client's agents). */
+export function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
   dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     const list = addresses as LookupAddress[];

@@ -8,7 +8,7 @@ import type { Db } from '../db/connect.ts';
 import { ConnectorConfigError, ProviderUnavailable } from './auth.ts';
 import { loadConnector, recordVerification } from './connectors.sql.ts';
 import { EgressRefused } from './http.ts';
-import { operationOf } from './operations.ts';
+import { operationOf, RequestProblem } from './operations.ts';
 import { callHttp, type ConnectorRuntime } from './runtime.ts';
 import { probeDriver } from './drivers.ts';
 
@@ -18,7 +18,7 @@ export interface VerifyResult {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof ConnectorConfigError || err instanceof EgressRefused || err instanceof ProviderUnavailable) return err.message;
+  if (err instanceof ConnectorConfigError || err instanceof EgressRefused || err instanceof ProviderUnavailable || err instanceof RequestProblem) return err.message;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return `The provider could not be reached (${code})`;
   return 'The probe failed';

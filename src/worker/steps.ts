@@ -21,6 +21,8 @@ import { loadConnector } from '../connectors/connectors.sql.ts';
 import { EgressRefused } from '../connectors/http.ts';
 import { buildCall, operationOf, RequestProblem } from '../connectors/operations.ts';
 import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
+import { callDriver, DRIVER_OPERATIONS } from '../connectors/drivers.ts';
+import { statementIsLiteral } from '../connectors/snowflake.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -145,9 +147,12 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
   if (!env.connectors) throw new PermanentStepError('This worker cannot call out');
   const row = await loadConnector(env.db, run.workspace_id, c.connector_id);
   if (!row) throw new PermanentStepError('The connector of this step no longer exists in the workspace');
-  if (row.type !== null && row.type !== 'http') throw new PermanentStepError(`http_request calls http connectors; this one is ${row.type}`);
   let target: Parameters<typeof buildCall>[0];
-  if (c.operation_ref !== undefined) {
+  if (row.type === 's3' || row.type === 'snowflake') {
+    if (c.operation_ref === undefined || !DRIVER_OPERATIONS[row.type]!.includes(c.operation_ref)) throw new PermanentStepError(`A ${row.type} connector performs ${DRIVER_OPERATIONS[row.type]!.join(', ')} (operation_ref)`);
+    if (row.type === 'snowflake' && (c.body === undefined || !statementIsLiteral(c.body))) throw new PermanentStepError('A snowflake statement must be a literal of the step (values go in bindings)');
+    target = { method: 'POST', path: '/' };
+  } else if (c.operation_ref !== undefined) {
     const operation = operationOf(row.operations, c.operation_ref);
     if (!operation) throw new PermanentStepError(`${c.operation_ref} is not an operation of the connector's specification (any more)`);
     target = { operation };
@@ -160,7 +165,10 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
   };
   let res;
   try {
-    res = await callHttp(env.connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
+    res =
+      row.type === 's3' || row.type === 'snowflake'
+        ? await callDriver(env.connectors, row, c.operation_ref ?? '', parts)
+        : await callHttp(env.connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
   } catch (err) {
     if (err instanceof RequestProblem || err instanceof ConnectorConfigError || err instanceof EgressRefused) throw new PermanentStepError(err.message);
     if (err instanceof ProviderUnavailable) throw err;

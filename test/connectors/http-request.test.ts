@@ -98,7 +98,8 @@ describe('saving an http_request step', () => {
     const cases: Array<[Record<string, unknown>, string, RegExp]> = [
       [{ connector_id: '00000000-0000-7000-8000-000000000000', operation_ref: 'createOrder' }, `${at}/connector_id`, /outbound connector of this workspace/],
       [{ connector_id: inbound, operation_ref: 'createOrder' }, `${at}/connector_id`, /outbound connector/],
-      [{ connector_id: s3, operation_ref: 'GetObject' }, `${at}/connector_id`, /http connectors; this one is s3/],
+      [{ connector_id: s3, operation_ref: 'DeleteBucket' }, `${at}/operation_ref`, /performs HeadBucket, ListObjectsV2, GetObject, PutObject/],
+      [{ connector_id: s3, method: 'GET', path: '/x' }, `${at}/connector_id`, /give one as operation_ref/],
       [{ connector_id: id, operation_ref: 'deleteEverything' }, `${at}/operation_ref`, /not an operation/],
       [{ connector_id: bare, operation_ref: 'createOrder' }, `${at}/operation_ref`, /no api_spec attached/],
       [{ connector_id: id, operation_ref: 'getOrder' }, `${at}/params`, /requires order_id \(path\)/],

@@ -49,15 +49,24 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 function checkConfig(config: unknown, opts: ConnectorWriteOptions): string | null {
   if (config === null || config === undefined) return null;
   const c = config as Record<string, unknown>;
-  if (c.base_url !== undefined && c.base_url !== null) {
-    if (typeof c.base_url !== 'string') throw invalidAt('/data/attributes/config/base_url', 'config.base_url must be a string');
-    const problem = baseUrlProblem(c.base_url, opts.allowPrivateEgress);
-    if (problem) throw invalidAt('/data/attributes/config/base_url', `config.base_url ${problem}`);
+  // Every URL the service may call for this connector: the API, the token endpoint, an S3 endpoint, a Snowflake access URL.
+  for (const name of ['base_url', 'token_url', 'endpoint', 'access_url'] as const) {
+    const v = c[name];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string') throw invalidAt(`/data/attributes/config/${name}`, `config.${name} must be a string`);
+    const problem = baseUrlProblem(v, opts.allowPrivateEgress);
+    if (problem) throw invalidAt(`/data/attributes/config/${name}`, `config.${name} ${problem}`);
   }
   if (c.header_name !== undefined && (typeof c.header_name !== 'string' || !HEADER_NAME.test(c.header_name))) {
     throw invalidAt('/data/attributes/config/header_name', 'config.header_name must be an HTTP header name');
   }
-  if (c.rate_limit !== undefined && !isObject(c.rate_limit)) throw invalidAt('/data/attributes/config/rate_limit', 'config.rate_limit must be an object');
+  if (c.rate_limit !== undefined && c.rate_limit !== null) {
+    const r = c.rate_limit;
+    const at = '/data/attributes/config/rate_limit';
+    if (!isObject(r)) throw invalidAt(at, 'config.rate_limit must be an object {requests, per_seconds}');
+    if (!Number.isInteger(r.requests) || (r.requests as number) < 1 || (r.requests as number) > 1_000_000) throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
+    if (!Number.isInteger(r.per_seconds) || (r.per_seconds as number) < 1 || (r.per_seconds as number) > 86_400) throw invalidAt(`${at}/per_seconds`, 'config.rate_limit.per_seconds must be a whole number of seconds from 1 to 86400');
+  }
   return JSON.stringify(config);
 }
 

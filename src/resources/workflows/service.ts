@@ -21,6 +21,8 @@ import { loadModels, type DataModelWithFields } from '../data_models/with-fields
 import { readDefinition, type Definition } from '../../workflows/definition.ts';
 import * as q from './workflows.sql.ts';
 import { operationOf } from '../../connectors/operations.ts';
+import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
+import { statementIsLiteral } from '../../connectors/snowflake.ts';
 
 export const builderStateInput: InputSchema = {
   is_new_version: { kind: 'boolean', required: true },
@@ -79,10 +81,17 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
     const at = `${AT}/step_params/${i}/config`;
     const c = connectors.get(step.config.connector_id as string);
     if (!c) throw invalidAt(`${at}/connector_id`, 'connector_id must name an outbound connector of this workspace');
-    if (c.type !== null && c.type !== 'http') throw invalidAt(`${at}/connector_id`, `http_request calls http connectors; this one is ${c.type}`);
     const ref = step.config.operation_ref as string | undefined;
+    const driverOps = c.type === null ? undefined : DRIVER_OPERATIONS[c.type];
+    if (driverOps) {
+      if (ref === undefined || !driverOps.includes(ref)) throw invalidAt(`${at}/${ref === undefined ? 'connector_id' : 'operation_ref'}`, `a ${c.type} connector performs ${driverOps.join(', ')}: give one as operation_ref`);
+      if (c.type === 'snowflake' && (typeof step.config.body !== 'string' || !statementIsLiteral(step.config.body))) {
+        throw invalidAt(`${at}/body`, 'a snowflake statement is {"statement": "<SQL text, a literal>", "bindings": [...]}: values reach the SQL only as bindings');
+      }
+    }
     if (ref === undefined) return;
     const op = operationOf(c.operations, ref);
+    if (!op && driverOps) return;
     if (!op) throw invalidAt(`${at}/operation_ref`, c.operations ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification` : "the connector has no api_spec attached: give method and path, or attach one");
     const given = new Set(Object.keys((step.config.params as Record<string, string> | undefined) ?? {}));
     const missing = op.params.filter((p) => p.required && ['path', 'query', 'header'].includes(p.in) && !given.has(p.name));
