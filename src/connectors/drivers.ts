@@ -8,7 +8,7 @@ import type { ConnectorRow } from './connectors.sql.ts';
 import type { OutboundResponse } from './http.ts';
 import { RequestProblem, type Scalars } from './operations.ts';
 import { rateLimitOf, takeBudget } from './rate.ts';
-import { connectorRecord, type ConnectorRuntime } from './runtime.ts';
+import { connectorRecord, redactSecret, type ConnectorRuntime } from './runtime.ts';
 import { callS3, S3_OPERATIONS } from './s3.ts';
 import { callSnowflake, probeSnowflake, SNOWFLAKE_OPERATIONS } from './snowflake.ts';
 import type { VerifyResult } from './verify.ts';
@@ -22,9 +22,9 @@ export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operat
   if (limit) await takeBudget(rt.counter, row.id, limit, rt.clock);
   switch (row.type) {
     case 's3':
-      return callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body);
+      return redactSecret(await callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body), connector.secret);
     case 'snowflake':
-      return callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body);
+      return redactSecret(await callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body), connector.secret);
     default:
       throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
   }

@@ -111,5 +111,20 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
     rt.tokens.forget(connector);
     res = await send();
   }
-  return { ...res, waitedMs };
+  return { ...redactSecret(res, connector.secret), waitedMs };
+}
+
+/**
+ * The answer with the connector's secret cut out wherever the provider echoed it (an error
+ * quoting the key, a debug endpoint): what a step keeps is stored with the run and shown.
+ */
+export function redactSecret<T>(value: T, secret: string | undefined): T {
+  if (secret === undefined || secret.length < 4) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return v.includes(secret) ? v.replaceAll(secret, '[redacted]') : v;
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
 }

@@ -269,3 +269,51 @@ describe('egress at connection time', () => {
     assert.match(run.steps[0].error, /127\.0\.0\.1 is a loopback/);
   });
 });
+
+describe('egress everywhere a connector may call', () => {
+  it('token_url, endpoint and access_url on private addresses are refused at write, in any spelling', async () => {
+    const strict = await startFlow();
+    for (const [name, url] of [['token_url', 'http://0x7f.1/token'], ['endpoint', 'http://[::ffff:169.254.169.254]/'], ['access_url', 'http://017700000001/'], ['token_url', 'http://metadata.google.internal/']] as const) {
+      const r = await strict.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'oauth2', type: 'http', config: { [name]: url } } } });
+      assertJsonApiError(r, 422, 'invalid_request', { pointer: `/data/attributes/config/${name}` });
+    }
+  });
+
+  it('a redirect is returned to the step, never followed', async () => {
+    const id = await connector({ auth_type: 'none', type: 'http', config: { base_url: mock.url } });
+    mock.script('/moved', { status: 302, headers: { location: `${mock.url}/internal-only` } });
+    const run = await runWith([{ key: 'get', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/moved' } }], {});
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.equal(run.steps[0].output.status, 302);
+    assert.ok(!mock.requests.some((r) => r.path === '/internal-only'));
+  });
+});
+
+describe('connector secrets', () => {
+  it('are in no log line and nowhere in the database in plain form, whatever the provider answers', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const { capturingLogger } = await import('../helpers/app.ts');
+    const g = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', LOG_LEVEL: 'trace' }, { worker: true, log: capturingLogger(lines, 'trace') });
+    const secret = `sk_live_${'z'.repeat(40)}`;
+    const c = await g.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'bearer_token', type: 'http', direction: 'outbound', secret, config: { base_url: mock.url } } } });
+    assert.equal(c.status, 201, c.text);
+    mock.script('/echo', { status: 401, body: { error: `token ${secret} is not valid` } }, { status: 200, body: { echoed: secret } });
+    for (let i = 0; i < 2; i++) {
+      const { tokens } = await saveOk(g, { step_params: [{ key: 'call', type: 'http_request', config: { connector_id: c.body.data.id, method: 'POST', path: '/echo', body: 'payload' } }] });
+      const d = await deliver(g, `/api/v1/webhooks/${tokens.hook}`, '{"n": 1}');
+      await waitForRun(g, d.body.workflow_run_id);
+    }
+    assert.equal(mock.requests.filter((r) => r.path === '/echo' && r.headers.authorization === `Bearer ${secret}`).length, 2);
+    assert.ok(lines.length > 0);
+    const runs = (await g.api.get(`${API}/workflow_runs`)).text;
+    assert.match(runs, /\[redacted\]/);
+    assert.ok(!runs.includes(secret));
+    assert.ok(!JSON.stringify(lines).includes(secret), 'a log line holds the secret');
+    const { sql } = await import('kysely');
+    // The provider quoted the secret in an error and echoed it in an answer: the run keeps neither.
+    for (const table of ['external_connectors', 'api_specs', 'workflows', 'workflow_versions', 'workflow_runs']) {
+      const rows = await sql<{ t: string }>`select t::text as t from ${sql.table(table)} as t`.execute(g.t.deps.db);
+      assert.ok(!rows.rows.some((r) => r.t.includes(secret)), `${table} holds the secret in plain form`);
+    }
+  });
+});
