@@ -17,7 +17,7 @@ import { writeFacts } from '../facts/write.ts';
 import { evaluateExpression, ExpressionError } from '../workflows/expressions.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import { ConnectorConfigError, ProviderUnavailable } from '../connectors/auth.ts';
-import { loadConnector } from '../connectors/connectors.sql.ts';
+import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
 import { EgressRefused } from '../connectors/http.ts';
 import { buildCall, operationOf, RequestProblem } from '../connectors/operations.ts';
 import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
@@ -142,10 +142,14 @@ const excerpt = (body: unknown) => {
   return text.length > 300 ? `${text.slice(0, 300)}...` : text;
 };
 
-async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context): Promise<unknown> {
+/** Connectors read during one attempt, by id: a run of several calls reads each once. */
+type ConnectorRows = Map<string, ConnectorRow | undefined>;
+
+async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context, rows: ConnectorRows): Promise<unknown> {
   const c = step.config as { connector_id: string; operation_ref?: string; method?: string; path?: string; params?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string };
   if (!env.connectors) throw new PermanentStepError('This worker cannot call out');
-  const row = await loadConnector(env.db, run.workspace_id, c.connector_id);
+  if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));
+  const row = rows.get(c.connector_id);
   if (!row) throw new PermanentStepError('The connector of this step no longer exists in the workspace');
   let target: Parameters<typeof buildCall>[0];
   if (row.type === 's3' || row.type === 'snowflake') {
@@ -192,6 +196,7 @@ export function backoffMs(attempt: number, baseMs: number, random: () => number 
 export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: number): Promise<Outcome> {
   const ctx: Context = { payload: run.payload, steps: {}, run: { id: run.id, attempt: run.attempt }, trigger: { key: run.trigger_key } };
   const records: StepRecord[] = [];
+  const connectorRows: ConnectorRows = new Map();
   const iso = () => new Date(env.clock()).toISOString();
   const skipRest = (from: number) => {
     for (const s of run.definition.slice(from)) records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null });
@@ -212,7 +217,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
           output = await writeFactStep(env, run, step, ctx);
           break;
         case 'http_request':
-          output = await httpRequestStep(env, run, step, ctx);
+          output = await httpRequestStep(env, run, step, ctx, connectorRows);
           break;
         default:
           throw new PermanentStepError(`Steps of type ${step.type} cannot run in this release`);
