@@ -279,6 +279,21 @@ describe('egress everywhere a connector may call', () => {
     }
   });
 
+  it("a specification's server and an OAuth2 token URL are checked when they are called", async () => {
+    const { connectorRuntime, callHttp } = await import('../../src/connectors/runtime.ts');
+    const deps = f.t.deps;
+    const rt = connectorRuntime({ ...deps, config: { ...deps.config, allowPrivateEgress: false } });
+    try {
+      const row = { id: 'c1', auth_type: 'none', type: 'http', direction: 'outbound', config: {}, secret_ciphertext: null, updated_at: new Date(), operations: [], servers: [{ url: 'http://169.254.169.254/latest' }] };
+      await assert.rejects(callHttp(rt, row, { method: 'GET', path: '/meta-data' }), EgressRefused);
+      const oauth = { ...row, auth_type: 'oauth2', config: { base_url: 'https://api.example.com', token_url: 'http://[::ffff:127.0.0.1]/token', client_id: 'x' }, servers: [] };
+      const { sealSecret } = await import('../../src/secret-box.ts');
+      await assert.rejects(callHttp(rt, { ...oauth, secret_ciphertext: sealSecret(deps.connectorKey, 's') }, { method: 'GET', path: '/' }), /token_url must not point at/);
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('a redirect is returned to the step, never followed', async () => {
     const id = await connector({ auth_type: 'none', type: 'http', config: { base_url: mock.url } });
     mock.script('/moved', { status: 302, headers: { location: `${mock.url}/internal-only` } });

@@ -10,7 +10,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { importSpec } from '../../src/openapi/import.ts';
 import { diffOperations, fingerprint, type NormalizedSpec } from '../../src/openapi/normalize.ts';
-import { DocumentProblem, YAML_MAX_ALIASES } from '../../src/openapi/parse.ts';
+import { DocumentProblem, parseSpecText, YAML_MAX_ALIASES } from '../../src/openapi/parse.ts';
+import { stringify as yamlStringify } from 'yaml';
 import { runs } from '../helpers/property.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'openapi');
@@ -157,6 +158,22 @@ describe('fingerprints and drift', () => {
       ],
     });
     assert.deepEqual(diffOperations(before.operations, before.operations), { added: [], removed: [], changed: [] });
+  });
+});
+
+describe('parsing', () => {
+  it('property: any JSON document reads the same from its JSON and from its YAML', () => {
+    const key = fc.string({ minLength: 1, maxLength: 8 }).filter((k) => !['__proto__', 'constructor', 'prototype', '<<', '$ref'].includes(k));
+    const value = fc.letrec((tie) => ({
+      leaf: fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Object.is(d, -0)), fc.boolean(), fc.constant(null)),
+      node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node'), { maxLength: 4 }), fc.dictionary(key, tie('node'), { maxKeys: 4 })),
+    })).node;
+    fc.assert(
+      fc.property(fc.dictionary(key, value, { maxKeys: 6 }), (doc) => {
+        assert.deepEqual(parseSpecText(yamlStringify(doc, { aliasDuplicateObjects: false }), 'yaml'), parseSpecText(JSON.stringify(doc), 'json'));
+      }),
+      { numRuns: runs(200) },
+    );
   });
 });
 
