@@ -206,6 +206,25 @@ describe('running an http_request step', () => {
     }
   });
 
+  it('basic_auth sends config.username and the secret; bearer_token sends the secret as a bearer token', async () => {
+    const basic = await connector({ auth_type: 'basic_auth', type: 'http', secret: 'p@ss:word', config: { base_url: mock.url, username: 'loader' } });
+    const bearer = await connector({ auth_type: 'bearer_token', type: 'http', secret: 'tok-123', config: { base_url: mock.url } });
+    const run = await runWith(
+      [
+        { key: 'a', type: 'http_request', config: { connector_id: basic, method: 'GET', path: '/basic' } },
+        { key: 'b', type: 'http_request', config: { connector_id: bearer, method: 'GET', path: '/bearer' } },
+      ],
+      {},
+    );
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.equal(mock.requests.find((r) => r.path === '/basic')!.headers.authorization, `Basic ${Buffer.from('loader:p@ss:word').toString('base64')}`);
+    assert.equal(mock.requests.find((r) => r.path === '/bearer')!.headers.authorization, 'Bearer tok-123');
+    const noUser = await connector({ auth_type: 'basic_auth', type: 'http', secret: 'x', config: { base_url: mock.url } });
+    const failed = await runWith([{ key: 'a', type: 'http_request', config: { connector_id: noUser, method: 'GET', path: '/basic' } }], {});
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.steps[0].error, /needs config.username/);
+  });
+
   it('hmac: the request is signed the Standard Webhooks way', async () => {
     const secret = `whsec_${Buffer.from('s'.repeat(32)).toString('base64')}`;
     const id = await connector({ auth_type: 'hmac', type: 'http', secret, config: { base_url: mock.url } });
