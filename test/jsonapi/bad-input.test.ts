@@ -4,6 +4,7 @@
  * 4xx JSON:API error document without internals, and none of them writes anything.
  */
 import { after, before, describe, test } from 'node:test';
+import { parseJson } from '../../src/http/body.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -356,6 +357,14 @@ describe('__proto__ and constructor members never reach an object', () => {
     const row = await t.deps.db.selectFrom('data_model_fields').selectAll().where('id', '=', res.body.data.id).executeTakeFirstOrThrow();
     assert.equal(row.workspace_id, tenant.workspaceId);
     assert.equal(row.is_primary_key, false);
+  });
+
+  test('spelled with escapes (\\u005f_proto__, constructo\\u0072) they are dropped too; a text without them parses as it is', () => {
+    assert.deepEqual(parseJson('{"\\u005f_proto__": {"polluted": true}, "a": {"constructo\\u0072": 1, "b": 2}}'), { a: { b: 2 } });
+    assert.deepEqual(parseJson('{"a": [1, {"b": "\\u00e9"}], "c": null}'), { a: [1, { b: 'é' }], c: null });
+    const plain = parseJson('{"x": {"y": [true, 1.5, "z"]}}') as Record<string, unknown>;
+    assert.deepEqual(plain, { x: { y: [true, 1.5, 'z'] } });
+    assert.equal(({} as any).polluted, undefined);
   });
 
   test('a __proto__ member cannot supply data or data.type', async () => {
