@@ -137,7 +137,8 @@ function postgresCpuProbe(deps: Deps): DbCpuProbe {
 function cpuDelta(db0: Map<number, number> | undefined, db1: Map<number, number> | undefined): number | undefined {
   if (!db0 || !db1) return undefined;
   let micros = 0;
-  for (const [pid, t1] of db1) micros += t1 - (db0.get(pid) ?? t1);
+  // A backend that was not there at the start was born during the window: all its time counts.
+  for (const [pid, t1] of db1) micros += t1 - (db0.get(pid) ?? 0);
   return micros;
 }
 
