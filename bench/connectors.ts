@@ -342,7 +342,10 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     const old = existing.slice(at + 1, end >= 0 ? end + 1 : existing.length);
     const firstRun = old.indexOf('\n### Run ');
     const older = firstRun >= 0 ? old.slice(firstRun + 1) : '';
-    next = `${existing.slice(0, at + 1)}${INTRO}\n${out.join('\n')}\n${older}${end >= 0 ? existing.slice(end + 1) : ''}`;
+    // A reading of the figures written by hand above the runs stays where it is.
+    const r = old.indexOf('\n**Reading');
+    const reading = r >= 0 && (firstRun < 0 || r < firstRun) ? `${old.slice(r + 1, firstRun >= 0 ? firstRun + 1 : old.length).trimEnd()}\n\n` : '';
+    next = `${existing.slice(0, at + 1)}${INTRO}\n${reading}${out.join('\n')}\n${older}${end >= 0 ? existing.slice(end + 1) : ''}`;
   } else {
     const hook = existing.indexOf('\n## Webhooks and worker');
     next = hook >= 0 ? `${existing.slice(0, hook + 1)}${INTRO}\n${out.join('\n')}\n\n${existing.slice(hook + 1)}` : `${existing.trimEnd()}\n\n${INTRO}\n${out.join('\n')}\n`;

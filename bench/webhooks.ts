@@ -866,6 +866,7 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
   let before: string;
   let after: string;
   let olderRuns = '';
+  let reading = '';
   const at = existing.indexOf(`\n${TITLE}`);
   if (at >= 0) {
     // Replace the intro, keep this section's earlier runs (and anything written under them).
@@ -874,6 +875,9 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     const old = existing.slice(at + 1, end);
     const firstRun = old.indexOf('\n### Run ');
     if (firstRun >= 0) olderRuns = old.slice(firstRun + 1).trimEnd() + '\n';
+    // A reading of the figures written by hand above the runs stays where it is.
+    const r = old.indexOf('\n**Reading');
+    if (r >= 0 && (firstRun < 0 || r < firstRun)) reading = `${old.slice(r + 1, firstRun >= 0 ? firstRun + 1 : old.length).trimEnd()}\n\n`;
     before = existing.slice(0, at + 1);
     after = existing.slice(end);
   } else {
@@ -882,7 +886,7 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     before = runs >= 0 ? existing.slice(0, runs + 1) : existing.trimEnd() + '\n\n';
     after = runs >= 0 ? existing.slice(runs + 1) : '';
   }
-  const section = `${INTRO}\n${runText.trimEnd()}\n${olderRuns ? `\n${olderRuns}` : ''}`;
+  const section = `${INTRO}\n${reading}${runText.trimEnd()}\n${olderRuns ? `\n${olderRuns}` : ''}`;
   fs.writeFileSync(DOC, `${before}${section}${after ? `\n${after}` : ''}`);
   console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
 }

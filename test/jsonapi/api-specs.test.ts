@@ -25,6 +25,8 @@ describe('who may', () => {
   test('without a token: 401; without api_read or api_write: 403', async () => {
     assert.equal((await jsonApi(t, 'nope').get(PATH)).status, 401);
     assert.equal((await jsonApi(t, undefined).post(PATH, upload())).status, 401);
+    assert.equal((await jsonApi(t, undefined).get('/api/json/v1/providers')).status, 401);
+    assert.equal((await jsonApi(t, 'nope').get('/api/json/v1/providers/tributary-orders')).status, 401);
     const writer = jsonApi(t, await tokenFor(t, owner, 'api_write'));
     assertJsonApiError(await writer.get(PATH), 403, 'forbidden');
     assertJsonApiError(await writer.get('/api/json/v1/providers'), 403, 'forbidden');
