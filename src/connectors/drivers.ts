@@ -11,7 +11,6 @@ import { rateLimitOf, takeBudget } from './rate.ts';
 import { connectorRecord, redactSecret, type ConnectorRuntime } from './runtime.ts';
 import { callS3, S3_OPERATIONS } from './s3.ts';
 import { callSnowflake, probeSnowflake, SNOWFLAKE_OPERATIONS } from './snowflake.ts';
-import type { VerifyResult } from './verify.ts';
 
 /** The operations a driver performs, by connector type (http: any of its specification). */
 export const DRIVER_OPERATIONS: Readonly<Record<string, readonly string[]>> = { s3: S3_OPERATIONS, snowflake: SNOWFLAKE_OPERATIONS };
@@ -30,9 +29,9 @@ export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operat
   }
 }
 
-export async function probeDriver(rt: ConnectorRuntime, row: ConnectorRow): Promise<VerifyResult> {
+/** A cheap call through the driver (S3: HeadBucket; Snowflake: SELECT 1); throws what went wrong. */
+export async function probeDriver(rt: ConnectorRuntime, row: ConnectorRow): Promise<void> {
   const connector = connectorRecord(rt, row);
   if (row.type === 's3') await callS3(connector, rt.allowPrivateEgress, 'HeadBucket', {}, undefined);
   else await probeSnowflake(connector, rt.allowPrivateEgress);
-  return { ok: true, error: null };
 }

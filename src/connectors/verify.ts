@@ -28,7 +28,10 @@ export async function probe(rt: ConnectorRuntime, db: Db, workspaceId: string, i
   const row = await loadConnector(db, workspaceId, id);
   if (!row) return undefined;
   try {
-    if (row.type === 's3' || row.type === 'snowflake') return await probeDriver(rt, row);
+    if (row.type === 's3' || row.type === 'snowflake') {
+      await probeDriver(rt, row);
+      return { ok: true, error: null };
+    }
     const health = typeof row.config?.health_operation === 'string' ? operationOf(row.operations, row.config.health_operation) : undefined;
     const res = await callHttp(rt, row, health ? { method: health.method, path: health.path } : { method: 'GET', path: '' });
     return res.status < 400 ? { ok: true, error: null } : { ok: false, error: `The provider answered ${res.status}` };

@@ -24,7 +24,7 @@ import { isObject } from '../json.ts';
 import { openSecret } from '../secret-box.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
-import { wakeWorkers } from '../worker/wake.ts';
+import { wakeWorkers } from '../workflows/wake.ts';
 import { verifyApiKey, verifyStandardWebhook } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
 

@@ -60,7 +60,7 @@ export interface NewRun {
  * The guard and the run in one statement (so one commit): the run is inserted only when
  * the guard's insert took, i.e. when no unexpired guard of the same (organization,
  * identity) exists. The unique key decides between concurrent identical deliveries; an
- * expired guard is taken over in place. (No NOTIFY here: see worker/wake.ts.)
+ * expired guard is taken over in place. (No NOTIFY here: see workflows/wake.ts.)
  * Returns the run's id, or undefined for a duplicate.
  */
 const ACCEPT = `

@@ -29,14 +29,6 @@ export interface ClaimedRun {
 // The models a version's write_fact steps name, read in the claim: no statement per step.
 const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`);
 
-/** The channel idle workers LISTEN on. */
-export const NOTIFY_CHANNEL = 'tributary_runs';
-
-/** Wakes the listening workers of every process (PostgreSQL only). */
-export async function notifyWorkers(db: Db): Promise<void> {
-  await sql`select pg_notify(${NOTIFY_CHANNEL}, '')`.execute(db);
-}
-
 export async function claimRuns(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date): Promise<ClaimedRun[]> {
   const { rows } = await sql<ClaimedRun>`
     update workflow_runs as r

@@ -12,7 +12,8 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
-import { claimRuns, finishRuns, heartbeat, NOTIFY_CHANNEL, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
+import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
+import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
 import { executeRun } from './steps.ts';
 
 export interface Worker {

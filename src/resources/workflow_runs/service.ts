@@ -3,7 +3,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
-import { wakeWorkers } from '../../worker/wake.ts';
+import { wakeWorkers } from '../../workflows/wake.ts';
 import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
 import { RUN_STATUSES } from './resource.ts';
 

@@ -8,7 +8,7 @@
  * every accepting transaction would put all deliveries' commits in single file.
  */
 import type { Deps } from '../deps.ts';
-import { notifyWorkers } from './queue.sql.ts';
+import { notifyWorkers } from './notify.sql.ts';
 
 const notifying = new WeakMap<object, { again: boolean }>();
 
