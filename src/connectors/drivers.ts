@@ -9,11 +9,12 @@ import type { OutboundResponse } from './http.ts';
 import { RequestProblem, type Scalars } from './operations.ts';
 import { rateLimitOf, takeBudget } from './rate.ts';
 import { connectorRecord, redactSecret, type ConnectorRuntime } from './runtime.ts';
-import { callS3, S3_OPERATIONS } from './s3.ts';
-import { callSnowflake, probeSnowflake, SNOWFLAKE_OPERATIONS } from './snowflake.ts';
 
-/** The operations a driver performs, by connector type (http: any of its specification). */
-export const DRIVER_OPERATIONS: Readonly<Record<string, readonly string[]>> = { s3: S3_OPERATIONS, snowflake: SNOWFLAKE_OPERATIONS };
+export { DRIVER_OPERATIONS } from './driver-operations.ts';
+
+// The SDKs are large (snowflake-sdk alone is ~400 ms and ~80 MiB to load): loaded on first use.
+const s3 = () => import('./s3.ts');
+const snowflake = () => import('./snowflake.ts');
 
 export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operation: string, parts: { params: Scalars; body: unknown }): Promise<OutboundResponse> {
   const connector = connectorRecord(rt, row);
@@ -21,9 +22,9 @@ export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operat
   if (limit) await takeBudget(rt.counter, row.id, limit, rt.clock);
   switch (row.type) {
     case 's3':
-      return redactSecret(await callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body), connector.secret);
+      return redactSecret(await (await s3()).callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body), connector.secret);
     case 'snowflake':
-      return redactSecret(await callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body), connector.secret);
+      return redactSecret(await (await snowflake()).callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body), connector.secret);
     default:
       throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
   }
@@ -32,6 +33,6 @@ export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operat
 /** A cheap call through the driver (S3: HeadBucket; Snowflake: SELECT 1); throws what went wrong. */
 export async function probeDriver(rt: ConnectorRuntime, row: ConnectorRow): Promise<void> {
   const connector = connectorRecord(rt, row);
-  if (row.type === 's3') await callS3(connector, rt.allowPrivateEgress, 'HeadBucket', {}, undefined);
-  else await probeSnowflake(connector, rt.allowPrivateEgress);
+  if (row.type === 's3') await (await s3()).callS3(connector, rt.allowPrivateEgress, 'HeadBucket', {}, undefined);
+  else await (await snowflake()).probeSnowflake(connector, rt.allowPrivateEgress);
 }

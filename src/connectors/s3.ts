@@ -1,5 +1,5 @@
 /**
- * The s3 driver: get, put and list objects (and HeadBucket to verify) in an S3 or
+ * The s3 driver (loaded by drivers.ts only when an S3 connector is called): get, put and list objects (and HeadBucket to verify) in an S3 or
  * S3-compatible bucket through @aws-sdk/client-s3. Settings: config.region, config.bucket,
  * config.access_key_id, optional config.endpoint (S3-compatible stores) and
  * config.force_path_style; the secret is the secret access key. Connections go through
@@ -13,8 +13,8 @@ import { baseUrlProblem } from '../egress.ts';
 import { ConnectorConfigError, ProviderUnavailable, type ConnectorRecord } from './auth.ts';
 import { guardedLookup, type OutboundResponse } from './http.ts';
 import { RequestProblem, type Scalars } from './operations.ts';
+import { S3_OPERATIONS } from './driver-operations.ts';
 
-export const S3_OPERATIONS = ['HeadBucket', 'ListObjectsV2', 'GetObject', 'PutObject'] as const;
 /** Objects read larger than this fail the step (the output is stored with the run). */
 export const S3_MAX_OBJECT_BYTES = 5 * 1_048_576;
 

@@ -1,118 +1,15 @@
 /**
- * The snowflake driver: SQL statements with bound parameters only, through snowflake-sdk.
- * Settings: config.account (the account identifier), config.username, optional warehouse,
- * database, schema, role, and config.access_url for a private endpoint (checked by the
- * egress rules); the secret is the password.
- *
- * "Bound parameters only": a step's statement text is a literal of the workflow, checked
- * at save (see statementIsLiteral); values reach it only as binds.
+ * The snowflake driver's calls through snowflake-sdk (a large module: drivers.ts loads this
+ * file only when a Snowflake connector is called). The rules are in snowflake-sql.ts.
  */
-import jsonata from 'jsonata';
 import snowflake from 'snowflake-sdk';
-import { baseUrlProblem } from '../egress.ts';
-import { isObject } from '../json.ts';
-import { ConnectorConfigError, ProviderUnavailable, type ConnectorRecord } from './auth.ts';
+import { SNOWFLAKE_OPERATIONS } from './driver-operations.ts';
+import type { ConnectorRecord } from './auth.ts';
 import type { OutboundResponse } from './http.ts';
 import { RequestProblem } from './operations.ts';
-
-export const SNOWFLAKE_OPERATIONS = ['submitStatement'] as const;
-export const MAX_STATEMENT_CHARS = 100_000;
-export const MAX_BINDS = 1000;
-/** Rows a statement's result may bring back into a step's output. */
-export const MAX_RESULT_ROWS = 10_000;
+import { buildStatement, mapSnowflakeError, MAX_RESULT_ROWS, snowflakeSettings, type Bind, type SnowflakeSettings } from './snowflake-sql.ts';
 
 snowflake.configure({ logLevel: 'OFF' } as never);
-
-const ACCOUNT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/;
-const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-
-export interface SnowflakeSettings {
-  account: string;
-  username: string;
-  password: string;
-  warehouse?: string;
-  database?: string;
-  schema?: string;
-  role?: string;
-  accessUrl?: string;
-}
-
-export function snowflakeSettings(c: ConnectorRecord, allowPrivateEgress: boolean): SnowflakeSettings {
-  const cfg = c.config ?? {};
-  const account = str(cfg.account);
-  const username = str(cfg.username);
-  if (!account || !ACCOUNT.test(account)) throw new ConnectorConfigError('A snowflake connector needs config.account (the account identifier: letters, digits, _ . -)');
-  if (!username) throw new ConnectorConfigError('A snowflake connector needs config.username');
-  if (c.secret === undefined) throw new ConnectorConfigError('A snowflake connector needs the password as its secret');
-  const accessUrl = str(cfg.access_url);
-  if (accessUrl !== undefined) {
-    const problem = baseUrlProblem(accessUrl, allowPrivateEgress);
-    if (problem) throw new ConnectorConfigError(`config.access_url ${problem}`);
-  }
-  const out: SnowflakeSettings = { account, username, password: c.secret };
-  for (const k of ['warehouse', 'database', 'schema', 'role'] as const) {
-    const v = str(cfg[k]);
-    if (v !== undefined) out[k] = v;
-  }
-  if (accessUrl !== undefined) out.accessUrl = accessUrl;
-  return out;
-}
-
-export type Bind = string | number | boolean | null;
-
-/**
- * A statement from a step's body `{statement, bindings?}`: bindings an array of scalars
- * (for `?` or `:1`, `:2` placeholders) or the SQL API's `{"1": {"type", "value"}}` object.
- */
-export function buildStatement(body: unknown): { sqlText: string; binds: Bind[] } {
-  if (!isObject(body)) throw new RequestProblem('A snowflake statement is an object {statement, bindings?}');
-  const sqlText = body.statement;
-  if (typeof sqlText !== 'string' || sqlText.trim() === '') throw new RequestProblem('statement must be SQL text');
-  if (sqlText.length > MAX_STATEMENT_CHARS) throw new RequestProblem(`statement must be at most ${MAX_STATEMENT_CHARS} characters`);
-  const raw = body.bindings ?? [];
-  let binds: unknown[];
-  if (Array.isArray(raw)) binds = raw;
-  else if (isObject(raw)) {
-    const keys = Object.keys(raw).map(Number);
-    if (keys.some((k) => !Number.isInteger(k) || k < 1)) throw new RequestProblem('bindings as an object are keyed "1", "2", ...');
-    binds = [];
-    for (const k of keys.sort((a, b) => a - b)) {
-      const b = raw[String(k)];
-      binds[k - 1] = isObject(b) ? b.value : b;
-    }
-  } else throw new RequestProblem('bindings must be an array or an object keyed "1", "2", ...');
-  if (binds.length > MAX_BINDS) throw new RequestProblem(`at most ${MAX_BINDS} bindings`);
-  const out = binds.map((v, i) => {
-    if (v === undefined || v === null) return null;
-    if (typeof v === 'string' || typeof v === 'boolean') return v;
-    if (typeof v === 'number' && Number.isFinite(v)) return v;
-    throw new RequestProblem(`binding ${i + 1} must be a string, number, boolean or null`);
-  });
-  return { sqlText, binds: out };
-}
-
-/** Whether a step body's `statement` member is a string literal of the expression (no value can reach the SQL text). */
-export function statementIsLiteral(expression: string): boolean {
-  let ast: Record<string, any>;
-  try {
-    ast = jsonata(expression).ast() as Record<string, any>;
-  } catch {
-    return false;
-  }
-  if (ast.type !== 'unary' || ast.value !== '{' || !Array.isArray(ast.lhs)) return false;
-  const pair = (ast.lhs as Array<[Record<string, any>, Record<string, any>]>).find(([k]) => k.type === 'string' && k.value === 'statement');
-  return pair !== undefined && pair[1].type === 'string';
-}
-
-/** snowflake-sdk's error, as a step sees it: network trouble is retried, the rest is not. */
-export function mapSnowflakeError(err: unknown): Error {
-  const e = err as { code?: unknown; sqlState?: unknown; name?: unknown; message?: unknown };
-  const code = typeof e.code === 'number' ? e.code : Number(e.code);
-  if (Number.isInteger(code) && code >= 401_000 && code < 402_000) return new ProviderUnavailable(`Snowflake could not be reached (${code})`);
-  if (Number.isInteger(code) && code >= 390_000 && code < 391_000) return new ConnectorConfigError(`Snowflake refused the login (${code})`);
-  if (typeof e.sqlState === 'string') return new RequestProblem(`Snowflake refused the statement (SQL state ${e.sqlState}, code ${String(e.code)})`);
-  return new ProviderUnavailable(`Snowflake failed (${String(e.code ?? e.name ?? 'unknown')})`);
-}
 
 function connect(s: SnowflakeSettings): Promise<snowflake.Connection> {
   const connection = snowflake.createConnection({

@@ -22,7 +22,7 @@ import { EgressRefused } from '../connectors/http.ts';
 import { buildCall, operationOf, RequestProblem } from '../connectors/operations.ts';
 import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
 import { callDriver, DRIVER_OPERATIONS } from '../connectors/drivers.ts';
-import { statementIsLiteral } from '../connectors/snowflake.ts';
+import { statementIsLiteral } from '../connectors/snowflake-sql.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;

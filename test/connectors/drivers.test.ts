@@ -13,7 +13,7 @@ import { after, describe, it } from 'node:test';
 import S3rver from 's3rver';
 import { ConnectorConfigError, ProviderUnavailable } from '../../src/connectors/auth.ts';
 import { RequestProblem } from '../../src/connectors/operations.ts';
-import { buildStatement, mapSnowflakeError, snowflakeSettings, statementIsLiteral } from '../../src/connectors/snowflake.ts';
+import { buildStatement, mapSnowflakeError, snowflakeSettings, statementIsLiteral } from '../../src/connectors/snowflake-sql.ts';
 import { assertJsonApiError } from '../helpers/app.ts';
 import { API, builderState, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 

@@ -22,7 +22,7 @@ import { readDefinition, type Definition } from '../../workflows/definition.ts';
 import * as q from './workflows.sql.ts';
 import { operationOf } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
-import { statementIsLiteral } from '../../connectors/snowflake.ts';
+import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 
 export const builderStateInput: InputSchema = {
   is_new_version: { kind: 'boolean', required: true },
