@@ -1,7 +1,9 @@
 /** What both benchmark scripts share: settings from the environment, scratch databases, machine facts. */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import { freshPostgres, type ScratchPostgres } from '../test/helpers/databases.ts';
 
@@ -118,4 +120,55 @@ export function runBench<R extends { notes: string[] }>(
       process.exit(1);
     },
   );
+}
+
+const CLK_TCK = Number(sh('getconf', ['CLK_TCK'])) || 100;
+
+/** Busy (non-idle, non-iowait) CPU time of the whole machine so far, from /proc/stat. */
+export function machineBusyMicros(): number | undefined {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const [user, nice, system, _idle, _iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+    return ((user! + nice! + system! + irq! + softirq! + steal!) * 1e6) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time (user + system) of a process so far, from /proc. */
+export function procCpuMicros(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A port nothing listens on right now, for a child server. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Waits until a child `serve` answers /healthz (or exits). */
+export async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('serve did not answer /healthz within 60 s');
 }

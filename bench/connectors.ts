@@ -31,7 +31,7 @@ import { uuidv7 } from '../src/ids.ts';
 import { sealSecret } from '../src/secret-box.ts';
 import { startWorker } from '../src/worker/worker.ts';
 import { pgliteTemplate } from '../test/helpers/databases.ts';
-import { benchEnv, engineDatabase, intEnv, machine, runBench } from './common.ts';
+import { benchEnv, engineDatabase, intEnv, machine, machineBusyMicros, runBench } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
@@ -80,22 +80,11 @@ async function startMock(): Promise<{ url: string; child: ChildProcess; stats():
   };
 }
 
-const CLK_TCK = 100;
-/** Busy CPU time of the whole machine, in seconds (from /proc/stat). */
-function machineBusy(): number {
-  try {
-    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    return (f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + f[7]!) / CLK_TCK;
-  } catch {
-    return NaN;
-  }
-}
-
 /** Busy share of all cores over a phase: call at the start, call the result at the end. */
 function busyWindow(): () => number {
-  const b0 = machineBusy();
+  const b0 = machineBusyMicros() ?? NaN;
   const t0 = performance.now();
-  return () => (machineBusy() - b0) / (((performance.now() - t0) / 1000) * os.availableParallelism());
+  return () => ((machineBusyMicros() ?? NaN) - b0) / ((performance.now() - t0) * 1000 * os.availableParallelism());
 }
 
 interface Seeded {

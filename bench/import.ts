@@ -25,14 +25,13 @@
  * "pglite,postgres"), BENCH_IMPORT_PG_LINES (default 1,000,000), BENCH_IMPORT_PGLITE_LINES
  * (default 1,000,000), BENCH_NO_WRITE=1 (print only).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchEnv, engineDatabase, intEnv, machine, runBench } from './common.ts';
+import { benchEnv, engineDatabase, freePort, intEnv, machine, runBench, waitHealthy } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-import.md');
@@ -48,17 +47,6 @@ const watchdog = setTimeout(() => {
   process.exit(1);
 }, 40 * 60_000);
 watchdog.unref();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A field of /proc/PID/status in KiB (VmRSS, VmHWM), or undefined once the process is gone. */
 function procKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
@@ -81,19 +69,6 @@ function resetPeak(pid: number): boolean {
 }
 
 const mib = (kib: number | undefined) => (kib === undefined ? 'n/a' : `${(kib / 1024).toFixed(0)} MiB`);
-
-async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('serve did not answer /healthz within 60 s');
-}
 
 async function api(url: string, token: string, p: string, body: unknown): Promise<{ data: { id: string } }> {
   const res = await fetch(`${url}/api/json/v1${p}`, {

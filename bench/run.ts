@@ -28,7 +28,7 @@ import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
 import { compileOnce, runCompiled, slot } from '../src/db/compiled.ts';
 import { uuidv7 } from '../src/ids.ts';
-import { benchEnv, DEFAULT_PG, ENGINES, engineDatabase, intEnv, machine, runBench, sh } from './common.ts';
+import { benchEnv, DEFAULT_PG, ENGINES, engineDatabase, intEnv, machine, machineBusyMicros, procCpuMicros, runBench } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
@@ -129,32 +129,8 @@ async function measure(scenario: string, opts: autocannon.Options, dbCpu?: DbCpu
   return row;
 }
 
-/** Busy (non-idle, non-iowait) CPU time of the whole machine so far, from /proc/stat. */
-function machineBusyMicros(): number | undefined {
-  try {
-    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
-    const [user, nice, system, _idle, _iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-    return ((user! + nice! + system! + irq! + softirq! + steal!) * 1e6) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
-
 /** pid -> CPU microseconds so far, of the PostgreSQL backends serving a database. */
 type DbCpuProbe = () => Promise<Map<number, number> | undefined>;
-
-const CLK_TCK = Number(sh('getconf', ['CLK_TCK'])) || 100;
-
-function procCpuMicros(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * When PostgreSQL runs on this machine (its backends' pids are visible in /proc), the CPU

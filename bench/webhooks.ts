@@ -34,10 +34,9 @@
  * default half the measured worker rate), BENCH_PARTS (default "a,b,c": which of the parts
  * to run), BENCH_NO_WRITE=1 (print only).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,7 +51,7 @@ import * as admin from '../src/admin/service.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { startWorker } from '../src/worker/worker.ts';
 import { pgliteTemplate } from '../test/helpers/databases.ts';
-import { benchEnv, engineDatabase, intEnv, machine, runBench, sh } from './common.ts';
+import { benchEnv, engineDatabase, freePort, intEnv, machine, machineBusyMicros, procCpuMicros, runBench, waitHealthy } from './common.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
@@ -89,28 +88,6 @@ const originalQuery = pg.Client.prototype.query;
 
 // ---------------------------------------------------------------------------------------
 // CPU and machine figures (as in bench/run.ts).
-
-const CLK_TCK = Number(sh('getconf', ['CLK_TCK'])) || 100;
-
-function machineBusyMicros(): number | undefined {
-  try {
-    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
-    const [user, nice, system, _idle, _iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-    return ((user! + nice! + system! + irq! + softirq! + steal!) * 1e6) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
-
-function procCpuMicros(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
 
 /** pid -> CPU microseconds of the PostgreSQL backends of the database (local server only). */
 type DbCpuProbe = () => Promise<Map<number, number> | undefined>;
@@ -479,21 +456,26 @@ interface LatencyReport {
   otherLoad: number | undefined;
 }
 
+/** Deliveries to `baseUrl` at `rate`/s, each with its own Idempotency-Key under `prefix`. */
+function atRate(baseUrl: string, seeded: Seeded, rate: number, prefix: string): autocannon.Options {
+  return {
+    url: `${baseUrl}${seeded.hookPath}`,
+    method: 'POST',
+    headers: { authorization: `Bearer ${seeded.bearer}`, 'content-type': 'application/json', 'idempotency-key': `${prefix}-[<id>]` },
+    body: deliveryBody('[<id>]'),
+    idReplacement: true,
+    connections: RATE_CONNECTIONS,
+    overallRate: rate,
+    workers: 1,
+    timeout: 10,
+  };
+}
+
 /** Deliveries at `rate`/s with the worker on: the delay from acceptance to each run's start. */
 async function startDelay(deps: Deps, appUrl: string, seeded: Seeded, rate: number, probe: DbCpuProbe | undefined): Promise<LatencyReport> {
   const worker = startWorker(deps);
   try {
-    const opts: autocannon.Options = {
-      url: `${appUrl}${seeded.hookPath}`,
-      method: 'POST',
-      headers: { authorization: `Bearer ${seeded.bearer}`, 'content-type': 'application/json', 'idempotency-key': 'lat-[<id>]' },
-      body: deliveryBody('[<id>]'),
-      idReplacement: true,
-      connections: RATE_CONNECTIONS,
-      overallRate: rate,
-      workers: 1,
-      timeout: 10,
-    };
+    const opts = atRate(appUrl, seeded, rate, 'lat');
     await autocannon({ ...opts, duration: WARMUP });
     await waitDrained(deps, 120_000);
     await resetRuns(deps);
@@ -551,17 +533,6 @@ interface MemoryReport {
   flat: boolean;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 function rssKiB(pid: number): number | undefined {
   try {
     const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -569,19 +540,6 @@ function rssKiB(pid: number): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error('serve did not answer /healthz within 60 s');
 }
 
 /** Least-squares slope of y over x. */
@@ -607,17 +565,7 @@ async function sustained(vars: Record<string, string>, deps: Deps, seeded: Seede
   const serve = spawn(process.execPath, [MAIN, 'serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   try {
     await waitHealthy(url, serve);
-    const opts: autocannon.Options = {
-      url: `${url}${seeded.hookPath}`,
-      method: 'POST',
-      headers: { authorization: `Bearer ${seeded.bearer}`, 'content-type': 'application/json', 'idempotency-key': 'sus-[<id>]' },
-      body: deliveryBody('[<id>]'),
-      idReplacement: true,
-      connections: RATE_CONNECTIONS,
-      overallRate: rate,
-      workers: 1,
-      timeout: 10,
-    };
+    const opts = atRate(url, seeded, rate, 'sus');
     // A short warm-up, so the first sample is of a server that has seen the load.
     await autocannon({ ...opts, duration: 5 });
     const samples: Array<{ t: number; rssMiB: number }> = [];
