@@ -8,6 +8,7 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { baseUrlProblem } from '../egress.ts';
+import { ConnectorConfigError, ProviderUnavailable } from './errors.ts';
 import type { HttpClient, OutboundRequest } from './http.ts';
 
 export interface ConnectorRecord {
@@ -18,24 +19,6 @@ export interface ConnectorRecord {
   /** The opened secret, or undefined when none is set. */
   secret: string | undefined;
   updated_at: Date;
-}
-
-/** A problem with the connector's own settings: retrying does not help. */
-export class ConnectorConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConnectorConfigError';
-  }
-}
-
-/** A provider (or its token endpoint) that did not answer as it should, or could not be reached: a later attempt may succeed. It may say when to try again. */
-export class ProviderUnavailable extends Error {
-  readonly retryAfterMs: number | undefined;
-  constructor(message: string, retryAfterMs?: number) {
-    super(message);
-    this.name = 'ProviderUnavailable';
-    this.retryAfterMs = retryAfterMs;
-  }
 }
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);

@@ -6,7 +6,8 @@
  */
 import type { ConnectorRow } from './connectors.sql.ts';
 import type { OutboundResponse } from './http.ts';
-import { RequestProblem, type Scalars } from './operations.ts';
+import { RequestProblem } from './errors.ts';
+import type { Scalars } from './operations.ts';
 import { rateLimitOf, takeBudget } from './rate.ts';
 import { connectorRecord, redactSecret, type ConnectorRuntime } from './runtime.ts';
 

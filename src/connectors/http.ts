@@ -11,6 +11,7 @@ import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, request, type Dispatcher } from 'undici';
 import { privateHostReason } from '../egress.ts';
+import { EgressRefused } from './errors.ts';
 
 export interface HttpLimits {
   connectTimeoutMs: number;
@@ -20,14 +21,6 @@ export interface HttpLimits {
 }
 
 export const DEFAULT_HTTP_LIMITS: HttpLimits = { connectTimeoutMs: 5_000, headersTimeoutMs: 15_000, bodyTimeoutMs: 15_000, maxResponseBytes: 5 * 1_048_576 };
-
-/** Refused by the egress rules: never retried. */
-export class EgressRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'EgressRefused';
-  }
-}
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 

@@ -4,6 +4,7 @@
  * parameter goes; with method + path, params fill the path's {name} placeholders.
  */
 import { isObject } from '../json.ts';
+import { RequestProblem } from './errors.ts';
 import type { HttpCall } from './runtime.ts';
 
 export interface SpecParam {
@@ -26,14 +27,6 @@ export function operationOf(operations: unknown[] | null | undefined, ref: strin
 
 /** A value a step computed for a parameter or header: a scalar, as text. */
 export type Scalars = Record<string, string>;
-
-/** A step's request is wrong in a way a retry cannot fix. */
-export class RequestProblem extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RequestProblem';
-  }
-}
 
 const fill = (path: string, params: Scalars, what: string) =>
   path.replace(/\{([^}]+)\}/g, (_whole, name: string) => {

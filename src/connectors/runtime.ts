@@ -7,7 +7,8 @@
 import type { Db } from '../db/connect.ts';
 import type { Limiter } from '../limiter.ts';
 import { openSecret } from '../secret-box.ts';
-import { authorize, ConnectorConfigError, tokenCache, type ConnectorRecord, type TokenCache } from './auth.ts';
+import { authorize, tokenCache, type ConnectorRecord, type TokenCache } from './auth.ts';
+import { ConnectorConfigError } from './errors.ts';
 import type { ConnectorRow } from './connectors.sql.ts';
 import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
 import { databaseCounter, limiterCounter, rateLimitOf, takeBudget, type WindowCounter } from './rate.ts';

@@ -10,9 +10,10 @@ import https from 'node:https';
 import { GetObjectCommand, HeadBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { baseUrlProblem } from '../egress.ts';
-import { ConnectorConfigError, ProviderUnavailable, type ConnectorRecord } from './auth.ts';
+import type { ConnectorRecord } from './auth.ts';
+import { ConnectorConfigError, networkFailure, ProviderUnavailable, RequestProblem } from './errors.ts';
 import { guardedLookup, type OutboundResponse } from './http.ts';
-import { RequestProblem, type Scalars } from './operations.ts';
+import type { Scalars } from './operations.ts';
 import { S3_OPERATIONS } from './driver-operations.ts';
 
 /** Objects read larger than this fail the step (the output is stored with the run). */
@@ -81,10 +82,7 @@ function mapError(err: unknown): Error {
     if (code === 429 || code >= 500 || e.name === 'SlowDown' || e.name === 'ThrottlingException') return new ProviderUnavailable(text);
     return new RequestProblem(text);
   }
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EAI_AGAIN|ENOTFOUND|TimeoutError)$/.test(code)) return new ProviderUnavailable(`The provider could not be reached (${code})`);
-  if ((err as Error).name === 'TimeoutError') return new ProviderUnavailable('The provider did not answer in time');
-  return err as Error;
+  return networkFailure(err) ?? (err as Error);
 }
 
 function objectBody(bytes: Uint8Array, contentType: string | undefined): unknown {

@@ -11,8 +11,8 @@
 import jsonata from 'jsonata';
 import { baseUrlProblem } from '../egress.ts';
 import { isObject } from '../json.ts';
-import { ConnectorConfigError, ProviderUnavailable, type ConnectorRecord } from './auth.ts';
-import { RequestProblem } from './operations.ts';
+import type { ConnectorRecord } from './auth.ts';
+import { ConnectorConfigError, ProviderUnavailable, RequestProblem } from './errors.ts';
 
 export const MAX_STATEMENT_CHARS = 100_000;
 export const MAX_BINDS = 1000;

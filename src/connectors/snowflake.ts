@@ -6,7 +6,7 @@ import snowflake from 'snowflake-sdk';
 import { SNOWFLAKE_OPERATIONS } from './driver-operations.ts';
 import type { ConnectorRecord } from './auth.ts';
 import type { OutboundResponse } from './http.ts';
-import { RequestProblem } from './operations.ts';
+import { RequestProblem } from './errors.ts';
 import { buildStatement, mapSnowflakeError, MAX_RESULT_ROWS, snowflakeSettings, type Bind, type SnowflakeSettings } from './snowflake-sql.ts';
 
 snowflake.configure({ logLevel: 'OFF' } as never);

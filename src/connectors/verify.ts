@@ -5,10 +5,9 @@
  * when failing, why (never a secret: the texts are built here, not copied from answers).
  */
 import type { Db } from '../db/connect.ts';
-import { ConnectorConfigError, ProviderUnavailable } from './auth.ts';
 import { loadConnector, recordVerification } from './connectors.sql.ts';
-import { EgressRefused } from './http.ts';
-import { operationOf, RequestProblem } from './operations.ts';
+import { ConnectorConfigError, EgressRefused, networkFailure, ProviderUnavailable, RequestProblem } from './errors.ts';
+import { operationOf } from './operations.ts';
 import { callHttp, type ConnectorRuntime } from './runtime.ts';
 import { probeDriver } from './drivers.ts';
 
@@ -20,8 +19,7 @@ export interface VerifyResult {
 function describe(err: unknown): string {
   if (err instanceof ConnectorConfigError || err instanceof EgressRefused || err instanceof ProviderUnavailable || err instanceof RequestProblem) return err.message;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') return `The provider could not be reached (${code})`;
-  return 'The probe failed';
+  return networkFailure(err)?.message ?? (typeof code === 'string' ? `The probe failed (${code})` : 'The probe failed');
 }
 
 export async function probe(rt: ConnectorRuntime, db: Db, workspaceId: string, id: string): Promise<VerifyResult | undefined> {

@@ -77,9 +77,10 @@ const ACCEPT = `
     returning id
   )
   select id from r`;
+// Named once: the text is fixed, and it runs on every delivery.
+preferPrepared(ACCEPT);
 
 export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now: Date, guardCutoff: Date): Promise<string | undefined> {
-  preferPrepared(ACCEPT);
   const params = [run.organizationId, guardKey, run.id, now, guardCutoff, run.workspaceId, run.workflowId, run.workflowVersion, run.triggerKey, run.deliveryId, run.payloadJson, run.maxAttempts];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;

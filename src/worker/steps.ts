@@ -16,11 +16,11 @@ import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts } from '../facts/write.ts';
 import { evaluateExpression, ExpressionError } from '../workflows/expressions.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
-import { ConnectorConfigError, ProviderUnavailable } from '../connectors/auth.ts';
 import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
-import { EgressRefused } from '../connectors/http.ts';
-import { buildCall, operationOf, RequestProblem } from '../connectors/operations.ts';
+import { ConnectorConfigError, EgressRefused, networkFailure, ProviderUnavailable, RequestProblem } from '../connectors/errors.ts';
+import { buildCall, operationOf } from '../connectors/operations.ts';
 import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
+import type { OutboundResponse } from '../connectors/http.ts';
 import { callDriver, DRIVER_OPERATIONS } from '../connectors/drivers.ts';
 import { statementIsLiteral } from '../connectors/snowflake-sql.ts';
 
@@ -134,9 +134,6 @@ export function retryAfterMs(value: string | undefined, now: number): number | u
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-// Network failures a later attempt may not meet.
-const NETWORK = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT|UND_ERR_SOCKET|UND_ERR_CLOSED)$/;
-
 const excerpt = (body: unknown) => {
   const text = typeof body === 'string' ? body : JSON.stringify(body) ?? '';
   return text.length > 300 ? `${text.slice(0, 300)}...` : text;
@@ -151,34 +148,39 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
   if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));
   const row = rows.get(c.connector_id);
   if (!row) throw new PermanentStepError('The connector of this step no longer exists in the workspace');
-  let target: Parameters<typeof buildCall>[0];
+  const connectors = env.connectors;
+  type Parts = Parameters<typeof callDriver>[3] & Parameters<typeof buildCall>[1];
+  let send: (parts: Parts) => Promise<OutboundResponse>;
   if (row.type === 's3' || row.type === 'snowflake') {
-    if (c.operation_ref === undefined || !DRIVER_OPERATIONS[row.type]!.includes(c.operation_ref)) throw new PermanentStepError(`A ${row.type} connector performs ${DRIVER_OPERATIONS[row.type]!.join(', ')} (operation_ref)`);
+    const ops = DRIVER_OPERATIONS[row.type]!;
+    const ref = c.operation_ref;
+    if (ref === undefined || !ops.includes(ref)) throw new PermanentStepError(`A ${row.type} connector performs ${ops.join(', ')} (operation_ref)`);
     if (row.type === 'snowflake' && (c.body === undefined || !statementIsLiteral(c.body))) throw new PermanentStepError('A snowflake statement must be a literal of the step (values go in bindings)');
-    target = { method: 'POST', path: '/' };
-  } else if (c.operation_ref !== undefined) {
-    const operation = operationOf(row.operations, c.operation_ref);
-    if (!operation) throw new PermanentStepError(`${c.operation_ref} is not an operation of the connector's specification (any more)`);
-    target = { operation };
-  } else target = { method: c.method!, path: c.path! };
+    send = (parts) => callDriver(connectors, row, ref, parts);
+  } else {
+    let target: Parameters<typeof buildCall>[0];
+    if (c.operation_ref !== undefined) {
+      const operation = operationOf(row.operations, c.operation_ref);
+      if (!operation) throw new PermanentStepError(`${c.operation_ref} is not an operation of the connector's specification (any more)`);
+      target = { operation };
+    } else target = { method: c.method!, path: c.path! };
+    send = (parts) => callHttp(connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
+  }
   const parts = {
     params: await scalars(c.params, ctx, 'params'),
     query: await scalars(c.query, ctx, 'query'),
     headers: await scalars(c.headers, ctx, 'headers'),
     body: c.body === undefined ? undefined : await evaluate(c.body, ctx),
   };
-  let res;
+  let res: OutboundResponse;
   try {
-    res =
-      row.type === 's3' || row.type === 'snowflake'
-        ? await callDriver(env.connectors, row, c.operation_ref ?? '', parts)
-        : await callHttp(env.connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
+    res = await send(parts);
   } catch (err) {
     if (err instanceof RequestProblem || err instanceof ConnectorConfigError || err instanceof EgressRefused) throw new PermanentStepError(err.message);
     if (err instanceof ProviderUnavailable) throw err;
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && NETWORK.test(code)) throw new ProviderUnavailable(`The provider could not be reached (${code})`);
-    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw new PermanentStepError('The provider answered with more than the response size limit');
+    const unreachable = networkFailure(err);
+    if (unreachable) throw unreachable;
+    if ((err as { code?: unknown }).code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw new PermanentStepError('The provider answered with more than the response size limit');
     throw new ProviderUnavailable(`The call failed: ${(err as Error).message?.slice(0, 200) ?? 'unknown error'}`);
   }
   if (res.status === 429 || res.status >= 500) throw new ProviderUnavailable(`The provider answered ${res.status}`, retryAfterMs(res.headers['retry-after'], env.clock()));
