@@ -2,6 +2,7 @@
  * The only reader of process.env. Every setting is read and validated once; a bad value
  * stops the process at start with a message naming the variable.
  */
+import os from 'node:os';
 import path from 'node:path';
 import { Cron } from 'croner';
 
@@ -62,6 +63,14 @@ export interface Config {
   readonly runMaxAttempts: number;
   /** The first retry's delay; each next one doubles, up to 5 minutes, with jitter (RUN_RETRY_BASE_MS). */
   readonly runRetryBaseMs: number;
+  /** Times a run may lose its worker mid-attempt (the process died) before it fails (RUN_MAX_LEASE_LOSSES). */
+  readonly runMaxLeaseLosses: number;
+  /** Child processes that evaluate workflow expressions (EXPRESSION_PROCESSES). */
+  readonly expressionProcesses: number;
+  /** Heap of one expression process, in MB (EXPRESSION_MEMORY_MB). */
+  readonly expressionMemoryMb: number;
+  /** Time budget of one expression evaluation (EXPRESSION_TIMEOUT_MS). */
+  readonly expressionTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -177,6 +186,10 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
     runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
     runRetryBaseMs: int(env, 'RUN_RETRY_BASE_MS', 1000, 1, 300_000),
+    runMaxLeaseLosses: int(env, 'RUN_MAX_LEASE_LOSSES', 3, 1, 100),
+    expressionProcesses: int(env, 'EXPRESSION_PROCESSES', Math.min(4, os.availableParallelism()), 1, 64),
+    expressionMemoryMb: int(env, 'EXPRESSION_MEMORY_MB', 128, 16, 4096),
+    expressionTimeoutMs: int(env, 'EXPRESSION_TIMEOUT_MS', 1000, 10, 60_000),
   });
 }
 

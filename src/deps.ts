@@ -11,6 +11,7 @@ import { instanceSecret } from './db/instance-secrets.sql.ts';
 import { resolveAdminToken } from './admin-token.ts';
 import { memoryLimiter, resilientRedisLimiter, type Limiter } from './limiter.ts';
 import { createLogger } from './log.ts';
+import { createExpressionPool, type ExpressionPool } from './workflows/expression-pool.ts';
 
 export interface Deps {
   config: Config;
@@ -36,6 +37,8 @@ export interface Deps {
   queueSignal: QueueSignal;
   /** Outbound calls through connectors: one HTTP pool, token cache and rate counter per process. */
   connectors: ConnectorRuntime;
+  /** Child processes that evaluate workflow expressions, off this process's event loop and heap. */
+  expressions: ExpressionPool;
 }
 
 export interface QueueSignal {
@@ -84,7 +87,8 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors };
+    const expressions = createExpressionPool({ processes: config.expressionProcesses, memoryMb: config.expressionMemoryMb, timeoutMs: config.expressionTimeoutMs });
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors, expressions };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;
@@ -93,6 +97,7 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
 
 export async function closeDeps(deps: Deps): Promise<void> {
   await deps.connectors.close().catch(() => undefined);
+  await deps.expressions.close();
   await deps.limiter.close();
   await deps.db.destroy();
 }

@@ -299,6 +299,7 @@ export interface WorkflowRunTable {
   status: ColumnType<RunStatus, RunStatus | undefined, RunStatus>;
   attempt: Generated<number>;
   max_attempts: Generated<number>;
+  lease_losses: Generated<number>;
   steps: ColumnType<StepRecord[], string | undefined, string>;
   error: string | null;
   replay_of: string | null;

@@ -56,17 +56,21 @@ export async function heartbeat(db: Db, workerId: string, ids: string[], leaseUn
 }
 
 export const LEASE_LOST = 'The worker running this attempt stopped before it finished (its lease ran out)';
+export const leaseLostTooOften = (times: number) =>
+  `The worker running this run stopped before it finished ${times} times; the run is failed so that it cannot stop workers again`;
 
 /**
  * Runs whose lease ran out: ready again (the lost attempt counts), or failed when it was
- * the last attempt. Returns how many were reclaimed.
+ * the last attempt or the run has now lost `maxLeaseLosses` workers (a run that crashes
+ * whichever process takes it must not crash-loop the service). Returns how many were reclaimed.
  */
-export async function reclaimExpired(db: Db, now: Date): Promise<number> {
+export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number): Promise<number> {
   const { rows } = await sql<{ id: string }>`
     update workflow_runs
-    set status = case when attempt >= max_attempts then 'failed' else 'retrying' end,
-        error = ${LEASE_LOST},
-        finished_at = case when attempt >= max_attempts then ${now}::timestamptz else null end,
+    set status = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then 'failed' else 'retrying' end,
+        error = case when lease_losses + 1 >= ${maxLeaseLosses} then ${leaseLostTooOften(maxLeaseLosses)} else ${LEASE_LOST} end,
+        finished_at = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then ${now}::timestamptz else null end,
+        lease_losses = lease_losses + 1,
         locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
     where status = 'running' and locked_until < ${now}
     returning id`.execute(db);

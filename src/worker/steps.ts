@@ -14,7 +14,8 @@ import type { StepRecord, WorkflowStep } from '../db/tables.ts';
 import { isDatabaseUnavailable } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts } from '../facts/write.ts';
-import { evaluateExpression, ExpressionError } from '../workflows/expressions.ts';
+import { ExpressionError } from '../workflows/expressions.ts';
+import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
 import { ConnectorConfigError, EgressRefused, networkFailure, ProviderUnavailable, RequestProblem } from '../connectors/errors.ts';
@@ -50,6 +51,7 @@ export interface StepEnv {
   clock: () => number;
   /** Outbound calls (http_request); absent where no step calls out. */
   connectors?: ConnectorRuntime;
+  expressions: ExpressionPool;
 }
 
 interface Context {
@@ -59,43 +61,39 @@ interface Context {
   trigger: { key: string | null };
 }
 
-async function evaluate(expression: string, input: unknown): Promise<unknown> {
+/** A step's expressions, evaluated in one job of the pool (see ExpressionPool.run). */
+async function evaluate(env: StepEnv, job: ExpressionJob): Promise<unknown[][]> {
   try {
-    return await evaluateExpression(expression, input);
+    return await env.expressions.run(job);
   } catch (err) {
     if (err instanceof ExpressionError) throw new PermanentStepError(err.message);
     throw err;
   }
 }
 
+const evaluateOne = async (env: StepEnv, expression: string, input: unknown) => (await evaluate(env, { input, expressions: [expression] }))[0]![0];
+
 async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context): Promise<unknown> {
   const c = step.config as { data_model_slug: string; mapping?: Record<string, string>; data?: string; observed_at?: string; for_each?: string };
   const model = run.models.find((m) => m.slug === c.data_model_slug);
   if (!model) throw new PermanentStepError(`The data model ${JSON.stringify(c.data_model_slug)} does not exist in this workspace`);
-  let list: unknown[] = [undefined];
-  if (c.for_each !== undefined) {
-    const v = await evaluate(c.for_each, ctx);
-    list = v === undefined ? [] : Array.isArray(v) ? v : [v];
-    if (list.length > MAX_FOR_EACH_ITEMS) throw new PermanentStepError(`for_each gave ${list.length} items; a write_fact step stores at most ${MAX_FOR_EACH_ITEMS}`);
-  }
+  const fields = c.mapping ? Object.keys(c.mapping) : undefined;
+  const expressions = c.mapping ? Object.values(c.mapping) : [c.data!];
+  if (c.observed_at !== undefined) expressions.push(c.observed_at);
+  const rows = await evaluate(env, { input: ctx, expressions, forEach: c.for_each, maxItems: MAX_FOR_EACH_ITEMS });
   const defaultObservedAt = new Date(run.inserted_at).toISOString();
-  const items: FactInput[] = [];
-  for (let index = 0; index < list.length; index++) {
-    const input = c.for_each === undefined ? ctx : { ...ctx, item: list[index], index };
-    let data: unknown;
-    if (c.mapping) {
+  const items: FactInput[] = rows.map((row, index) => {
+    let data: unknown = row[0];
+    if (fields) {
       const obj: Record<string, unknown> = {};
-      for (const [field, expression] of Object.entries(c.mapping)) {
-        const v = await evaluate(expression, input);
-        if (v !== undefined) obj[field] = v;
-      }
+      fields.forEach((field, i) => {
+        if (row[i] !== undefined) obj[field] = row[i];
+      });
       data = obj;
-    } else {
-      data = await evaluate(c.data!, input);
     }
-    const observedAt = c.observed_at === undefined ? defaultObservedAt : await evaluate(c.observed_at, input);
-    items.push({ observed_at: observedAt ?? null, data: data ?? null, source_key: `run:${run.id}:${step.key}:${index}` });
-  }
+    const observedAt = c.observed_at === undefined ? defaultObservedAt : row[expressions.length - 1];
+    return { observed_at: observedAt ?? null, data: data ?? null, source_key: `run:${run.id}:${step.key}:${index}` };
+  });
   // All or nothing: one bad item fails the step before any of its facts is stored.
   const problems: string[] = [];
   let count = 0;
@@ -113,16 +111,16 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, 
 }
 
 /** A step's computed parameter or header: a string, number or boolean, as text; nothing leaves it out. */
-async function scalars(expressions: Record<string, string> | undefined, input: unknown, what: string): Promise<Record<string, string>> {
+function scalars(names: string[], values: unknown[], what: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, expression] of Object.entries(expressions ?? {})) {
-    const v = await evaluate(expression, input);
-    if (v === undefined || v === null) continue;
+  names.forEach((name, i) => {
+    const v = values[i];
+    if (v === undefined || v === null) return;
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw new PermanentStepError(`${what}.${name} must be a string, number or boolean; the expression gave ${Array.isArray(v) ? 'an array' : typeof v}`);
     const text = String(v);
     if (/[\r\n\0]/.test(text)) throw new PermanentStepError(`${what}.${name} must not hold line breaks or NUL`);
     out[name] = text;
-  }
+  });
   return out;
 }
 
@@ -166,12 +164,14 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
     } else target = { method: c.method!, path: c.path! };
     send = (parts) => callHttp(connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
   }
-  const parts = {
-    params: await scalars(c.params, ctx, 'params'),
-    query: await scalars(c.query, ctx, 'query'),
-    headers: await scalars(c.headers, ctx, 'headers'),
-    body: c.body === undefined ? undefined : await evaluate(c.body, ctx),
-  };
+  // Every expression of the step in one job: params, query, headers, then the body.
+  const groups = (['params', 'query', 'headers'] as const).map((what) => ({ what, names: Object.keys(c[what] ?? {}), expressions: Object.values(c[what] ?? {}) }));
+  const expressions = groups.flatMap((g) => g.expressions);
+  if (c.body !== undefined) expressions.push(c.body);
+  const values = expressions.length === 0 ? [] : (await evaluate(env, { input: ctx, expressions }))[0]!;
+  let offset = 0;
+  const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
+  const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };
   let res: OutboundResponse;
   try {
     res = await send(parts);
@@ -210,10 +210,10 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
       let output: unknown;
       switch (step.type) {
         case 'transform':
-          output = await evaluate(step.config.expression as string, ctx);
+          output = await evaluateOne(env, step.config.expression as string, ctx);
           break;
         case 'condition':
-          output = truthy(await evaluate(step.config.expression as string, ctx));
+          output = truthy(await evaluateOne(env, step.config.expression as string, ctx));
           break;
         case 'write_fact':
           output = await writeFactStep(env, run, step, ctx);

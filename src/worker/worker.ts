@@ -75,7 +75,7 @@ export function startWorker(deps: Deps): Worker {
   const execute = async (run: ClaimedRun) => {
     let outcome: Outcome;
     try {
-      outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors }, run, config.runRetryBaseMs);
+      outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions }, run, config.runRetryBaseMs);
     } catch (err) {
       log.error({ run: run.id, err }, 'workflow run failed unexpectedly');
       return;
@@ -142,7 +142,7 @@ export function startWorker(deps: Deps): Worker {
 
   // Any worker may reclaim expired leases; it is one indexed update.
   const reclaim = setInterval(() => {
-    reclaimExpired(deps.db, now())
+    reclaimExpired(deps.db, now(), config.runMaxLeaseLosses)
       .then((n) => {
         if (n > 0) {
           log.warn({ runs: n }, 'reclaimed runs whose worker stopped');

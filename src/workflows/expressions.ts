@@ -1,24 +1,24 @@
 /**
  * JSONata expressions of workflow steps: compiled when a workflow is saved (so a bad one
- * is a 422 pointing at it) and evaluated by the worker with bounds, so a hostile
- * expression fails its step instead of stalling or crashing the worker:
- * - time: JSONata's own guardrail checks the clock at every evaluation step;
- * - recursion: the same guardrail caps the evaluation depth;
- * - size: the result is measured as JSON before it is kept;
- * - the event loop: JSONata evaluates through promises that resolve at once, which would
- *   starve timers and sockets for the whole evaluation; every few milliseconds of
- *   evaluation yield to the event loop, so HTTP and heartbeats go on beside a long one;
- * - what no guardrail can interrupt (a regular expression that backtracks for ever, one
- *   huge allocation) is refused when the workflow is saved: regexes with nested
- *   quantifiers, and $pad widths beyond a bound at run time.
+ * is a 422 pointing at it) and evaluated by the worker, always in a thread of the
+ * expression pool (expression-pool.ts), never on the event loop of `serve` or `worker`:
+ * a regular expression that backtracks for ever or one huge allocation cannot be
+ * interrupted from inside JavaScript, only by ending the thread that runs it.
+ *
+ * Inside the thread, JSONata's own guardrail checks the clock and the depth at every
+ * evaluation step, so most long evaluations end with a clear message before the pool's
+ * hard deadline ends the thread. The result is measured as JSON before it leaves it.
+ *
+ * At save, regular expressions with nested or overlapping quantifiers are refused as well:
+ * the deadline would stop them, but a workflow that can only time out is a mistake its
+ * author wants to hear of at once.
  */
 import jsonata from 'jsonata';
+import safeRegex from 'safe-regex2';
 
 export const EXPRESSION_LIMITS = {
   /** Characters of one expression. */
   maxLength: 10_000,
-  /** Milliseconds one evaluation may take. */
-  timeoutMs: 1_000,
   /** Nesting of evaluation (recursion of user functions included). */
   maxDepth: 300,
   /** Bytes of a result as JSON. */
@@ -34,8 +34,15 @@ export class ExpressionError extends Error {
   }
 }
 
-// A quantified group that itself holds a quantifier: (a+)+, (a|aa)*, (\w+\s?)* ...
-const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d+,\d*\})/;
+/** The messages of a budget failure, shared by the thread (its own guardrail) and the pool (the hard deadline). */
+const duration = (ms: number) => (ms >= 1000 && ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
+export const budgetMessage = {
+  time: (timeoutMs: number) => `The expression exceeded its ${duration(timeoutMs)} time budget`,
+  stepTime: (ms: number) => `The step's expressions exceeded their ${duration(ms)} time budget`,
+  memory: (memoryMb: number) => `The expression exceeded its memory budget (${memoryMb} MB)`,
+  depth: () => `The expression recursed deeper than its depth budget (${EXPRESSION_LIMITS.maxDepth} levels)`,
+  size: () => `The expression's result is larger than its size budget (${EXPRESSION_LIMITS.maxResultBytes} bytes)`,
+};
 
 function walkRegexes(node: unknown, found: string[]): void {
   if (Array.isArray(node)) {
@@ -48,8 +55,21 @@ function walkRegexes(node: unknown, found: string[]): void {
   for (const v of Object.values(n)) if (v !== null && typeof v === 'object' && !(v instanceof RegExp)) walkRegexes(v, found);
 }
 
+// Shapes that backtrack badly beyond what star height finds: a quantified group holding an
+// alternation (/^(a|aa)+$/), and three quantified copies of one atom in a row (/a*a*a*b/).
+const QUANTIFIED_ALTERNATION = /\((?:[^()\\]|\\.)*\|(?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d+,\d*\})/;
+const REPEATED_QUANTIFIED_ATOM = /(\\.|\[(?:[^\]\\]|\\.)*\]|[^\\()[\]|])[*+]\1[*+]\1[*+]/;
+
+/** Why a regular expression may take exponential or high polynomial time, or undefined. */
+export function riskyRegex(source: string): string | undefined {
+  if (!safeRegex(source)) return 'a nested quantifier';
+  if (QUANTIFIED_ALTERNATION.test(source)) return 'a quantified alternation';
+  if (REPEATED_QUANTIFIED_ATOM.test(source)) return 'repeated quantifiers over the same characters';
+  return undefined;
+}
+
 /** A JSONata error as one line: its message and where in the expression it is. */
-function describe(err: unknown): string {
+export function describe(err: unknown): string {
   const e = err as { message?: unknown; code?: unknown; position?: unknown; token?: unknown };
   const message = typeof e.message === 'string' ? e.message : typeof e.code === 'string' ? `error ${e.code}` : String(err);
   const at = typeof e.position === 'number' ? ` (at character ${e.position})` : '';
@@ -68,87 +88,26 @@ const boundedPad = (str: unknown, width: number, char?: string) => {
   return width < 0 ? padding + s : s + padding;
 };
 
-// Counted across every evaluation of the process: the event loop is shared.
-let steps = 0;
-let lastYield = Date.now();
-const YIELD_EVERY_MS = 10;
-
-async function maybeYield(): Promise<void> {
-  if ((++steps & 1023) !== 0) return;
-  const now = Date.now();
-  if (now - lastYield < YIELD_EVERY_MS) return;
-  await new Promise((resolve) => setImmediate(resolve));
-  lastYield = Date.now();
-}
-
-/** Compiles an expression or explains why it cannot be used; the reason is for a 422. */
-export function compileExpression(text: string): { ok: true; compiled: Compiled } | { ok: false; reason: string } {
+/**
+ * Compiles an expression or explains why it cannot be used; the reason is for a 422.
+ * `timeoutMs` arms JSONata's guardrail (only the pool's threads evaluate).
+ */
+export function compileExpression(text: string, timeoutMs = 1_000): { ok: true; compiled: Compiled } | { ok: false; reason: string } {
   if (text.length > EXPRESSION_LIMITS.maxLength) return { ok: false, reason: `is longer than ${EXPRESSION_LIMITS.maxLength} characters` };
   if (text.trim() === '') return { ok: false, reason: 'is empty' };
   let compiled: Compiled;
   try {
     // The options (timeout, stack) are JSONata's guardrail, checked at every evaluation step.
-    compiled = jsonata(text, { timeout: EXPRESSION_LIMITS.timeoutMs, stack: EXPRESSION_LIMITS.maxDepth } as never);
+    compiled = jsonata(text, { timeout: timeoutMs, stack: EXPRESSION_LIMITS.maxDepth } as never);
     compiled.registerFunction('pad', boundedPad, '<x-ns?:s>');
-    compiled.assign(Symbol.for('jsonata.__evaluate_entry') as never, maybeYield);
   } catch (err) {
     return { ok: false, reason: `does not compile: ${describe(err)}` };
   }
   const regexes: string[] = [];
   walkRegexes(compiled.ast(), regexes);
-  const risky = regexes.find((r) => NESTED_QUANTIFIER.test(r));
-  if (risky !== undefined) return { ok: false, reason: `has a regular expression with a nested quantifier (/${risky}/), which can take exponential time` };
+  for (const r of regexes) {
+    const why = riskyRegex(r);
+    if (why !== undefined) return { ok: false, reason: `has a regular expression with ${why} (/${r}/), which can take exponential time` };
+  }
   return { ok: true, compiled };
-}
-
-const cache = new Map<string, Compiled>();
-const CACHE_MAX = 5_000;
-
-function compiledFor(text: string): Compiled {
-  let c = cache.get(text);
-  if (c === undefined) {
-    const r = compileExpression(text);
-    if (!r.ok) throw new ExpressionError(`The expression ${r.reason}`);
-    c = r.compiled;
-    // The longest-unused entries go first (Map keeps insertion order; a hit re-inserts).
-    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-  } else {
-    cache.delete(text);
-  }
-  cache.set(text, c);
-  return c;
-}
-
-/**
- * Evaluates `text` over `input` within the bounds; throws ExpressionError with a message
- * fit for a step's error. The result is plain JSON (undefined when the expression
- * selects nothing).
- */
-export async function evaluateExpression(text: string, input: unknown): Promise<unknown> {
-  const compiled = compiledFor(text);
-  let result: unknown;
-  try {
-    result = await compiled.evaluate(input);
-  } catch (err) {
-    if (err instanceof ExpressionError) throw err;
-    const code = (err as { code?: unknown }).code;
-    if (code === 'D1012') throw new ExpressionError(`The expression ran longer than ${EXPRESSION_LIMITS.timeoutMs} ms`);
-    if (code === 'D1011' || err instanceof RangeError) throw new ExpressionError(`The expression recursed deeper than ${EXPRESSION_LIMITS.maxDepth} levels or ran out of stack`);
-    throw new ExpressionError(`The expression failed: ${describe(err)}`);
-  }
-  return toJson(result);
-}
-
-/** The result as plain JSON (JSONata sequences and functions are not), within the size bound. */
-function toJson(value: unknown): unknown {
-  if (value === undefined) return undefined;
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value, (_k, v) => (typeof v === 'function' ? undefined : v));
-  } catch (err) {
-    throw new ExpressionError(err instanceof RangeError ? `The expression's result is larger than ${EXPRESSION_LIMITS.maxResultBytes} bytes` : 'The expression gave a value that is not JSON');
-  }
-  if (text === undefined) return undefined;
-  if (text.length > EXPRESSION_LIMITS.maxResultBytes) throw new ExpressionError(`The expression's result is larger than ${EXPRESSION_LIMITS.maxResultBytes} bytes`);
-  return JSON.parse(text);
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimRuns, finishRuns, reclaimExpired, LEASE_LOST } from '../../src/worker/queue.sql.ts';
+import { claimRuns, finishRuns, reclaimExpired, LEASE_LOST, leaseLostTooOften } from '../../src/worker/queue.sql.ts';
 import { executeRun, backoffMs, truthy } from '../../src/worker/steps.ts';
 import { startWorker } from '../../src/worker/worker.ts';
 import { createDb } from '../../src/db/connect.ts';
@@ -22,7 +22,7 @@ const { tokens } = await saveOk(f, {
 });
 const path = `/api/v1/webhooks/${tokens.hook}`;
 const db = f.t.deps.db;
-const env = { db, clock: () => Date.now() };
+const env = { db, clock: () => Date.now(), expressions: f.t.deps.expressions };
 const lease = (ms: number) => new Date(Date.now() + ms);
 const factCount = async () => Number((await sql<{ n: string }>`select count(*) as n from facts`.execute(db)).rows[0]!.n);
 const runRow = (id: string) => db.selectFrom('workflow_runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
@@ -40,7 +40,7 @@ describe('leases', () => {
     // Nobody else can claim it while the lease holds.
     assert.deepEqual(await claimRuns(db, 'other', 10, new Date(), lease(1000)), []);
     await new Promise((resolve) => setTimeout(resolve, 150));
-    assert.equal(await reclaimExpired(db, new Date()), 1);
+    assert.equal(await reclaimExpired(db, new Date(), 3), 1);
     assert.equal((await runRow(claimed!.id)).status, 'retrying');
     // A real worker takes it over; the step runs again and stores nothing twice.
     const w = startWorker(f.t.deps);
@@ -62,12 +62,31 @@ describe('leases', () => {
     for (let attempt = 1; attempt <= 3; attempt++) {
       const [claimed] = await claimRuns(db, `dying-${attempt}`, 10, new Date(), lease(-1));
       assert.equal(claimed?.attempt, attempt);
-      await reclaimExpired(db, new Date());
+      await reclaimExpired(db, new Date(), 10);
     }
     const row = await runRow(d.body.workflow_run_id);
     assert.equal(row.status, 'failed');
     assert.equal(row.error, LEASE_LOST);
     assert.ok(row.finished_at instanceof Date);
+  });
+
+  it('a run that keeps killing its workers fails after RUN_MAX_LEASE_LOSSES, attempts left or not', async () => {
+    const d = await deliver(f, path, JSON.stringify({ lines: [], poison: true }));
+    const [first] = await claimRuns(db, 'crashed-1', 10, new Date(), lease(-1));
+    assert.equal(first!.id, d.body.workflow_run_id);
+    await reclaimExpired(db, new Date(), 2);
+    assert.equal((await runRow(first!.id)).status, 'retrying');
+    const [second] = await claimRuns(db, 'crashed-2', 10, new Date(), lease(-1));
+    assert.equal(second!.id, first!.id);
+    await reclaimExpired(db, new Date(), 2);
+    const row = await runRow(first!.id);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.attempt, 2, 'attempts were left (max 3)');
+    assert.equal(row.lease_losses, 2);
+    assert.equal(row.error, leaseLostTooOften(2));
+    assert.ok(row.finished_at instanceof Date);
+    // Failed for good: no worker claims it again.
+    assert.deepEqual(await claimRuns(db, 'w', 10, new Date(), lease(1000)), []);
   });
 
   it('two workers never claim the same run', async () => {

@@ -1,0 +1,46 @@
+/**
+ * The expression pool on its own: results in order, a child that dies is replaced, budgets
+ * end a child without touching this process, and an idle pool holds nothing open.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { createExpressionPool } from '../../src/workflows/expression-pool.ts';
+import { ExpressionError } from '../../src/workflows/expressions.ts';
+
+const pool = createExpressionPool({ processes: 2, memoryMb: 64, timeoutMs: 1000 });
+after(() => pool.close());
+
+describe('the expression pool', () => {
+  it('answers one row, or one row per item of forEach, in order', async () => {
+    assert.deepEqual(await pool.run({ input: { payload: { a: 2 } }, expressions: ['payload.a * 3', 'payload.missing', '"x"'] }), [[6, undefined, 'x']]);
+    const rows = await pool.run({ input: { payload: { n: 10 } }, forEach: '[1..3]', expressions: ['item * payload.n', 'index'] });
+    assert.deepEqual(rows, [[10, 0], [20, 1], [30, 2]]);
+  });
+
+  it('a forEach past maxItems fails naming the cap', async () => {
+    await assert.rejects(pool.run({ input: {}, forEach: '[1..11]', expressions: ['item'], maxItems: 10 }), /11 items; a write_fact step stores at most 10/);
+  });
+
+  it('a child killed under a job fails that job only; the next job runs on a fresh child', async () => {
+    const job = pool.run({ input: { s: 'a'.repeat(50_000) }, expressions: ['$match(s, /^a*a*b$/)'] });
+    // Wait until a child holds it, then kill every child from outside.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('pkill', ['-KILL', '-P', String(process.pid), '-f', 'expression-child']);
+    await assert.rejects(job, (err) => err instanceof ExpressionError && /stopped its process unexpectedly|time budget/.test(err.message));
+    assert.deepEqual(await pool.run({ input: {}, expressions: ['1 + 1'] }), [[2]]);
+  });
+
+  it('an allocation past the heap budget ends its child, not this process', async () => {
+    const heapBefore = process.memoryUsage().heapUsed;
+    await assert.rejects(pool.run({ input: {}, expressions: ['$count([1..9999999] ~> $map(function($v){ {"v": $v} }))'] }), /exceeded its (memory budget \(64 MB\)|1 s time budget)/);
+    assert.ok(process.memoryUsage().heapUsed - heapBefore < 64 * 1_048_576, 'this process did not take on the allocation');
+    assert.deepEqual(await pool.run({ input: {}, expressions: ['"still here"'] }), [['still here']]);
+  });
+
+  it('never runs more children than its size, however many jobs wait', async () => {
+    const jobs = Array.from({ length: 20 }, (_, i) => pool.run({ input: { i }, expressions: ['i'] }));
+    assert.ok(pool.processes() <= 2);
+    assert.deepEqual(await Promise.all(jobs), Array.from({ length: 20 }, (_, i) => [[i]]));
+  });
+});
