@@ -62,6 +62,11 @@ export interface Config {
   readonly runMaxAttempts: number;
   /** The first retry's delay; each next one doubles, up to 5 minutes, with jitter (RUN_RETRY_BASE_MS). */
   readonly runRetryBaseMs: number;
+  /**
+   * What a stored run record keeps, as JSON: one step's output (RUN_STEP_OUTPUT_MAX_BYTES),
+   * one error (RUN_STEP_ERROR_MAX_BYTES), all the steps (RUN_STEPS_MAX_BYTES).
+   */
+  readonly runRecord: { readonly outputBytes: number; readonly errorBytes: number; readonly stepsBytes: number };
 }
 
 export class ConfigError extends Error {
@@ -177,6 +182,14 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
     runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
     runRetryBaseMs: int(env, 'RUN_RETRY_BASE_MS', 1000, 1, 300_000),
+    // The upper bounds are what an answer shows (workflows/run-record.ts ANSWER_CAPS), so a
+    // page of runs has a size known in advance; the steps' lower bound leaves room for 50
+    // steps' previews and an error.
+    runRecord: Object.freeze({
+      outputBytes: int(env, 'RUN_STEP_OUTPUT_MAX_BYTES', 65_536, 1024, 262_144),
+      errorBytes: int(env, 'RUN_STEP_ERROR_MAX_BYTES', 4096, 256, 16_384),
+      stepsBytes: int(env, 'RUN_STEPS_MAX_BYTES', 262_144, 131_072, 262_144),
+    }),
   });
 }
 
