@@ -71,6 +71,11 @@ export interface Config {
   readonly expressionMemoryMb: number;
   /** Time budget of one expression evaluation (EXPRESSION_TIMEOUT_MS). */
   readonly expressionTimeoutMs: number;
+  /**
+   * What a stored run record keeps, as JSON: one step's output (RUN_STEP_OUTPUT_MAX_BYTES),
+   * one error (RUN_STEP_ERROR_MAX_BYTES), all the steps (RUN_STEPS_MAX_BYTES).
+   */
+  readonly runRecord: { readonly outputBytes: number; readonly errorBytes: number; readonly stepsBytes: number };
 }
 
 export class ConfigError extends Error {
@@ -190,6 +195,14 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     expressionProcesses: int(env, 'EXPRESSION_PROCESSES', Math.min(4, os.availableParallelism()), 1, 64),
     expressionMemoryMb: int(env, 'EXPRESSION_MEMORY_MB', 128, 16, 4096),
     expressionTimeoutMs: int(env, 'EXPRESSION_TIMEOUT_MS', 1000, 10, 60_000),
+    // The upper bounds are what an answer shows (workflows/run-record.ts ANSWER_CAPS), so a
+    // page of runs has a size known in advance; the steps' lower bound leaves room for 50
+    // steps' previews and an error.
+    runRecord: Object.freeze({
+      outputBytes: int(env, 'RUN_STEP_OUTPUT_MAX_BYTES', 65_536, 1024, 262_144),
+      errorBytes: int(env, 'RUN_STEP_ERROR_MAX_BYTES', 4096, 256, 16_384),
+      stepsBytes: int(env, 'RUN_STEPS_MAX_BYTES', 262_144, 131_072, 262_144),
+    }),
   });
 }
 

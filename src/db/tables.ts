@@ -285,6 +285,9 @@ export interface StepRecord {
   finished_at: string | null;
   output: unknown;
   error: string | null;
+  /** Set when the record keeps only a preview of the output (its size cap): the output's size as JSON. */
+  output_truncated?: true;
+  output_bytes?: number;
 }
 
 export interface WorkflowRunTable {

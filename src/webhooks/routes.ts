@@ -168,6 +168,13 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   const now = deps.clock();
   const identity = deliveryIdentity(request.headers, tokenHash, body, now);
   if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
+  // The run stores the payload as JSON, numbers written out (1e20 takes 21 digits): the
+  // stored form stays within the body limit too.
+  const payloadJson = JSON.stringify(payloadOf(doc));
+  const storedBytes = Buffer.byteLength(payloadJson);
+  if (storedBytes > deps.config.webhookMaxBodyBytes) {
+    throw fail('payload_too_large', `The payload takes ${storedBytes} bytes as stored JSON (numbers written out); at most ${deps.config.webhookMaxBodyBytes}`);
+  }
 
   let runId: string | undefined;
   try {
@@ -181,7 +188,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
         workflowVersion: trigger.workflow_version,
         triggerKey: trigger.key,
         deliveryId: identity.deliveryId,
-        payloadJson: JSON.stringify(payloadOf(doc)),
+        payloadJson,
         maxAttempts: deps.config.runMaxAttempts,
       },
       identity.key,

@@ -15,6 +15,7 @@ import type { Deps } from '../deps.ts';
 import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
 import { executeRun } from './steps.ts';
+import { capRecord } from '../workflows/run-record.ts';
 
 export interface Worker {
   readonly id: string;
@@ -82,7 +83,8 @@ export function startWorker(deps: Deps): Worker {
     }
     if (outcome.status === 'failed' && outcome.error?.includes('failed unexpectedly')) log.error({ run: run.id }, 'workflow step failed unexpectedly');
     await new Promise<void>((recorded) => {
-      pending.push({ id: run.id, outcome, recorded });
+      // The record is cut to its caps; the steps were handed every output whole.
+      pending.push({ id: run.id, outcome: capRecord(outcome, config.runRecord), recorded });
       void record();
     });
   };

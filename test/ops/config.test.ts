@@ -34,6 +34,8 @@ test('bad values are refused with a message naming the variable', () => {
   rejects({ REDIS_TIMEOUT_MS: '0' }, 'Invalid configuration: REDIS_TIMEOUT_MS must be between 10 and 60000, got 0');
   rejects({ DATABASE_CONNECT_TIMEOUT_MS: 'soon' }, 'Invalid configuration: DATABASE_CONNECT_TIMEOUT_MS must be a whole number, got "soon"');
   rejects({ TOKEN_TTL_SECONDS: '15m' }, 'Invalid configuration: TOKEN_TTL_SECONDS must be a whole number, got "15m"');
+  rejects({ RUN_STEPS_MAX_BYTES: '1048576' }, 'Invalid configuration: RUN_STEPS_MAX_BYTES must be between 131072 and 262144, got 1048576');
+  assert.deepEqual(loadConfig({}).runRecord, { outputBytes: 65_536, errorBytes: 4096, stepsBytes: 262_144 });
   rejects({ LOG_LEVEL: 'verbose' }, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent');
   rejects({ TRIBUTARY_ADMIN_TOKEN: 'short-token' }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');
   rejects({ TRIBUTARY_ADMIN_TOKEN: 'x'.repeat(31) }, 'Invalid configuration: TRIBUTARY_ADMIN_TOKEN must be at least 32 characters');

@@ -1,6 +1,7 @@
 import type { ResourceType } from '../../http/jsonapi/resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
+import { presentRun } from '../../workflows/run-record.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
 
@@ -17,6 +18,9 @@ export const workflowRunType: ResourceType = {
     trigger_key: { column: 'trigger_key', kind: 'string', filter: true, sort: true, nullable: true },
     delivery_id: { column: 'delivery_id', kind: 'string', filter: true, nullable: true },
     payload: { column: 'payload', kind: 'json' },
+    // Derived from the payload by presentRun: a payload over the shown size is a preview.
+    payload_truncated: { column: 'payload', kind: 'boolean' },
+    payload_bytes: { column: 'payload', kind: 'integer' },
     steps: { column: 'steps', kind: 'json' },
     error: { column: 'error', kind: 'string', nullable: true },
     replay_of: { column: 'replay_of', kind: 'uuid', filter: true, nullable: true },
@@ -28,4 +32,6 @@ export const workflowRunType: ResourceType = {
     workflow: { type: 'workflow', kind: 'one', column: 'workflow_id' },
   },
   visible: visibleInWorkspace('workflow_runs'),
+  // Every answer's run within fixed sizes, so a page of them is bounded (docs/workflows.md, "Sizes").
+  present: presentRun,
 };

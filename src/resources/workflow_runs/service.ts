@@ -6,6 +6,7 @@ import { isUuid, uuidv7 } from '../../ids.ts';
 import { wakeWorkers } from '../../workflows/wake.ts';
 import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
 import { RUN_STATUSES } from './resource.ts';
+import { presentRun } from '../../workflows/run-record.ts';
 
 export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string): Promise<Record<string, any>> {
   const row = isUuid(runId)
@@ -33,7 +34,8 @@ export async function adminListRuns(deps: Deps, query: Record<string, unknown>) 
     status: query.status as string | undefined,
     limit: limit + 1,
   });
-  return { data: rows.slice(0, limit), has_more: rows.length > limit };
+  // Runs as the JSON:API shows them: 1,000 of them stay within a known size.
+  return { data: rows.slice(0, limit).map((row) => ({ ...row, ...presentRun(row) })), has_more: rows.length > limit };
 }
 
 export async function adminFindRun(deps: Deps, id: string) {

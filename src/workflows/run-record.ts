@@ -1,0 +1,102 @@
+/**
+ * The size bounds of a run record. The worker stores each step's output up to a cap and
+ * the steps together up to another; beyond them a step keeps a preview of its output and
+ * says so (`output_truncated`, `output_bytes`). Only the record is cut: the next step was
+ * handed the whole output in memory. Errors are cut with a marker.
+ *
+ * An answer applies the same cuts again with the largest caps the settings allow, so a
+ * record stored before the caps (or a payload as large as the webhook limit) cannot make
+ * a page of runs unbounded: see docs/workflows.md, "Sizes".
+ */
+import type { StepRecord } from '../db/tables.ts';
+
+export interface RecordCaps {
+  /** One step's output, as JSON. */
+  readonly outputBytes: number;
+  /** One error text, as JSON. */
+  readonly errorBytes: number;
+  /** The whole `steps` array, as JSON. */
+  readonly stepsBytes: number;
+}
+
+/** A cut output keeps a preview of at most this many bytes (as JSON). */
+export const PREVIEW_BYTES = 512;
+
+/**
+ * What an answer shows at most. The step caps are the largest the settings accept, so they
+ * only cut records stored before the caps existed; a payload is stored whole (every attempt
+ * and a replay run it) and shown whole up to PAYLOAD_SHOWN_BYTES.
+ */
+export const ANSWER_CAPS: RecordCaps = { outputBytes: 262_144, errorBytes: 16_384, stepsBytes: 262_144 };
+export const PAYLOAD_SHOWN_BYTES = 65_536;
+
+/**
+ * The most one run takes in an answer: its payload, steps and error at their answer caps,
+ * and room for the other attributes (a delivery id of up to 1,024 characters, ids, times).
+ * A page of runs takes at most its length times this (344 KiB): the default page of 50
+ * at most 16.8 MiB, the largest (250) 84 MiB.
+ */
+export const RUN_ANSWER_MAX_BYTES = PAYLOAD_SHOWN_BYTES + ANSWER_CAPS.stepsBytes + ANSWER_CAPS.errorBytes + 8192;
+
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? 'null');
+}
+
+/**
+ * The longest start of `text` that, with `marker` after it, takes at most `maxBytes` as
+ * JSON; never ending inside a surrogate pair (a lone half is text the database refuses).
+ */
+export function cutText(text: string, maxBytes: number, marker = ''): string {
+  if (jsonBytes(text) <= maxBytes) return text;
+  // Every character takes at least a byte: no start longer than maxBytes can fit.
+  let lo = 0;
+  let hi = Math.min(text.length, maxBytes);
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (jsonBytes(text.slice(0, mid) + marker) <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  const end = lo > 0 && /[\ud800-\udbff]/.test(text[lo - 1]!) ? lo - 1 : lo;
+  return text.slice(0, end) + marker;
+}
+
+const cutError = (text: string, maxBytes: number) => cutText(text, maxBytes, ` ... [cut: ${Buffer.byteLength(text)} bytes]`);
+
+/** Step records within the caps: first each output and error, then the largest outputs until the steps fit. */
+export function capSteps(steps: readonly StepRecord[], caps: RecordCaps): StepRecord[] {
+  const errorFits = (s: StepRecord) => typeof s.error !== 'string' || jsonBytes(s.error) <= caps.errorBytes;
+  // The usual record: small enough that no single output can be over its cap either.
+  if (jsonBytes(steps) <= Math.min(caps.outputBytes, caps.stepsBytes) && steps.every(errorFits)) return [...steps];
+  const out = steps.map((s) => (errorFits(s) ? s : { ...s, error: cutError(s.error!, caps.errorBytes) }));
+  const sizes = out.map((s) => (s.output_truncated ? 0 : jsonBytes(s.output)));
+  const truncate = (i: number) => {
+    out[i] = { ...out[i]!, output: cutText(JSON.stringify(out[i]!.output) ?? 'null', PREVIEW_BYTES), output_truncated: true, output_bytes: sizes[i]! };
+    sizes[i] = 0;
+  };
+  for (let i = 0; i < out.length; i++) if (sizes[i]! > caps.outputBytes) truncate(i);
+  let total = jsonBytes(out);
+  while (total > caps.stepsBytes) {
+    let largest = -1;
+    for (let i = 0; i < out.length; i++) if (sizes[i]! > PREVIEW_BYTES && (largest < 0 || sizes[i]! > sizes[largest]!)) largest = i;
+    // Nothing left to cut: the settings' lower bounds leave room for every step's preview.
+    if (largest < 0) break;
+    const before = jsonBytes(out[largest]);
+    truncate(largest);
+    total += jsonBytes(out[largest]) - before;
+  }
+  return out;
+}
+
+/** An outcome or a row with its steps and error within the caps. */
+export function capRecord<T extends { steps: StepRecord[]; error: string | null }>(record: T, caps: RecordCaps): T {
+  return { ...record, steps: capSteps(record.steps, caps), error: record.error === null ? null : cutError(record.error, caps.errorBytes) };
+}
+
+/** A run as answers show it: its record within ANSWER_CAPS, and a large payload as a preview. */
+export function presentRun(row: Record<string, any>): Record<string, unknown> {
+  const { steps, error } = capRecord({ steps: Array.isArray(row.steps) ? row.steps : [], error: row.error ?? null }, ANSWER_CAPS);
+  const payloadJson = JSON.stringify(row.payload) ?? 'null';
+  const payloadBytes = Buffer.byteLength(payloadJson);
+  const shown = payloadBytes <= PAYLOAD_SHOWN_BYTES;
+  return { steps, error, payload: shown ? row.payload : cutText(payloadJson, PREVIEW_BYTES), payload_truncated: !shown, payload_bytes: payloadBytes };
+}
