@@ -1,17 +1,20 @@
 /**
- * A process of the expression pool: evaluates the expressions of one step at a time and
- * answers their results as plain JSON values (stringified and parsed here, off the event
- * loop of the process that asked). It tells the pool when a new evaluation starts (at most
- * every PROGRESS_EVERY_MS), so the pool's watchdog can tell one long evaluation from a
- * long batch of short ones.
+ * A process of the expression pool: evaluates a batch of steps' expressions, one step
+ * after the other, and answers their results as plain JSON values (stringified and parsed
+ * here, off the event loop of the process that asked), the batch in one message. It tells
+ * the pool when a new evaluation starts (at most every PROGRESS_EVERY_MS), so the pool's
+ * watchdog can tell one long evaluation from a long batch of short ones; a step's total
+ * budget is checked here, before each of its evaluations.
  */
 import { budgetMessage, compileExpression, describe, EXPRESSION_LIMITS, ExpressionError, type Compiled } from './expressions.ts';
-import type { ChildJob, ChildReply } from './expression-pool.ts';
+import type { ChildJob, ChildReply, JobReply } from './expression-pool.ts';
 
 const timeoutMs = Number(process.argv[2]);
 const memoryMb = Number(process.argv[3]);
 const PROGRESS_EVERY_MS = 100;
+const STEP_BUDGET_MS = timeoutMs * EXPRESSION_LIMITS.stepBudgets;
 let toldAt = 0;
+let stepStartedAt = 0;
 const send = (m: ChildReply) => process.send!(m);
 
 const cache = new Map<string, Compiled>();
@@ -60,6 +63,7 @@ function toJson(value: unknown): string | undefined {
 
 async function evaluate(text: string, input: unknown): Promise<unknown> {
   const now = Date.now();
+  if (now - stepStartedAt > STEP_BUDGET_MS) throw new ExpressionError(budgetMessage.stepTime(STEP_BUDGET_MS));
   if (now - toldAt >= PROGRESS_EVERY_MS) {
     toldAt = now;
     send({ progress: true });
@@ -90,12 +94,18 @@ async function run(job: ChildJob): Promise<unknown[][]> {
   return results;
 }
 
-process.on('message', (job: ChildJob) => {
+process.on('message', async (m: { jobs: ChildJob[] }) => {
   toldAt = Date.now();
-  run(job).then(
-    (results) => send({ id: job.id, ok: true, results }),
-    (err: unknown) => send({ id: job.id, ok: false, message: failure(err).message }),
-  );
+  const replies: JobReply[] = [];
+  for (const job of m.jobs) {
+    stepStartedAt = Date.now();
+    try {
+      replies.push({ id: job.id, ok: true, results: await run(job) });
+    } catch (err) {
+      replies.push({ id: job.id, ok: false, message: failure(err).message });
+    }
+  }
+  send({ replies });
 });
 // The pool went away: nothing is left to answer.
 process.on('disconnect', () => process.exit(0));

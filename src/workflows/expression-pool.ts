@@ -10,10 +10,13 @@
  * - A child that runs out of heap dies, and its job fails with the memory budget's message.
  * - A watchdog ends a child whose current evaluation has run past the time budget (plus a
  *   grace for JSONata's own guardrail, which ends most of them first with the same
- *   message), or whose step has run past its total budget. What no guardrail can
- *   interrupt (a backtracking regular expression, one huge builtin call) ends this way.
- * - A child evaluates one step's expressions at a time; steps queue for a free child.
- *   Ended children are replaced on demand. Idle children do not keep this process alive.
+ *   message). What no guardrail can interrupt (a backtracking regular expression, one huge
+ *   builtin call) ends this way.
+ * - Steps queue for a free child, which takes what waits in one message (up to MAX_BATCH
+ *   steps: a message each way per batch, not per step, is most of what the pool costs).
+ *   When a child dies under a batch of several, the pool cannot tell which step killed it:
+ *   each goes again alone, so only the guilty one fails and no innocent one is charged.
+ * - Ended children are replaced on demand. Idle children do not keep this process alive.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -56,26 +59,29 @@ export interface ChildJob {
   forEach?: string;
   maxItems: number;
 }
-export type ChildReply = { ready: true } | { progress: true } | { id: number; ok: true; results: unknown[][] } | { id: number; ok: false; message: string };
+export type JobReply = { id: number; ok: true; results: unknown[][] } | { id: number; ok: false; message: string };
+export type ChildReply = { ready: true } | { progress: true } | { replies: JobReply[] };
 
 /** Beyond the guardrail's own budget, before the watchdog ends a child. */
 const GRACE_MS = 250;
-/** The expressions of one step together may take this many single budgets. */
-const STEP_BUDGETS = 10;
 const WATCH_EVERY_MS = 50;
+/** Steps a child takes in one message. */
+const MAX_BATCH = 16;
 /** What a child wrote on stderr last, to tell an out-of-memory death from others. */
 const STDERR_KEPT = 4096;
 
 interface Pending extends ChildJob {
   resolve: (rows: unknown[][]) => void;
   reject: (err: Error) => void;
+  /** It was in a batch whose child died: it goes alone now. */
+  alone?: boolean;
 }
 
 interface Child {
   proc: ChildProcess;
   ready: boolean;
-  job?: Pending;
-  startedAt: number;
+  /** The batch it holds (empty when idle). */
+  jobs: Pending[];
   progressAt: number;
   /** Why the pool ended this child, for the job it held. */
   ending?: string;
@@ -100,7 +106,7 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     // Started because a job waits: it holds this process open until it is idle.
-    const c: Child = { proc, ready: false, startedAt: 0, progressAt: 0, stderr: '' };
+    const c: Child = { proc, ready: false, jobs: [], progressAt: 0, stderr: '' };
     proc.stderr!.setEncoding('utf8');
     proc.stderr!.on('data', (chunk: string) => (c.stderr = (c.stderr + chunk).slice(-STDERR_KEPT)));
     proc.on('message', (m: ChildReply) => {
@@ -114,23 +120,30 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
         c.progressAt = Date.now();
         return;
       }
-      const job = c.job;
-      if (job === undefined || job.id !== m.id) return;
-      c.job = undefined;
+      const jobs = new Map(c.jobs.map((j) => [j.id, j]));
+      c.jobs = [];
       idle(c);
-      if (m.ok) job.resolve(m.results);
-      else job.reject(new ExpressionError(m.message));
+      for (const r of m.replies) {
+        const job = jobs.get(r.id);
+        if (job === undefined) continue;
+        if (r.ok) job.resolve(r.results);
+        else job.reject(new ExpressionError(r.message));
+      }
       dispatch();
     });
     proc.on('error', () => undefined);
     proc.on('exit', () => {
       children.delete(c);
-      const job = c.job;
-      if (job !== undefined) {
-        c.job = undefined;
+      const jobs = c.jobs;
+      c.jobs = [];
+      if (closed) {
         // Closing is not the expression's fault: not an ExpressionError, which would fail its run for good.
-        if (closed) job.reject(new Error('The expression pool is closed'));
-        else job.reject(new ExpressionError(c.ending ?? (/heap out of memory|Allocation failed/i.test(c.stderr) ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')));
+        for (const job of jobs) job.reject(new Error('The expression pool is closed'));
+      } else if (jobs.length > 1) {
+        for (const job of jobs) job.alone = true;
+        queue.unshift(...jobs);
+      } else if (jobs.length === 1) {
+        jobs[0]!.reject(new ExpressionError(c.ending ?? (/heap out of memory|Allocation failed/i.test(c.stderr) ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')));
       } else if (!c.ready && !closed) {
         // It died before it could take work: whatever waits would wait for ever.
         for (const waiting of queue.splice(0)) waiting.reject(new Error(`The expression pool could not start a process: ${c.stderr.trim().slice(-300) || 'it exited'}`));
@@ -155,23 +168,22 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
     if (closed) return;
     for (const c of children) {
       if (queue.length === 0) break;
-      if (!c.ready || c.job !== undefined || c.ending !== undefined) continue;
-      const job = queue.shift()!;
-      const { resolve: _r, reject: _j, ...message } = job;
+      if (!c.ready || c.jobs.length > 0 || c.ending !== undefined) continue;
+      const batch = queue[0]!.alone ? queue.splice(0, 1) : takeBatch();
       try {
-        c.proc.send(message);
+        c.proc.send({ jobs: batch.map(({ resolve: _r, reject: _j, alone: _a, ...job }) => job) });
       } catch (err) {
-        job.reject(new ExpressionError(`The expression's input cannot be passed on: ${(err as Error).message}`));
+        for (const job of batch) job.reject(new ExpressionError(`The expression's input cannot be passed on: ${(err as Error).message}`));
         continue;
       }
-      c.job = job;
+      c.jobs = batch;
       busy(c);
-      c.startedAt = c.progressAt = Date.now();
+      c.progressAt = Date.now();
     }
     let starting = 0;
     for (const c of children) if (!c.ready) starting++;
     for (let n = queue.length - starting; n > 0 && children.size < opts.processes; n--) spawn();
-    const working = [...children].some((c) => c.job !== undefined);
+    const working = [...children].some((c) => c.jobs.length > 0);
     if (working && watch === undefined) {
       watch = setInterval(watchdog, WATCH_EVERY_MS);
       watch.unref();
@@ -181,13 +193,21 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
     }
   };
 
+  // The steps at the front of the queue, up to MAX_BATCH, stopping at one that must go alone.
+  const takeBatch = () => {
+    let n = 0;
+    while (n < queue.length && n < MAX_BATCH && !queue[n]!.alone) n++;
+    return queue.splice(0, n);
+  };
+
   const watchdog = () => {
     const now = Date.now();
     for (const c of children) {
-      if (c.job === undefined || c.ending !== undefined) continue;
-      if (now - c.progressAt > opts.timeoutMs + GRACE_MS) c.ending = budgetMessage.time(opts.timeoutMs);
-      else if (now - c.startedAt > opts.timeoutMs * STEP_BUDGETS + GRACE_MS) c.ending = budgetMessage.stepTime(opts.timeoutMs * STEP_BUDGETS);
-      if (c.ending !== undefined) c.proc.kill('SIGKILL');
+      if (c.jobs.length === 0 || c.ending !== undefined) continue;
+      if (now - c.progressAt > opts.timeoutMs + GRACE_MS) {
+        c.ending = budgetMessage.time(opts.timeoutMs);
+        c.proc.kill('SIGKILL');
+      }
     }
   };
 

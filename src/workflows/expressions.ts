@@ -23,6 +23,8 @@ export const EXPRESSION_LIMITS = {
   maxDepth: 300,
   /** Bytes of a result as JSON. */
   maxResultBytes: 1_048_576,
+  /** The expressions of one step together may take this many single time budgets. */
+  stepBudgets: 10,
 } as const;
 
 export type Compiled = ReturnType<typeof jsonata>;

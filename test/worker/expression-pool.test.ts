@@ -22,7 +22,7 @@ describe('the expression pool', () => {
   });
 
   it('a child killed under a job fails that job only; the next job runs on a fresh child', async () => {
-    const job = pool.run({ input: { s: 'a'.repeat(50_000) }, expressions: ['$match(s, /^a*a*b$/)'] });
+    const job = pool.run({ input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] });
     // Wait until a child holds it, then kill every child from outside.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const { execFileSync } = await import('node:child_process');
@@ -36,6 +36,17 @@ describe('the expression pool', () => {
     await assert.rejects(pool.run({ input: {}, expressions: ['$count([1..9999999] ~> $map(function($v){ {"v": $v} }))'] }), /exceeded its (memory budget \(64 MB\)|1 s time budget)/);
     assert.ok(process.memoryUsage().heapUsed - heapBefore < 64 * 1_048_576, 'this process did not take on the allocation');
     assert.deepEqual(await pool.run({ input: {}, expressions: ['"still here"'] }), [['still here']]);
+  });
+
+  it('a step that kills its child in a batch fails alone; its batch-mates succeed', async () => {
+    const jobs = Array.from({ length: 40 }, (_, i) =>
+      i === 7 ? pool.run({ input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] }) : pool.run({ input: { i }, expressions: ['i * 2'] }),
+    );
+    const settled = await Promise.allSettled(jobs);
+    settled.forEach((r, i) => {
+      if (i === 7) assert.ok(r.status === 'rejected' && /exceeded its 1 s time budget/.test(String(r.reason)), String(r.status === 'rejected' ? r.reason : 'fulfilled'));
+      else assert.deepEqual(r, { status: 'fulfilled', value: [[i * 2]] });
+    });
   });
 
   it('never runs more children than its size, however many jobs wait', async () => {
