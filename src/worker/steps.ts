@@ -22,6 +22,7 @@ import { buildCall, operationOf } from '../connectors/operations.ts';
 import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
 import type { OutboundResponse } from '../connectors/http.ts';
 import { callDriver, DRIVER_OPERATIONS } from '../connectors/drivers.ts';
+import { providerExcerpt } from '../connectors/redact.ts';
 import { statementIsLiteral } from '../connectors/snowflake-sql.ts';
 
 /** Items one write_fact step may store (for_each). */
@@ -134,11 +135,6 @@ export function retryAfterMs(value: string | undefined, now: number): number | u
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-const excerpt = (body: unknown) => {
-  const text = typeof body === 'string' ? body : JSON.stringify(body) ?? '';
-  return text.length > 300 ? `${text.slice(0, 300)}...` : text;
-};
-
 /** Connectors read during one attempt, by id: a run of several calls reads each once. */
 type ConnectorRows = Map<string, ConnectorRow | undefined>;
 
@@ -184,7 +180,7 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
     throw new ProviderUnavailable(`The call failed: ${(err as Error).message?.slice(0, 200) ?? 'unknown error'}`);
   }
   if (res.status === 429 || res.status >= 500) throw new ProviderUnavailable(`The provider answered ${res.status}`, retryAfterMs(res.headers['retry-after'], env.clock()));
-  if (res.status >= 400) throw new PermanentStepError(`The provider answered ${res.status}: ${excerpt(res.body)}`);
+  if (res.status >= 400) throw new PermanentStepError(`The provider answered ${res.status}: ${providerExcerpt(res.body)}`);
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   return { status: res.status, headers, body: res.body };
 }
