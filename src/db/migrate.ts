@@ -13,6 +13,7 @@ import * as m0005 from './migrations/0005_external_connectors.ts';
 import * as m0006 from './migrations/0006_workflows.ts';
 import * as m0007 from './migrations/0007_api_specs.ts';
 import * as m0008 from './migrations/0008_rate_windows.ts';
+import * as m0009 from './migrations/0009_workflow_version_saver.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0006_workflows': m0006,
   '0007_api_specs': m0007,
   '0008_rate_windows': m0008,
+  '0009_workflow_version_saver': m0009,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
