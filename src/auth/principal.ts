@@ -89,6 +89,19 @@ export function principalFromAccount(claims: TokenClaims, account: AccountRow | 
   };
 }
 
+/**
+ * Who may manage external connectors (they hold secrets) and hand their credentials to a
+ * workflow: only an admin or owner may save a workflow with an http_request step, and its
+ * runs call out only while the membership that saved the steps is still an active admin
+ * or owner.
+ */
+export const CONNECTOR_ROLES: readonly Role[] = ['admin', 'owner'];
+
+/** Whether a workflow version's saver (as stored now) may still have its steps call out through connectors. */
+export function saverMayCallConnectors(saver: { role: Role; is_active: boolean } | undefined): boolean {
+  return saver !== undefined && saver.is_active && CONNECTOR_ROLES.includes(saver.role);
+}
+
 /** The run-as member's role must be one of `roles` (a member may not manage what holds secrets). */
 export function requireRole(principal: Principal, roles: readonly Role[], detail: string): void {
   if (!roles.includes(principal.role)) throw new AppError('forbidden', detail);

@@ -10,6 +10,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { baseUrlProblem } from '../egress.ts';
 import { ConnectorConfigError, ProviderUnavailable } from './errors.ts';
 import type { HttpClient, OutboundRequest } from './http.ts';
+import { providerExcerpt, redactor } from './redact.ts';
 
 export interface ConnectorRecord {
   id: string;
@@ -28,10 +29,49 @@ function needSecret(c: ConnectorRecord): string {
   return c.secret;
 }
 
+const base64 = (v: string) => Buffer.from(v).toString('base64');
+
+/** The bytes of an hmac connector's key: the base64 after `whsec_`. */
+const signingKey = (secret: string) => Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+
+/** The body of an oauth2 connector's token request (form-encoded), or undefined while its settings are incomplete. */
+function tokenRequestForm(c: ConnectorRecord): URLSearchParams | undefined {
+  const cfg = c.config ?? {};
+  const clientId = str(cfg.client_id);
+  if (clientId === undefined || c.secret === undefined || c.secret === '') return undefined;
+  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: c.secret });
+  const scopes = Array.isArray(cfg.scopes) ? cfg.scopes.filter((s): s is string => typeof s === 'string') : typeof cfg.scopes === 'string' ? [cfg.scopes] : [];
+  if (scopes.length > 0) form.set('scope', scopes.join(' '));
+  return form;
+}
+
+/**
+ * Every credential value the service sends for this connector, known before a call: the
+ * secret, the header values built from it, an oauth2 token request's body and its
+ * client_secret member, an hmac key in its base64 forms. (An oauth2 access token is known
+ * only once fetched: authorize returns it.) redact.ts adds the encodings.
+ */
+export function sentCredentials(c: ConnectorRecord): string[] {
+  const s = c.secret;
+  if (s === undefined || s === '') return [];
+  const out = [s, base64(s), `Bearer ${s}`];
+  const user = str(c.config?.username);
+  if (user !== undefined) out.push(`${user}:${s}`, base64(`${user}:${s}`), `Basic ${base64(`${user}:${s}`)}`);
+  if (c.auth_type === 'oauth2') {
+    const form = tokenRequestForm(c);
+    if (form) out.push(form.toString(), `client_secret=${new URLSearchParams({ s }).toString().slice(2)}`);
+  }
+  if (c.auth_type === 'hmac') {
+    const key = signingKey(s);
+    if (key.length > 0) out.push(key.toString('base64'), key.toString('base64').replace(/=+$/, ''), key.toString('base64url'), key.toString('hex'));
+    if (s.startsWith('whsec_')) out.push(s.slice(6));
+  }
+  return out;
+}
+
 /** Standard Webhooks signature of `body` for message `id` at `timestamp` (seconds). */
 export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+  return `v1,${createHmac('sha256', signingKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
 interface CachedToken {
@@ -54,19 +94,20 @@ export function tokenCache(http: HttpClient, allowPrivateEgress: boolean, now: (
   const fetchToken = async (c: ConnectorRecord): Promise<string> => {
     const cfg = c.config ?? {};
     const tokenUrl = str(cfg.token_url);
-    const clientId = str(cfg.client_id);
     if (!tokenUrl) throw new ConnectorConfigError('An oauth2 connector needs config.token_url');
-    if (!clientId) throw new ConnectorConfigError('An oauth2 connector needs config.client_id');
+    if (!str(cfg.client_id)) throw new ConnectorConfigError('An oauth2 connector needs config.client_id');
     const problem = baseUrlProblem(tokenUrl, allowPrivateEgress);
     if (problem) throw new ConnectorConfigError(`config.token_url ${problem}`);
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: needSecret(c) });
-    const scopes = Array.isArray(cfg.scopes) ? cfg.scopes.filter((s): s is string => typeof s === 'string') : typeof cfg.scopes === 'string' ? [cfg.scopes] : [];
-    if (scopes.length > 0) form.set('scope', scopes.join(' '));
+    needSecret(c);
+    const form = tokenRequestForm(c)!;
     const res = await http.send({ method: 'POST', url: new URL(tokenUrl), headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form.toString() });
     const body = res.body as Record<string, unknown> | undefined;
     if (res.status >= 500 || res.status === 429) throw new ProviderUnavailable(`The token endpoint answered ${res.status}`);
     if (res.status !== 200 || typeof body?.access_token !== 'string') {
-      throw new ConnectorConfigError(`The token endpoint refused the client credentials (${res.status}${typeof body?.error === 'string' ? ` ${body.error.slice(0, 100)}` : ''})`);
+      // An endpoint that echoes the request quotes the client secret: only a redacted excerpt of its answer is kept.
+      const said = typeof body?.error === 'string' ? body.error : res.body;
+      const excerpt = said === undefined || said === '' ? '' : `: ${providerExcerpt(said, redactor(sentCredentials(c)))}`;
+      throw new ConnectorConfigError(`The token endpoint refused the client credentials (${res.status})${excerpt}`);
     }
     const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 3600;
     // Renewed a little before it runs out, so a request never carries a token that expires on the way.
@@ -92,10 +133,21 @@ export function tokenCache(http: HttpClient, allowPrivateEgress: boolean, now: (
   };
 }
 
-/** The request with the connector's credentials added. `messageId` names the request for hmac signing. */
-export async function authorize(c: ConnectorRecord, req: OutboundRequest, tokens: TokenCache, messageId: string = randomUUID(), nowSeconds = Math.floor(Date.now() / 1000)): Promise<OutboundRequest> {
+/**
+ * The request with the connector's credentials added, and the values it sent that are not
+ * known before the call (an oauth2 access token, as token and as header value), for
+ * redaction. `messageId` names the request for hmac signing.
+ */
+export async function authorize(
+  c: ConnectorRecord,
+  req: OutboundRequest,
+  tokens: TokenCache,
+  messageId: string = randomUUID(),
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<{ request: OutboundRequest; sent: string[] }> {
   const cfg = c.config ?? {};
   const headers = { ...req.headers };
+  const sent: string[] = [];
   switch (c.auth_type) {
     case 'none':
       break;
@@ -108,12 +160,15 @@ export async function authorize(c: ConnectorRecord, req: OutboundRequest, tokens
     case 'basic_auth': {
       const user = str(cfg.username);
       if (user === undefined) throw new ConnectorConfigError('A basic_auth connector needs config.username');
-      headers.authorization = `Basic ${Buffer.from(`${user}:${needSecret(c)}`).toString('base64')}`;
+      headers.authorization = `Basic ${base64(`${user}:${needSecret(c)}`)}`;
       break;
     }
-    case 'oauth2':
-      headers.authorization = `Bearer ${await tokens.token(c)}`;
+    case 'oauth2': {
+      const token = await tokens.token(c);
+      headers.authorization = `Bearer ${token}`;
+      sent.push(token, headers.authorization);
       break;
+    }
     case 'hmac': {
       const body = req.body === undefined ? '' : req.body.toString();
       headers['webhook-id'] = messageId;
@@ -124,5 +179,5 @@ export async function authorize(c: ConnectorRecord, req: OutboundRequest, tokens
     default:
       throw new ConnectorConfigError(`auth_type ${c.auth_type} cannot call out`);
   }
-  return { ...req, headers };
+  return { request: { ...req, headers }, sent };
 }

@@ -9,7 +9,9 @@ import type { OutboundResponse } from './http.ts';
 import { RequestProblem } from './errors.ts';
 import type { Scalars } from './operations.ts';
 import { rateLimitOf, takeBudget } from './rate.ts';
-import { connectorRecord, redactSecret, type ConnectorRuntime } from './runtime.ts';
+import { connectorRecord, type ConnectorRuntime } from './runtime.ts';
+import { sentCredentials } from './auth.ts';
+import { redactError, redactor } from './redact.ts';
 
 export { DRIVER_OPERATIONS } from './driver-operations.ts';
 
@@ -21,19 +23,23 @@ export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operat
   const connector = connectorRecord(rt, row);
   const limit = rateLimitOf(row.config);
   if (limit) await takeBudget(rt.counter, row.id, limit, rt.clock);
-  switch (row.type) {
-    case 's3':
-      return redactSecret(await (await s3()).callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body), connector.secret);
-    case 'snowflake':
-      return redactSecret(await (await snowflake()).callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body), connector.secret);
-    default:
-      throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
+  if (row.type !== 's3' && row.type !== 'snowflake') throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
+  const redact = redactor(sentCredentials(connector));
+  try {
+    const res = row.type === 's3' ? await (await s3()).callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body) : await (await snowflake()).callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body);
+    return redact(res);
+  } catch (err) {
+    throw redactError(err, redact);
   }
 }
 
 /** A cheap call through the driver (S3: HeadBucket; Snowflake: SELECT 1); throws what went wrong. */
 export async function probeDriver(rt: ConnectorRuntime, row: ConnectorRow): Promise<void> {
   const connector = connectorRecord(rt, row);
-  if (row.type === 's3') await (await s3()).callS3(connector, rt.allowPrivateEgress, 'HeadBucket', {}, undefined);
-  else await (await snowflake()).probeSnowflake(connector, rt.allowPrivateEgress);
+  try {
+    if (row.type === 's3') await (await s3()).callS3(connector, rt.allowPrivateEgress, 'HeadBucket', {}, undefined);
+    else await (await snowflake()).probeSnowflake(connector, rt.allowPrivateEgress);
+  } catch (err) {
+    throw redactError(err, redactor(sentCredentials(connector)));
+  }
 }

@@ -7,11 +7,12 @@
 import type { Db } from '../db/connect.ts';
 import type { Limiter } from '../limiter.ts';
 import { openSecret } from '../secret-box.ts';
-import { authorize, tokenCache, type ConnectorRecord, type TokenCache } from './auth.ts';
+import { authorize, sentCredentials, tokenCache, type ConnectorRecord, type TokenCache } from './auth.ts';
 import { ConnectorConfigError } from './errors.ts';
 import type { ConnectorRow } from './connectors.sql.ts';
 import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
 import { databaseCounter, limiterCounter, rateLimitOf, takeBudget, type WindowCounter } from './rate.ts';
+import { redactError, redactor } from './redact.ts';
 
 export interface ConnectorRuntime {
   http: HttpClient;
@@ -105,27 +106,23 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
   if (call.idempotencyKey !== undefined && UNSAFE.has(method)) headers['idempotency-key'] ??= call.idempotencyKey;
   const limit = rateLimitOf(row.config);
   const waitedMs = limit ? await takeBudget(rt.counter, row.id, limit, rt.clock) : 0;
-  const send = async () => rt.http.send(await authorize(connector, { method, url, headers, body }, rt.tokens, call.idempotencyKey, Math.floor(rt.clock() / 1000)));
-  let res = await send();
-  if (res.status === 401 && connector.auth_type === 'oauth2') {
-    // The token may have been revoked or rotated early: one fresh token, one more try.
-    rt.tokens.forget(connector);
-    res = await send();
-  }
-  return { ...redactSecret(res, connector.secret), waitedMs };
-}
-
-/**
- * The answer with the connector's secret cut out wherever the provider echoed it (an error
- * quoting the key, a debug endpoint): what a step keeps is stored with the run and shown.
- */
-export function redactSecret<T>(value: T, secret: string | undefined): T {
-  if (secret === undefined || secret.length < 4) return value;
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return v.includes(secret) ? v.replaceAll(secret, '[redacted]') : v;
-    if (Array.isArray(v)) return v.map(walk);
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-    return v;
+  // What comes back (an answer, an error quoting one) is stored with the run and shown to
+  // members: every credential sent is cut out of it, whatever spelling the provider echoes.
+  const sent = sentCredentials(connector);
+  const send = async () => {
+    const { request, sent: fetched } = await authorize(connector, { method, url, headers, body }, rt.tokens, call.idempotencyKey, Math.floor(rt.clock() / 1000));
+    sent.push(...fetched);
+    return rt.http.send(request);
   };
-  return walk(value) as T;
+  try {
+    let res = await send();
+    if (res.status === 401 && connector.auth_type === 'oauth2') {
+      // The token may have been revoked or rotated early: one fresh token, one more try.
+      rt.tokens.forget(connector);
+      res = await send();
+    }
+    return { ...redactor(sent)(res), waitedMs };
+  } catch (err) {
+    throw redactError(err, redactor(sent));
+  }
 }

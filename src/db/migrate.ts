@@ -14,6 +14,7 @@ import * as m0006 from './migrations/0006_workflows.ts';
 import * as m0007 from './migrations/0007_api_specs.ts';
 import * as m0008 from './migrations/0008_rate_windows.ts';
 import * as m0009 from './migrations/0009_run_lease_losses.ts';
+import * as m0010 from './migrations/0010_workflow_version_saver.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '0007_api_specs': m0007,
   '0008_rate_windows': m0008,
   '0009_run_lease_losses': m0009,
+  '0010_workflow_version_saver': m0010,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

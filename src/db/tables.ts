@@ -256,6 +256,8 @@ export interface WorkflowVersionTable {
   workflow_id: string;
   version: number;
   steps: Json<WorkflowStep[]>;
+  /** The membership whose save wrote these steps (null: saved before it was recorded). */
+  saved_by_membership_id: string | null;
   inserted_at: Timestamp;
 }
 

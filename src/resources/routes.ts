@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
-import { requireRole } from '../auth/principal.ts';
+import { CONNECTOR_ROLES, requireRole } from '../auth/principal.ts';
 import { AppError } from '../errors.ts';
 import { verifyConnector } from '../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from '../http/jsonapi/document.ts';
@@ -50,7 +50,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       const q = parseFor(request, RESOURCE_TYPES, externalConnectorType, false);
       const principal = request.principal!;
       const existing = await findOr404(deps.db, externalConnectorType, principal, (request.params as { id: string }).id);
-      requireRole(principal, ['admin', 'owner'], 'Only an admin or owner may verify external connectors');
+      requireRole(principal, CONNECTOR_ROLES, 'Only an admin or owner may verify external connectors');
       const row = await verifyConnector(deps.connectors, deps.db, principal.workspaceId, existing.id, deps.clock);
       if (!row) throw new AppError('not_found', 'No external_connector with this id');
       const self = `${API_PREFIX}/external_connectors/${row.id}`;

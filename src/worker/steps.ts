@@ -23,7 +23,10 @@ import { buildCall, operationOf } from '../connectors/operations.ts';
 import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
 import type { OutboundResponse } from '../connectors/http.ts';
 import { callDriver, DRIVER_OPERATIONS } from '../connectors/drivers.ts';
+import { providerExcerpt } from '../connectors/redact.ts';
 import { statementIsLiteral } from '../connectors/snowflake-sql.ts';
+import { saverMayCallConnectors } from '../auth/principal.ts';
+import { versionSaver } from '../resources/workflows/workflows.sql.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -132,17 +135,22 @@ export function retryAfterMs(value: string | undefined, now: number): number | u
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-const excerpt = (body: unknown) => {
-  const text = typeof body === 'string' ? body : JSON.stringify(body) ?? '';
-  return text.length > 300 ? `${text.slice(0, 300)}...` : text;
-};
+/** What one attempt reads once however many calls it makes: connectors by id, and whether the version's saver may still call out. */
+interface AttemptReads {
+  connectors: Map<string, ConnectorRow | undefined>;
+  saverMay?: boolean;
+}
 
-/** Connectors read during one attempt, by id: a run of several calls reads each once. */
-type ConnectorRows = Map<string, ConnectorRow | undefined>;
+const SAVER_MAY_NOT_CALL_OUT =
+  'The steps of this workflow version were saved by a membership that is no longer an active admin or owner, so they may not call out through a connector: an admin or owner must save the workflow again';
 
-async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context, rows: ConnectorRows): Promise<unknown> {
+async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context, reads: AttemptReads): Promise<unknown> {
   const c = step.config as { connector_id: string; operation_ref?: string; method?: string; path?: string; params?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string };
   if (!env.connectors) throw new PermanentStepError('This worker cannot call out');
+  // Checked at every attempt, not only at save: a saver demoted or deactivated since stops the calls.
+  reads.saverMay ??= saverMayCallConnectors(await versionSaver(env.db, run.workspace_id, run.workflow_id, run.workflow_version));
+  if (!reads.saverMay) throw new PermanentStepError(SAVER_MAY_NOT_CALL_OUT);
+  const rows = reads.connectors;
   if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));
   const row = rows.get(c.connector_id);
   if (!row) throw new PermanentStepError('The connector of this step no longer exists in the workspace');
@@ -184,7 +192,7 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
     throw new ProviderUnavailable(`The call failed: ${(err as Error).message?.slice(0, 200) ?? 'unknown error'}`);
   }
   if (res.status === 429 || res.status >= 500) throw new ProviderUnavailable(`The provider answered ${res.status}`, retryAfterMs(res.headers['retry-after'], env.clock()));
-  if (res.status >= 400) throw new PermanentStepError(`The provider answered ${res.status}: ${excerpt(res.body)}`);
+  if (res.status >= 400) throw new PermanentStepError(`The provider answered ${res.status}: ${providerExcerpt(res.body)}`);
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   return { status: res.status, headers, body: res.body };
 }
@@ -198,7 +206,7 @@ export function backoffMs(attempt: number, baseMs: number, random: () => number 
 export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: number): Promise<Outcome> {
   const ctx: Context = { payload: run.payload, steps: {}, run: { id: run.id, attempt: run.attempt }, trigger: { key: run.trigger_key } };
   const records: StepRecord[] = [];
-  const connectorRows: ConnectorRows = new Map();
+  const reads: AttemptReads = { connectors: new Map() };
   const iso = () => new Date(env.clock()).toISOString();
   const skipRest = (from: number) => {
     for (const s of run.definition.slice(from)) records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null });
@@ -219,7 +227,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
           output = await writeFactStep(env, run, step, ctx);
           break;
         case 'http_request':
-          output = await httpRequestStep(env, run, step, ctx, connectorRows);
+          output = await httpRequestStep(env, run, step, ctx, reads);
           break;
         default:
           throw new PermanentStepError(`Steps of type ${step.type} cannot run in this release`);

@@ -1,6 +1,9 @@
 /**
  * A provider on loopback for the connector tests: it records every request and answers
- * with whatever the test scripted (a queue of answers per path, then a default).
+ * with whatever the test scripted (a queue of answers per path, then a default). Two paths
+ * echo the request, as a debug endpoint or a careless error does: /echo/request answers 200
+ * with the method, path, headers and body it got; /echo/token is an OAuth2 token endpoint
+ * that refuses every request, quoting its body.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +31,13 @@ export interface MockProvider {
   close(): Promise<void>;
 }
 
+function echo(rec: Recorded): Answer | undefined {
+  const path = rec.path.split('?')[0];
+  if (path === '/echo/request') return { status: 200, body: { method: rec.method, path: rec.path, headers: rec.headers, body: rec.body } };
+  if (path === '/echo/token') return { status: 400, body: { error: `invalid_client for ${rec.body}` } };
+  return undefined;
+}
+
 export async function mockProvider(): Promise<MockProvider> {
   const scripts = new Map<string, Answer[]>();
   const requests: Recorded[] = [];
@@ -50,7 +60,7 @@ export async function mockProvider(): Promise<MockProvider> {
       const rec: Recorded = { method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       requests.push(rec);
       const queue = scripts.get(req.url!.split('?')[0]!);
-      const answer = queue && queue.length > 0 ? queue.shift()! : mock.fallback(rec);
+      const answer = queue && queue.length > 0 ? queue.shift()! : (echo(rec) ?? mock.fallback(rec));
       const body = answer.body === undefined ? '' : typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
       res.writeHead(answer.status, { 'content-type': typeof answer.body === 'string' ? 'text/plain' : 'application/json', ...answer.headers });
       res.end(body);

@@ -8,7 +8,7 @@
  * it, and a graph changed and changed back still gets a new one (no ABA).
  */
 import { createHash } from 'node:crypto';
-import type { Principal } from '../../auth/principal.ts';
+import { CONNECTOR_ROLES, requireRole, type Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
 import type { WorkflowTriggerView } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
@@ -111,6 +111,11 @@ export interface SavedWorkflow {
 export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<SavedWorkflow> {
   checkOrganization(principal, attrs.organization_id);
   const def = readDefinition(attrs);
+  // An http_request step calls out with a connector's credentials, to a method and path the
+  // step chooses: handing them to a workflow is for those who manage connectors.
+  if (def.steps.some((s) => s.type === 'http_request')) {
+    requireRole(principal, CONNECTOR_ROLES, "Only an admin or owner may save a workflow with http_request steps (they call out with an external connector's credentials)");
+  }
   const workflowId = (attrs.workflow_id as string | null | undefined) ?? null;
   const lockVersion = (attrs.lock_version as string | null | undefined) ?? null;
   const isNewVersion = attrs.is_new_version as boolean;
@@ -156,12 +161,16 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         steps: JSON.stringify(def.steps),
         triggers: JSON.stringify(views),
       };
-      if (existing && !changed) return { row: existing, triggerTokens };
+      if (existing && !changed) {
+        // Saved again unchanged: its steps are now this member's to answer for.
+        await q.recordSaver(trx, id, version, principal.membershipId);
+        return { row: existing, triggerTokens };
+      }
 
       const row = existing
         ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: new Date() })
         : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
-      await q.putVersion(trx, id, version, def.steps);
+      await q.putVersion(trx, id, version, def.steps, principal.membershipId);
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
       const kept = def.triggers.filter((t) => t.id !== null);
       await q.deleteTriggersExcept(trx, id, kept.map((t) => t.id!));

@@ -15,13 +15,37 @@ export function updateWorkflow(trx: Db, workspaceId: string, id: string, patch: 
   return trx.updateTable('workflows').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The steps of a version, replaced when a save keeps the version. */
-export async function putVersion(trx: Db, workflowId: string, version: number, steps: WorkflowStep[]): Promise<void> {
+/** The steps of a version and who saved them, replaced when a save keeps the version. */
+export async function putVersion(trx: Db, workflowId: string, version: number, steps: WorkflowStep[], savedBy: string): Promise<void> {
   await trx
     .insertInto('workflow_versions')
-    .values({ workflow_id: workflowId, version, steps: JSON.stringify(steps) })
-    .onConflict((oc) => oc.columns(['workflow_id', 'version']).doUpdateSet({ steps: (eb) => eb.ref('excluded.steps') }))
+    .values({ workflow_id: workflowId, version, steps: JSON.stringify(steps), saved_by_membership_id: savedBy })
+    .onConflict((oc) => oc.columns(['workflow_id', 'version']).doUpdateSet({ steps: (eb) => eb.ref('excluded.steps'), saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id') }))
     .execute();
+}
+
+/** A save that changed nothing still makes its member the version's saver. */
+export async function recordSaver(trx: Db, workflowId: string, version: number, savedBy: string): Promise<void> {
+  await trx
+    .updateTable('workflow_versions')
+    .set({ saved_by_membership_id: savedBy })
+    .where('workflow_id', '=', workflowId)
+    .where('version', '=', version)
+    .where((eb) => eb.or([eb('saved_by_membership_id', 'is', null), eb('saved_by_membership_id', '!=', savedBy)]))
+    .execute();
+}
+
+/** The membership that saved a version of a workflow of the workspace, as it is now: its role and whether it is active. */
+export function versionSaver(db: Db, workspaceId: string, workflowId: string, version: number) {
+  return db
+    .selectFrom('workflow_versions as v')
+    .innerJoin('workflows as w', 'w.id', 'v.workflow_id')
+    .innerJoin('org_memberships as m', (j) => j.onRef('m.id', '=', 'v.saved_by_membership_id').onRef('m.organization_id', '=', 'w.organization_id'))
+    .select(['m.role', 'm.is_active'])
+    .where('w.workspace_id', '=', workspaceId)
+    .where('v.workflow_id', '=', workflowId)
+    .where('v.version', '=', version)
+    .executeTakeFirst();
 }
 
 export function triggersOf(trx: Db, workspaceId: string, workflowId: string) {
