@@ -11,6 +11,7 @@ import { instanceSecret } from './db/instance-secrets.sql.ts';
 import { resolveAdminToken } from './admin-token.ts';
 import { memoryLimiter, resilientRedisLimiter, type Limiter } from './limiter.ts';
 import { createLogger } from './log.ts';
+import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 
 export interface Deps {
   config: Config;
@@ -36,6 +37,8 @@ export interface Deps {
   queueSignal: QueueSignal;
   /** Outbound calls through connectors: one HTTP pool, token cache and rate counter per process. */
   connectors: ConnectorRuntime;
+  /** Reads uploaded OpenAPI documents in worker threads, within their time and heap budgets. */
+  specImporter: SpecImporter;
 }
 
 export interface QueueSignal {
@@ -84,7 +87,7 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors };
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors, specImporter: specImporter(config.apiSpecImport) };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;
@@ -93,6 +96,7 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
 
 export async function closeDeps(deps: Deps): Promise<void> {
   await deps.connectors.close().catch(() => undefined);
+  await deps.specImporter.close();
   await deps.limiter.close();
   await deps.db.destroy();
 }

@@ -16,6 +16,8 @@ import { DocumentProblem, parseSpecText, type ParseWork } from './parse.ts';
 
 export interface ImportOptions {
   allowPrivateEgress: boolean;
+  /** Most operations the document may have (API_SPEC_MAX_OPERATIONS); no limit when absent. */
+  maxOperations?: number;
   /** Counts the work done, for a test that it grows linearly with the document. */
   work?: ParseWork;
 }
@@ -61,7 +63,7 @@ export async function importSpec(text: string, format: 'json' | 'yaml', opts: Im
     throw new DocumentProblem(`The document is not a valid ${v2 ? 'Swagger 2.0' : `OpenAPI ${doc.openapi as string}`} document: ${validatorMessage(err)}`);
   }
   checkRefs(doc, work);
-  const spec = normalize(doc, work);
+  const spec = normalize(doc, work, opts.maxOperations);
   checkServers(spec, v2, opts);
   return spec;
 }

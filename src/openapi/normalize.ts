@@ -217,7 +217,7 @@ function securitySchemes(doc: Record<string, unknown>, v2: boolean): Record<stri
 }
 
 /** The normalized fields of a document that parsed and validated. */
-export function normalize(doc: Record<string, unknown>, work: ParseWork = { steps: 0 }): NormalizedSpec {
+export function normalize(doc: Record<string, unknown>, work: ParseWork = { steps: 0 }, maxOperations = Infinity): NormalizedSpec {
   const v2 = typeof doc.swagger === 'string';
   const x = new Expander(doc, work);
   const info = isObject(doc.info) ? doc.info : {};
@@ -233,6 +233,7 @@ export function normalize(doc: Record<string, unknown>, work: ParseWork = { step
       const op = item[method];
       if (!isObject(op)) continue;
       const at = `${itemAt}/${method}`;
+      if (operations.length >= maxOperations) throw new DocumentProblem(`The document has more than ${maxOperations} operations, the most an API specification may have (API_SPEC_MAX_OPERATIONS)`, at);
       // Path-level parameters, overridden by the operation's own of the same name and place.
       const merged = new Map<string, { p: Record<string, unknown>; at: string }>();
       const add = (list: unknown[], base: string) =>
