@@ -42,6 +42,8 @@ export interface Config {
   readonly allowPrivateEgress: boolean;
   /** Largest OpenAPI document an api_spec takes, in bytes (API_SPEC_MAX_BYTES). */
   readonly apiSpecMaxBytes: number;
+  /** Largest JSON:API list answer; a default page holds what fits, a page asked for past it is 400 (LIST_MAX_BYTES). */
+  readonly listMaxBytes: number;
   /** Most operations an api_spec's document may have (API_SPEC_MAX_OPERATIONS). */
   readonly apiSpecMaxOperations: number;
   /**
@@ -172,6 +174,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     worker: bool(env, 'WORKER', true),
     allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),
     apiSpecMaxBytes: int(env, 'API_SPEC_MAX_BYTES', 4 * 1_048_576, 1024, 32 * 1_048_576),
+    listMaxBytes: int(env, 'LIST_MAX_BYTES', 16 * 1_048_576, 1024, 512 * 1_048_576),
     apiSpecMaxOperations: int(env, 'API_SPEC_MAX_OPERATIONS', 5_000, 1, 1_000_000),
     apiSpecImport: Object.freeze({
       threads: int(env, 'API_SPEC_IMPORT_THREADS', 2, 1, 64),
