@@ -12,6 +12,7 @@ import { resolveAdminToken } from './admin-token.ts';
 import { memoryLimiter, resilientRedisLimiter, type Limiter } from './limiter.ts';
 import { createLogger } from './log.ts';
 import { createExpressionPool, type ExpressionPool } from './workflows/expression-pool.ts';
+import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 
 export interface Deps {
   config: Config;
@@ -39,6 +40,8 @@ export interface Deps {
   connectors: ConnectorRuntime;
   /** Child processes that evaluate workflow expressions, off this process's event loop and heap. */
   expressions: ExpressionPool;
+  /** Reads uploaded OpenAPI documents in worker threads, within their time and heap budgets. */
+  specImporter: SpecImporter;
 }
 
 export interface QueueSignal {
@@ -88,7 +91,8 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
     const expressions = createExpressionPool({ processes: config.expressionProcesses, memoryMb: config.expressionMemoryMb, timeoutMs: config.expressionTimeoutMs });
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors, expressions };
+    const specs = specImporter(config.apiSpecImport);
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors, expressions, specImporter: specs };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;
@@ -98,6 +102,7 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
 export async function closeDeps(deps: Deps): Promise<void> {
   await deps.connectors.close().catch(() => undefined);
   await deps.expressions.close();
+  await deps.specImporter.close();
   await deps.limiter.close();
   await deps.db.destroy();
 }

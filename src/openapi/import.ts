@@ -12,10 +12,14 @@
 import validateSchema from '@apidevtools/swagger-parser/lib/validators/schema.js';
 import { privateHostReason } from '../egress.ts';
 import { checkRefs, normalize, type NormalizedSpec } from './normalize.ts';
-import { DocumentProblem, parseSpecText } from './parse.ts';
+import { DocumentProblem, parseSpecText, type ParseWork } from './parse.ts';
 
 export interface ImportOptions {
   allowPrivateEgress: boolean;
+  /** Most operations the document may have (API_SPEC_MAX_OPERATIONS); no limit when absent. */
+  maxOperations?: number;
+  /** Counts the work done, for a test that it grows linearly with the document. */
+  work?: ParseWork;
 }
 
 /** The validator's message, as a caller may see it: its first lines, no paths of this machine. */
@@ -46,7 +50,8 @@ function checkServers(spec: NormalizedSpec, v2: boolean, opts: ImportOptions): v
 }
 
 export async function importSpec(text: string, format: 'json' | 'yaml', opts: ImportOptions): Promise<NormalizedSpec> {
-  const doc = parseSpecText(text, format);
+  const work = opts.work ?? { steps: 0 };
+  const doc = parseSpecText(text, format, work);
   const v2 = typeof doc.swagger === 'string';
   if (!v2 && typeof doc.openapi !== 'string') throw new DocumentProblem('The document declares neither openapi (3.x) nor swagger (2.0)');
   if (v2 ? doc.swagger !== '2.0' : !/^3\.[01]\.\d+$/.test(doc.openapi as string)) {
@@ -57,8 +62,8 @@ export async function importSpec(text: string, format: 'json' | 'yaml', opts: Im
   } catch (err) {
     throw new DocumentProblem(`The document is not a valid ${v2 ? 'Swagger 2.0' : `OpenAPI ${doc.openapi as string}`} document: ${validatorMessage(err)}`);
   }
-  checkRefs(doc);
-  const spec = normalize(doc);
+  checkRefs(doc, work);
+  const spec = normalize(doc, work, opts.maxOperations);
   checkServers(spec, v2, opts);
   return spec;
 }

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson, isObject } from '../json.ts';
-import { DocumentProblem, pointerToken } from './parse.ts';
+import { DocumentProblem, pointerToken, type ParseWork } from './parse.ts';
 
 export const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 /** Nodes one expanded schema may have; past it, further `$ref`s are kept as they are. */
@@ -72,10 +72,11 @@ function resolveRef(doc: Record<string, unknown>, ref: string, usedAt: string): 
 }
 
 /** Every `$ref` of the document resolves within it (parse.ts refused the others). */
-export function checkRefs(doc: Record<string, unknown>): void {
+export function checkRefs(doc: Record<string, unknown>, work: ParseWork = { steps: 0 }): void {
   const stack: Array<{ v: unknown; at: string }> = [{ v: doc, at: '' }];
   while (stack.length > 0) {
     const { v, at } = stack.pop()!;
+    work.steps++;
     if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, at: `${at}/${i}` }));
     else if (isObject(v)) {
       for (const [k, x] of Object.entries(v)) {
@@ -89,8 +90,10 @@ export function checkRefs(doc: Record<string, unknown>): void {
 class Expander {
   private documentNodes = 0;
   private readonly doc: Record<string, unknown>;
-  constructor(doc: Record<string, unknown>) {
+  private readonly work: ParseWork;
+  constructor(doc: Record<string, unknown>, work: ParseWork) {
     this.doc = doc;
+    this.work = work;
   }
 
   /** `value` with its local `$ref`s expanded, within the budgets. */
@@ -112,6 +115,7 @@ class Expander {
   private walk(v: unknown, at: string, active: string[], budget: { nodes: number }): unknown {
     budget.nodes++;
     this.documentNodes++;
+    this.work.steps++;
     if (Array.isArray(v)) return v.map((x, i) => this.walk(x, `${at}/${i}`, active, budget));
     if (!isObject(v)) return v;
     if (typeof v.$ref === 'string') {
@@ -213,9 +217,9 @@ function securitySchemes(doc: Record<string, unknown>, v2: boolean): Record<stri
 }
 
 /** The normalized fields of a document that parsed and validated. */
-export function normalize(doc: Record<string, unknown>): NormalizedSpec {
+export function normalize(doc: Record<string, unknown>, work: ParseWork = { steps: 0 }, maxOperations = Infinity): NormalizedSpec {
   const v2 = typeof doc.swagger === 'string';
-  const x = new Expander(doc);
+  const x = new Expander(doc, work);
   const info = isObject(doc.info) ? doc.info : {};
   const operations: Operation[] = [];
   const seen = new Set<string>();
@@ -229,6 +233,7 @@ export function normalize(doc: Record<string, unknown>): NormalizedSpec {
       const op = item[method];
       if (!isObject(op)) continue;
       const at = `${itemAt}/${method}`;
+      if (operations.length >= maxOperations) throw new DocumentProblem(`The document has more than ${maxOperations} operations, the most an API specification may have (API_SPEC_MAX_OPERATIONS)`, at);
       // Path-level parameters, overridden by the operation's own of the same name and place.
       const merged = new Map<string, { p: Record<string, unknown>; at: string }>();
       const add = (list: unknown[], base: string) =>

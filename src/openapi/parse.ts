@@ -24,16 +24,23 @@ export class DocumentProblem extends Error {
   }
 }
 
+/** Work done reading a document (nodes visited, keys compared): a test checks it grows linearly. */
+export interface ParseWork {
+  steps: number;
+}
+
 /** One JSON pointer token (RFC 6901). */
 export const pointerToken = (k: string | number) => String(k).replaceAll('~', '~0').replaceAll('/', '~1');
 
 // The tags of the YAML 1.2 core schema; any other tag (`!foo`, `!!js/function`, `!!binary`) is refused.
 const CORE_TAGS = new Set(['tag:yaml.org,2002:str', 'tag:yaml.org,2002:int', 'tag:yaml.org,2002:float', 'tag:yaml.org,2002:bool', 'tag:yaml.org,2002:null', 'tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', '!']);
 
-function parseYaml(text: string): unknown {
+function parseYaml(text: string, work: ParseWork): unknown {
   let doc: Document.Parsed;
   try {
-    doc = parseYamlDocument(text, { version: '1.2', schema: 'core', merge: false, uniqueKeys: true, strict: true, prettyErrors: false, keepSourceTokens: false });
+    // uniqueKeys: false, and the keys are checked below with a Set: the library compares each
+    // new key with every earlier one of its map, so 30,000 paths took 50 s (issue 19).
+    doc = parseYamlDocument(text, { version: '1.2', schema: 'core', merge: false, uniqueKeys: false, strict: true, prettyErrors: false, keepSourceTokens: false });
   } catch (err) {
     // Nesting deep enough to exhaust the composer's stack.
     if (err instanceof RangeError) throw new DocumentProblem(`The document nests deeper than ${MAX_JSON_DEPTH} levels`);
@@ -46,13 +53,26 @@ function parseYaml(text: string): unknown {
   let refused: DocumentProblem | undefined;
   visit(doc, {
     Node(_key, node) {
+      work.steps++;
       if (node.tag !== undefined && !CORE_TAGS.has(node.tag)) {
         refused = new DocumentProblem(`YAML tags other than the core schema's are not accepted (found ${node.tag.slice(0, 64)})`);
         return visit.BREAK;
       }
-      if (isMap(node) && node.items.some((p) => isScalar(p.key) && p.key.value === '<<' && p.key.type === 'PLAIN')) {
-        refused = new DocumentProblem('YAML merge keys (<<) are not accepted; repeat the members or use a $ref');
-        return visit.BREAK;
+      if (isMap(node)) {
+        const keys = new Set<unknown>();
+        for (const { key } of node.items) {
+          work.steps++;
+          if (!isScalar(key)) continue;
+          if (key.value === '<<' && key.type === 'PLAIN') {
+            refused = new DocumentProblem('YAML merge keys (<<) are not accepted; repeat the members or use a $ref');
+            return visit.BREAK;
+          }
+          if (keys.has(key.value)) {
+            refused = new DocumentProblem(`The document is not valid YAML: Map keys must be unique (${JSON.stringify(String(key.value).slice(0, 200))} appears twice)`);
+            return visit.BREAK;
+          }
+          keys.add(key.value);
+        }
       }
       return undefined;
     },
@@ -71,10 +91,11 @@ function parseYaml(text: string): unknown {
  * Walks the value once, without recursion: nesting depth, prototype keys and `$ref`s.
  * Throws the first problem.
  */
-function checkValue(root: unknown): void {
+function checkValue(root: unknown, work: ParseWork): void {
   const stack: Array<{ v: unknown; depth: number; at: string }> = [{ v: root, depth: 0, at: '' }];
   while (stack.length > 0) {
     const { v, depth, at } = stack.pop()!;
+    work.steps++;
     if (typeof v !== 'object' || v === null) continue;
     if (depth >= MAX_JSON_DEPTH) throw new DocumentProblem(`The document nests deeper than ${MAX_JSON_DEPTH} levels`, at);
     if (Array.isArray(v)) {
@@ -94,7 +115,7 @@ function checkValue(root: unknown): void {
 }
 
 /** The document as a plain value, or a DocumentProblem. Size is checked by the caller (it knows the limit). */
-export function parseSpecText(text: string, format: 'json' | 'yaml'): Record<string, unknown> {
+export function parseSpecText(text: string, format: 'json' | 'yaml', work: ParseWork = { steps: 0 }): Record<string, unknown> {
   let value: unknown;
   if (format === 'json') {
     try {
@@ -103,10 +124,10 @@ export function parseSpecText(text: string, format: 'json' | 'yaml'): Record<str
       throw new DocumentProblem(err instanceof AppError && err.code === 'invalid_request' ? err.detail : 'The document is not valid JSON (format is json)');
     }
   } else {
-    value = parseYaml(text);
+    value = parseYaml(text, work);
   }
   // YAML timestamps and binary stay out: the core schema has neither, so any Date here is a bug.
-  checkValue(value);
+  checkValue(value, work);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DocumentProblem('The document must be an object (an OpenAPI or Swagger document)');
   return value as Record<string, unknown>;
 }

@@ -35,7 +35,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       create: (db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions),
       update: (db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions),
     });
-    const specOptions = { allowPrivateEgress: deps.config.allowPrivateEgress, maxBytes: deps.config.apiSpecMaxBytes };
+    const specOptions = { allowPrivateEgress: deps.config.allowPrivateEgress, maxBytes: deps.config.apiSpecMaxBytes, maxOperations: deps.config.apiSpecMaxOperations, importer: deps.specImporter };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {
       input: apiSpecInput(deps.config.apiSpecMaxBytes),
       create: (db, principal, attrs) => createApiSpec(db, principal, attrs, specOptions),

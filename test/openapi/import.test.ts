@@ -13,6 +13,7 @@ import { diffOperations, fingerprint, type NormalizedSpec } from '../../src/open
 import { DocumentProblem, parseSpecText, YAML_MAX_ALIASES } from '../../src/openapi/parse.ts';
 import { stringify as yamlStringify } from 'yaml';
 import { runs } from '../helpers/property.ts';
+import { bigSpec } from '../helpers/big-spec.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'openapi');
 const fixture = (name: string) => fs.readFileSync(path.join(FIXTURES, name), 'utf8');
@@ -174,6 +175,23 @@ describe('parsing', () => {
       }),
       { numRuns: runs(200) },
     );
+  });
+});
+
+describe('cost', () => {
+  it('the work of an import grows linearly with the operations (5,000 and 20,000), in YAML and in JSON', async () => {
+    for (const format of ['yaml', 'json'] as const) {
+      const steps = async (n: number) => {
+        const work = { steps: 0 };
+        const spec = await importSpec(bigSpec(n, format), format, { allowPrivateEgress: false, work });
+        assert.equal(spec.operations.length, n);
+        return work.steps;
+      };
+      const small = await steps(5_000);
+      const large = await steps(20_000);
+      // Four times the operations: four times the work, give or take the fixed part; a quadratic step would be 16 times.
+      assert.ok(large <= 4.5 * small, `${format}: ${small} steps for 5,000 operations, ${large} for 20,000`);
+    }
   });
 });
 

@@ -134,3 +134,35 @@ export async function buildDocument(
   if (opts.meta) doc.meta = opts.meta;
   return doc;
 }
+
+/** A list document's text, or where it would pass `maxBytes`: after `fit` data resources, or in `included`. */
+export type BoundedText = { text: string } | { over: 'data'; fit: number } | { over: 'included' };
+
+/**
+ * A list document serialized resource by resource, stopping where it would pass
+ * `maxBytes` (LIST_MAX_BYTES) instead of building a text no client should receive. The
+ * first resource always fits: one resource is bounded by its own columns' caps, and a
+ * default page must never fail.
+ */
+export function serializeList(doc: Record<string, unknown>, maxBytes: number): BoundedText {
+  const { jsonapi, data, included, ...rest } = doc;
+  let bytes = Buffer.byteLength(JSON.stringify({ jsonapi, ...rest }));
+  const take = (items: unknown[], always: number): string[] | number => {
+    const out: string[] = [];
+    for (const item of items) {
+      const text = JSON.stringify(item);
+      bytes += Buffer.byteLength(text) + 1;
+      if (bytes > maxBytes && out.length >= always) return out.length;
+      out.push(text);
+    }
+    return out;
+  };
+  const dataTexts = take(data as unknown[], 1);
+  if (typeof dataTexts === 'number') return { over: 'data', fit: dataTexts };
+  const includedTexts = included === undefined ? undefined : take(included as unknown[], 0);
+  if (typeof includedTexts === 'number') return { over: 'included' };
+  const members = [`"jsonapi":${JSON.stringify(jsonapi)}`, `"data":[${dataTexts.join(',')}]`];
+  if (includedTexts !== undefined) members.push(`"included":[${includedTexts.join(',')}]`);
+  for (const [k, v] of Object.entries(rest)) members.push(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
+  return { text: `{${members.join(',')}}` };
+}

@@ -2,13 +2,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { Deps } from '../../deps.ts';
 import type { Db } from '../../db/connect.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
 import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
 import { loadAccountById, loadAccountWithCompiledRow, loadAccountWithRows, withAccountStatement } from '../../auth/auth.sql.ts';
 import type { TokenClaims } from '../../auth/tokens.ts';
 import { compileOnce, slot, type CompiledOnce } from '../../db/compiled.ts';
-import { API_PREFIX, buildDocument, resourceObject } from './document.ts';
+import { API_PREFIX, buildDocument, resourceObject, serializeList, type DocumentOptions } from './document.ts';
 import { countVisible, findVisible, listQuery, listVisible, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
@@ -52,6 +52,34 @@ function pageUrl(path: string, raw: RawQuery, page: Record<string, string>, keep
   return qs ? `${path}?${qs.replace(/%5B/g, '[').replace(/%5D/g, ']')}` : path;
 }
 
+/** A list page's links and meta.page: offset links step by the rows the page holds, cursors are offered on every page. */
+function listLinksAndMeta(path: string, raw: RawQuery, q: ParsedQuery, rows: Record<string, any>[], hasNext: boolean, hasPrev: boolean, total: number | undefined): DocumentOptions {
+  // self is the page that was asked for, offset or cursor included.
+  const links: Record<string, string | null> = { self: pageUrl(path, raw, {}, true) };
+  const page: Record<string, unknown> = { limit: q.page.limit };
+  if (q.page.kind === 'offset') {
+    const { limit, offset } = q.page;
+    page.offset = offset;
+    links.first = pageUrl(path, raw, { offset: '0' });
+    links.next = hasNext ? pageUrl(path, raw, { offset: String(offset + rows.length) }) : null;
+    links.prev = offset > 0 ? pageUrl(path, raw, { offset: String(Math.max(0, offset - limit)) }) : null;
+  }
+  const first = rows[0];
+  const last = rows.at(-1);
+  if (last && first) {
+    const nextCursor = encodeCursor(q.sort, last);
+    const prevCursor = encodeCursor(q.sort, first);
+    page.next_cursor = hasNext ? nextCursor : null;
+    page.prev_cursor = hasPrev ? prevCursor : null;
+    if (q.page.kind === 'keyset') {
+      links.next = hasNext ? pageUrl(path, raw, { after: nextCursor }) : null;
+      links.prev = hasPrev ? pageUrl(path, raw, { before: prevCursor }) : null;
+    }
+  }
+  if (total !== undefined) page.total = total;
+  return { links, meta: { page } };
+}
+
 /** A principal of slots, for statements compiled once whose visibility rule binds the caller's claims. */
 const SLOT_PRINCIPAL: Principal = {
   credentialId: slot('credentialId'),
@@ -93,33 +121,25 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
       fetched = found.rows;
     }
     const raw = request.query as RawQuery;
-    const { rows, hasNext, hasPrev } = finishKeysetPage(fetched, q);
-    // self is the page that was asked for, offset or cursor included.
-    const links: Record<string, string | null> = { self: pageUrl(path, raw, {}, true) };
-    const page: Record<string, unknown> = { limit: q.page.limit };
-    if (q.page.kind === 'offset') {
-      const { limit, offset } = q.page;
-      page.offset = offset;
-      links.first = pageUrl(path, raw, { offset: '0' });
-      links.next = hasNext ? pageUrl(path, raw, { offset: String(offset + limit) }) : null;
-      links.prev = offset > 0 ? pageUrl(path, raw, { offset: String(Math.max(0, offset - limit)) }) : null;
+    const page = finishKeysetPage(fetched, q);
+    const count = q.count ? await countVisible(deps.db, type, principal, q) : undefined;
+    const build = ({ rows, hasNext, hasPrev }: typeof page) => buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
+    const max = deps.config.listMaxBytes;
+    let body = serializeList(await build(page), max);
+    if ('over' in body && body.over === 'data' && raw['page[limit]'] === undefined) {
+      // A default page never fails: it holds what fits and links to the rest.
+      const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
+      const shorter = backwards
+        ? { rows: page.rows.slice(page.rows.length - body.fit), hasNext: page.hasNext, hasPrev: true }
+        : { rows: page.rows.slice(0, body.fit), hasNext: true, hasPrev: page.hasPrev };
+      body = serializeList(await build(shorter), max);
     }
-    // Cursors are offered on every page, so a client may switch to keyset at any point.
-    const first = rows[0];
-    const last = rows.at(-1);
-    if (last && first) {
-      const nextCursor = encodeCursor(q.sort, last);
-      const prevCursor = encodeCursor(q.sort, first);
-      page.next_cursor = hasNext ? nextCursor : null;
-      page.prev_cursor = hasPrev ? prevCursor : null;
-      if (q.page.kind === 'keyset') {
-        links.next = hasNext ? pageUrl(path, raw, { after: nextCursor }) : null;
-        links.prev = hasPrev ? pageUrl(path, raw, { before: prevCursor }) : null;
-      }
+    if ('over' in body) {
+      const hint = `fewer attributes with fields[${type.type}]=...`;
+      if (body.over === 'included') throw invalidParam('include', `This page with its included resources would be larger than ${max} bytes (LIST_MAX_BYTES); include fewer relationships, ask for a smaller page[limit], or ${hint}`);
+      throw invalidParam('page[limit]', `This page would be larger than ${max} bytes (LIST_MAX_BYTES); ${body.fit} ${type.type} resources fit: ask for page[limit]=${body.fit}, or for ${hint}`);
     }
-    if (q.count) page.total = await countVisible(deps.db, type, principal, q);
-    const doc = await buildDocument(deps.db, registry, principal, type, rows, q, { links, meta: { page } });
-    return sendDocument(reply, 200, doc);
+    return reply.code(200).type(JSONAPI_MEDIA_TYPE).send(body.text);
   });
 
   // Most types read by id in one statement with the account re-check; a type whose

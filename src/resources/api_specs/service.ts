@@ -11,7 +11,7 @@ import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { DOCUMENT_META } from '../../http/jsonapi/routes.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
-import { importSpec } from '../../openapi/import.ts';
+import type { SpecImporter } from '../../openapi/import-pool.ts';
 import { diffOperations, type NormalizedSpec, type Operation } from '../../openapi/normalize.ts';
 import { DocumentProblem } from '../../openapi/parse.ts';
 import { findProvider } from '../../providers/catalog.ts';
@@ -24,6 +24,9 @@ export interface SpecWriteOptions {
   allowPrivateEgress: boolean;
   /** Largest raw_document in bytes (API_SPEC_MAX_BYTES). */
   maxBytes: number;
+  /** Most operations of a document (API_SPEC_MAX_OPERATIONS). */
+  maxOperations: number;
+  importer: SpecImporter;
 }
 
 export function apiSpecInput(maxBytes: number): InputSchema {
@@ -42,7 +45,7 @@ const RAW = '/data/attributes/raw_document';
 async function derive(text: string, format: 'json' | 'yaml', opts: SpecWriteOptions): Promise<NormalizedSpec> {
   if (Buffer.byteLength(text, 'utf8') > opts.maxBytes) throw invalidAt(RAW, `raw_document must be at most ${opts.maxBytes} bytes`);
   try {
-    return await importSpec(text, format, { allowPrivateEgress: opts.allowPrivateEgress });
+    return await opts.importer.importSpec(text, format, { allowPrivateEgress: opts.allowPrivateEgress, maxOperations: opts.maxOperations });
   } catch (err) {
     if (err instanceof DocumentProblem) throw invalidAt(RAW, `raw_document: ${err.message}`);
     throw err;
