@@ -7,6 +7,7 @@
  * budget is checked here, before each of its evaluations.
  */
 import { budgetMessage, compileExpression, describe, EXPRESSION_LIMITS, ExpressionError, type Compiled } from './expressions.ts';
+import { serveSandbox } from '../sandbox.ts';
 import type { ChildJob, ChildReply, JobReply } from './expression-pool.ts';
 
 const timeoutMs = Number(process.argv[2]);
@@ -94,7 +95,7 @@ async function run(job: ChildJob): Promise<unknown[][]> {
   return results;
 }
 
-process.on('message', async (m: { jobs: ChildJob[] }) => {
+serveSandbox<{ jobs: ChildJob[] }>(async (m) => {
   toldAt = Date.now();
   const replies: JobReply[] = [];
   for (const job of m.jobs) {
@@ -107,6 +108,4 @@ process.on('message', async (m: { jobs: ChildJob[] }) => {
   }
   send({ replies });
 });
-// The pool went away: nothing is left to answer.
-process.on('disconnect', () => process.exit(0));
-send({ ready: true });
+

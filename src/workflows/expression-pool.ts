@@ -1,11 +1,6 @@
 /**
- * The expression pool: child processes that evaluate workflow expressions, so that no
- * expression can stall the event loop or exhaust the heap of the process that runs it.
- *
- * Processes, not worker threads: a worker thread that reaches its heap limit with one
- * large allocation (a 10-million-item array, a long string) aborts the whole process, not
- * just the thread, since V8 grants a dying isolate only a few MB of headroom. A child
- * process with its own --max-old-space-size dies alone.
+ * The expression pool: child processes (sandbox.ts) that evaluate workflow expressions, so
+ * that no expression can stall the event loop or exhaust the heap of the process that runs it.
  *
  * - A child that runs out of heap dies, and its job fails with the memory budget's message.
  * - A watchdog ends a child whose current evaluation has run past the time budget (plus a
@@ -18,8 +13,7 @@
  *   each goes again alone, so only the guilty one fails and no innocent one is charged.
  * - Ended children are replaced on demand. Idle children do not keep this process alive.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { startSandbox, type Sandbox } from '../sandbox.ts';
 import { budgetMessage, ExpressionError } from './expressions.ts';
 
 export interface ExpressionPoolOptions {
@@ -60,15 +54,13 @@ export interface ChildJob {
   maxItems: number;
 }
 export type JobReply = { id: number; ok: true; results: unknown[][] } | { id: number; ok: false; message: string };
-export type ChildReply = { ready: true } | { progress: true } | { replies: JobReply[] };
+export type ChildReply = { progress: true } | { replies: JobReply[] };
 
 /** Beyond the guardrail's own budget, before the watchdog ends a child. */
 const GRACE_MS = 250;
 const WATCH_EVERY_MS = 50;
 /** Steps a child takes in one message. */
 const MAX_BATCH = 16;
-/** What a child wrote on stderr last, to tell an out-of-memory death from others. */
-const STDERR_KEPT = 4096;
 
 interface Pending extends ChildJob {
   resolve: (rows: unknown[][]) => void;
@@ -78,106 +70,93 @@ interface Pending extends ChildJob {
 }
 
 interface Child {
-  proc: ChildProcess;
+  box: Sandbox;
   ready: boolean;
   /** The batch it holds (empty when idle). */
   jobs: Pending[];
   progressAt: number;
-  /** Why the pool ended this child, for the job it held. */
-  ending?: string;
-  stderr: string;
 }
 
-const CHILD_PATH = fileURLToPath(new URL('./expression-child.ts', import.meta.url));
+const CHILD_SCRIPT = new URL('./expression-child.ts', import.meta.url);
 
 export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPool {
   const children = new Set<Child>();
   const queue: Pending[] = [];
   let nextId = 1;
   let closed = false;
+  const closing: Array<() => void> = [];
   let watch: NodeJS.Timeout | undefined;
 
   const spawn = () => {
-    const proc = fork(CHILD_PATH, [String(opts.timeoutMs), String(opts.memoryMb)], {
-      execArgv: [`--max-old-space-size=${opts.memoryMb}`, '--disallow-code-generation-from-strings'],
-      // Nothing of this process's environment (secrets among it) is the child's business.
-      env: {},
-      serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
-    // Started because a job waits: it holds this process open until it is idle.
-    const c: Child = { proc, ready: false, jobs: [], progressAt: 0, stderr: '' };
-    proc.stderr!.setEncoding('utf8');
-    proc.stderr!.on('data', (chunk: string) => (c.stderr = (c.stderr + chunk).slice(-STDERR_KEPT)));
-    proc.on('message', (m: ChildReply) => {
-      if ('ready' in m) {
+    const c: Child = { box: undefined as unknown as Sandbox, ready: false, jobs: [], progressAt: 0 };
+    c.box = startSandbox<ChildReply>(CHILD_SCRIPT, { memoryMb: opts.memoryMb, args: [String(opts.timeoutMs), String(opts.memoryMb)] }, {
+      ready() {
         c.ready = true;
-        idle(c);
         dispatch();
-        return;
-      }
-      if ('progress' in m) {
-        c.progressAt = Date.now();
-        return;
-      }
-      const jobs = new Map(c.jobs.map((j) => [j.id, j]));
-      c.jobs = [];
-      idle(c);
-      for (const r of m.replies) {
-        const job = jobs.get(r.id);
-        if (job === undefined) continue;
-        if (r.ok) job.resolve(r.results);
-        else job.reject(new ExpressionError(r.message));
-      }
-      dispatch();
-    });
-    proc.on('error', () => undefined);
-    proc.on('exit', () => {
-      children.delete(c);
-      const jobs = c.jobs;
-      c.jobs = [];
-      if (closed) {
-        // Closing is not the expression's fault: not an ExpressionError, which would fail its run for good.
-        for (const job of jobs) job.reject(new Error('The expression pool is closed'));
-      } else if (jobs.length > 1) {
-        for (const job of jobs) job.alone = true;
-        queue.unshift(...jobs);
-      } else if (jobs.length === 1) {
-        jobs[0]!.reject(new ExpressionError(c.ending ?? (/heap out of memory|Allocation failed/i.test(c.stderr) ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')));
-      } else if (!c.ready && !closed) {
-        // It died before it could take work: whatever waits would wait for ever.
-        for (const waiting of queue.splice(0)) waiting.reject(new Error(`The expression pool could not start a process: ${c.stderr.trim().slice(-300) || 'it exited'}`));
-      }
-      dispatch();
+      },
+      message(m) {
+        if ('progress' in m) {
+          c.progressAt = Date.now();
+          return;
+        }
+        const jobs = new Map(c.jobs.map((j) => [j.id, j]));
+        c.jobs = [];
+        c.box.idle();
+        for (const r of m.replies) {
+          const job = jobs.get(r.id);
+          if (job === undefined) continue;
+          if (r.ok) job.resolve(r.results);
+          else job.reject(new ExpressionError(r.message));
+        }
+        dispatch();
+      },
+      exit(end) {
+        children.delete(c);
+        const jobs = c.jobs;
+        c.jobs = [];
+        if (closed) {
+          // Closing is not the expression's fault: not an ExpressionError, which would fail its run for good.
+          for (const job of jobs) job.reject(new Error('The expression pool is closed'));
+          if (children.size === 0) for (const done of closing.splice(0)) done();
+          return;
+        }
+        if (jobs.length > 1) {
+          for (const job of jobs) job.alone = true;
+          queue.unshift(...jobs);
+        } else if (jobs.length === 1) {
+          jobs[0]!.reject(new ExpressionError(end.killedFor ?? (end.outOfMemory ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')));
+        } else if (!c.ready) {
+          // It died before it could take work: whatever waits would wait for ever.
+          for (const waiting of queue.splice(0)) waiting.reject(new Error(`The expression pool could not start a process: ${end.stderr.trim().slice(-300) || 'it exited'}`));
+        }
+        dispatch();
+      },
     });
     children.add(c);
   };
 
-  // An idle child does not hold this process open; a busy one does, until it answers.
-  const idle = (c: Child) => {
-    c.proc.unref();
-    (c.proc.channel as { unref?: () => void } | undefined)?.unref?.();
-    (c.proc.stderr as { unref?: () => void } | null)?.unref?.();
-  };
-  const busy = (c: Child) => {
-    c.proc.ref();
-    (c.proc.channel as { ref?: () => void } | undefined)?.ref?.();
+  // The steps at the front of the queue, up to MAX_BATCH, stopping at one that must go alone.
+  const takeBatch = () => {
+    if (queue[0]!.alone) return queue.splice(0, 1);
+    let n = 0;
+    while (n < queue.length && n < MAX_BATCH && !queue[n]!.alone) n++;
+    return queue.splice(0, n);
   };
 
   const dispatch = () => {
     if (closed) return;
     for (const c of children) {
       if (queue.length === 0) break;
-      if (!c.ready || c.jobs.length > 0 || c.ending !== undefined) continue;
-      const batch = queue[0]!.alone ? queue.splice(0, 1) : takeBatch();
+      if (!c.ready || c.jobs.length > 0 || c.box.ending) continue;
+      const batch = takeBatch();
       try {
-        c.proc.send({ jobs: batch.map(({ resolve: _r, reject: _j, alone: _a, ...job }) => job) });
+        c.box.send({ jobs: batch.map(({ resolve: _r, reject: _j, alone: _a, ...job }) => job) });
       } catch (err) {
+        c.box.idle();
         for (const job of batch) job.reject(new ExpressionError(`The expression's input cannot be passed on: ${(err as Error).message}`));
         continue;
       }
       c.jobs = batch;
-      busy(c);
       c.progressAt = Date.now();
     }
     let starting = 0;
@@ -193,21 +172,10 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
     }
   };
 
-  // The steps at the front of the queue, up to MAX_BATCH, stopping at one that must go alone.
-  const takeBatch = () => {
-    let n = 0;
-    while (n < queue.length && n < MAX_BATCH && !queue[n]!.alone) n++;
-    return queue.splice(0, n);
-  };
-
   const watchdog = () => {
     const now = Date.now();
     for (const c of children) {
-      if (c.jobs.length === 0 || c.ending !== undefined) continue;
-      if (now - c.progressAt > opts.timeoutMs + GRACE_MS) {
-        c.ending = budgetMessage.time(opts.timeoutMs);
-        c.proc.kill('SIGKILL');
-      }
+      if (c.jobs.length > 0 && !c.box.ending && now - c.progressAt > opts.timeoutMs + GRACE_MS) c.box.kill(budgetMessage.time(opts.timeoutMs));
     }
   };
 
@@ -224,17 +192,10 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
       closed = true;
       clearInterval(watch);
       for (const waiting of queue.splice(0)) waiting.reject(new Error('The expression pool is closed'));
-      await Promise.all(
-        [...children].map(
-          (c) =>
-            new Promise<void>((resolve) => {
-              if (c.proc.exitCode !== null || c.proc.signalCode !== null) return resolve();
-              c.proc.once('exit', () => resolve());
-              c.proc.ref();
-              c.proc.kill('SIGKILL');
-            }),
-        ),
-      );
+      if (children.size === 0) return;
+      const done = new Promise<void>((resolve) => closing.push(resolve));
+      for (const c of children) c.box.kill('The expression pool is closed');
+      await done;
     },
   };
 }
