@@ -13,6 +13,7 @@
  *   quantifiers, and $pad widths beyond a bound at run time.
  */
 import jsonata from 'jsonata';
+import { mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
 
 export const EXPRESSION_LIMITS = {
   /** Characters of one expression. */
@@ -150,5 +151,9 @@ function toJson(value: unknown): unknown {
   }
   if (text === undefined) return undefined;
   if (text.length > EXPRESSION_LIMITS.maxResultBytes) throw new ExpressionError(`The expression's result is larger than ${EXPRESSION_LIMITS.maxResultBytes} bytes`);
-  return JSON.parse(text);
+  const json: unknown = JSON.parse(text);
+  // Permanent: the same input gives the same text, which no step output or fact can hold.
+  const at = mayHoldUnstorableText(text) ? unstorableTextAt(json) : undefined;
+  if (at !== undefined) throw new ExpressionError(`The expression's result cannot be stored: ${UNSTORABLE_TEXT} (at ${at === '' ? 'the result itself' : at})`);
+  return json;
 }
