@@ -42,6 +42,11 @@ function health(deps: Deps): SurfaceSpec {
 }
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const surfaces = [health(deps), tokenEndpoint(deps), jsonApi(deps), graphqlApi(deps), webhookSurface(deps), adminApi(deps)];
+  // What no surface's context takes (an unknown path, a URL the router cannot read, bytes
+  // Node's parser refused) is answered in the shape of the surface whose prefix the path has.
+  const ownerOf = (path: string) => surfaces.find((s) => s.prefix !== undefined && path.startsWith(s.prefix));
+  const handlerFor = (path: string) => errorHandlerFor(ownerOf(path)?.render ?? renderPlainError);
   const app: FastifyInstance = Fastify({
     loggerInstance: requestLogger(deps.log),
     logController: new RequestLogController(),
@@ -52,7 +57,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     // Requests already on an open connection while draining run normally (readiness says 503).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    ...connectionOptions(deps.config),
+    frameworkErrors: (err, request, reply) => handlerFor(request.url)(err, request, reply),
+    ...connectionOptions(deps.config, (target) => ownerOf(target)?.renderRaw),
   });
 
   app.decorateRequest('errorCode', undefined);
@@ -60,15 +66,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerBodyParsers(app);
   registerHooks(app, deps);
 
-  const surfaces = [health(deps), tokenEndpoint(deps), jsonApi(deps), graphqlApi(deps), webhookSurface(deps), adminApi(deps)];
   for (const s of surfaces) registerSurface(app, s);
-  // Errors outside every surface (a request the router could not take) and unknown paths:
-  // in the shape of the surface whose prefix the path has, else the plain one.
   app.setErrorHandler(errorHandlerFor(renderPlainError));
-  app.setNotFoundHandler((request, reply) => {
-    const owner = surfaces.find((s) => s.prefix !== undefined && request.url.startsWith(s.prefix));
-    return errorHandlerFor(owner?.render ?? renderPlainError)(new AppError('not_found', 'No such route or resource'), request, reply);
-  });
+  app.setNotFoundHandler((request, reply) => handlerFor(request.url)(new AppError('not_found', 'No such route or resource'), request, reply));
   await app.ready();
   return app;
 }

@@ -3,6 +3,7 @@
  * GraphQL, webhooks, token exchange) renders it in one place. Anything else that escapes
  * a handler is an internal error and is rendered without detail.
  */
+import { UNSTORABLE_TEXT } from './json.ts';
 
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -134,10 +135,12 @@ export function fromPgError(err: unknown, constraints: Readonly<Record<string, [
     case '22007': // invalid_datetime_format
     case '22008': // datetime_field_overflow
     case '22003': // numeric_value_out_of_range
-    case '22021': // character_not_in_repertoire (NUL in text)
-    case '22P05': // untranslatable_character (\u0000 in jsonb)
     case '54000': // program_limit_exceeded (e.g. jsonb too deep)
       return new AppError('invalid_request', 'A value is out of range or malformed', { cause: err });
+    // The body checks refuse such text where it enters (json.ts); this is for any path they miss.
+    case '22021': // character_not_in_repertoire (NUL in text)
+    case '22P05': // untranslatable_character (\u0000 in jsonb)
+      return new AppError('invalid_request', UNSTORABLE_TEXT, { cause: err });
     case '40001': // serialization_failure
     case '40P01': // deadlock_detected
     case '55P03': // lock_not_available

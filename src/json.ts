@@ -30,6 +30,67 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
   return false;
 }
 
+/** One JSON pointer token (RFC 6901). */
+export const pointerToken = (k: string | number) => String(k).replaceAll('~', '~0').replaceAll('/', '~1');
+
+/**
+ * Whether PostgreSQL can store the text: it refuses NUL (in text and in jsonb) and UTF-8
+ * has no form for a surrogate that is not half of a pair.
+ */
+export function isStorableText(s: string): boolean {
+  return !s.includes('\0') && s.isWellFormed();
+}
+
+// The escapes that can spell NUL or half a surrogate pair (pairs match too), or a raw NUL.
+const UNSTORABLE_HINT = /\\u(?:0000|[dD][89a-fA-F])|\0/;
+
+/**
+ * A cheap test of JSON text before its value is walked: false means no string or member
+ * name parsed from it can hold unstorable text; true only that one might.
+ */
+export function mayHoldUnstorableText(text: string): boolean {
+  return UNSTORABLE_HINT.test(text) || !text.isWellFormed();
+}
+
+/**
+ * The JSON pointer of the first string or member name (in document order) that the
+ * database cannot store, or undefined when there is none. Iterative: a value from an
+ * expression may nest deeper than any stack.
+ */
+export function unstorableTextAt(root: unknown): string | undefined {
+  // A member name is checked (a `name` entry) right before its value.
+  const stack: Array<{ v: unknown; at: string; name?: true }> = [{ v: root, at: '' }];
+  while (stack.length > 0) {
+    const { v, at, name } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (isStorableText(v)) continue;
+      return name ? spellUnstorable(at) : at;
+    }
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], at: `${at}/${i}` });
+    } else if (typeof v === 'object' && v !== null) {
+      const keys = Object.keys(v);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const k = keys[i]!;
+        const child = `${at}/${pointerToken(k)}`;
+        stack.push({ v: (v as Record<string, unknown>)[k], at: child }, { v: k, at: child, name: true });
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The text with NUL and unpaired surrogates spelled as JSON escapes: a pointer through an
+ * unstorable member name, fit to be shown and stored itself (in a step's error, say).
+ */
+export function spellUnstorable(s: string): string {
+  return s.replace(/\0|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** What a client is told about unstorable text; the pointer goes where each surface puts one. */
+export const UNSTORABLE_TEXT = 'A string or member name holds \\u0000 or an unpaired surrogate, which the database cannot store';
+
 /**
  * JSON with object members in code-unit order at every level, undefined members left out:
  * equal values give equal text (entity ids of object keys, idempotency fingerprints).

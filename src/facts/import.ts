@@ -11,7 +11,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db } from '../db/connect.ts';
 import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
 import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
@@ -59,7 +59,7 @@ export async function resolveImportTarget(db: Db, target: ImportTarget) {
   return { scope: { organizationId: workspace.organization_id, workspaceId: workspace.id }, model };
 }
 
-type Parsed = { item: unknown } | { error: string };
+type Parsed = { item: unknown } | { error: string; pointer?: string };
 
 function parseLine(text: string): Parsed {
   // The same nesting limit as JSON bodies, checked before JSON.parse allocates anything.
@@ -67,7 +67,9 @@ function parseLine(text: string): Parsed {
   try {
     // Plain JSON.parse: it defines members as own data properties, so a `__proto__`
     // member never reaches a prototype, and the validator rejects it as an unknown member.
-    return { item: JSON.parse(text) };
+    const item: unknown = JSON.parse(text);
+    const at = mayHoldUnstorableText(text) ? unstorableTextAt(item) : undefined;
+    return at === undefined ? { item } : { error: UNSTORABLE_TEXT, pointer: at };
   } catch (err) {
     const why = err instanceof SyntaxError ? err.message : 'unreadable';
     return { error: `the line is not JSON: ${why.length > 200 ? `${why.slice(0, 200)}...` : why}` };
@@ -99,7 +101,7 @@ export async function importFacts(
 
   // Lines since the last flush, in order; a bad line waits here with its error so that
   // errors are listed (and the first MAX_LISTED_ERRORS kept) in line order.
-  let pending: Array<{ line: number; item: unknown } | { line: number; error: string }> = [];
+  let pending: Array<{ line: number; item: unknown } | { line: number; error: string; pointer?: string }> = [];
   const flush = async () => {
     if (pending.length === 0) return;
     const chunk = pending;
@@ -117,7 +119,7 @@ export async function importFacts(
       }
     }
     for (const l of chunk) {
-      const errs = 'error' in l ? [{ line: l.line, detail: l.error }] : (invalid.get(l.line) ?? []);
+      const errs = 'error' in l ? [{ line: l.line, ...(l.pointer === undefined ? {} : { pointer: l.pointer }), detail: l.error }] : (invalid.get(l.line) ?? []);
       if (errs.length > 0) result.rejected++;
       for (const e of errs) addError(e);
     }
@@ -134,7 +136,7 @@ export async function importFacts(
     } else {
       parsed = { error: `the line is longer than ${MAX_LINE_BYTES} bytes` };
     }
-    pending.push('error' in parsed ? { line: n, error: parsed.error } : { line: n, item: parsed.item });
+    pending.push('error' in parsed ? { line: n, ...parsed } : { line: n, item: parsed.item });
     if (pending.length >= batchSize) {
       await flush();
       opts.onBatch?.(result.lines);

@@ -3,21 +3,27 @@
  * deep nesting before it allocates, strips prototype keys, and reports malformed input
  * as a 4xx; form bodies for the token endpoint.
  */
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError, invalidAt } from '../errors.ts';
 
 export function parseJson(text: string): unknown {
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
     throw new AppError('invalid_request', `The JSON document is nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  let value: unknown;
   try {
     // The reviver costs a call per value; a text that cannot spell those keys (no escapes,
     // neither name) does without it.
-    return mayHoldPrototypeKeys(text) ? JSON.parse(text, stripPrototypeKeys) : JSON.parse(text);
+    value = mayHoldPrototypeKeys(text) ? JSON.parse(text, stripPrototypeKeys) : JSON.parse(text);
   } catch {
     throw new AppError('bad_request', 'The request body is not valid JSON');
   }
+  // Refused here, where JSON enters, rather than by the database wherever it is stored
+  // (a 503 on the webhook path, "malformed" without a place elsewhere).
+  const at = mayHoldUnstorableText(text) ? unstorableTextAt(value) : undefined;
+  if (at !== undefined) throw invalidAt(at, UNSTORABLE_TEXT);
+  return value;
 }
 
 function mayHoldPrototypeKeys(text: string): boolean {

@@ -13,6 +13,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { jsonApiErrorBody, JSONAPI_MEDIA_TYPE } from './jsonapi/errors.ts';
+import type { RenderRaw } from './surface.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,29 +34,44 @@ function rawResponse(status: string, contentType: string, body: string): string 
   return `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
+// The request target of the bytes Node's parser refused, when they begin with the request line.
+const REQUEST_LINE = /^[A-Za-z]+ (\/\S*) /;
+
 /**
  * Errors Node's parser raises before there is a request: headers too slow (408), too large
- * (431) or malformed (400). Nothing of the request is known yet, so the answer is the
- * JSON:API error document.
+ * (431) or malformed (400). Only the refused bytes are known: when they start with the
+ * request line, the answer is in the shape of the surface whose path it names (`rawFor`),
+ * else the JSON:API error document.
  */
-function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const [status, e] =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? ['408 Request Timeout', new AppError('request_timeout', 'The request headers did not arrive in time')]
-      : err.code === 'HPE_HEADER_OVERFLOW'
-        ? ['431 Request Header Fields Too Large', new AppError('bad_request', 'The request headers are too large')]
-        : ['400 Bad Request', new AppError('bad_request', 'The request could not be read')];
-  const body = jsonApiErrorBody(e, uuidv7(), Number(status.slice(0, 3)));
-  socket.end(rawResponse(status, JSONAPI_MEDIA_TYPE, body), () => socket.destroy());
+function clientErrorHandler(rawFor: (target: string) => RenderRaw | undefined) {
+  return (err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, e] =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['408 Request Timeout', new AppError('request_timeout', 'The request headers did not arrive in time')]
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? ['431 Request Header Fields Too Large', new AppError('bad_request', 'The request headers are too large')]
+          : ['400 Bad Request', new AppError('bad_request', 'The request could not be read')];
+    const code = Number(status.slice(0, 3));
+    const target = Buffer.isBuffer(err.rawPacket) ? REQUEST_LINE.exec(err.rawPacket.toString('latin1', 0, 8192))?.[1] : undefined;
+    const render = target === undefined ? undefined : rawFor(target);
+    const { contentType, body } = render ? render(e, code) : { contentType: JSONAPI_MEDIA_TYPE, body: jsonApiErrorBody(e, uuidv7(), code) };
+    socket.end(rawResponse(status, contentType, body), () => socket.destroy());
+  };
 }
 
-/** Fastify server options for the limits above. */
-export function connectionOptions(config: Pick<Config, 'headersTimeoutMs'>): { http: ServerOptions } & Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler'> {
+/**
+ * Fastify server options for the limits above; `rawFor` picks the shape of an answer
+ * given before there is a request by the path it names.
+ */
+export function connectionOptions(
+  config: Pick<Config, 'headersTimeoutMs'>,
+  rawFor: (target: string) => RenderRaw | undefined = () => undefined,
+): { http: ServerOptions } & Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler'> {
   return {
     http: {
       headersTimeout: config.headersTimeoutMs,
@@ -64,7 +80,7 @@ export function connectionOptions(config: Pick<Config, 'headersTimeoutMs'>): { h
     },
     // The body's deadline is ours (bodyDeadline below): Node's would also cut off long streamed uploads.
     requestTimeout: 0,
-    clientErrorHandler: onClientError,
+    clientErrorHandler: clientErrorHandler(rawFor),
   };
 }
 
@@ -153,9 +169,11 @@ export function registerConnectionHooks(app: FastifyInstance, deps: Pick<Deps, '
     bodies.set(request, body);
     return body;
   });
-  app.addHook('onSend', async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     // Draining: the client opens a new connection (to another instance) for its next request.
-    if (deps.draining.value || reply.statusCode === 408) reply.header('connection', 'close');
+    // A body refused as too large before it was read whole: the rest is not worth reading,
+    // so Node ends the connection once the answer is flushed instead of draining it.
+    if (deps.draining.value || reply.statusCode === 408 || (reply.statusCode === 413 && !request.raw.complete)) reply.header('connection', 'close');
     return payload;
   });
   app.addHook('onResponse', async (request: FastifyRequest) => {

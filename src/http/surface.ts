@@ -5,6 +5,7 @@
  * authenticates or what its errors look like; a new surface is one more registerSurface().
  */
 import type { FastifyInstance } from 'fastify';
+import type { AppError } from '../errors.ts';
 import { errorHandlerFor, type RenderError } from './render-error.ts';
 import { trackMethods } from './methods.ts';
 
@@ -12,9 +13,17 @@ export interface SurfaceSpec {
   /** An unknown path under this prefix is answered 404 in this surface's shape. */
   prefix?: string;
   render: RenderError;
+  /**
+   * The answer to what Node's parser refused before there was a request (malformed 400,
+   * headers too large 431, too slow 408), as bytes for the socket; the JSON:API error
+   * document when absent.
+   */
+  renderRaw?: RenderRaw;
   /** Hooks (the authenticator first) and routes, on the surface's own context. */
   setup(scope: FastifyInstance): void | Promise<void>;
 }
+
+export type RenderRaw = (e: AppError, status: number) => { contentType: string; body: string };
 
 export function registerSurface(app: FastifyInstance, spec: SurfaceSpec): void {
   const handler = errorHandlerFor(spec.render);

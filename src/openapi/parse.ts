@@ -10,7 +10,7 @@
 import { isMap, isScalar, parseDocument as parseYamlDocument, visit, type Document } from 'yaml';
 import { parseJson } from '../http/body.ts';
 import { AppError } from '../errors.ts';
-import { MAX_JSON_DEPTH } from '../json.ts';
+import { isStorableText, MAX_JSON_DEPTH, pointerToken, spellUnstorable, UNSTORABLE_TEXT } from '../json.ts';
 
 /** Aliases a YAML document may resolve (anchors are fine; a billion laughs is not). */
 export const YAML_MAX_ALIASES = 50;
@@ -29,8 +29,7 @@ export interface ParseWork {
   steps: number;
 }
 
-/** One JSON pointer token (RFC 6901). */
-export const pointerToken = (k: string | number) => String(k).replaceAll('~', '~0').replaceAll('/', '~1');
+export { pointerToken };
 
 // The tags of the YAML 1.2 core schema; any other tag (`!foo`, `!!js/function`, `!!binary`) is refused.
 const CORE_TAGS = new Set(['tag:yaml.org,2002:str', 'tag:yaml.org,2002:int', 'tag:yaml.org,2002:float', 'tag:yaml.org,2002:bool', 'tag:yaml.org,2002:null', 'tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', '!']);
@@ -96,6 +95,7 @@ function checkValue(root: unknown, work: ParseWork): void {
   while (stack.length > 0) {
     const { v, depth, at } = stack.pop()!;
     work.steps++;
+    if (typeof v === 'string' && !isStorableText(v)) throw new DocumentProblem(UNSTORABLE_TEXT, at);
     if (typeof v !== 'object' || v === null) continue;
     if (depth >= MAX_JSON_DEPTH) throw new DocumentProblem(`The document nests deeper than ${MAX_JSON_DEPTH} levels`, at);
     if (Array.isArray(v)) {
@@ -104,6 +104,7 @@ function checkValue(root: unknown, work: ParseWork): void {
     }
     if (v instanceof Date || v instanceof Uint8Array) continue;
     for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
+      if (!isStorableText(k)) throw new DocumentProblem(UNSTORABLE_TEXT, `${at}/${pointerToken(spellUnstorable(k))}`);
       if (k === '__proto__' || k === 'constructor' || k === 'prototype') throw new DocumentProblem(`The member name ${k} is not accepted`, `${at}/${pointerToken(k)}`);
       if (k === '$ref') {
         if (typeof child !== 'string') throw new DocumentProblem('$ref must be a string', `${at}/$ref`);
@@ -121,7 +122,8 @@ export function parseSpecText(text: string, format: 'json' | 'yaml', work: Parse
     try {
       value = parseJson(text);
     } catch (err) {
-      throw new DocumentProblem(err instanceof AppError && err.code === 'invalid_request' ? err.detail : 'The document is not valid JSON (format is json)');
+      if (err instanceof AppError && err.code === 'invalid_request') throw new DocumentProblem(err.detail, err.source?.pointer);
+      throw new DocumentProblem('The document is not valid JSON (format is json)');
     }
   } else {
     value = parseYaml(text, work);

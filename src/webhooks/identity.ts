@@ -1,6 +1,8 @@
 /**
  * Delivery identity: what makes two deliveries "the same" for deduplication.
- * The first non-empty of the contract's four headers; without one, a digest of the
+ * The first non-empty of the contract's four headers, keyed by the header's name as well as
+ * its value (the same number from two senders' headers is two deliveries; Idempotency-Key
+ * keeps the key it always had, so guards stored before stay valid); without one, a digest of the
  * trigger and the raw body within a two-hour bucket (byte-identical retries inside one
  * bucket deduplicate; a retry across its boundary can run twice). X-Request-Id never
  * counts: it is a correlation value, different on every attempt.
@@ -21,11 +23,11 @@ export interface DeliveryIdentity {
   fromHeader: boolean;
 }
 
-export function deliveryHeader(headers: IncomingHttpHeaders): string | undefined {
+export function deliveryHeader(headers: IncomingHttpHeaders): { name: (typeof DELIVERY_ID_HEADERS)[number]; value: string } | undefined {
   for (const name of DELIVERY_ID_HEADERS) {
     const raw = headers[name];
     const v = Array.isArray(raw) ? raw.find((x) => x.trim() !== '') : raw;
-    if (v !== undefined && v.trim() !== '') return v.trim();
+    if (v !== undefined && v.trim() !== '') return { name, value: v.trim() };
   }
   return undefined;
 }
@@ -35,9 +37,10 @@ export function deliveryHeader(headers: IncomingHttpHeaders): string | undefined
  * (the hash, not the token, so the token is never kept in memory longer than needed).
  */
 export function deliveryIdentity(headers: IncomingHttpHeaders, triggerTokenHash: string, body: Buffer, nowMs: number): DeliveryIdentity {
-  const fromHeader = deliveryHeader(headers);
-  if (fromHeader !== undefined) {
-    return { key: `h:${createHash('sha256').update(fromHeader).digest('hex')}`, deliveryId: fromHeader, fromHeader: true };
+  const header = deliveryHeader(headers);
+  if (header !== undefined) {
+    const digest = createHash('sha256').update(header.value).digest('hex');
+    return { key: header.name === 'idempotency-key' ? `h:${digest}` : `h:${header.name}:${digest}`, deliveryId: header.value, fromHeader: true };
   }
   const bucket = Math.floor(nowMs / BODY_BUCKET_MS);
   const digest = createHash('sha256').update(`${triggerTokenHash}:${bucket}:`).update(body).digest('hex');

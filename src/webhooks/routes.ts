@@ -13,7 +13,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
-import { AppError, databaseUnavailable, type ErrorCode } from '../errors.ts';
+import { AppError, databaseUnavailable, fromPgError, type ErrorCode } from '../errors.ts';
 import { accountStanding, verifyBearer } from '../auth/principal.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
 import { parseJson } from '../http/body.ts';
@@ -64,11 +64,15 @@ const CONTRACT_TEXTS = new Set<string>(Object.values(WEBHOOK_TEXT));
  * `{"error": "<text>"}`, the contract's text for the failure; a `detail` member says more
  * where the text alone would leave a sender guessing (which header, which limit).
  */
-export function renderWebhookError(e: AppError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function webhookErrorBody(e: AppError): string {
   const text = CONTRACT_TEXTS.has(e.detail) ? e.detail : (TEXT_BY_CODE[e.code] ?? e.title);
   const body: Record<string, string> = { error: text };
   if (!CONTRACT_TEXTS.has(e.detail) && e.status < 500 && e.code !== 'not_found' && e.code !== 'unauthorized' && e.code !== 'forbidden') body.detail = e.detail;
-  return reply.code(e.status).type('application/json').send(JSON.stringify(body));
+  return JSON.stringify(body);
+}
+
+export function renderWebhookError(e: AppError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return reply.code(e.status).type('application/json').send(webhookErrorBody(e));
 }
 
 const fail = (code: ErrorCode, text: string, opts: ConstructorParameters<typeof AppError>[2] = {}) => new AppError(code, text, opts);
@@ -163,7 +167,9 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   try {
     doc = parseJson(text.decode(body));
   } catch (err) {
-    throw processingFailed(err instanceof AppError ? err.detail : 'The body is not UTF-8 text');
+    if (!(err instanceof AppError)) throw processingFailed('The body is not UTF-8 text');
+    const at = err.source?.pointer;
+    throw processingFailed(at === undefined ? err.detail : `${err.detail} (at ${at === '' ? 'the document root' : at})`);
   }
   const now = deps.clock();
   const identity = deliveryIdentity(request.headers, tokenHash, body, now);
@@ -196,8 +202,11 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
       new Date(now - deps.config.deliveryGuardDays * 86_400_000),
     );
   } catch (err) {
-    // Whatever keeps the statement from committing, the delivery is not accepted: the sender
-    // retries with the same delivery id.
+    // A value the database refuses cannot succeed on a retry (the body checks should have
+    // caught it); whatever else keeps the statement from committing, the delivery is not
+    // accepted and the sender retries with the same delivery id.
+    const refused = fromPgError(err);
+    if (refused instanceof AppError && refused.code === 'invalid_request') throw processingFailed(refused.detail);
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
   if (runId === undefined) return reply.code(202).send({ status: 'duplicate' });
@@ -211,6 +220,7 @@ export function webhookSurface(deps: Deps): SurfaceSpec {
   return {
     prefix: WEBHOOK_PREFIX,
     render: renderWebhookError,
+    renderRaw: (e) => ({ contentType: 'application/json', body: webhookErrorBody(e) }),
     setup(scope: FastifyInstance) {
       // Raw bytes whatever the media type: verification signs bytes, not a parsed document.
       scope.removeAllContentTypeParsers();

@@ -7,6 +7,7 @@
  * budget is checked here, before each of its evaluations.
  */
 import { budgetMessage, compileExpression, describe, EXPRESSION_LIMITS, ExpressionError, type Compiled } from './expressions.ts';
+import { mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
 import { serveSandbox } from '../sandbox.ts';
 import type { ChildJob, ChildReply, JobReply } from './expression-pool.ts';
 
@@ -76,7 +77,12 @@ async function evaluate(text: string, input: unknown): Promise<unknown> {
     throw failure(err);
   }
   const json = toJson(value);
-  return json === undefined ? undefined : JSON.parse(json);
+  if (json === undefined) return undefined;
+  const result: unknown = JSON.parse(json);
+  // Permanent: the same input gives the same text, which no step output or fact can hold.
+  const at = mayHoldUnstorableText(json) ? unstorableTextAt(result) : undefined;
+  if (at !== undefined) throw new ExpressionError(`The expression's result cannot be stored: ${UNSTORABLE_TEXT} (at ${at === '' ? 'the result itself' : at})`);
+  return result;
 }
 
 async function run(job: ChildJob): Promise<unknown[][]> {

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { describe, it } from 'node:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
@@ -141,6 +142,65 @@ describe('a streamed body over the limit', () => {
       assert.ok(res instanceof Error);
     }
     assert.ok(sent < 4 * 1_048_576, 'the server stopped reading before the whole body');
+  });
+});
+
+/**
+ * One request written on a raw socket; resolves with what the server sent and whether it
+ * closed the connection within `closeWithinMs` (a bound far above the few ms it takes).
+ */
+function rawExchange(request: string, closeWithinMs = 15_000): Promise<{ status: number; headers: Record<string, string>; body: string; closed: boolean }> {
+  const { port } = new URL(f.t.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const done = (closed: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...fields] = head.split('\r\n');
+      const headers = Object.fromEntries(fields.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n'), closed });
+    };
+    const timer = setTimeout(() => done(false), closeWithinMs);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => done(true));
+    socket.write(request);
+  });
+}
+
+describe('answers on the socket before the request is read', () => {
+  const head = (extra: string, path = plain.path) => `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${extra}\r\n`;
+
+  it('431 for headers too large is in the webhook shape on the webhook path, JSON:API elsewhere', async () => {
+    const big = `X-Big: ${'a'.repeat(20_000)}\r\n`;
+    const r = await rawExchange(head(big));
+    assert.equal(r.status, 431);
+    assert.equal(r.headers['content-type'], 'application/json');
+    assert.deepEqual(JSON.parse(r.body), { error: 'Processing failed', detail: 'The request headers are too large' });
+    assert.ok(r.closed);
+    const other = await rawExchange(head(big, `${API}/data_models`));
+    assert.equal(other.status, 431);
+    assert.equal(JSON.parse(other.body).errors[0].detail, 'The request headers are too large');
+  });
+
+  it('400 for a malformed request and for a URL the router cannot read, in the webhook shape', async () => {
+    const malformed = await rawExchange(head('Not a header\r\n'));
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(JSON.parse(malformed.body), { error: 'Processing failed', detail: 'The request could not be read' });
+    const badUrl = await rawExchange(head('Content-Length: 2\r\nConnection: close\r\n', '/api/v1/webhooks/%zz') + '{}');
+    assert.equal(badUrl.status, 400, badUrl.body);
+    assert.deepEqual(JSON.parse(badUrl.body), { error: 'Processing failed', detail: 'The request could not be read' });
+  });
+
+  it('413 for a Content-Length over the limit closes the connection once the answer is sent', async () => {
+    const r = await rawExchange(head(`Authorization: Bearer ${f.bearer}\r\nContent-Length: ${50 * 1_048_576}\r\n`));
+    assert.equal(r.status, 413);
+    assert.deepEqual(JSON.parse(r.body), { error: 'Request body too large' });
+    assert.equal(r.headers.connection, 'close');
+    assert.ok(r.closed, 'the server closed the connection instead of waiting for the 50 MB');
   });
 });
 

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { BODY_BUCKET_MS, DELIVERY_ID_HEADERS, deliveryHeader, deliveryIdentity } from '../../src/webhooks/identity.ts';
 import { runs } from '../helpers/property.ts';
-import { deliver, saveOk, startFlow } from '../webhooks/helpers.ts';
+import { API, deliver, saveOk, startFlow } from '../webhooks/helpers.ts';
 
 describe('concurrent identical deliveries', () => {
   it('50 at once for each of 100 identities: exactly one run each', async () => {
@@ -36,6 +36,30 @@ describe('concurrent identical deliveries', () => {
   });
 });
 
+describe('delivery identities from different headers', () => {
+  it('the same value in two senders\' headers is two deliveries; in one header, one per organization', async () => {
+    const f = await startFlow({}, { worker: false });
+    const alpha = `/api/v1/webhooks/${(await saveOk(f, { wf_params: { name: 'Alpha', is_active: true }, step_params: [] })).tokens.hook}`;
+    const beta = `/api/v1/webhooks/${(await saveOk(f, { wf_params: { name: 'Beta', is_active: true }, step_params: [] })).tokens.hook}`;
+    const a = await deliver(f, alpha, '{"from":"alpha"}', { 'x-alpha-delivery': '79269' });
+    assert.equal(a.body.status, 'accepted', a.text);
+    const b = await deliver(f, beta, '{"from":"beta"}', { 'x-beta-webhook-id': '79269' });
+    assert.equal(b.body.status, 'accepted', b.text);
+    const g = await deliver(f, beta, '{"from":"gamma"}', { 'x-gamma-idempotency-token': '79269' });
+    assert.equal(g.body.status, 'accepted', g.text);
+    // The scope stays the organization: the same header and value to another of its workflows is a duplicate.
+    assert.deepEqual((await deliver(f, beta, '{"from":"alpha again"}', { 'x-alpha-delivery': '79269' })).body, { status: 'duplicate' });
+    // Idempotency-Key has its own key, as before, and the header order still holds.
+    assert.equal((await deliver(f, alpha, '{}', { 'idempotency-key': '79269' })).body.status, 'accepted');
+    assert.deepEqual((await deliver(f, beta, '{}', { 'idempotency-key': '79269', 'x-beta-webhook-id': 'other' })).body, { status: 'duplicate' });
+    // The run shows the value alone as its delivery_id.
+    for (const d of [a, b, g]) {
+      const run = await f.api.get(`${API}/workflow_runs/${d.body.workflow_run_id}`);
+      assert.equal(run.body.data.attributes.delivery_id, '79269', run.text);
+    }
+  });
+});
+
 describe('delivery identity (property)', () => {
   const headerValue = fc.oneof(fc.constant(''), fc.constant('   '), fc.string({ minLength: 1, maxLength: 20 }));
   const headerSets = fc.record(Object.fromEntries([...DELIVERY_ID_HEADERS, 'x-request-id'].map((h) => [h, fc.option(headerValue, { nil: undefined })])) as Record<string, fc.Arbitrary<string | undefined>>);
@@ -44,12 +68,15 @@ describe('delivery identity (property)', () => {
     fc.assert(
       fc.property(headerSets, (headers) => {
         const clean = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>;
-        const expected = DELIVERY_ID_HEADERS.map((h) => clean[h]?.trim()).find((v) => v !== undefined && v !== '');
-        assert.equal(deliveryHeader(clean), expected);
+        const name = DELIVERY_ID_HEADERS.find((h) => clean[h] !== undefined && clean[h].trim() !== '');
+        const expected = name === undefined ? undefined : clean[name]!.trim();
+        assert.equal(deliveryHeader(clean)?.value, expected);
         const id = deliveryIdentity(clean, 'hash', Buffer.from('{}'), 0);
         if (expected !== undefined) {
           assert.equal(id.deliveryId, expected);
-          assert.equal(id.key, `h:${createHash('sha256').update(expected).digest('hex')}`);
+          // Keyed by the header as well as its value; Idempotency-Key keeps its original key.
+          const digest = createHash('sha256').update(expected).digest('hex');
+          assert.equal(id.key, name === 'idempotency-key' ? `h:${digest}` : `h:${name}:${digest}`);
         } else {
           assert.match(id.key, /^b:[0-9a-f]{64}$/);
         }
