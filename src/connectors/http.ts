@@ -11,7 +11,8 @@ import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, request, type Dispatcher } from 'undici';
 import { privateHostReason } from '../egress.ts';
-import { EgressRefused } from './errors.ts';
+import { mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
+import { EgressRefused, RequestProblem } from './errors.ts';
 
 export interface HttpLimits {
   connectTimeoutMs: number;
@@ -96,6 +97,11 @@ export function httpClient(opts: { allowPrivateEgress: boolean; limits?: Partial
         } catch {
           body = text;
         }
+      }
+      // Kept in a run record or a connector's last_error, such text would make it unrecordable.
+      if (mayHoldUnstorableText(text)) {
+        const at = unstorableTextAt(body);
+        if (at !== undefined) throw new RequestProblem(`The provider's answer (${res.statusCode}) cannot be kept: ${UNSTORABLE_TEXT} (at ${at === '' ? 'the body itself' : at})`);
       }
       return { status: res.statusCode, headers, body };
     },

@@ -9,6 +9,7 @@
  * a page of runs unbounded: see docs/workflows.md, "Sizes".
  */
 import type { StepRecord } from '../db/tables.ts';
+import { isStorableText } from '../json.ts';
 
 export interface RecordCaps {
   /** One step's output, as JSON. */
@@ -87,9 +88,16 @@ export function capSteps(steps: readonly StepRecord[], caps: RecordCaps): StepRe
   return out;
 }
 
-/** An outcome or a row with its steps and error within the caps. */
+/**
+ * An error text the database can store: an error may quote what a provider or a driver
+ * said, and a NUL or a lone surrogate there would make the whole outcome unrecordable.
+ */
+const storableError = (text: string) => (isStorableText(text) ? text : text.toWellFormed().replaceAll('\0', '\ufffd'));
+
+/** An outcome or a row with its steps and error within the caps, the errors storable. */
 export function capRecord<T extends { steps: StepRecord[]; error: string | null }>(record: T, caps: RecordCaps): T {
-  return { ...record, steps: capSteps(record.steps, caps), error: record.error === null ? null : cutError(record.error, caps.errorBytes) };
+  const steps = record.steps.map((s) => (typeof s.error === 'string' && !isStorableText(s.error) ? { ...s, error: storableError(s.error) } : s));
+  return { ...record, steps: capSteps(steps, caps), error: record.error === null ? null : cutError(storableError(record.error), caps.errorBytes) };
 }
 
 /** A run as answers show it: its record within ANSWER_CAPS, and a large payload as a preview. */

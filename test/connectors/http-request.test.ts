@@ -177,6 +177,17 @@ describe('running an http_request step', () => {
     assert.match(run.steps[0].error, /The provider answered 422: \{"error":"items must not be empty"\}/);
   });
 
+  it('an answer holding text the database cannot store fails the step for good, and the run is recorded', async () => {
+    const id = await ordersConnector();
+    mock.script('/v1/orders', { status: 201, body: { id: 'ord_nul\u0000x', note: 'fine' } }, { status: 422, body: { error: 'bad \ud800 half' } });
+    for (const expected of [/The provider's answer \(201\) cannot be kept: .*\\u0000 .*\(at \/id\)/, /The provider's answer \(422\) cannot be kept: .*\(at \/error\)/]) {
+      const run = await runWith([createOrder(id)], { customer: 'c-nul' });
+      assert.equal(run.status, 'failed', JSON.stringify(run));
+      assert.equal(run.attempt, 1);
+      assert.match(run.steps[0].error, expected);
+    }
+  });
+
   it('oauth2 client credentials: one token for many calls, fetched again once on a 401', async () => {
     let tokenFetches = 0;
     let valid = 'tok-1';
