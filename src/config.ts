@@ -49,10 +49,10 @@ export interface Config {
   readonly apiSpecMaxOperations: number;
   /**
    * Reading a document runs in worker threads (openapi/import-pool.ts): how many at once
-   * (API_SPEC_IMPORT_THREADS), how many more may wait (API_SPEC_IMPORT_QUEUE), and each
+   * (API_SPEC_IMPORT_PROCESSES), how many more may wait (API_SPEC_IMPORT_QUEUE), and each
    * one's time and heap (API_SPEC_IMPORT_TIMEOUT_MS, API_SPEC_IMPORT_HEAP_MB).
    */
-  readonly apiSpecImport: { readonly threads: number; readonly queue: number; readonly timeoutMs: number; readonly heapMb: number };
+  readonly apiSpecImport: { readonly processes: number; readonly queue: number; readonly timeoutMs: number; readonly heapMb: number };
   /** When the sweep runs (SWEEP_CRON): a 5-field cron expression, evaluated in UTC. */
   readonly sweepCron: string;
   /** Largest webhook delivery body (WEBHOOK_MAX_BODY_BYTES). */
@@ -191,7 +191,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     listMaxBytes: int(env, 'LIST_MAX_BYTES', 16 * 1_048_576, 1024, 512 * 1_048_576),
     apiSpecMaxOperations: int(env, 'API_SPEC_MAX_OPERATIONS', 5_000, 1, 1_000_000),
     apiSpecImport: Object.freeze({
-      threads: int(env, 'API_SPEC_IMPORT_THREADS', 2, 1, 64),
+      processes: int(env, 'API_SPEC_IMPORT_PROCESSES', 2, 1, 64),
       queue: int(env, 'API_SPEC_IMPORT_QUEUE', 16, 0, 10_000),
       timeoutMs: int(env, 'API_SPEC_IMPORT_TIMEOUT_MS', 20_000, 1, 600_000),
       heapMb: int(env, 'API_SPEC_IMPORT_HEAP_MB', 512, 16, 16_384),

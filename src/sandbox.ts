@@ -9,7 +9,8 @@
  * --max-old-space-size dies alone, and the pool that started it answers for the work.
  *
  * A child gets none of this process's environment (secrets among it), no stdin or stdout,
- * and no code generation from strings. It says `{ready: true}` once its script is loaded
+ * and no code generation from strings unless its script needs it (a JSON Schema validator
+ * compiles its schemas). It says `{ready: true}` once its script is loaded
  * (serveSandbox); an idle child does not keep this process alive, a busy one does.
  */
 import { fork } from 'node:child_process';
@@ -44,9 +45,15 @@ export interface Sandbox {
 /** What a child wrote on stderr last, to tell an out-of-memory death from others. */
 const STDERR_KEPT = 4096;
 
-export function startSandbox<M>(script: URL, opts: { memoryMb: number; args?: string[] }, events: SandboxEvents<M>): Sandbox {
+export interface SandboxOptions {
+  memoryMb: number;
+  args?: string[];
+  allowCodeGeneration?: boolean;
+}
+
+export function startSandbox<M>(script: URL, opts: SandboxOptions, events: SandboxEvents<M>): Sandbox {
   const proc = fork(fileURLToPath(script), opts.args ?? [], {
-    execArgv: [`--max-old-space-size=${opts.memoryMb}`, '--disallow-code-generation-from-strings'],
+    execArgv: [`--max-old-space-size=${opts.memoryMb}`, ...(opts.allowCodeGeneration ? [] : ['--disallow-code-generation-from-strings'])],
     env: {},
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

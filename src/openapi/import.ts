@@ -14,6 +14,13 @@ import { privateHostReason } from '../egress.ts';
 import { checkRefs, normalize, type NormalizedSpec } from './normalize.ts';
 import { DocumentProblem, parseSpecText, type ParseWork } from './parse.ts';
 
+/**
+ * Bytes the normalized operations may take as JSON. The node budgets of normalize.ts count
+ * nodes, not bytes: a 3 MB description in a schema that 200 operations reference is one
+ * node each time, and 600 MB once written out.
+ */
+export const NORMALIZED_MAX_BYTES = 16 * 1_048_576;
+
 export interface ImportOptions {
   allowPrivateEgress: boolean;
   /** Most operations the document may have (API_SPEC_MAX_OPERATIONS); no limit when absent. */
@@ -65,5 +72,14 @@ export async function importSpec(text: string, format: 'json' | 'yaml', opts: Im
   checkRefs(doc, work);
   const spec = normalize(doc, work, opts.maxOperations);
   checkServers(spec, v2, opts);
+  let written: number;
+  try {
+    written = JSON.stringify(spec.operations).length;
+  } catch {
+    written = Infinity; // longer than a string can be
+  }
+  if (written > NORMALIZED_MAX_BYTES) {
+    throw new DocumentProblem(`The document's operations take more than ${NORMALIZED_MAX_BYTES} bytes once their $refs are written out; make the schemas that many operations share smaller`);
+  }
   return spec;
 }

@@ -1,6 +1,6 @@
 /**
- * The import threads on their own: a document past the heap budget is refused saying so,
- * and the thread it ended is replaced; close() ends every thread.
+ * The import processes on their own: a document past the heap budget is refused saying so,
+ * and the process it ended is replaced; close() ends every process.
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
@@ -8,8 +8,8 @@ import { specImporter } from '../../src/openapi/import-pool.ts';
 import { DocumentProblem } from '../../src/openapi/parse.ts';
 import { bigSpec } from '../helpers/big-spec.ts';
 
-it('a document past the memory budget is refused saying so; the next document gets a new thread', async () => {
-  const pool = specImporter({ threads: 1, queue: 1, timeoutMs: 600_000, heapMb: 32 });
+it('a document past the memory budget is refused saying so; the next document gets a new process', async () => {
+  const pool = specImporter({ processes: 1, queue: 1, timeoutMs: 600_000, heapMb: 32 });
   try {
     await assert.rejects(pool.importSpec(bigSpec(40_000, 'yaml'), 'yaml', { allowPrivateEgress: false }), (err: unknown) => {
       assert.ok(err instanceof DocumentProblem, String(err));
