@@ -190,9 +190,9 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   await socketClosed;
 
   const exit = await exited;
-  const tookMs = Date.now() - signalledAt;
   assert.deepEqual(exit, { code: 0, signal: null });
-  assert.ok(tookMs < GRACE_MS, `shutdown took ${tookMs} ms (grace ${GRACE_MS} ms)`);
+  // Stopped when its work was done, not when the grace period ran out (which cuts off what is left).
+  assert.doesNotMatch(stdout, /request cut off at shutdown/);
 
   // Logs: JSON lines; request lines carry reqId; lifecycle messages in order.
   const lines = stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);

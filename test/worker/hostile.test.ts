@@ -42,14 +42,25 @@ describe('hostile expressions fail their step', () => {
   });
 
   it('the API answers while a long expression runs', async () => {
-    const { tokens } = await saveOk(f, { step_params: [{ key: 'spin', type: 'transform', config: { expression: '$sum($map([1..5000000], function($v){ $v * 2 }))' } }] });
-    const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, '{"spin":1}');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const t0 = Date.now();
-    const health = await fetch(`${f.t.url}/healthz`);
-    assert.equal(health.status, 200);
-    assert.ok(Date.now() - t0 < 500, `healthz took ${Date.now() - t0} ms while an expression ran`);
-    failedWith(await waitForRun(f, d.body.workflow_run_id), /ran longer than 1000 ms/);
+    // The work done, not a duration: how often the event loop came round while the run ran,
+    // away from its first and last 100 ms (claiming, recording). An expression that held the
+    // loop for its whole time budget leaves none there.
+    const turns: number[] = [];
+    const ticker = setInterval(() => turns.push(Date.now()), 5);
+    try {
+      const { tokens } = await saveOk(f, { step_params: [{ key: 'spin', type: 'transform', config: { expression: '$sum($map([1..5000000], function($v){ $v * 2 }))' } }] });
+      const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, '{"spin":1}');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const health = await fetch(`${f.t.url}/healthz`);
+      assert.equal(health.status, 200);
+      const run = await waitForRun(f, d.body.workflow_run_id);
+      failedWith(run, /ran longer than 1000 ms/);
+      const [from, to] = [Date.parse(run.attributes.started_at), Date.parse(run.attributes.finished_at)];
+      const during = turns.filter((at) => at >= from + 100 && at <= to - 100).length;
+      assert.ok(during >= 3, `the event loop came round ${during} times in the run's ${to - from} ms`);
+    } finally {
+      clearInterval(ticker);
+    }
   });
 });
 
@@ -89,11 +100,9 @@ describe('for_each', () => {
 });
 
 describe('after all that', () => {
-  it('a normal run still succeeds promptly', async () => {
-    const t0 = Date.now();
+  it('a normal run still succeeds', async () => {
     const run = await runOf('payload.x + 1', { x: 41 });
     assert.equal(run.attributes.status, 'succeeded');
     assert.equal(run.attributes.steps[0].output, 42);
-    assert.ok(Date.now() - t0 < 5000);
   });
 });
