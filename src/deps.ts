@@ -65,7 +65,9 @@ export function epochSeconds(clock: Clock): number {
 }
 
 export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob; clock?: Clock } = {}): Promise<Deps> {
-  const log = opts.log ?? createLogger(config);
+  // Before the logger: its redaction needs the token, which need not carry our prefix.
+  const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
+  const log = opts.log ?? createLogger({ ...config, adminToken });
   // Read at each call, so that a test's mocked Date is seen too.
   const clock = opts.clock ?? (() => Date.now());
   const { db, engine } = createDb({
@@ -81,7 +83,6 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
     const signingKey = await instanceSecret(db, 'token_signing_key');
     const connectorKey = await instanceSecret(db, 'connector_encryption_key');
-    const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
     return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors };
