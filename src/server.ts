@@ -58,15 +58,14 @@ async function whenDatabaseAnswers(deps: Deps, stopping: AbortSignal): Promise<v
  */
 export async function start(config: Config, opts: { http: boolean; worker: boolean; log?: Logger }): Promise<Running> {
   const deps = await openDeps(config, opts.log ? { log: opts.log } : {});
-  const app = await buildApp(deps);
+  let app: FastifyInstance;
   let url = '';
-  if (opts.http) {
-    try {
-      url = await app.listen({ port: config.port, host: config.host });
-    } catch (err) {
-      await closeDeps(deps);
-      throw err;
-    }
+  try {
+    app = await buildApp(deps);
+    if (opts.http) url = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await closeDeps(deps);
+    throw err;
   }
   let scheduler: Scheduler | undefined;
   let worker: Worker | undefined;
