@@ -47,7 +47,7 @@ test('an answer the client never reads: the server closes the connection', async
   client.write(`GET /api/json/v1/api_specs/${specId} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${token}\r\nAccept: application/vnd.api+json\r\n\r\n`);
   // The client never reads: no 'data' listener, and its stream stays paused.
   client.pause();
-  const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, CLOSE_WITHIN_MS, 'still open'))]);
+  const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, CLOSE_WITHIN_MS, 'still open').unref())]);
   const pending = serverSide.writableLength;
   client.destroy();
   assert.equal(outcome, 'closed', `the server still holds the connection, ${pending} bytes of its answer unsent`);
