@@ -159,16 +159,16 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Waits until a child `serve` answers /healthz (or exits). */
+/** Waits until a child `serve` is ready: /readyz 200 (or it exits). */
 export async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
     try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok) return;
+      if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).ok) return;
     } catch {
       // not listening yet
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error('serve did not answer /healthz within 60 s');
+  throw new Error('serve was not ready (/readyz) within 60 s');
 }

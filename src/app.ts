@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { Deps } from './deps.ts';
-import { AppError, DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
+import { AppError, DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
 import { connectionOptions, registerConnectionHooks } from './http/connections.ts';
@@ -18,6 +18,8 @@ import { jsonApi } from './resources/routes.ts';
 import { graphqlApi } from './graphql/route.ts';
 import { webhookSurface } from './webhooks/routes.ts';
 
+const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
+
 /** Health and readiness: public, answered in the plain shape. */
 function health(deps: Deps): SurfaceSpec {
   return {
@@ -29,6 +31,10 @@ function health(deps: Deps): SurfaceSpec {
       scope.get('/readyz', async (_request, reply) => {
         const rateLimit = deps.limiter.state();
         if (deps.draining.value) return reply.code(503).send({ status: 'draining', rate_limit: rateLimit });
+        if (!deps.ready.value) {
+          reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+          return reply.code(503).send({ status: 'starting', rate_limit: rateLimit });
+        }
         try {
           await sql`select 1`.execute(deps.db);
           return { status: 'ready', rate_limit: rateLimit };
@@ -65,6 +71,11 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerConnectionHooks(app, deps);
   registerBodyParsers(app);
   registerHooks(app, deps);
+  // Until the database answers (and is migrated) only health is served; everything else is
+  // the database-unavailable 503, in the shape of the surface asked.
+  app.addHook('onRequest', async (request) => {
+    if (!deps.ready.value && !HEALTH_ROUTES.has(request.routeOptions.url ?? '')) throw databaseUnavailable();
+  });
 
   for (const s of surfaces) registerSurface(app, s);
   app.setErrorHandler(errorHandlerFor(renderPlainError));

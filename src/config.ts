@@ -36,6 +36,8 @@ export interface Config {
   readonly headersTimeoutMs: number;
   /** Time allowed for a request's body once reading starts; for streamed uploads, the longest pause (REQUEST_TIMEOUT_MS). */
   readonly requestTimeoutMs: number;
+  /** How long an answer may wait for the client to take any of it before the connection is closed (RESPONSE_TIMEOUT_MS). */
+  readonly responseTimeoutMs: number;
   /** Open connections allowed from one client address; 0: no limit (MAX_CONNECTIONS_PER_ADDRESS). */
   readonly maxConnectionsPerAddress: number;
   readonly worker: boolean;
@@ -184,6 +186,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    responseTimeoutMs: int(env, 'RESPONSE_TIMEOUT_MS', 30_000, 100, 3_600_000),
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
     worker: bool(env, 'WORKER', true),
     allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),

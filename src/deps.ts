@@ -2,6 +2,7 @@
  * What the request handlers and services need, as one plain object passed as their first
  * argument. Built once by main.ts (or by a test), torn down by closeDeps.
  */
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { connectorRuntime, type ConnectorRuntime } from './connectors/runtime.ts';
 import type { Config } from './config.ts';
@@ -20,9 +21,12 @@ export interface Deps {
   engine: 'pglite' | 'postgres';
   log: Logger;
   limiter: Limiter;
-  /** HMAC key of access tokens, shared by every process on one database. */
+  /**
+   * HMAC key of access tokens, shared by every process on one database. Until the database
+   * answers it is random bytes no one holds, read into place by readyDeps.
+   */
   signingKey: Buffer;
-  /** AES-256-GCM key of connector secrets, shared likewise. */
+  /** AES-256-GCM key of connector secrets, shared likewise, and likewise read into place. */
   connectorKey: Buffer;
   /**
    * Milliseconds since the epoch: every reading of the time goes through it (token iat
@@ -34,6 +38,8 @@ export interface Deps {
   adminToken: string;
   /** Set while shutting down: readiness fails and new work is refused. */
   draining: { value: boolean };
+  /** Set once the database answered, is migrated and the keys are read: until then every request but health is 503. */
+  ready: { value: boolean };
   /** Tells this process's worker that runs were queued, so it claims them at once. */
   queueSignal: QueueSignal;
   /** Outbound calls through connectors: one HTTP pool, token cache and rate counter per process. */
@@ -70,8 +76,14 @@ export function epochSeconds(clock: Clock): number {
   return Math.floor(clock() / 1000);
 }
 
-export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob; clock?: Clock } = {}): Promise<Deps> {
-  const log = opts.log ?? createLogger(config);
+/**
+ * The process's dependencies, without a word to the database (the PostgreSQL pool connects
+ * on first use), so that a process can listen and say "not ready" while it waits for one.
+ */
+export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob; clock?: Clock } = {}): Promise<Deps> {
+  // Before the logger: its redaction needs the token, which need not carry our prefix.
+  const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
+  const log = opts.log ?? createLogger({ ...config, adminToken });
   // Read at each call, so that a test's mocked Date is seen too.
   const clock = opts.clock ?? (() => Date.now());
   const { db, engine } = createDb({
@@ -83,20 +95,44 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
     onConnectionLost: (err) => log.warn({ err: { message: err.message, code: (err as { code?: unknown }).code } }, 'database connection lost'),
   });
   try {
-    const applied = await migrate(db);
-    if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
-    const signingKey = await instanceSecret(db, 'token_signing_key');
-    const connectorKey = await instanceSecret(db, 'connector_encryption_key');
-    const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
+    // Filled in place by readyDeps: the routes and the connector runtime keep these very buffers.
+    const signingKey = randomBytes(32);
+    const connectorKey = randomBytes(32);
     const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
     const expressions = createExpressionPool({ processes: config.expressionProcesses, memoryMb: config.expressionMemoryMb, timeoutMs: config.expressionTimeoutMs });
     const specs = specImporter(config.apiSpecImport);
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, queueSignal: queueSignal(), connectors, expressions, specImporter: specs };
+    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, ready: { value: false }, queueSignal: queueSignal(), connectors, expressions, specImporter: specs };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;
   }
+}
+
+/** Migrates the database and reads the installation's keys into place. Throws what the database threw. */
+export async function readyDeps(deps: Deps): Promise<void> {
+  const applied = await migrate(deps.db);
+  if (applied.length > 0) deps.log.info({ migrations: applied }, 'migrations applied');
+  readInto(deps.signingKey, await instanceSecret(deps.db, 'token_signing_key'));
+  readInto(deps.connectorKey, await instanceSecret(deps.db, 'connector_encryption_key'));
+}
+
+function readInto(key: Buffer, stored: Buffer): void {
+  if (stored.length !== key.length) throw new Error(`an installation key in instance_secrets has ${stored.length} bytes, not ${key.length}`);
+  key.set(stored);
+}
+
+/** openDeps and readyDeps: the dependencies of a database that answers now (tests, the CLI). */
+export async function createDeps(config: Config, opts: { log?: Logger; dataDir?: string; initialDump?: Blob; clock?: Clock } = {}): Promise<Deps> {
+  const deps = await openDeps(config, opts);
+  try {
+    await readyDeps(deps);
+  } catch (err) {
+    await closeDeps(deps);
+    throw err;
+  }
+  deps.ready.value = true;
+  return deps;
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {

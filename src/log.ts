@@ -5,7 +5,7 @@
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.ts';
-import { SECRET_PREFIX } from './secrets.ts';
+import { OUR_SECRET_SOURCE, SECRET_PREFIX } from './secrets.ts';
 
 export const REDACTED = '[redacted]';
 
@@ -26,18 +26,7 @@ export const LOG_REDACT = {
   censor: REDACTED,
 };
 
-const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const PREFIXES = `(?:${Object.values(SECRET_PREFIX).map(escapeRe).join('|')})`;
-
-// After the prefix: every character our secrets are made of (base64url, and the dot of an
-// access token), and '%' for one that arrives percent-encoded. Quotes and backslashes end it,
-// so redacting a JSON line leaves valid JSON, and "tbat_[redacted]" is not matched again.
-const SECRET_SOURCE = `(${PREFIXES})[A-Za-z0-9_.%-]+`;
-const SECRET_RE = new RegExp(SECRET_SOURCE, 'g');
-const HAS_SECRET_RE = new RegExp(SECRET_SOURCE);
-// A random secret of ours without its prefix, or one of another system: a long run of
-// base64url characters that mixes upper case, lower case and digits (UUIDs and hex ids do not).
-const RANDOM_RUN_RE = /[A-Za-z0-9_-]{32,}/g;
+const SECRET_RE = new RegExp(OUR_SECRET_SOURCE, 'g');
 
 // Most lines hold no secret; a substring search for the prefixes' first two letters is
 // several times cheaper than running the regular expression over them.
@@ -48,13 +37,24 @@ export function redactSecrets(text: string): string {
   return STEMS.some((stem) => text.includes(stem)) ? text.replace(SECRET_RE, `$1${REDACTED}`) : text;
 }
 
-/** Whether a value carries one of our secrets, or something that looks like a random secret. */
-export function looksLikeSecret(text: string): boolean {
-  if (HAS_SECRET_RE.test(text)) return true;
-  for (const run of text.match(RANDOM_RUN_RE) ?? []) {
-    if (/[A-Z]/.test(run) && /[a-z]/.test(run) && /\d/.test(run)) return true;
-  }
-  return false;
+/**
+ * The forms a configured secret of any shape takes in a log line: as given, escaped inside a
+ * JSON string, percent-encoded (a path or query), form-encoded.
+ */
+function formsOf(secret: string): string[] {
+  const forms = [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
+  return [...new Set(forms)];
+}
+
+/** redactSecrets, and every form of the given secrets replaced whole ("[redacted]"). */
+export function secretRedactor(secrets: ReadonlyArray<string | undefined>): (text: string) => string {
+  const forms = secrets.filter((s): s is string => s !== undefined && s !== '').flatMap(formsOf);
+  if (forms.length === 0) return redactSecrets;
+  return (text) => {
+    let out = redactSecrets(text);
+    for (const form of forms) if (out.includes(form)) out = out.replaceAll(form, REDACTED);
+    return out;
+  };
 }
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
@@ -94,11 +94,13 @@ export function prettyLine(json: string, color = false): string {
 
 /**
  * The process logger. `destination` defaults to stdout; tests pass a stream to read the lines.
- * Every child logger inherits the redaction, since it is a hook of the root.
+ * Every child logger inherits the redaction, since it is a hook of the root. The admin token
+ * is redacted whatever it looks like: a configured one need not carry our prefix.
  */
-export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>, destination?: DestinationStream): Logger {
+export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'> & { adminToken?: string | undefined }, destination?: DestinationStream): Logger {
   const color = config.logFormat === 'pretty' && destination === undefined && process.stdout.isTTY === true;
-  const streamWrite = config.logFormat === 'pretty' ? (line: string) => prettyLine(redactSecrets(line), color) : redactSecrets;
+  const redact = secretRedactor([config.adminToken]);
+  const streamWrite = config.logFormat === 'pretty' ? (line: string) => prettyLine(redact(line), color) : redact;
   const options = { level: config.logLevel, redact: LOG_REDACT, timestamp: pino.stdTimeFunctions.isoTime, hooks: { streamWrite } };
   return destination === undefined ? pino(options) : pino(options, destination);
 }

@@ -1,14 +1,19 @@
 /**
- * `tributary serve`: config -> deps (db, migrations) -> first-start bootstrap -> HTTP.
+ * `tributary serve` and `tributary worker`: config -> deps -> HTTP (health answers at once)
+ * -> wait for the database -> migrations, keys, first-start bootstrap -> ready (+ worker,
+ * scheduler). The database need not be up first: until it answers, /readyz and every
+ * request but /healthz get 503 with Retry-After, and the process retries with backoff.
  * SIGTERM/SIGINT: readiness turns 503, the listener stops accepting, in-flight requests
  * finish (bounded by SHUTDOWN_GRACE_MS; those still running then are logged and cut off),
  * then the pool closes.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
-import { closeDeps, createDeps, type Deps } from './deps.ts';
+import { closeDeps, openDeps, readyDeps, type Deps } from './deps.ts';
+import { isDatabaseUnavailable } from './errors.ts';
 import { bootstrapIfEmpty } from './admin/bootstrap.ts';
 import { startScheduler, type Scheduler } from './worker/scheduler.ts';
 import { startWorker, type Worker } from './worker/worker.ts';
@@ -18,24 +23,71 @@ export interface Running {
   app: FastifyInstance;
   deps: Deps;
   url: string;
+  /** Settles once the database answered and the process serves (or stopped before that). */
+  ready: Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function serve(config: Config, opts: { http: boolean; worker: boolean; log?: Logger }): Promise<Running> {
-  const deps = await createDeps(config, opts.log ? { log: opts.log } : {});
-  await bootstrapIfEmpty(deps);
-  const app = await buildApp(deps);
-  let url = '';
-  if (opts.http) {
-    url = await app.listen({ port: config.port, host: config.host });
+/** Waits between attempts to reach the database: doubling from the first, capped. */
+export const DATABASE_RETRY = { firstMs: 500, maxMs: 10_000 } as const;
+
+/**
+ * Migrations, keys and the first-start bootstrap, retried while the database does not
+ * answer. Concurrent starts on one PostgreSQL are safe: the migrator holds its advisory
+ * lock (ADVISORY_LOCK.migrate) for the whole run, the bootstrap its own.
+ */
+async function whenDatabaseAnswers(deps: Deps, stopping: AbortSignal): Promise<void> {
+  for (let attempt = 1, waitMs: number = DATABASE_RETRY.firstMs; ; attempt++, waitMs = Math.min(waitMs * 2, DATABASE_RETRY.maxMs)) {
+    try {
+      await readyDeps(deps);
+      await bootstrapIfEmpty(deps);
+      if (attempt > 1) deps.log.info({ attempts: attempt }, 'database answers');
+      return;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      const { message, code } = err as { message?: unknown; code?: unknown };
+      deps.log.warn({ err: { message, code }, attempt, retry_in_ms: waitMs }, 'waiting for the database');
+      await sleep(waitMs, undefined, { signal: stopping });
+    }
   }
-  const scheduler: Scheduler | undefined = opts.worker ? startScheduler(deps) : undefined;
-  const worker: Worker | undefined = opts.worker ? startWorker(deps) : undefined;
-  let stopping: Promise<void> | undefined;
+}
+
+/**
+ * Listens at once and gets ready in the background (`ready`). A database that refuses
+ * for another reason than being unreachable (a wrong password, say) rejects `ready`.
+ */
+export async function start(config: Config, opts: { http: boolean; worker: boolean; log?: Logger }): Promise<Running> {
+  const deps = await openDeps(config, opts.log ? { log: opts.log } : {});
+  let app: FastifyInstance;
+  let url = '';
+  try {
+    app = await buildApp(deps);
+    if (opts.http) url = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await closeDeps(deps);
+    throw err;
+  }
+  let scheduler: Scheduler | undefined;
+  let worker: Worker | undefined;
+  const stopping = new AbortController();
+  const ready = whenDatabaseAnswers(deps, stopping.signal).then(
+    () => {
+      if (stopping.signal.aborted) return;
+      deps.ready.value = true;
+      scheduler = opts.worker ? startScheduler(deps) : undefined;
+      worker = opts.worker ? startWorker(deps) : undefined;
+    },
+    (err: unknown) => {
+      if (!stopping.signal.aborted) throw err;
+    },
+  );
+  let stopped: Promise<void> | undefined;
   const stop = () =>
-    (stopping ??= (async () => {
+    (stopped ??= (async () => {
       deps.draining.value = true;
       deps.log.info('draining');
+      stopping.abort();
+      await ready.catch(() => undefined);
       await scheduler?.stop();
       // Responses from here on carry Connection: close (src/http/connections.ts) and idle
       // connections are closed, so no client sends a request on a connection about to go.
@@ -50,12 +102,24 @@ export async function serve(config: Config, opts: { http: boolean; worker: boole
       await closeDeps(deps);
       deps.log.info('stopped');
     })());
-  return { app, deps, url, stop };
+  return { app, deps, url, ready, stop };
 }
 
-/** Runs until SIGTERM or SIGINT, then drains and resolves. */
+/** start(), resolved once ready: for callers that need the database at once (tests, the README run). */
+export async function serve(config: Config, opts: { http: boolean; worker: boolean; log?: Logger }): Promise<Running> {
+  const running = await start(config, opts);
+  try {
+    await running.ready;
+  } catch (err) {
+    await running.stop();
+    throw err;
+  }
+  return running;
+}
+
+/** Runs until SIGTERM or SIGINT, then drains and resolves; rejects when getting ready failed. */
 export async function runUntilSignal(running: Running): Promise<void> {
-  await new Promise<void>((resolve) => {
+  await new Promise<void>((resolve, reject) => {
     const onSignal = (signal: string) => {
       running.deps.log.info({ signal }, 'signal received');
       process.off('SIGTERM', onSignal);
@@ -67,5 +131,13 @@ export async function runUntilSignal(running: Running): Promise<void> {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    running.ready.catch((err: unknown) => {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      running.stop().then(
+        () => reject(err),
+        () => reject(err),
+      );
+    });
   });
 }

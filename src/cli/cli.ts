@@ -29,8 +29,9 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
     .action(async (opts: { worker: boolean }) => {
       const config = loadConfig();
       // The server code loads only for the commands that run it: admin commands start fast.
-      const { runUntilSignal, serve } = await import('../server.ts');
-      const running = await serve(config, { http: true, worker: opts.worker && config.worker });
+      const { runUntilSignal, start } = await import('../server.ts');
+      // Listening at once; ready (and /readyz 200) once the database answers.
+      const running = await start(config, { http: true, worker: opts.worker && config.worker });
       running.deps.log.info({ url: running.url, engine: running.deps.engine }, 'tributary listening');
       if (!(opts.worker && config.worker) && running.deps.engine === 'pglite') running.deps.log.warn('no worker: workflow runs are queued but not executed until a `tributary serve` with the worker starts on this data directory');
       await runUntilSignal(running);
@@ -45,9 +46,9 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
         // PGlite is one process's database: a second process cannot open its data directory.
         throw new ConfigError('DATABASE_URL', 'must be set for `tributary worker`: embedded PGlite belongs to one process, so `tributary serve` runs the worker there');
       }
-      const { runUntilSignal, serve } = await import('../server.ts');
-      const running = await serve(config, { http: false, worker: true });
-      running.deps.log.info('worker started');
+      const { runUntilSignal, start } = await import('../server.ts');
+      const running = await start(config, { http: false, worker: true });
+      void running.ready.then(() => running.deps.log.info('worker started'), () => undefined);
       await runUntilSignal(running);
     });
 

@@ -7,4 +7,10 @@ export const ADVISORY_LOCK = {
   bootstrap: 7310,
   /** Session-level: one sweep at a time across processes. */
   sweep: 7311,
+  /**
+   * Session-level, taken by Kysely's Migrator itself (PostgresAdapter.acquireMigrationLock)
+   * for a whole run: processes starting at once migrate one after the other. Listed so
+   * no id of ours collides with it.
+   */
+  migrate: 3853314791062309107n,
 } as const;

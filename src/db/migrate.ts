@@ -1,7 +1,8 @@
 /**
  * Forward-only migrations, imported statically so a bundle or a fresh clone needs no
- * file-system discovery. Kysely's Migrator takes a row lock on its lock table inside a
- * transaction, so concurrent starts against one PostgreSQL run each migration once.
+ * file-system discovery. On PostgreSQL, Kysely's Migrator holds a session advisory lock
+ * (ADVISORY_LOCK.migrate) for its run, inside a transaction, so concurrent starts against one
+ * PostgreSQL take turns and run each migration once.
  */
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
 import type { Db } from './connect.ts';

@@ -1,8 +1,10 @@
 /**
- * How long a client may take to send a request, and how connections end. A client that
- * sends its headers or its body slowly gets 408 and its connection closed, so slow senders
- * cannot hold sockets open without end; while draining, every response closes its
- * connection, so a keep-alive client never sends a request on a socket about to go away.
+ * How long a client may take to send a request or to take its answer, and how connections
+ * end. A client that sends its headers or its body slowly gets 408 and its connection
+ * closed, so slow senders cannot hold sockets open without end; one that does not read its
+ * answer loses its connection, so an unsent answer is not held in memory without end; while
+ * draining, every response closes its connection, so a keep-alive client never sends a
+ * request on a socket about to go away.
  */
 import { Transform, type Readable } from 'node:stream';
 import type { Server, ServerOptions } from 'node:http';
@@ -147,6 +149,22 @@ function dropSlowRest(raw: FastifyRequest['raw'], timeoutMs: number): void {
   raw.once('end', () => clearTimeout(timer));
 }
 
+/**
+ * The socket's idle timer, for this request only: it fires after `timeoutMs` with no byte
+ * read or written. Bytes of the answer still waiting then mean the client is not taking
+ * them: the connection is closed. Otherwise the quiet is the handler's own work, or a body
+ * on its way (bodyDeadline's to judge), and nothing happens. Once the answer is out, Node
+ * sets the keep-alive timer in its place.
+ */
+function dropUnreadAnswer(request: FastifyRequest, reply: FastifyReply, timeoutMs: number): void {
+  reply.raw.setTimeout(timeoutMs, () => {
+    const socket = reply.raw.socket;
+    if (!socket || socket.destroyed || socket.writableLength === 0) return;
+    request.log.info({ unsentBytes: socket.writableLength }, `the client took none of its answer for ${timeoutMs} ms; connection closed`);
+    socket.destroy();
+  });
+}
+
 const inFlight = new WeakMap<FastifyInstance, Set<FastifyRequest>>();
 
 /** Requests that have not been answered yet, for the shutdown log. */
@@ -161,6 +179,7 @@ export function registerConnectionHooks(app: FastifyInstance, deps: Pick<Deps, '
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     running.add(request);
     reply.raw.once('close', () => running.delete(request));
+    dropUnreadAnswer(request, reply, deps.config.responseTimeoutMs);
   });
   const bodies = new WeakMap<FastifyRequest, Transform>();
   app.addHook('preParsing', async (request: FastifyRequest, _reply: FastifyReply, payload: Readable) => {

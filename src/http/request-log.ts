@@ -7,7 +7,8 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { uuidv7 } from '../ids.ts';
-import { looksLikeSecret, REDACTED } from '../log.ts';
+import { REDACTED } from '../log.ts';
+import { looksLikeSecret } from '../secrets.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

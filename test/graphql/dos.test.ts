@@ -1,5 +1,5 @@
 /**
- * Hostile documents: each is refused with the right code, quickly, and never with a 5xx.
+ * Hostile documents: each is refused with the right code, without running away, and never with a 5xx.
  * Also pins the calibration of the complexity limit and the exact
  * boundaries of depth 10 and 8,000 tokens.
  */
@@ -7,9 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seedTenant, startApp, tokenFor, type TestApp } from '../helpers/app.ts';
 import { createModel, FACT_FIELDS, gql, gqlClient, uniqueSlug, type GqlResponse } from './helpers.ts';
+import { RUNAWAY_MS } from '../helpers/runaway.ts';
 
-// Generous for a loaded CI machine; the point is "not seconds of CPU per request".
-const QUICK_MS = 2_000;
 
 let t: TestApp;
 let client: ReturnType<typeof gqlClient>;
@@ -44,7 +43,7 @@ function assertRefused(r: GqlResponse & { ms: number }, code: string): void {
   assert.equal(r.errors![0]!.extensions?.code, code, r.errors![0]!.message);
   // Refused before execution (no data), or by the resolver (the field is null).
   assert.ok(r.data == null || Object.values(r.data).every((v) => v === null), JSON.stringify(r.data));
-  assert.ok(r.ms < QUICK_MS, `took ${Math.round(r.ms)} ms`);
+  assert.ok(r.ms < RUNAWAY_MS, `took ${Math.round(r.ms)} ms`);
 }
 
 /** Without a valid token only health may be asked: anything else is 401, quickly. */
@@ -52,7 +51,7 @@ function assertUnauthorized(r: GqlResponse & { ms: number }): void {
   assert.equal(r.status, 401, JSON.stringify(r.errors)?.slice(0, 500));
   assert.equal(r.errors?.[0]?.extensions?.code, 'unauthorized');
   assert.equal(r.data, undefined);
-  assert.ok(r.ms < QUICK_MS, `took ${Math.round(r.ms)} ms`);
+  assert.ok(r.ms < RUNAWAY_MS, `took ${Math.round(r.ms)} ms`);
 }
 
 const ALL = `hasNextPage hasPreviousPage pageNumber lastPage limit count results { ${FACT_FIELDS} }`;
@@ -180,7 +179,7 @@ describe('hostile documents', () => {
     // A long value inside the size limit is just a value.
     const long = await timed(client, q, { f: JSON.stringify([{ field: 'k', op: 'eq', value: 'x'.repeat(150_000) }]) });
     assert.deepEqual(long.data, { factQuery: { count: 0 } });
-    assert.ok(long.ms < QUICK_MS);
+    assert.ok(long.ms < RUNAWAY_MS);
     // Twenty clauses of 1,000 values each are allowed, and answered quickly.
     const big = JSON.stringify(Array.from({ length: 20 }, () => ({ field: 'k', op: 'nin', value: Array.from({ length: 1000 }, (_, i) => `v${i}`) })));
     const ok = await timed(client, q, { f: big });

@@ -1,5 +1,6 @@
 /** The real `tributary` command as a child process. */
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -8,6 +9,15 @@ export interface CliRun {
   code: number | null;
   stdout: string;
   stderr: string;
+}
+
+/** A TCP port free on 127.0.0.1 right now, for a child process to listen on. */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
 }
 
 /** Runs `tributary ARGS` in the project directory under `env` (by default this process's). */

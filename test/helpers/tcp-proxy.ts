@@ -2,13 +2,20 @@
 import net from 'node:net';
 import { once } from 'node:events';
 
-/** A TCP proxy to PostgreSQL that can drop every connection, or stop listening. */
+/** A TCP proxy to PostgreSQL that can drop every connection, hold them unanswered, or stop listening. */
 export async function tcpProxy(target: { host: string; port: number }) {
   const sockets = new Set<net.Socket>();
   let dropping = false;
+  let holding = false;
   const server = net.createServer((client) => {
     if (dropping) {
       client.destroy();
+      return;
+    }
+    if (holding) {
+      // Accepted, never answered: what a client sees of a host that drops its packets.
+      sockets.add(client);
+      client.on('error', () => undefined).on('close', () => sockets.delete(client));
       return;
     }
     const upstream = net.connect(target.port, target.host);
@@ -35,8 +42,15 @@ export async function tcpProxy(target: { host: string; port: number }) {
       dropping = true;
       for (const s of sockets) s.destroy();
     },
+    /** New connections are accepted and never answered (a blackhole); open ones are ended. */
+    blackhole() {
+      this.cut();
+      dropping = false;
+      holding = true;
+    },
     restore() {
       dropping = false;
+      holding = false;
     },
     /** Stops listening: new connections are refused (ECONNREFUSED). */
     async refuse() {
@@ -45,6 +59,7 @@ export async function tcpProxy(target: { host: string; port: number }) {
     },
     async listenAgain() {
       dropping = false;
+      holding = false;
       server.listen(port, '127.0.0.1');
       await once(server, 'listening');
     },

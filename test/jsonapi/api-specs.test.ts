@@ -100,9 +100,8 @@ describe('upload', () => {
   test('a document over API_SPEC_MAX_BYTES is 422; a 50 MB body is refused before it is read (413)', async () => {
     const big = `${shopYaml}\n# ${'x'.repeat(t.deps.config.apiSpecMaxBytes)}\n`;
     assertJsonApiError(await api.post(PATH, upload({ raw_document: big })), 422, 'invalid_request', { pointer: '/data/attributes/raw_document' });
-    // Headers only: the 413 must come before any of the 50 MB is sent.
+    // Headers only: the 413 must come before any of the 50 MB is sent (a server waiting for it would answer 408).
     const token = await tokenFor(t, owner);
-    const t0 = performance.now();
     const status = await new Promise<number>((resolve, reject) => {
       const req = http.request(`${t.url}${PATH}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/vnd.api+json', 'content-length': String(50 * 1024 * 1024) } }, (res) => {
         res.resume();
@@ -113,7 +112,6 @@ describe('upload', () => {
       req.flushHeaders();
     });
     assert.equal(status, 413);
-    assert.ok(performance.now() - t0 < 1000);
   });
 
   test('external_connector_id must name a connector of the workspace; include=external_connector', async () => {

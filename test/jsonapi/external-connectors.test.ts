@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openSecret } from '../../src/secret-box.ts';
-import { capturingLogger, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type Tenant } from '../helpers/app.ts';
+import { assertJsonApiError, capturingLogger, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type Tenant } from '../helpers/app.ts';
 
 const PATH = '/api/json/v1/external_connectors';
 const t = await startApp();
@@ -90,6 +90,28 @@ describe('the secret', () => {
     } finally {
       await logged.close();
     }
+  });
+
+  test('an hmac secret is a Standard Webhooks key (whsec_ and base64 of 24 to 64 bytes), or 422 at /data/attributes/secret', async () => {
+    const key = (bytes: number) => `whsec_${Buffer.alloc(bytes, 7).toString('base64')}`;
+    const hmac = (secret: unknown) => connector({ auth_type: 'hmac', direction: 'inbound', type: null, config: null, secret });
+    for (const secret of ['not-a-whsec-key', 'ak_c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9', 'whsec_', 'whsec_!!not*base64!!', `whsec_${'q'.repeat(43)} `, key(16), key(65), Buffer.alloc(32, 7).toString('base64')]) {
+      assertJsonApiError(await api.post(PATH, hmac(secret)), 422, 'invalid_request', { pointer: '/data/attributes/secret' });
+    }
+    for (const bytes of [24, 32, 64]) assert.equal((await api.post(PATH, hmac(key(bytes)))).status, 201, String(bytes));
+    assert.equal((await api.post(PATH, hmac(`whsec_${'q'.repeat(43)}`))).status, 201, 'unpadded base64');
+    assert.equal((await api.post(PATH, hmac(null))).status, 201, 'no secret yet');
+
+    const created = await api.post(PATH, hmac(key(32)));
+    const id = created.body.data.id;
+    const patch = (attributes: Record<string, unknown>) => api.patch(`${PATH}/${id}`, { data: { type: 'external_connector', id, attributes } });
+    assertJsonApiError(await patch({ secret: 'plain' }), 422, 'invalid_request', { pointer: '/data/attributes/secret' });
+    const other = await api.post(PATH, connector({ secret: 'plain' }));
+    assert.equal(other.status, 201, 'other auth types take any secret');
+    const otherId = other.body.data.id;
+    const toHmac = await api.patch(`${PATH}/${otherId}`, { data: { type: 'external_connector', id: otherId, attributes: { auth_type: 'hmac', secret: 'plain' } } });
+    assertJsonApiError(toHmac, 422, 'invalid_request', { pointer: '/data/attributes/secret' });
+    assert.equal((await patch({ secret: key(48) })).status, 200);
   });
 
   test('two connectors with the same secret store different ciphertexts', async () => {

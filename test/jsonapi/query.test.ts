@@ -5,6 +5,7 @@ import { AppError } from '../../src/errors.ts';
 import { encodeCursor, parseQueryDateTime, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
 import type { ParsedQuery, ResourceSpec } from '../../src/http/jsonapi/types.ts';
 import { runs } from '../helpers/property.ts';
+import { RUNAWAY_MS } from '../helpers/runaway.ts';
 
 const item: ResourceSpec = {
   type: 'item',
@@ -502,7 +503,7 @@ describe('parseQuery: hostile input', () => {
     );
   });
 
-  it('answers quickly on huge and pathological input', () => {
+  it('answers huge and pathological input without running away', () => {
     const started = performance.now();
     const huge = 'a'.repeat(1_000_000);
     rejects(() => list({ sort: huge }), 'sort');
@@ -512,6 +513,6 @@ describe('parseQuery: hostile input', () => {
     rejects(() => list({ [`filter[${'['.repeat(4000)}`]: 'x' }), `filter[${'['.repeat(4000)}`);
     rejects(() => list({ 'page[after]': Buffer.from('['.repeat(3000)).toString('base64url').slice(0, 4096) }), 'page[after]');
     assert.equal(list({ 'filter[n][in]': Array.from({ length: 100 }, () => '1').join(',') }).filter.length, 1);
-    assert.ok(performance.now() - started < 500);
+    assert.ok(performance.now() - started < RUNAWAY_MS);
   });
 });

@@ -127,6 +127,14 @@ describe('lock_version', () => {
     assert.deepEqual(blind.workflow.attributes.steps, []);
   });
 
+  it('a malformed one is 422 at /data/attributes/lock_version, not a conflict', async () => {
+    const { workflow } = await saveOk(f, { step_params: [STEP] });
+    for (const lock_version of ['garbage', '', `${workflow.attributes.lock_version}x`, '1.5F0C2A9D1E7B3C44']) {
+      const res = await save(f, { workflow_id: workflow.id, lock_version, step_params: [STEP], trigger_params: workflow.attributes.triggers });
+      assertJsonApiError(res, 422, 'invalid_request', { pointer: '/data/attributes/lock_version' });
+    }
+  });
+
   it('of two concurrent saves with the same lock_version, exactly one succeeds', async () => {
     for (let round = 0; round < 5; round++) {
       const { workflow } = await saveOk(f, { step_params: [STEP] });

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freshPostgresDatabase } from '../helpers/app.ts';
+import { freePort } from '../helpers/cli.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -22,14 +23,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** Rejects with the socket error code (ECONNREFUSED, ...) when no HTTP answer came. */
 async function get(url: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -78,22 +71,24 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
     }
   });
 
-  // Wait for /healthz (a first start on PGlite creates its files: allow time).
+  // Wait for /readyz (a first start on PGlite creates its files and migrates: allow time);
+  // /healthz answers from the start.
   const deadline = Date.now() + 90_000;
+  let ready: Response;
   for (;;) {
     if (child.exitCode !== null) assert.fail(`serve exited with ${child.exitCode}: ${stderr}\n${stdout}`);
     try {
-      const res = await get(`${base}/healthz`);
-      if (res.status === 200) break;
-    } catch {
+      ready = await get(`${base}/readyz`);
+      if (ready.status === 200) break;
+      assert.equal((await get(`${base}/healthz`)).status, 200, 'alive while not ready');
+    } catch (err) {
+      if (err instanceof assert.AssertionError) throw err;
       // not listening yet
     }
-    if (Date.now() > deadline) assert.fail(`serve did not become healthy: ${stderr}\n${stdout}`);
+    if (Date.now() > deadline) assert.fail(`serve did not become ready: ${stderr}\n${stdout}`);
     await sleep(100);
   }
 
-  const ready = await get(`${base}/readyz`);
-  assert.equal(ready.status, 200);
   assert.deepEqual(await ready.json(), { status: 'ready', rate_limit: process.env.REDIS_URL ? 'shared' : 'per process' });
 
   // x-request-id: echoed when sent (and valid), generated (UUIDv7) when not, on 200 and 404.
@@ -190,9 +185,9 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   await socketClosed;
 
   const exit = await exited;
-  const tookMs = Date.now() - signalledAt;
   assert.deepEqual(exit, { code: 0, signal: null });
-  assert.ok(tookMs < GRACE_MS, `shutdown took ${tookMs} ms (grace ${GRACE_MS} ms)`);
+  // Stopped when its work was done, not when the grace period ran out (which cuts off what is left).
+  assert.doesNotMatch(stdout, /request cut off at shutdown/);
 
   // Logs: JSON lines; request lines carry reqId; lifecycle messages in order.
   const lines = stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);

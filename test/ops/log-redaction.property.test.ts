@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
-import { createLogger, looksLikeSecret, prettyLine, redactSecrets } from '../../src/log.ts';
-import { randomSecret, SECRET_PREFIX } from '../../src/secrets.ts';
+import { createLogger, prettyLine, redactSecrets } from '../../src/log.ts';
+import { looksLikeSecret, randomSecret, SECRET_PREFIX } from '../../src/secrets.ts';
 import { signToken } from '../../src/auth/tokens.ts';
 
 const PREFIXES = Object.values(SECRET_PREFIX);
@@ -64,7 +64,10 @@ test('text without a secret prefix is left as it is', () => {
 test('what counts as looking like a secret', () => {
   assert.ok(looksLikeSecret(randomSecret()), 'a random secret without its prefix');
   assert.ok(looksLikeSecret(`id-${signToken(Buffer.alloc(32, 1), { sub: 's', org: 'o', ws: 'w', scp: [], exp: 1, iat: 1 })}`));
-  for (const id of ['0190a4f2-7c1e-7e3a-9c1d-2b3c4d5e6f70', '0190A4F2-7C1E-7E3A-9C1D-2B3C4D5E6F70', '4bf92f3577b34da6a3ce929d0e0e4736', 'req-42', 'a'.repeat(64)]) {
+  // Keys of other systems in hex: after a prefix, or long.
+  const hex = '0c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f1a2b3c4d';
+  for (const key of [`ak_${hex.slice(0, 32)}`, `sk_live_${hex.slice(0, 24)}`, `x-${hex.slice(0, 40)}`, hex, hex.toUpperCase()]) assert.ok(looksLikeSecret(key), key);
+  for (const id of ['0190a4f2-7c1e-7e3a-9c1d-2b3c4d5e6f70', '0190A4F2-7C1E-7E3A-9C1D-2B3C4D5E6F70', '4bf92f3577b34da6a3ce929d0e0e4736', 'req-42', 'a'.repeat(64), 'order_1234567890123456789', 'run_deadbeef']) {
     assert.ok(!looksLikeSecret(id), id);
   }
 });

@@ -91,8 +91,8 @@ test('secrets in the query, path, filter values and X-Request-Id are not logged'
 
   for (const res of misplaced) {
     assert.ok(res.status < 500, res.text);
-    // A list's links.self repeats the caller's own query, filter values included; an error body repeats nothing.
-    if (res.status >= 400) assert.ok(!res.text.includes(token) && !res.text.includes(tenant.clientSecret), `secret echoed in an error body: ${res.text}`);
+    // Neither an error body nor a list's links repeat a secret the caller sent.
+    assert.ok(!res.text.includes(token) && !res.text.includes(tenant.clientSecret), `secret echoed: ${res.text}`);
   }
   for (const secret of [token, tenant.clientSecret, t.adminToken]) assertNotLogged(secret);
   for (const res of [...misplaced.map((r) => r.headers), admin.headers, adminPath.headers]) {
@@ -104,11 +104,13 @@ test('secrets in the query, path, filter values and X-Request-Id are not logged'
   assert.equal(logged?.req?.url, `${P}/data_models?access_token=[redacted]`);
 });
 
+const HEX_KEY = 'ak_c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9';
+
 test('an X-Request-Id that is a secret, too long or not printable is replaced by a generated id', async () => {
   const api = jsonApi(t, token);
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
   const randomLooking = tenant.clientSecret.slice('tbcs_'.length);
-  for (const given of [tenant.clientSecret, randomLooking, 'a'.repeat(129), 'has space', 'caf\u00e9']) {
+  for (const given of [tenant.clientSecret, randomLooking, HEX_KEY, 'c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9a0b2c4d6', 'a'.repeat(129), 'has space', 'caf\u00e9']) {
     const res = await api.get(`${P}/data_models`, { 'x-request-id': given });
     assert.equal(res.status, 200);
     const id = res.headers.get('x-request-id')!;
@@ -116,10 +118,48 @@ test('an X-Request-Id that is a secret, too long or not printable is replaced by
     assert.ok(linesOf(id).length >= 2, 'the generated id is the reqId of the request lines');
   }
   assertNotLogged(tenant.clientSecret);
+  assertNotLogged(HEX_KEY);
   // A short printable id is kept, echoed and logged.
   const kept = await api.get(`${P}/data_models`, { 'x-request-id': 'trace-0190a4f2.7' });
   assert.equal(kept.headers.get('x-request-id'), 'trace-0190a4f2.7');
   assert.ok(linesOf('trace-0190a4f2.7').length >= 2);
+});
+
+test("a list's links do not repeat a secret-looking filter value; other filter values stay", async () => {
+  const api = jsonApi(t, token);
+  for (const secret of [token, HEX_KEY]) {
+    const res = await api.get(`${P}/data_models?filter[name]=${encodeURIComponent(secret)}&page[limit]=5`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.links.self, `${P}/data_models?filter[name]=[redacted]&page[limit]=5`);
+    assert.ok(!res.text.includes(secret.slice(secret.indexOf('_') + 1)), res.text);
+  }
+  const plain = await api.get(`${P}/data_models?filter[name]=Orders`);
+  assert.equal(plain.body.links.self, `${P}/data_models?filter[name]=Orders`);
+});
+
+test('a configured admin token without our prefix is redacted wherever it appears', async () => {
+  const adminToken = 'plain-admin-token-for-this-installation-0123456789';
+  const own: string[] = [];
+  const ownSink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      own.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const a = await startApp({ TRIBUTARY_ADMIN_TOKEN: adminToken }, { log: createLogger({ logLevel: 'info', logFormat: 'json', adminToken }, ownSink) });
+  try {
+    // In a path (not only the query string), percent-encoded, in a header the logger writes, in an error message.
+    const inPath = await fetch(`${a.url}/admin/v1/credentials/${adminToken}`, { method: 'PATCH', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: '{}' });
+    assert.ok(inPath.status >= 400 && inPath.status < 500, String(inPath.status));
+    assert.equal((await fetch(`${a.url}/no/${encodeURIComponent(`${adminToken} `)}`)).status, 404);
+    a.deps.log.warn({ err: new Error(`refused ${adminToken}`) }, `token ${adminToken}`);
+    assert.ok(own.length > 0);
+    const hit = own.find((l) => l.includes(adminToken) || l.includes(encodeURIComponent(adminToken)));
+    assert.equal(hit, undefined, `admin token logged: ${hit}`);
+    assert.ok(own.some((l) => l.includes('[redacted]')));
+  } finally {
+    await a.close();
+  }
 });
 
 test('the completion line of a 4xx carries the error code; a success carries none', async () => {

@@ -4,6 +4,8 @@ import type { Deps } from '../../deps.ts';
 import type { Db } from '../../db/connect.ts';
 import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
+import { REDACTED } from '../../log.ts';
+import { looksLikeSecret } from '../../secrets.ts';
 import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
 import { loadAccountById, loadAccountWithCompiledRow, loadAccountWithRows, withAccountStatement } from '../../auth/auth.sql.ts';
 import type { TokenClaims } from '../../auth/tokens.ts';
@@ -45,7 +47,8 @@ function pageUrl(path: string, raw: RawQuery, page: Record<string, string>, keep
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(raw)) {
     if (!keepPage && k.startsWith('page[') && k !== 'page[limit]' && k !== 'page[count]') continue;
-    if (typeof v === 'string') params.set(k, v);
+    // A secret a client filtered by is not repeated where proxies, caches and logs keep it.
+    if (typeof v === 'string') params.set(k, k.startsWith('filter[') && looksLikeSecret(v) ? REDACTED : v);
   }
   for (const [k, v] of Object.entries(page)) params.set(`page[${k}]`, v);
   const qs = params.toString();

@@ -70,6 +70,17 @@ function checkConfig(config: unknown, opts: ConnectorWriteOptions): string | nul
   return JSON.stringify(config);
 }
 
+// Standard Webhooks: "whsec_" and the base64 of a key of 24 to 64 bytes (padding optional).
+const WHSEC_RE = /^whsec_([A-Za-z0-9+/]+)={0,2}$/;
+
+/** An hmac connector's secret is read as a Standard Webhooks key at every use: anything else would fail only then. */
+function checkSecret(authType: string | undefined, secret: unknown): void {
+  if (authType !== 'hmac' || typeof secret !== 'string' || secret === '') return;
+  const m = WHSEC_RE.exec(secret);
+  const bytes = m ? Math.floor((m[1]!.length * 6) / 8) : 0;
+  if (bytes < 24 || bytes > 64) throw invalidAt('/data/attributes/secret', 'An hmac connector\'s secret must be a Standard Webhooks key: whsec_ followed by the base64 of 24 to 64 bytes');
+}
+
 const sealed = (opts: ConnectorWriteOptions, secret: unknown) => (secret === null || secret === undefined || secret === '' ? null : sealSecret(opts.key, secret as string));
 
 /**
@@ -87,6 +98,7 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   const config = provider ? { ...provider.connector.config, ...given } : attrs.config;
   const authType = (attrs.auth_type as ExternalConnectorTable['auth_type'] | undefined) ?? provider?.connector.auth_type;
   if (authType === undefined) throw invalidAt('/data/attributes/auth_type', 'auth_type is required');
+  checkSecret(authType, attrs.secret);
   const row = {
     id: uuidv7(),
     organization_id: principal.organizationId,
@@ -123,7 +135,10 @@ export async function patchConnector(db: Db, principal: Principal, existing: Rec
     if (attrs[k] !== undefined) (patch as Record<string, unknown>)[k] = attrs[k];
   }
   if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, opts);
-  if (attrs.secret !== undefined) patch.secret_ciphertext = sealed(opts, attrs.secret);
+  if (attrs.secret !== undefined) {
+    checkSecret((attrs.auth_type as string | undefined) ?? existing.auth_type, attrs.secret);
+    patch.secret_ciphertext = sealed(opts, attrs.secret);
+  }
   try {
     const row = await updateConnector(db, principal.workspaceId, existing.id, patch);
     if (!row) throw new AppError('not_found', 'No external_connector with this id');

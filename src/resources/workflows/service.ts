@@ -31,7 +31,8 @@ export const builderStateInput: InputSchema = {
   wf_params: { kind: 'object', required: true, maxBytes: 65_536 },
   step_params: { kind: 'array', required: true, maxItems: 1000 },
   trigger_params: { kind: 'array', required: true, maxItems: 1000 },
-  lock_version: { kind: 'string', nullable: true, max: 200, trim: false },
+  // Only what lockVersionOf makes: anything else was never read from a workflow, which is bad input, not a conflict.
+  lock_version: { kind: 'string', nullable: true, max: 200, trim: false, pattern: /^\d{1,16}\.[0-9a-f]{16}$/, patternText: 'must be the lock_version read from the workflow, such as "3.5f0c2a9d1e7b3c44"' },
 };
 
 const AT = '/data/attributes';
