@@ -52,9 +52,9 @@ const ipv4Compatible = (a: ipaddr.IPv6) => a.parts.slice(0, 6).every((w) => w ==
 
 /**
  * Why an IP address (as text, IPv4 dotted or IPv6 without brackets) may not be called, or
- * undefined when it may; `own` is this machine's addresses (ownAddresses()).
+ * undefined when it may; `own` is this machine's addresses (read when not given).
  */
-export function refusedAddressReason(address: string, own: ReadonlySet<string>): string | undefined {
+export function refusedAddressReason(address: string, own?: ReadonlySet<string>): string | undefined {
   const parsed = parseAddress(address);
   if (parsed === undefined) return undefined;
   let a: ipaddr.IPv4 | ipaddr.IPv6 = parsed;
@@ -65,12 +65,12 @@ export function refusedAddressReason(address: string, own: ReadonlySet<string>):
     else if (ipv4Compatible(v6)) return REFUSED_RANGE;
   }
   if (a.range() !== 'unicast') return REFUSED_RANGE;
-  if (own.has(a.toNormalizedString())) return OWN_ADDRESS;
+  if ((own ?? ownAddresses()).has(a.toNormalizedString())) return OWN_ADDRESS;
   return undefined;
 }
 
 /** Why the host may not be called, or undefined when it may. `host` is a URL's hostname or a resolved address. */
-export function privateHostReason(host: string, own: ReadonlySet<string> = ownAddresses()): string | undefined {
+export function privateHostReason(host: string, own?: ReadonlySet<string>): string | undefined {
   const name = host.toLowerCase().replace(/\.+$/, '');
   const bare = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name;
   if (isIPv4(bare) || isIPv6(bare)) return refusedAddressReason(bare, own);

@@ -58,12 +58,18 @@ function segment(name: string, value: string): string {
   return encodeURIComponent(value);
 }
 
-const fill = (path: string, params: Scalars, what: string) =>
-  path.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
-    const v = params[name];
-    if (v === undefined) throw new RequestProblem(`${what} needs the path parameter ${name}, and params gave no value for it`);
-    return segment(name, v);
-  });
+/** The template with its placeholders filled: segment rules before its `?`, plain encoding in a query it carries. */
+function fill(template: string, params: Scalars, what: string): string {
+  const at = template.indexOf('?');
+  const [path, query] = at < 0 ? [template, ''] : [template.slice(0, at), template.slice(at)];
+  const filled = (text: string, encode: (name: string, v: string) => string) =>
+    text.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+      const v = params[name];
+      if (v === undefined) throw new RequestProblem(`${what} needs the path parameter ${name}, and params gave no value for it`);
+      return encode(name, v);
+    });
+  return filled(path, segment) + filled(query, (_name, v) => encodeURIComponent(v));
+}
 
 export function buildCall(
   target: { operation: SpecOperation } | { method: string; path: string },

@@ -338,6 +338,11 @@ describe('path parameters stay in their placeholders', () => {
     assert.throws(() => buildUrl('http://p.example/v1', '/shops/%2e%2e/orders', undefined, '/shops/{shop_id}/orders/{x}'), /does not keep the shape/);
     assert.throws(() => buildUrl('http://p.example/v1', '/shops/a/b/orders', undefined, '/shops/{shop_id}/orders'), /does not keep the shape/);
     assert.throws(() => buildUrl('http://p.example/v1', '/shops/./orders', undefined, '/shops/{shop_id}/orders'), /does not keep the shape/);
+    const { buildCall } = await import('../../src/connectors/operations.ts');
+    const parts = (params: Record<string, string>) => ({ params, query: {}, headers: {}, body: undefined });
+    // A placeholder in a query the path carries is a query value: dots and empty values are fine there.
+    assert.equal(buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: 'x', b: '..' }), 'k').path, '/find/x?q=..');
+    assert.throws(() => buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: '%2E%2E', b: 'x' }), 'k'), (e: unknown) => e instanceof RequestProblem && /path parameter a is "%2E%2E"/.test((e as Error).message));
   });
 });
 
@@ -406,12 +411,11 @@ describe('egress everywhere a connector may call', () => {
 });
 
 describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19)', () => {
-  const strictFlow = startFlow();
-  const post = async (attributes: Record<string, unknown>) =>
-    (await strictFlow).api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', ...attributes } } });
+  const post = (s: Flow, attributes: Record<string, unknown>) =>
+    s.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', ...attributes } } });
 
   it('is 422 at write, with a pointer: base_url, token_url, endpoint and access_url, a specification server, a Snowflake account', async () => {
-    const s = await strictFlow;
+    const s = await startFlow();
     for (const [name, url] of [
       ['base_url', 'http://192.0.2.2:8080'],
       ['base_url', 'https://198.51.100.7/v1'],
@@ -422,18 +426,18 @@ describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19
       ['base_url', 'http://[::ffff:0:7f00:1]/'],
       ['base_url', 'http://[100::1]/'],
     ] as const) {
-      const r = await post({ config: { [name]: url } });
+      const r = await post(s, { config: { [name]: url } });
       assertJsonApiError(r, 422, 'invalid_request', { pointer: `/data/attributes/config/${name}` });
       assert.match(r.body.errors[0].detail, /must not point at a loopback, private, link-local or reserved address/);
     }
     for (const account of ['192.0.2.2', '0xc0.0.2.2', 'evil.example/x', 'evil.example:443', 'me@evil.example']) {
-      const r = await post({ type: 'snowflake', auth_type: 'basic_auth', config: { account, username: 'u' } });
+      const r = await post(s, { type: 'snowflake', auth_type: 'basic_auth', config: { account, username: 'u' } });
       assertJsonApiError(r, 422, 'invalid_request', { pointer: '/data/attributes/config/account' });
     }
-    const ok = await post({ type: 'snowflake', auth_type: 'basic_auth', config: { account: 'xy12345.eu-central-1', username: 'u' } });
+    const ok = await post(s, { type: 'snowflake', auth_type: 'basic_auth', config: { account: 'xy12345.eu-central-1', username: 'u' } });
     assert.equal(ok.status, 201, ok.text);
     // An http connector whose config already holds an address as account cannot become a snowflake one.
-    const other = (await post({ config: { account: '10.0.0.1' } })).body.data.id;
+    const other = (await post(s, { config: { account: '10.0.0.1' } })).body.data.id;
     const turned = await s.api.patch(`${API}/external_connectors/${other}`, { data: { type: 'external_connector', id: other, attributes: { type: 'snowflake' } } });
     assertJsonApiError(turned, 422, 'invalid_request', { pointer: '/data/attributes/config/account' });
     const spec = JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, servers: [{ url: 'http://203.0.113.5/api' }], paths: {} });
@@ -443,7 +447,7 @@ describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19
   });
 
   it('a name that resolves to a documentation address: verification, a step and an OAuth2 token request never reach the listener there', async () => {
-    const s = await strictFlow;
+    const s = await startFlow();
     const listener = await mockProvider('0.0.0.0');
     const lookup = nodeDns.lookup as (hostname: string, options: nodeDns.LookupOptions, callback: (...a: any[]) => void) => void;
     const port = new URL(listener.url).port;
@@ -452,8 +456,8 @@ describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19
       hostname === 'provider.example.test' ? callback(null, [{ address: '192.0.2.2', family: 4 }]) : lookup.call(nodeDns, hostname, options as nodeDns.LookupOptions, callback),
     );
     try {
-      const plain = (await post({ config: { base_url: `http://provider.example.test:${port}/v1` } })).body.data.id;
-      const oauth = (await post({ auth_type: 'oauth2', secret: 'cs-secret', config: { base_url: 'https://api.example.com', token_url: `http://provider.example.test:${port}/token`, client_id: 'c' } })).body.data.id;
+      const plain = (await post(s, { config: { base_url: `http://provider.example.test:${port}/v1` } })).body.data.id;
+      const oauth = (await post(s, { auth_type: 'oauth2', secret: 'cs-secret', config: { base_url: 'https://api.example.com', token_url: `http://provider.example.test:${port}/token`, client_id: 'c' } })).body.data.id;
       const verified = await s.api.post(`${API}/external_connectors/${plain}/verify`, undefined);
       assert.equal(verified.body.data.attributes.status, 'failing', verified.text);
       assert.match(verified.body.data.attributes.last_error, /provider\.example\.test resolves to a loopback, private, link-local or reserved address/);
