@@ -1,76 +1,79 @@
 /**
- * Where the service may send requests on a caller's behalf. A URL naming a loopback,
- * private, link-local, shared, multicast or cloud-metadata address, in any spelling the
- * URL standard accepts (decimal, octal, hex or short IPv4, IPv4-mapped or NAT64 IPv6,
- * trailing dots), is refused unless ALLOW_PRIVATE_EGRESS=true. This checks the URL as
- * written; a name that resolves to such an address is refused where the connection is made.
+ * Where the service may send requests on a caller's behalf. An address is callable only
+ * when ipaddr.js classifies it as plain unicast (so loopback, private, link-local, shared,
+ * documentation, benchmarking, multicast, reserved and the other special ranges are not),
+ * it is not one of this machine's own addresses, and, for IPv6, it carries no IPv4 address
+ * that could be reached through it (IPv4-compatible ::/96, NAT64, 6to4, Teredo, translated);
+ * an IPv4-mapped address is judged by the IPv4 address it maps. Local and cloud-metadata
+ * names are refused too. ALLOW_PRIVATE_EGRESS=true lifts every rule.
+ *
+ * A URL is checked as written (the URL parser has already turned decimal, octal, hex or
+ * short IPv4 into dotted form); a name that resolves to a refused address is refused where
+ * the connection is made (connectors/http.ts, guardedLookup).
  */
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
-
-const blocked = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked.addSubnet(net, prefix, 'ipv4');
-}
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked.addSubnet(net, prefix, 'ipv6');
-}
+import { isIPv4, isIPv6 } from 'node:net';
+import os from 'node:os';
+import ipaddr from 'ipaddr.js';
 
 const BLOCKED_NAMES = new Set(['localhost', 'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data']);
 
-/** The IPv4 address an IPv6 address carries (IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96), if any. */
-function embeddedIPv4(v6: string): string | undefined {
-  const words = expandIPv6(v6);
-  if (words === undefined) return undefined;
-  const mapped = words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff;
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0);
-  if (!mapped && !nat64) return undefined;
-  return [words[6]! >> 8, words[6]! & 0xff, words[7]! >> 8, words[7]! & 0xff].join('.');
-}
+const REFUSED_RANGE = 'a loopback, private, link-local or reserved address';
+const OWN_ADDRESS = "an address of this machine's own interfaces";
 
-function expandIPv6(v6: string): number[] | undefined {
-  let text = v6;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1]!.split('.').map(Number);
-    text = `${text.slice(0, dotted.index)}${((a! << 8) | b!).toString(16)}:${((c! << 8) | d!).toString(16)}`;
+/**
+ * The addresses of this machine's interfaces, whatever their range: a service listening on
+ * one (bound to 0.0.0.0) is reachable there even when the address is public. Read at each
+ * check, since interfaces come and go; getifaddrs is cheap next to a connection.
+ */
+export function ownAddresses(): Set<string> {
+  const out = new Set<string>();
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) {
+      const parsed = parseAddress(a.address);
+      if (parsed) out.add(parsed.toNormalizedString());
+    }
   }
-  const [head, tail] = text.split('::');
-  const parse = (s: string | undefined) => (s ? s.split(':').map((w) => parseInt(w, 16)) : []);
-  const h = parse(head);
-  const t = parse(tail);
-  const words = tail === undefined ? h : [...h, ...new Array(8 - h.length - t.length).fill(0), ...t];
-  return words.length === 8 && words.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffff) ? words : undefined;
+  return out;
 }
 
-/** Why the host may not be called, or undefined when it may. `host` is a URL's hostname. */
-export function privateHostReason(host: string): string | undefined {
+function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (!isIPv4(text) && !isIPv6(text)) return undefined;
+  try {
+    const a = ipaddr.parse(text);
+    if (a.kind() === 'ipv6') delete (a as ipaddr.IPv6).zoneId;
+    return a;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first 96 bits zero: IPv4-compatible (deprecated), including :: and ::1. */
+const ipv4Compatible = (a: ipaddr.IPv6) => a.parts.slice(0, 6).every((w) => w === 0);
+
+/**
+ * Why an IP address (as text, IPv4 dotted or IPv6 without brackets) may not be called, or
+ * undefined when it may; `own` is this machine's addresses (read when not given).
+ */
+export function refusedAddressReason(address: string, own?: ReadonlySet<string>): string | undefined {
+  const parsed = parseAddress(address);
+  if (parsed === undefined) return undefined;
+  let a: ipaddr.IPv4 | ipaddr.IPv6 = parsed;
+  if (a.kind() === 'ipv6') {
+    const v6 = a as ipaddr.IPv6;
+    // Mapped addresses are how a dual-stack socket spells IPv4: judge the IPv4 address.
+    if (v6.isIPv4MappedAddress()) a = v6.toIPv4Address();
+    else if (ipv4Compatible(v6)) return REFUSED_RANGE;
+  }
+  if (a.range() !== 'unicast') return REFUSED_RANGE;
+  if ((own ?? ownAddresses()).has(a.toNormalizedString())) return OWN_ADDRESS;
+  return undefined;
+}
+
+/** Why the host may not be called, or undefined when it may. `host` is a URL's hostname or a resolved address. */
+export function privateHostReason(host: string, own?: ReadonlySet<string>): string | undefined {
   const name = host.toLowerCase().replace(/\.+$/, '');
   const bare = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name;
-  if (isIPv4(bare)) return blocked.check(bare, 'ipv4') ? 'a loopback, private, link-local or reserved address' : undefined;
-  if (isIPv6(bare)) {
-    const v4 = embeddedIPv4(bare);
-    if (v4 !== undefined) return blocked.check(v4, 'ipv4') ? 'a loopback, private, link-local or reserved address' : undefined;
-    return blocked.check(bare, 'ipv6') ? 'a loopback, private, link-local or reserved address' : undefined;
-  }
+  if (isIPv4(bare) || isIPv6(bare)) return refusedAddressReason(bare, own);
   if (BLOCKED_NAMES.has(name) || name.endsWith('.localhost')) return 'a local or metadata host name';
   return undefined;
 }

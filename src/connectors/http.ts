@@ -1,16 +1,15 @@
 /**
  * Outbound HTTP for connectors, through undici: timeouts for connecting, for the response
  * headers and for each pause in the body; a cap on the response size; redirects returned,
- * never followed; and the egress rules applied to the address actually connected to. A
- * host name is resolved by our own lookup, which refuses it when any of its addresses is
- * loopback, private, link-local or metadata (so a name that resolves there, or changes to
- * resolve there between a check and the connection, does not get through), unless
- * ALLOW_PRIVATE_EGRESS=true.
+ * never followed; and the egress rules (egress.ts) applied to the address actually connected
+ * to. A host name is resolved by our own lookup, which refuses it when any of its addresses
+ * is refused (so a name that resolves there, or changes to resolve there between a check
+ * and the connection, does not get through), unless ALLOW_PRIVATE_EGRESS=true.
  */
 import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, request, type Dispatcher } from 'undici';
-import { privateHostReason } from '../egress.ts';
+import { ownAddresses, privateHostReason, refusedAddressReason } from '../egress.ts';
 import { mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
 import { EgressRefused, RequestProblem } from './errors.ts';
 
@@ -30,8 +29,11 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
   dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     const list = addresses as LookupAddress[];
-    const bad = list.find((a) => privateHostReason(a.address) !== undefined);
-    if (bad) return callback(new EgressRefused(`${hostname} resolves to ${privateHostReason(bad.address)}; set ALLOW_PRIVATE_EGRESS=true to allow it`) as NodeJS.ErrnoException, []);
+    const own = ownAddresses();
+    for (const a of list) {
+      const reason = refusedAddressReason(a.address, own);
+      if (reason !== undefined) return callback(new EgressRefused(`${hostname} resolves to ${reason}; set ALLOW_PRIVATE_EGRESS=true to allow it`) as NodeJS.ErrnoException, []);
+    }
     if (options.all) return callback(null, list);
     const first = list[0];
     if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);

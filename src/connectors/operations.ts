@@ -28,12 +28,48 @@ export function operationOf(operations: unknown[] | null | undefined, ref: strin
 /** A value a step computed for a parameter or header: a scalar, as text. */
 export type Scalars = Record<string, string>;
 
-const fill = (path: string, params: Scalars, what: string) =>
-  path.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
-    const v = params[name];
-    if (v === undefined) throw new RequestProblem(`${what} needs the path parameter ${name}, and params gave no value for it`);
-    return encodeURIComponent(v);
-  });
+/** The text a value becomes after up to `rounds` percent-decodings: what a provider that decodes again would see. */
+function decodings(value: string, rounds = 4): string[] {
+  const out = [value];
+  let v = value;
+  for (let i = 0; i < rounds && v.includes('%'); i++) {
+    try {
+      v = decodeURIComponent(v);
+    } catch {
+      break;
+    }
+    out.push(v);
+  }
+  return out;
+}
+
+/**
+ * A path parameter's value as one path segment. encodeURIComponent escapes `/`, `\`, `?`
+ * and `#`, but leaves dots: a value of `.` or `..` (or one that decodes to them, `%2e%2E`)
+ * would be a dot segment the URL parser or the provider resolves, moving the call to
+ * another of the provider's endpoints. An empty value would leave `//`, which some servers
+ * fold into one slash.
+ */
+function segment(name: string, value: string): string {
+  if (value === '') throw new RequestProblem(`The path parameter ${name} is empty; a path parameter must be a non-empty path segment`);
+  if (decodings(value).some((v) => v === '.' || v === '..')) {
+    throw new RequestProblem(`The path parameter ${name} is ${JSON.stringify(value.slice(0, 40))}, a dot segment that would move the request to another path; it is refused`);
+  }
+  return encodeURIComponent(value);
+}
+
+/** The template with its placeholders filled: segment rules before its `?`, plain encoding in a query it carries. */
+function fill(template: string, params: Scalars, what: string): string {
+  const at = template.indexOf('?');
+  const [path, query] = at < 0 ? [template, ''] : [template.slice(0, at), template.slice(at)];
+  const filled = (text: string, encode: (name: string, v: string) => string) =>
+    text.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+      const v = params[name];
+      if (v === undefined) throw new RequestProblem(`${what} needs the path parameter ${name}, and params gave no value for it`);
+      return encode(name, v);
+    });
+  return filled(path, segment) + filled(query, (_name, v) => encodeURIComponent(v));
+}
 
 export function buildCall(
   target: { operation: SpecOperation } | { method: string; path: string },
@@ -56,7 +92,7 @@ export function buildCall(
     const declared = new Set(op.params.map((p) => p.name));
     const unknown = Object.keys(parts.params).find((k) => !declared.has(k));
     if (unknown !== undefined) throw new RequestProblem(`${unknown} is not a parameter of the operation ${op.operation_ref}`);
-    return { method: op.method, path: fill(op.path, parts.params, `The operation ${op.operation_ref}`), query, headers, body: parts.body, idempotencyKey };
+    return { method: op.method, path: fill(op.path, parts.params, `The operation ${op.operation_ref}`), template: op.path, query, headers, body: parts.body, idempotencyKey };
   }
-  return { method: target.method, path: fill(target.path, parts.params, 'The path'), query, headers, body: parts.body, idempotencyKey };
+  return { method: target.method, path: fill(target.path, parts.params, 'The path'), template: target.path, query, headers, body: parts.body, idempotencyKey };
 }

@@ -8,7 +8,7 @@ import type { Db } from '../db/connect.ts';
 import type { Limiter } from '../limiter.ts';
 import { openSecret } from '../secret-box.ts';
 import { authorize, sentCredentials, tokenCache, type ConnectorRecord, type TokenCache } from './auth.ts';
-import { ConnectorConfigError } from './errors.ts';
+import { ConnectorConfigError, RequestProblem } from './errors.ts';
 import type { ConnectorRow } from './connectors.sql.ts';
 import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
 import { databaseCounter, limiterCounter, rateLimitOf, takeBudget, type WindowCounter } from './rate.ts';
@@ -71,6 +71,8 @@ export interface HttpCall {
   method: string;
   /** A path relative to the base URL (its own query string allowed). */
   path: string;
+  /** The path as the operation or step wrote it, {placeholders} unfilled: the filled path must keep its shape. */
+  template?: string;
   query?: Record<string, string>;
   headers?: Record<string, string>;
   /** Sent as JSON unless it is a string. */
@@ -81,12 +83,23 @@ export interface HttpCall {
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function buildUrl(base: string, path: string, query: Record<string, string> | undefined): URL {
+const segments = (path: string) => path.split('?')[0]!.replace(/^\//, '').split('/').length;
+
+/**
+ * The URL of a call: `path` under the base URL. Whatever a parameter held, the result stays
+ * under the base URL's path and has as many segments as the template it was filled from, so
+ * no value can make it another endpoint of the provider.
+ */
+export function buildUrl(base: string, path: string, query: Record<string, string> | undefined, template?: string): URL {
   const url = new URL(base.endsWith('/') ? base : `${base}/`);
   const rel = path.startsWith('/') ? path.slice(1) : path;
   const full = new URL(rel, url);
   // A path may not climb out of the base URL's host.
   if (full.origin !== url.origin) throw new ConnectorConfigError(`The path ${JSON.stringify(path.slice(0, 200))} leaves the connector's base URL`);
+  if (!full.pathname.startsWith(url.pathname)) throw new RequestProblem(`The path ${JSON.stringify(path.slice(0, 200))} leaves the base URL's path ${url.pathname}`);
+  if (template !== undefined && segments(full.pathname.slice(url.pathname.length)) !== segments(template)) {
+    throw new RequestProblem(`The path ${JSON.stringify(path.slice(0, 200))} does not keep the shape of ${JSON.stringify(template.slice(0, 200))}`);
+  }
   for (const [k, v] of Object.entries(query ?? {})) full.searchParams.append(k, v);
   return full;
 }
@@ -94,7 +107,7 @@ export function buildUrl(base: string, path: string, query: Record<string, strin
 /** One HTTP call through the connector, with its credentials and within its budget. */
 export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse & { waitedMs: number }> {
   const connector = connectorRecord(rt, row);
-  const url = buildUrl(baseUrlOf(row), call.path, call.query);
+  const url = buildUrl(baseUrlOf(row), call.path, call.query, call.template);
   const method = call.method.toUpperCase();
   const headers: Record<string, string> = { accept: 'application/json' };
   for (const [k, v] of Object.entries(call.headers ?? {})) headers[k.toLowerCase()] = v;

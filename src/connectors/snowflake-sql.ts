@@ -9,6 +9,7 @@
  * at save (see statementIsLiteral); values reach it only as binds.
  */
 import jsonata from 'jsonata';
+import { isIP } from 'node:net';
 import { baseUrlProblem } from '../egress.ts';
 import { isObject } from '../json.ts';
 import type { ConnectorRecord } from './auth.ts';
@@ -21,6 +22,25 @@ export const MAX_RESULT_ROWS = 10_000;
 
 const ACCOUNT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/;
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/**
+ * Why config.account cannot name a Snowflake account, or undefined. The SDK builds its host
+ * from the account, so the rule refuses what would make that host anything but a name under
+ * Snowflake's domain: a path, port, user or slash (kept out by the pattern) and an address in
+ * any spelling the URL parser reads as one (`10.0.0.1`, `0x7f.1`, `2130706433`).
+ */
+export function accountProblem(value: unknown): string | undefined {
+  const account = str(value);
+  if (!account || !ACCOUNT.test(account)) return 'must be the account identifier: letters, digits, _ . - (no scheme, path, port or @)';
+  let host: string | undefined;
+  try {
+    host = new URL(`http://${account}/`).hostname;
+  } catch {
+    host = undefined;
+  }
+  if (isIP(account) !== 0 || (host !== undefined && isIP(host) !== 0)) return 'must be the account identifier, not an IP address';
+  return undefined;
+}
 
 export interface SnowflakeSettings {
   account: string;
@@ -37,13 +57,14 @@ export function snowflakeSettings(c: ConnectorRecord, allowPrivateEgress: boolea
   const cfg = c.config ?? {};
   const account = str(cfg.account);
   const username = str(cfg.username);
-  if (!account || !ACCOUNT.test(account)) throw new ConnectorConfigError('A snowflake connector needs config.account (the account identifier: letters, digits, _ . -)');
+  const problem = accountProblem(account);
+  if (!account || problem) throw new ConnectorConfigError(`A snowflake connector needs config.account: it ${problem}`);
   if (!username) throw new ConnectorConfigError('A snowflake connector needs config.username');
   if (c.secret === undefined) throw new ConnectorConfigError('A snowflake connector needs the password as its secret');
   const accessUrl = str(cfg.access_url);
   if (accessUrl !== undefined) {
-    const problem = baseUrlProblem(accessUrl, allowPrivateEgress);
-    if (problem) throw new ConnectorConfigError(`config.access_url ${problem}`);
+    const urlProblem = baseUrlProblem(accessUrl, allowPrivateEgress);
+    if (urlProblem) throw new ConnectorConfigError(`config.access_url ${urlProblem}`);
   }
   const out: SnowflakeSettings = { account, username, password: c.secret };
   for (const k of ['warehouse', 'database', 'schema', 'role'] as const) {

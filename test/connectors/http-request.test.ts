@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import dns from 'node:dns/promises';
-import { after, describe, it } from 'node:test';
+import nodeDns from 'node:dns';
+import { after, describe, it, mock as mocks } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { startWorker } from '../../src/worker/worker.ts';
 import { httpClient } from '../../src/connectors/http.ts';
@@ -271,6 +272,91 @@ describe('running an http_request step', () => {
   });
 });
 
+describe('path parameters stay in their placeholders', () => {
+  const shopSpec = JSON.stringify({
+    openapi: '3.0.3',
+    info: { title: 'Shops', version: '1' },
+    paths: {
+      '/shops/{shop_id}/orders': { post: { operationId: 'createOrder', parameters: [{ name: 'shop_id', in: 'path', required: true, schema: { type: 'string' } }], responses: { 201: { description: 'created' } } } },
+      '/{tenant}/items': { get: { operationId: 'listItems', parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'ok' } } } },
+    },
+  });
+
+  async function shopConnector(): Promise<string> {
+    const id = await connector({ auth_type: 'api_key', type: 'http', secret: KEY, config: { base_url: `${mock.url}/v1` } });
+    const spec = await f.api.post(`${API}/api_specs`, { data: { type: 'api_spec', attributes: { name: 'Shops', format: 'json', raw_document: shopSpec, external_connector_id: id } } });
+    assert.equal(spec.status, 201, spec.text);
+    return id;
+  }
+
+  it('a value of . or .. in any encoding fails the step, naming the parameter, and the provider receives nothing', async () => {
+    const id = await shopConnector();
+    const steps = [
+      { key: 'call', type: 'http_request', config: { connector_id: id, operation_ref: 'createOrder', params: { shop_id: 'payload.shop' }, body: '{"n": 1}' } },
+    ];
+    const { tokens } = await saveOk(f, { step_params: steps });
+    for (const shop of ['..', '.', '%2e%2e', '%2E%2e', '.%2E', '%2e.', '%2e', '%252e%252e', '%25252E%25252e', '']) {
+      const before = mock.requests.length;
+      const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ shop }));
+      assert.equal(d.status, 202, d.text);
+      const run = (await waitForRun(f, d.body.workflow_run_id)).attributes;
+      assert.equal(run.status, 'failed', `${shop}: ${JSON.stringify(run)}`);
+      assert.equal(run.attempt, 1, shop);
+      assert.match(run.steps[0].error, /The path parameter shop_id (is empty|is ".*", a dot segment)/, shop);
+      assert.deepEqual(mock.requests.slice(before), [], `${shop} reached the provider`);
+    }
+  });
+
+  it('a method + path step and a placeholder in the first segment cannot leave the base URL path either', async () => {
+    const id = await shopConnector();
+    for (const step of [
+      { connector_id: id, operation_ref: 'listItems', params: { tenant: 'payload.v' } },
+      { connector_id: id, method: 'POST', path: '/shops/{sid}/orders', params: { sid: 'payload.v' } },
+    ]) {
+      const before = mock.requests.length;
+      const run = await runWith([{ key: 'call', type: 'http_request', config: step }], { v: '..' });
+      assert.equal(run.status, 'failed', JSON.stringify(run));
+      assert.match(run.steps[0].error, /The path parameter (tenant|sid) is "\.\.", a dot segment/);
+      assert.deepEqual(mock.requests.slice(before), []);
+    }
+  });
+
+  it('other values are one encoded segment: / and \\ cannot add a segment, dots inside a value are kept', async () => {
+    const id = await shopConnector();
+    const steps = [{ key: 'call', type: 'http_request', config: { connector_id: id, operation_ref: 'createOrder', params: { shop_id: 'payload.shop' }, body: '{"n": 1}' } }];
+    for (const [shop, received] of [
+      ['a/b', '/v1/shops/a%2Fb/orders'],
+      ['../..', '/v1/shops/..%2F../orders'],
+      ['..\\x', '/v1/shops/..%5Cx/orders'],
+      ['...', '/v1/shops/.../orders'],
+      ['v1.2', '/v1/shops/v1.2/orders'],
+      ['%2e%2e%2f', '/v1/shops/%252e%252e%252f/orders'],
+    ] as const) {
+      const run = await runWith(steps, { shop });
+      assert.equal(run.status, 'succeeded', `${shop}: ${JSON.stringify(run)}`);
+      const req = mock.requests.at(-1)!;
+      assert.equal(req.method, 'POST');
+      assert.equal(req.path, received);
+    }
+  });
+
+  it('the built URL keeps the base path and the template shape', async () => {
+    const { buildUrl } = await import('../../src/connectors/runtime.ts');
+    const { RequestProblem } = await import('../../src/connectors/errors.ts');
+    assert.equal(buildUrl('http://p.example/v1', '/shops/s1/orders', { a: '1' }, '/shops/{shop_id}/orders').href, 'http://p.example/v1/shops/s1/orders?a=1');
+    assert.equal(buildUrl('http://p.example/v1/', '', undefined).href, 'http://p.example/v1/');
+    assert.throws(() => buildUrl('http://p.example/v1', '/../admin', undefined), (e: unknown) => e instanceof RequestProblem && /leaves the base URL's path \/v1\//.test((e as Error).message));
+    assert.throws(() => buildUrl('http://p.example/v1', '/shops/%2e%2e/orders', undefined, '/shops/{shop_id}/orders/{x}'), /does not keep the shape/);
+    assert.throws(() => buildUrl('http://p.example/v1', '/shops/a/b/orders', undefined, '/shops/{shop_id}/orders'), /does not keep the shape/);
+    assert.throws(() => buildUrl('http://p.example/v1', '/shops/./orders', undefined, '/shops/{shop_id}/orders'), /does not keep the shape/);
+    const { buildCall } = await import('../../src/connectors/operations.ts');
+    const parts = (params: Record<string, string>) => ({ params, query: {}, headers: {}, body: undefined });
+    // A placeholder in a query the path carries is a query value: dots and empty values are fine there.
+    assert.equal(buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: 'x', b: '..' }), 'k').path, '/find/x?q=..');
+    assert.throws(() => buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: '%2E%2E', b: 'x' }), 'k'), (e: unknown) => e instanceof RequestProblem && /path parameter a is "%2E%2E"/.test((e as Error).message));
+  });
+});
+
 describe('egress at connection time', () => {
   it('a name that resolves to a private address is refused when the connection is made', async (t) => {
     const name = os.hostname();
@@ -332,6 +418,73 @@ describe('egress everywhere a connector may call', () => {
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     assert.equal(run.steps[0].output.status, 302);
     assert.ok(!mock.requests.some((r) => r.path === '/internal-only'));
+  });
+});
+
+describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19)', () => {
+  const post = (s: Flow, attributes: Record<string, unknown>) =>
+    s.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', ...attributes } } });
+
+  it('is 422 at write, with a pointer: base_url, token_url, endpoint and access_url, a specification server, a Snowflake account', async () => {
+    const s = await startFlow();
+    for (const [name, url] of [
+      ['base_url', 'http://192.0.2.2:8080'],
+      ['base_url', 'https://198.51.100.7/v1'],
+      ['base_url', 'http://[::127.0.0.1]/'],
+      ['token_url', 'http://203.0.113.9/token'],
+      ['endpoint', 'http://[64:ff9b:1::a00:1]/'],
+      ['access_url', 'http://[2002:c0a8:101::1]/'],
+      ['base_url', 'http://[::ffff:0:7f00:1]/'],
+      ['base_url', 'http://[100::1]/'],
+    ] as const) {
+      const r = await post(s, { config: { [name]: url } });
+      assertJsonApiError(r, 422, 'invalid_request', { pointer: `/data/attributes/config/${name}` });
+      assert.match(r.body.errors[0].detail, /must not point at a loopback, private, link-local or reserved address/);
+    }
+    for (const account of ['192.0.2.2', '0xc0.0.2.2', 'evil.example/x', 'evil.example:443', 'me@evil.example']) {
+      const r = await post(s, { type: 'snowflake', auth_type: 'basic_auth', config: { account, username: 'u' } });
+      assertJsonApiError(r, 422, 'invalid_request', { pointer: '/data/attributes/config/account' });
+    }
+    const ok = await post(s, { type: 'snowflake', auth_type: 'basic_auth', config: { account: 'xy12345.eu-central-1', username: 'u' } });
+    assert.equal(ok.status, 201, ok.text);
+    // An http connector whose config already holds an address as account cannot become a snowflake one.
+    const other = (await post(s, { config: { account: '10.0.0.1' } })).body.data.id;
+    const turned = await s.api.patch(`${API}/external_connectors/${other}`, { data: { type: 'external_connector', id: other, attributes: { type: 'snowflake' } } });
+    assertJsonApiError(turned, 422, 'invalid_request', { pointer: '/data/attributes/config/account' });
+    const spec = JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, servers: [{ url: 'http://203.0.113.5/api' }], paths: {} });
+    const r = await s.api.post(`${API}/api_specs`, { data: { type: 'api_spec', attributes: { name: 'x', format: 'json', raw_document: spec } } });
+    assertJsonApiError(r, 422, 'invalid_request', { pointer: '/data/attributes/raw_document' });
+    assert.match(r.body.errors[0].detail, /points at a loopback, private, link-local or reserved address/);
+  });
+
+  it('a name that resolves to a documentation address: verification, a step and an OAuth2 token request never reach the listener there', async () => {
+    const s = await startFlow();
+    const listener = await mockProvider('0.0.0.0');
+    const lookup = nodeDns.lookup as (hostname: string, options: nodeDns.LookupOptions, callback: (...a: any[]) => void) => void;
+    const port = new URL(listener.url).port;
+    // The service resolves names with node:dns; this name points at this machine's documentation address.
+    const m = mocks.method(nodeDns, 'lookup', (hostname: string, options: unknown, callback: (...a: unknown[]) => void) =>
+      hostname === 'provider.example.test' ? callback(null, [{ address: '192.0.2.2', family: 4 }]) : lookup.call(nodeDns, hostname, options as nodeDns.LookupOptions, callback),
+    );
+    try {
+      const plain = (await post(s, { config: { base_url: `http://provider.example.test:${port}/v1` } })).body.data.id;
+      const oauth = (await post(s, { auth_type: 'oauth2', secret: 'cs-secret', config: { base_url: 'https://api.example.com', token_url: `http://provider.example.test:${port}/token`, client_id: 'c' } })).body.data.id;
+      const verified = await s.api.post(`${API}/external_connectors/${plain}/verify`, undefined);
+      assert.equal(verified.body.data.attributes.status, 'failing', verified.text);
+      assert.match(verified.body.data.attributes.last_error, /provider\.example\.test resolves to a loopback, private, link-local or reserved address/);
+      for (const id of [plain, oauth]) {
+        const { tokens } = await saveOk(s, { step_params: [{ key: 'x', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/orders' } }] });
+        const d = await deliver(s, `/api/v1/webhooks/${tokens.hook}`, '{}');
+        const run = (await waitForRun(s, d.body.workflow_run_id)).attributes;
+        assert.equal(run.status, 'failed', JSON.stringify(run));
+        assert.equal(run.attempt, 1);
+        assert.match(run.steps[0].error, /provider\.example\.test resolves to a loopback, private, link-local or reserved address/);
+      }
+      assert.deepEqual(listener.requests, []);
+    } finally {
+      m.mock.restore();
+      await listener.close();
+    }
   });
 });
 

@@ -38,7 +38,8 @@ function echo(rec: Recorded): Answer | undefined {
   return undefined;
 }
 
-export async function mockProvider(): Promise<MockProvider> {
+/** Listens on `host` (loopback unless told); `url` names 127.0.0.1 either way. */
+export async function mockProvider(host = '127.0.0.1'): Promise<MockProvider> {
   const scripts = new Map<string, Answer[]>();
   const requests: Recorded[] = [];
   const mock: MockProvider = {
@@ -66,7 +67,7 @@ export async function mockProvider(): Promise<MockProvider> {
       res.end(body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   mock.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return mock;
 }

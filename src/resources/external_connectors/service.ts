@@ -9,6 +9,7 @@ import type { Db } from '../../db/connect.ts';
 import type { ExternalConnectorTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { baseUrlProblem } from '../../egress.ts';
+import { accountProblem } from '../../connectors/snowflake-sql.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
 import { isObject } from '../../json.ts';
@@ -46,9 +47,14 @@ export interface ConnectorWriteOptions {
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 
-function checkConfig(config: unknown, opts: ConnectorWriteOptions): string | null {
+function checkConfig(config: unknown, type: string | null | undefined, opts: ConnectorWriteOptions): string | null {
   if (config === null || config === undefined) return null;
   const c = config as Record<string, unknown>;
+  // The SDK makes a URL of the account: refused here as that URL would be.
+  if (type === 'snowflake' && c.account !== undefined) {
+    const problem = accountProblem(c.account);
+    if (problem) throw invalidAt('/data/attributes/config/account', `config.account ${problem}`);
+  }
   // Every URL the service may call for this connector: the API, the token endpoint, an S3 endpoint, a Snowflake access URL.
   for (const name of ['base_url', 'token_url', 'endpoint', 'access_url'] as const) {
     const v = c[name];
@@ -99,15 +105,16 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   const authType = (attrs.auth_type as ExternalConnectorTable['auth_type'] | undefined) ?? provider?.connector.auth_type;
   if (authType === undefined) throw invalidAt('/data/attributes/auth_type', 'auth_type is required');
   checkSecret(authType, attrs.secret);
+  const type = (attrs.type as ExternalConnectorTable['type'] | undefined) ?? provider?.connector.type ?? null;
   const row = {
     id: uuidv7(),
     organization_id: principal.organizationId,
     workspace_id: principal.workspaceId,
     name: attrs.name as string,
     auth_type: authType,
-    type: (attrs.type as ExternalConnectorTable['type'] | undefined) ?? provider?.connector.type ?? null,
+    type,
     direction: (attrs.direction as ExternalConnectorTable['direction'] | undefined) ?? provider?.connector.direction ?? null,
-    config: checkConfig(config, opts),
+    config: checkConfig(config, type, opts),
     description: (attrs.description as string | null | undefined) ?? provider?.description ?? null,
     provider_slug: slug,
     secret_ciphertext: sealed(opts, attrs.secret),
@@ -134,7 +141,10 @@ export async function patchConnector(db: Db, principal: Principal, existing: Rec
   for (const k of ['name', 'auth_type', 'type', 'direction', 'description', 'provider_slug'] as const) {
     if (attrs[k] !== undefined) (patch as Record<string, unknown>)[k] = attrs[k];
   }
-  if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, opts);
+  const type = attrs.type !== undefined ? (attrs.type as string | null) : (existing.type as string | null);
+  if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, type, opts);
+  // A connector that becomes a snowflake one keeps its config: that config is checked as one.
+  else if (attrs.type !== undefined) checkConfig(existing.config, type, opts);
   if (attrs.secret !== undefined) {
     checkSecret((attrs.auth_type as string | undefined) ?? existing.auth_type, attrs.secret);
     patch.secret_ciphertext = sealed(opts, attrs.secret);
