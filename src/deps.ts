@@ -46,7 +46,7 @@ export interface Deps {
   connectors: ConnectorRuntime;
   /** Child processes that evaluate workflow expressions, off this process's event loop and heap. */
   expressions: ExpressionPool;
-  /** Reads uploaded OpenAPI documents in worker threads, within their time and heap budgets. */
+  /** Reads uploaded OpenAPI documents in child processes, within their time and heap budgets. */
   specImporter: SpecImporter;
 }
 
