@@ -16,6 +16,7 @@ import * as m0007 from './migrations/0007_api_specs.ts';
 import * as m0008 from './migrations/0008_rate_windows.ts';
 import * as m0009 from './migrations/0009_run_lease_losses.ts';
 import * as m0010 from './migrations/0010_workflow_version_saver.ts';
+import * as m0011 from './migrations/0011_api_spec_answer_bytes.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '0008_rate_windows': m0008,
   '0009_run_lease_losses': m0009,
   '0010_workflow_version_saver': m0010,
+  '0011_api_spec_answer_bytes': m0011,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -2,7 +2,7 @@
  * The database as Kysely sees it: one row type per table.
  * Ids are UUIDv7 made by the service (src/ids.ts); timestamps are timestamptz.
  */
-import type { ColumnType, Generated } from 'kysely';
+import type { GeneratedAlways, ColumnType, Generated } from 'kysely';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 /** jsonb goes in as JSON text (both drivers pass it through unchanged) and comes out parsed. */
@@ -210,6 +210,8 @@ export interface ApiSpecTable {
   provider_slug: string | null;
   inserted_at: Timestamp;
   updated_at: Timestamp;
+  /** Its large columns' length as text (generated): lists budget with it. */
+  answer_bytes: GeneratedAlways<string>;
 }
 
 /** One fixed window of a shared counter (connectors/rate.ts). */

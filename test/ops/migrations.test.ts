@@ -51,7 +51,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
     const rows = await current();
     assert.equal(rows.length, 6);
 
-    assert.deepEqual(await migrate(db), ['0003_fact_current_reads', '0004_timestamptz_or_null', '0005_external_connectors', '0006_workflows', '0007_api_specs', '0008_rate_windows', '0009_run_lease_losses', '0010_workflow_version_saver']);
+    assert.deepEqual(await migrate(db), ['0003_fact_current_reads', '0004_timestamptz_or_null', '0005_external_connectors', '0006_workflows', '0007_api_specs', '0008_rate_windows', '0009_run_lease_losses', '0010_workflow_version_saver', '0011_api_spec_answer_bytes']);
     assert.deepEqual(await current(), rows);
 
     const partitions = await sql<{ name: string; rows: number }>`

@@ -19,7 +19,7 @@ import type { JsonApiFilter, ParsedQuery } from './types.ts';
 
 type AnySelect = SelectQueryBuilder<any, any, any>;
 
-interface OrderKey {
+export interface OrderKey {
   column: string;
   desc: boolean;
 }
@@ -36,8 +36,7 @@ export function applyFilters<QB extends AnySelect>(qb: QB, table: string, filter
  */
 export function applyListQuery<QB extends AnySelect>(qb: QB, table: string, q: ParsedQuery): QB {
   let out: AnySelect = applyFilters(qb, table, q.filter);
-  const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
-  const keys = orderKeys(q).map((k) => ({ column: k.column, desc: k.desc !== backwards }));
+  const keys = readOrder(q);
 
   if (q.page.kind === 'keyset') {
     const cursor = q.page.after ?? q.page.before;
@@ -83,6 +82,12 @@ export function countQuery(qb: AnySelect, table: string, q: ParsedQuery): Select
 export async function countRows(qb: AnySelect, table: string, q: ParsedQuery): Promise<number> {
   const row = await countQuery(qb, table, q).executeTakeFirst();
   return Number(row?.total ?? 0);
+}
+
+/** The order a list's statement reads rows in (reversed for a `before` page), id last. */
+export function readOrder(q: ParsedQuery): OrderKey[] {
+  const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
+  return orderKeys(q).map((k) => ({ column: k.column, desc: k.desc !== backwards }));
 }
 
 function orderKeys(q: ParsedQuery): OrderKey[] {

@@ -4,7 +4,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
 import type { ResourceType } from './resource.ts';
 import type { ParsedQuery } from './types.ts';
-import { applyListQuery, countRows } from './list.sql.ts';
+import { applyListQuery, countRows, readOrder } from './list.sql.ts';
 
 type Row = Record<string, any>;
 
@@ -33,9 +33,50 @@ export async function findVisible(db: Db, type: ResourceType, principal: Princip
   return visibleRows(db, type, principal).where(sql.ref(`${type.table}.id`), '=', id).executeTakeFirst();
 }
 
-/** A page of visible rows (one beyond the limit), not yet run: for a statement that adds to it. */
-export function listQuery(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery) {
-  return applyListQuery(visibleNamedColumns(db, type, principal), type.table, q);
+/** The columns a list selects: the serializer's, less the large ones a sparse fieldset leaves out. */
+function listColumns(type: ResourceType, q: ParsedQuery): string[] {
+  const wanted = q.fields.get(type.type);
+  const columns = new Set(['id']);
+  for (const [name, a] of Object.entries(type.attributes)) if (!a.large || wanted === undefined || wanted.has(name)) columns.add(a.column);
+  for (const rel of Object.values(type.relationships)) if (rel.kind === 'one') columns.add(rel.column!);
+  return [...columns];
+}
+
+/** Marks a budgeted list adds to its rows (see takeBudgetMarks). */
+const MARKS = ['__size', '__cum', '__fetched'] as const;
+
+/**
+ * A page of visible rows (one beyond the limit), not yet run: for a statement that adds to
+ * it. For a type with an answerBytesColumn whose large attributes are asked for, only the
+ * rows whose running total of it stays within `budgetBytes` (and always the first): the
+ * page is read in order with the large values still in the database's storage, and those
+ * past the budget never leave it.
+ */
+export function listQuery(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery, budgetBytes?: number) {
+  const columns = listColumns(type, q);
+  const select = (db as any).selectFrom(type.table).select(columns.map((c) => sql.ref(`${type.table}.${c}`).as(c)));
+  const large = Object.values(type.attributes).some((a) => a.large && columns.includes(a.column));
+  if (type.answerBytesColumn === undefined || budgetBytes === undefined || !large) return applyListQuery(type.visible(select, principal), type.table, q);
+  const page = applyListQuery(type.visible(select.select(sql.ref(`${type.table}.${type.answerBytesColumn}`).as('__size')), principal), type.table, q);
+  const order = (alias: string) => sql.join(readOrder(q).map((k) => sql`${sql.ref(`${alias}.${k.column}`)} ${k.desc ? sql`desc nulls first` : sql`asc nulls last`}`));
+  const running = (db as any)
+    .selectFrom(page.as('p'))
+    .selectAll('p')
+    .select([sql`sum(p.__size) over (order by ${order('p')} rows between unbounded preceding and current row)`.as('__cum'), sql`count(*) over ()`.as('__fetched')]);
+  return (db as any)
+    .selectFrom(running.as('w'))
+    .selectAll('w')
+    .where(sql`w.__cum - w.__size < ${budgetBytes}`)
+    .orderBy(sql`${order('w')}`);
+}
+
+/** Takes a budgeted list's marks off its rows; `cut` when rows of the page were left in the database. */
+export function takeBudgetMarks(rows: Record<string, any>[]): { rows: Record<string, any>[]; cut: boolean } {
+  const first = rows[0];
+  if (first === undefined || !('__fetched' in first)) return { rows, cut: false };
+  const cut = rows.length < Number(first.__fetched);
+  for (const row of rows) for (const m of MARKS) delete row[m];
+  return { rows, cut };
 }
 
 export async function listVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<Row[]> {

@@ -29,6 +29,8 @@ export function typeRegistry(types: readonly ResourceType[]): TypeRegistry {
   const map = new Map<string, ResourceType>();
   for (const t of types) {
     if (map.has(t.type)) throw new Error(`resource type ${t.type} is declared twice`);
+    // The budgeted list is built on the named-column select, which role-scoped types do not use.
+    if (t.answerBytesColumn !== undefined && t.roleScoped) throw new Error(`resource type ${t.type} is role-scoped and cannot budget its lists`);
     map.set(t.type, t);
   }
   for (const t of types) {

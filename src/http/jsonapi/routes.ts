@@ -11,7 +11,7 @@ import { loadAccountById, loadAccountWithCompiledRow, loadAccountWithRows, withA
 import type { TokenClaims } from '../../auth/tokens.ts';
 import { compileOnce, slot, type CompiledOnce } from '../../db/compiled.ts';
 import { API_PREFIX, buildDocument, resourceObject, serializeList, type DocumentOptions } from './document.ts';
-import { countVisible, findVisible, listQuery, listVisible, visibleRowById } from './read.sql.ts';
+import { countVisible, findVisible, listQuery, listVisible, takeBudgetMarks, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
 import type { ResourceType, TypeRegistry } from './resource.ts';
@@ -117,28 +117,36 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
         requireScope(principalFromAccount(claims, await loadAccountById(deps.db, claims.sub)), 'api_read');
         throw err;
       }
-      const found = await loadAccountWithRows(deps.db, claims.sub, listQuery(deps.db, type, claimedPrincipal(claims), q));
+      const found = await loadAccountWithRows(deps.db, claims.sub, listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes));
       principal = principalFromAccount(claims, found.account);
       requireScope(principal, 'api_read');
       request.principal = principal;
       fetched = found.rows;
     }
     const raw = request.query as RawQuery;
-    const page = finishKeysetPage(fetched, q);
+    const max = deps.config.listMaxBytes;
+    const hint = `fewer attributes with fields[${type.type}]=...`;
+    // Rows past the budget stayed in the database: a default page is the shorter page; a
+    // page[limit] asked for is refused before anything is built.
+    const budgeted = takeBudgetMarks(fetched);
+    const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
+    if (budgeted.cut && raw['page[limit]'] !== undefined) {
+      const fit = Math.max(1, budgeted.rows.length - 1);
+      throw invalidParam('page[limit]', `This page would be larger than ${max} bytes (LIST_MAX_BYTES); about ${fit} ${type.type} resources fit: ask for page[limit]=${fit}, or for ${hint}`);
+    }
+    let page = finishKeysetPage(budgeted.rows, q);
+    if (budgeted.cut) page = backwards ? { ...page, hasPrev: true } : { ...page, hasNext: true };
     const count = q.count ? await countVisible(deps.db, type, principal, q) : undefined;
     const build = ({ rows, hasNext, hasPrev }: typeof page) => buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
-    const max = deps.config.listMaxBytes;
     let body = serializeList(await build(page), max);
     if ('over' in body && body.over === 'data' && raw['page[limit]'] === undefined) {
       // A default page never fails: it holds what fits and links to the rest.
-      const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
       const shorter = backwards
         ? { rows: page.rows.slice(page.rows.length - body.fit), hasNext: page.hasNext, hasPrev: true }
         : { rows: page.rows.slice(0, body.fit), hasNext: true, hasPrev: page.hasPrev };
       body = serializeList(await build(shorter), max);
     }
     if ('over' in body) {
-      const hint = `fewer attributes with fields[${type.type}]=...`;
       if (body.over === 'included') throw invalidParam('include', `This page with its included resources would be larger than ${max} bytes (LIST_MAX_BYTES); include fewer relationships, ask for a smaller page[limit], or ${hint}`);
       throw invalidParam('page[limit]', `This page would be larger than ${max} bytes (LIST_MAX_BYTES); ${body.fit} ${type.type} resources fit: ask for page[limit]=${body.fit}, or for ${hint}`);
     }

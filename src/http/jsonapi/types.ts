@@ -20,6 +20,8 @@ export interface AttrSpec {
   /** May appear in `sort`. */
   sort?: boolean;
   nullable?: boolean;
+  /** Can take megabytes: a list leaves it out of its select unless a sparse fieldset asks for it. */
+  large?: boolean;
 }
 
 export interface RelationshipSpec {
@@ -76,6 +78,11 @@ export interface ParsedQuery {
 export interface ResourceSpec {
   type: string;
   table: string;
+  /**
+   * A column holding what a row's large attributes take as text: a list then fetches only
+   * the rows whose running total fits LIST_MAX_BYTES (read.sql.ts), not a page of documents.
+   */
+  answerBytesColumn?: string;
   attributes: Readonly<Record<string, AttrSpec>>;
   relationships: Readonly<Record<string, RelationshipSpec>>;
 }
