@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
 import { CONNECTOR_ROLES, requireRole } from '../auth/principal.ts';
-import { AppError } from '../errors.ts';
+import { AppError, invalidAt } from '../errors.ts';
 import { verifyConnector } from '../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from '../http/jsonapi/document.ts';
 import { readAttributes } from '../http/jsonapi/input.ts';
@@ -69,6 +69,8 @@ export function jsonApi(deps: Deps): SurfaceSpec {
 
     scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions, async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
+      // Nothing of a body would be read: refuse one rather than let a client think it counted.
+      if (request.body !== undefined) throw invalidAt('', 'A replay takes no body: it runs the original payload again on the same workflow version');
       const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id);
       const self = `${API_PREFIX}/workflow_runs/${row.id}`;
       reply.header('location', self);

@@ -88,6 +88,18 @@ describe('webhook to facts', () => {
     assert.equal(replayed.attributes.steps[2].output.written, 1);
   });
 
+  it('a replay with a body is refused (422), since nothing of it would be read; no run is made', async () => {
+    const d = await deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ payload: { at: '2026-11-03T10:00:00Z', order: { id: 'o-6', total: 4, state: 'x' } } }));
+    const original = await waitForRun(f, d.body.workflow_run_id);
+    const before = await f.api.get(`${API}/workflow_runs?filter[replay_of]=${original.id}`);
+    const r = await f.api.post(`${API}/workflow_runs/${original.id}/replay`, { data: { type: 'workflow_run', attributes: { payload: { order: { id: 'other' } } } } });
+    assert.equal(r.status, 422, r.text);
+    assert.equal(r.body.errors[0].source.pointer, '');
+    assert.match(r.body.errors[0].detail, /A replay takes no body/);
+    const after = await f.api.get(`${API}/workflow_runs?filter[replay_of]=${original.id}`);
+    assert.equal(after.body.data.length, before.body.data.length);
+  });
+
   it('includes the workflow of a run and the runs of a workflow', async () => {
     const runs = await f.api.get(`${API}/workflow_runs?include=workflow&filter[status]=succeeded`);
     assert.equal(runs.status, 200, runs.text);
