@@ -13,6 +13,7 @@ import { resolveAdminToken } from './admin-token.ts';
 import { memoryLimiter, resilientRedisLimiter, type Limiter } from './limiter.ts';
 import { createLogger } from './log.ts';
 import { createExpressionPool, type ExpressionPool } from './workflows/expression-pool.ts';
+import { queueSignal, type QueueSignal } from './workflows/wake.ts';
 import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 
 export interface Deps {
@@ -48,25 +49,6 @@ export interface Deps {
   expressions: ExpressionPool;
   /** Reads uploaded OpenAPI documents in child processes, within their time and heap budgets. */
   specImporter: SpecImporter;
-}
-
-export interface QueueSignal {
-  wake(): void;
-  /** Returns the unsubscribe function. */
-  subscribe(listener: () => void): () => void;
-}
-
-export function queueSignal(): QueueSignal {
-  const listeners = new Set<() => void>();
-  return {
-    wake: () => {
-      for (const l of listeners) l();
-    },
-    subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-  };
 }
 
 export type Clock = () => number;

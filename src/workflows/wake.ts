@@ -7,12 +7,31 @@
  * the commits of notifying transactions under a database-wide lock, so a NOTIFY inside
  * every accepting transaction would put all deliveries' commits in single file.
  */
-import type { Deps } from '../deps.ts';
+import type { Db } from '../db/connect.ts';
 import { notifyWorkers } from './notify.sql.ts';
+
+export interface QueueSignal {
+  wake(): void;
+  /** Returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void;
+}
+
+export function queueSignal(): QueueSignal {
+  const listeners = new Set<() => void>();
+  return {
+    wake: () => {
+      for (const l of listeners) l();
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
 
 const notifying = new WeakMap<object, { again: boolean }>();
 
-export function wakeWorkers(deps: Pick<Deps, 'db' | 'engine' | 'queueSignal'>): void {
+export function wakeWorkers(deps: { db: Db; engine: 'pglite' | 'postgres'; queueSignal: QueueSignal }): void {
   deps.queueSignal.wake();
   if (deps.engine !== 'postgres') return;
   const inFlight = notifying.get(deps.queueSignal);
