@@ -15,7 +15,7 @@ import { redactError, redactor } from './redact.ts';
 
 export { DRIVER_OPERATIONS } from './driver-operations.ts';
 
-// The SDKs are large (snowflake-sdk alone is ~400 ms and ~80 MiB to load): loaded on first use.
+// The SDKs are large and slow to load (snowflake-sdk most of all): loaded on first use, by the processes that call them.
 const s3 = () => import('./s3.ts');
 const snowflake = () => import('./snowflake.ts');
 

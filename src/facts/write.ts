@@ -1,6 +1,5 @@
 /**
- * The one write path of facts. Workflow steps and the import type { Db } from '../db/connect.ts';
-import call it; nothing else
+ * The one write path of facts. Workflow steps and the import call it; nothing else
  * inserts into facts or fact_current.
  */
 import type { Db } from '../db/connect.ts';

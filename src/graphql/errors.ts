@@ -1,5 +1,5 @@
 /**
- * The two GraphQL error codes of the contract, carried in errors[].extensions.code with
+ * The two GraphQL error codes (docs/graphql.md), carried in errors[].extensions.code with
  * HTTP 200. Auth, scope and rate errors are HTTP statuses instead and never come here.
  */
 import { GraphQLError } from 'graphql';

@@ -49,7 +49,7 @@ function errorJson(e: GraphQLError, fallbackCode: string): ErrorJson {
   return { ...j, extensions: { ...(j.extensions ?? {}), code: (j.extensions?.code as string | undefined) ?? fallbackCode } } as ErrorJson;
 }
 
-/** A request-level failure (validation, limits): 200 with errors and no data, as the contract says. */
+/** A request-level failure (validation, limits): 200 with errors and no data, as GraphQL over HTTP answers a request error (docs/graphql.md). */
 function sendGraphqlErrors(reply: FastifyReply, errors: readonly GraphQLError[], fallbackCode = 'graphql_validation'): FastifyReply {
   return send(reply, 200, { errors: errors.map((e) => errorJson(e, fallbackCode)) });
 }
@@ -181,7 +181,7 @@ export function graphqlApi(deps: Deps): SurfaceSpec {
 }
 
 function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
-  // 500,000 characters of text parse to about 35 MB at worst; honest clients send a few hundred short documents.
+  // Parsed text is many times its size in memory; honest clients send a few hundred short documents.
   const documents = createDocumentCache(schema, { maxEntries: 500, maxChars: 500_000, maxTokens: MAX_TOKENS });
   const models = createModelCache();
 

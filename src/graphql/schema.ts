@@ -1,6 +1,6 @@
 /**
  * The executable schema, written as code so the scalars and resolvers are typed. It must
- * print exactly as schema.graphql at the repository root (the contract's schema): a test
+ * print exactly as schema.graphql at the repository root (the published schema): a test
  * compares the served schema, read back through introspection, with that file.
  */
 import {

@@ -1,6 +1,6 @@
 /**
  * Delivery identity: what makes two deliveries "the same" for deduplication.
- * The first non-empty of the contract's four headers, keyed by the header's name as well as
+ * The first non-empty of the four delivery-id headers (docs/webhooks.md), keyed by the header's name as well as
  * its value (the same number from two senders' headers is two deliveries; Idempotency-Key
  * keeps the key it always had, so guards stored before stay valid); without one, a digest of the
  * trigger and the raw body within a two-hour bucket (byte-identical retries inside one

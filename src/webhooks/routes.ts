@@ -2,7 +2,7 @@
  * The webhook surface: POST /api/v1/webhooks/:token (and the deprecated
  * /api/v1/webhooks/:org_domain/:token). One delivery makes at most one workflow run.
  *
- * The checks run in the order decisions 6 fixes, each with its status and text:
+ * The checks run in a fixed order (docs/webhooks.md), each with its status and text:
  * body size 413, bearer token 401 missing_credentials, trigger 404, account and
  * organization 401, scope 403, connector mode 422, connector verification 401, the
  * trigger's window 429, JSON 422, then one statement commits the guard and the run
@@ -61,7 +61,7 @@ const TEXT_BY_CODE: Partial<Record<ErrorCode, string>> = {
 const CONTRACT_TEXTS = new Set<string>(Object.values(WEBHOOK_TEXT));
 
 /**
- * `{"error": "<text>"}`, the contract's text for the failure; a `detail` member says more
+ * `{"error": "<text>"}`, the documented text for the failure; a `detail` member says more
  * where the text alone would leave a sender guessing (which header, which limit).
  */
 export function webhookErrorBody(e: AppError): string {

@@ -1,5 +1,5 @@
 /**
- * The builder state's inner structure (decisions 6): wf_params, step_params and
+ * The builder state's inner structure (docs/workflows.md): wf_params, step_params and
  * trigger_params, checked member by member with a pointer into the request document, so a
  * client can show the error beside the input that caused it. Only the shape and the
  * expressions are checked here; what needs the database (slugs, accounts, connectors,
