@@ -63,6 +63,12 @@ describe('riskyRegex', () => {
     for (const r of ['a*a*a*b', '\\d+\\d+\\d+', '[ab]*[ab]+[ab]*c', '.+.*.+']) assert.equal(riskyRegex(r), 'repeated quantifiers over the same characters', r);
   });
 
+  it('lets an optional group holding a quantifier through: it repeats nothing', () => {
+    for (const r of ['(\\d{2}:)?\\d{2}', '^\\w+(?:\\.[a-z]+)?$', '(a+)?b', '(a+)??b']) assert.equal(riskyRegex(r), undefined, r);
+    // ...but an optional group inside a repeated one is still a nested quantifier.
+    assert.equal(riskyRegex('((a+)?)+'), 'a nested quantifier');
+  });
+
   it('lets a group of alternatives through when it is not repeated', () => {
     for (const r of ['\\.(jpg|png|gif)$', '(a|b)?', '(a|b){2}', '^(GET|POST) /', '\\d+\\d+', 'a+b+a+']) assert.equal(riskyRegex(r), undefined, r);
   });
