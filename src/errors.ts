@@ -177,3 +177,40 @@ export function databaseUnavailable(cause?: unknown): AppError {
 
 /** Seconds a client is asked to wait while the database is unreachable. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+// A transaction that lost to another (serialization failure, deadlock): run again whole, it may commit.
+const CONFLICT_SQLSTATES = new Set(['40001', '40P01']);
+// Besides a conflict: a lock not granted, a statement cancelled, the server short of resources, the session lost.
+const BUSY_SQLSTATE = /^(55P03|57014|53\d{3}|08\w{3})$/;
+
+/** A transaction rolled back because it lost to another; running it again may commit. */
+export function isTransactionConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONFLICT_SQLSTATES.has(code);
+}
+
+/** A database error that a later attempt may not meet: unreachable, busy or in conflict. */
+export function isTransientDatabaseError(err: unknown): boolean {
+  if (isDatabaseUnavailable(err) || isTransactionConflict(err)) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && BUSY_SQLSTATE.test(code);
+}
+
+/**
+ * Background work (a workflow step, a call through a connector) that failed, sorted once:
+ * transient when a later attempt may succeed (and not before `retryAfterMs`, when given),
+ * else permanent. The worker decides between retrying and failing on this alone.
+ */
+export class WorkFailure extends Error {
+  readonly transient: boolean;
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, opts: { transient: boolean; retryAfterMs?: number; cause?: unknown }) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'WorkFailure';
+    this.transient = opts.transient;
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+/** A failure a retry cannot fix. */
+export const permanentFailure = (message: string, cause?: unknown) => new WorkFailure(message, { transient: false, cause });

@@ -4,13 +4,14 @@
  *   (Authorization: Bearer <secret>); basic_auth (config.username and the secret);
  *   oauth2 (client credentials: a token from config.token_url for config.client_id and the
  *   secret, cached until it expires, fetched again once when the provider answers 401);
- *   hmac (the body signed the Standard Webhooks way with the whsec_ secret).
+ *   hmac (the body signed the Standard Webhooks way with the whsec_ secret, standard-webhooks.ts).
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { baseUrlProblem } from '../egress.ts';
 import { ConnectorConfigError, ProviderUnavailable } from './errors.ts';
 import type { HttpClient, OutboundRequest } from './http.ts';
 import { providerExcerpt, redactor } from './redact.ts';
+import { signingKeyOf, standardWebhookSignature } from './standard-webhooks.ts';
 
 export interface ConnectorRecord {
   id: string;
@@ -30,9 +31,6 @@ function needSecret(c: ConnectorRecord): string {
 }
 
 const base64 = (v: string) => Buffer.from(v).toString('base64');
-
-/** The bytes of an hmac connector's key: the base64 after `whsec_`. */
-const signingKey = (secret: string) => Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
 
 /** The body of an oauth2 connector's token request (form-encoded), or undefined while its settings are incomplete. */
 function tokenRequestForm(c: ConnectorRecord): URLSearchParams | undefined {
@@ -62,16 +60,11 @@ export function sentCredentials(c: ConnectorRecord): string[] {
     if (form) out.push(form.toString(), `client_secret=${new URLSearchParams({ s }).toString().slice(2)}`);
   }
   if (c.auth_type === 'hmac') {
-    const key = signingKey(s);
+    const key = signingKeyOf(s);
     if (key.length > 0) out.push(key.toString('base64'), key.toString('base64').replace(/=+$/, ''), key.toString('base64url'), key.toString('hex'));
     if (s.startsWith('whsec_')) out.push(s.slice(6));
   }
   return out;
-}
-
-/** Standard Webhooks signature of `body` for message `id` at `timestamp` (seconds). */
-export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: string): string {
-  return `v1,${createHmac('sha256', signingKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
 interface CachedToken {

@@ -1,14 +1,13 @@
 /**
  * The drivers other than http: s3 and snowflake. A step names one of the driver's
  * operations (operation_ref) and gets an http-shaped answer {status, headers, body}, so
- * steps and verification treat every driver alike; the connector's rate_limit applies to
- * them too.
+ * steps and verification treat every driver alike (call.ts chooses among them and takes
+ * the connector's rate budget).
  */
 import type { ConnectorRow } from './connectors.sql.ts';
 import type { OutboundResponse } from './http.ts';
 import { RequestProblem } from './errors.ts';
 import type { Scalars } from './operations.ts';
-import { rateLimitOf, takeBudget } from './rate.ts';
 import { connectorRecord, type ConnectorRuntime } from './runtime.ts';
 import { sentCredentials } from './auth.ts';
 import { redactError, redactor } from './redact.ts';
@@ -21,8 +20,6 @@ const snowflake = () => import('./snowflake.ts');
 
 export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operation: string, parts: { params: Scalars; body: unknown }): Promise<OutboundResponse> {
   const connector = connectorRecord(rt, row);
-  const limit = rateLimitOf(row.config);
-  if (limit) await takeBudget(rt.counter, row.id, limit, rt.clock);
   if (row.type !== 's3' && row.type !== 'snowflake') throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
   const redact = redactor(sentCredentials(connector));
   try {

@@ -1,39 +1,39 @@
 /**
  * What can go wrong when a connector calls out, in the four kinds a step and verification
- * tell apart: retried later (ProviderUnavailable) or not (the others).
+ * tell apart: retried later (ProviderUnavailable) or not (the others). Each is a WorkFailure,
+ * the worker's one vocabulary of retry-or-not.
  */
+import { WorkFailure } from '../errors.ts';
 
 /** Refused by the egress rules: never retried. */
-export class EgressRefused extends Error {
+export class EgressRefused extends WorkFailure {
   constructor(message: string) {
-    super(message);
+    super(message, { transient: false });
     this.name = 'EgressRefused';
   }
 }
 
 /** A problem with the connector's own settings: retrying does not help. */
-export class ConnectorConfigError extends Error {
+export class ConnectorConfigError extends WorkFailure {
   constructor(message: string) {
-    super(message);
+    super(message, { transient: false });
     this.name = 'ConnectorConfigError';
   }
 }
 
 /** A step's request is wrong in a way a retry cannot fix. */
-export class RequestProblem extends Error {
+export class RequestProblem extends WorkFailure {
   constructor(message: string) {
-    super(message);
+    super(message, { transient: false });
     this.name = 'RequestProblem';
   }
 }
 
 /** A provider (or its token endpoint) that did not answer as it should, or could not be reached: a later attempt may succeed. It may say when to try again. */
-export class ProviderUnavailable extends Error {
-  readonly retryAfterMs: number | undefined;
+export class ProviderUnavailable extends WorkFailure {
   constructor(message: string, retryAfterMs?: number) {
-    super(message);
+    super(message, { transient: true, retryAfterMs });
     this.name = 'ProviderUnavailable';
-    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -1,8 +1,8 @@
 /**
- * Calling a provider through a connector: the driver's request built from a connector
- * row, its credentials added, its rate budget taken, the response read, an oauth2 token
- * fetched again once on a 401. One runtime per process (its HTTP pool and token cache
- * are shared by every worker slot).
+ * A connector's HTTP calls: the request built from a connector row, its credentials added,
+ * the response read, an oauth2 token fetched again once on a 401 (call.ts picks the driver
+ * and takes the rate budget). One runtime per process: its HTTP pool, token cache and the
+ * opened secrets of inbound connectors are shared by every worker slot and request.
  */
 import type { Db } from '../db/connect.ts';
 import type { Limiter } from '../limiter.ts';
@@ -11,7 +11,7 @@ import { authorize, sentCredentials, tokenCache, type ConnectorRecord, type Toke
 import { ConnectorConfigError, RequestProblem } from './errors.ts';
 import type { ConnectorRow } from './connectors.sql.ts';
 import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
-import { databaseCounter, limiterCounter, rateLimitOf, takeBudget, type WindowCounter } from './rate.ts';
+import { databaseCounter, limiterCounter, type WindowCounter } from './rate.ts';
 import { redactError, redactor } from './redact.ts';
 
 export interface ConnectorRuntime {
@@ -21,7 +21,30 @@ export interface ConnectorRuntime {
   connectorKey: Buffer;
   allowPrivateEgress: boolean;
   clock: () => number;
+  /** An inbound connector's secret, opened from its sealed text; undefined when it cannot be opened. */
+  inboundSecret(sealed: string): string | undefined;
   close(): Promise<void>;
+}
+
+/** Opened inbound secrets kept at once: opening one costs more than the rest of a delivery's checks. */
+const OPENED_SECRETS = 1000;
+
+/** Secrets by their sealed text, the oldest dropped past OPENED_SECRETS. */
+function openedSecrets(connectorKey: Buffer): (sealed: string) => string | undefined {
+  const opened = new Map<string, string>();
+  return (sealed) => {
+    let s = opened.get(sealed);
+    if (s === undefined) {
+      try {
+        s = openSecret(connectorKey, sealed);
+      } catch {
+        return undefined;
+      }
+      if (opened.size >= OPENED_SECRETS) opened.delete(opened.keys().next().value!);
+      opened.set(sealed, s);
+    }
+    return s;
+  };
 }
 
 export function connectorRuntime(deps: {
@@ -42,6 +65,7 @@ export function connectorRuntime(deps: {
     connectorKey: deps.connectorKey,
     allowPrivateEgress: deps.config.allowPrivateEgress,
     clock: deps.clock,
+    inboundSecret: openedSecrets(deps.connectorKey),
     close: () => http.close(),
   };
 }
@@ -104,8 +128,8 @@ export function buildUrl(base: string, path: string, query: Record<string, strin
   return full;
 }
 
-/** One HTTP call through the connector, with its credentials and within its budget. */
-export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse & { waitedMs: number }> {
+/** One HTTP call through the connector, with its credentials (its budget is taken by call.ts). */
+export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse> {
   const connector = connectorRecord(rt, row);
   const url = buildUrl(baseUrlOf(row), call.path, call.query, call.template);
   const method = call.method.toUpperCase();
@@ -117,8 +141,6 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
     if (typeof call.body !== 'string') headers['content-type'] ??= 'application/json';
   }
   if (call.idempotencyKey !== undefined && UNSAFE.has(method)) headers['idempotency-key'] ??= call.idempotencyKey;
-  const limit = rateLimitOf(row.config);
-  const waitedMs = limit ? await takeBudget(rt.counter, row.id, limit, rt.clock) : 0;
   // What comes back (an answer, an error quoting one) is stored with the run and shown to
   // members: every credential sent is cut out of it, whatever spelling the provider echoes.
   const sent = sentCredentials(connector);
@@ -134,7 +156,7 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
       rt.tokens.forget(connector);
       res = await send();
     }
-    return { ...redactor(sent)(res), waitedMs };
+    return redactor(sent)(res);
   } catch (err) {
     throw redactError(err, redactor(sent));
   }

@@ -6,12 +6,12 @@
  */
 import type { Db } from '../db/connect.ts';
 import type { TimeAxis } from '../db/tables.ts';
+import { isTransactionConflict } from '../errors.ts';
 import * as q from './facts.sql.ts';
 
 export const RETENTION_BATCH = 5_000;
 
-/** SQLSTATEs after which a batch is simply run again: it is one transaction, rolled back whole. */
-const RETRYABLE = new Set(['40P01', '40001']);
+/** Runs of a batch that lost to another transaction: it is one transaction, rolled back whole, so it is simply run again. */
 const ATTEMPTS = 3;
 
 async function deleteBatch(trx: Db, dataModelId: string, cutoff: Date, limit: number): Promise<number> {
@@ -33,8 +33,7 @@ async function inOwnTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promi
     try {
       return await db.transaction().execute(work);
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (attempt >= ATTEMPTS || typeof code !== 'string' || !RETRYABLE.has(code)) throw err;
+      if (attempt >= ATTEMPTS || !isTransactionConflict(err)) throw err;
     }
   }
 }

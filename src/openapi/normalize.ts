@@ -216,6 +216,98 @@ function securitySchemes(doc: Record<string, unknown>, v2: boolean): Record<stri
   return out;
 }
 
+type Located = { p: Record<string, unknown>; at: string };
+
+/** Path-level parameters, overridden by the operation's own of the same name and place, each with where it was written. */
+function mergedParameters(x: Expander, shared: unknown[], own: unknown[], itemAt: string, at: string): Located[] {
+  const merged = new Map<string, Located>();
+  const add = (list: unknown[], base: string) =>
+    list.forEach((raw, i) => {
+      const p = x.target(raw, `${base}/${i}`);
+      if (isObject(p) && typeof p.name === 'string' && typeof p.in === 'string') merged.set(`${p.in}\u0000${p.name}`, { p, at: `${base}/${i}` });
+    });
+  add(shared, `${itemAt}/parameters`);
+  add(own, `${at}/parameters`);
+  return [...merged.values()];
+}
+
+/** An operation's parameters with their schemas and, in Swagger 2.0, the request schema its body or formData parameters make (else null). */
+function parameters(x: Expander, v2: boolean, merged: Located[]): { params: Param[]; requestSchema: unknown } {
+  const params: Param[] = [];
+  let requestSchema: unknown = null;
+  const form: { properties: Record<string, unknown>; required: string[] } = { properties: {}, required: [] };
+  for (const { p, at: pAt } of merged) {
+    const name = p.name as string;
+    const place = p.in as string;
+    if (v2 && place === 'body') {
+      requestSchema = x.expand(p.schema ?? null, `${pAt}/schema`);
+      continue;
+    }
+    if (v2 && place === 'formData') {
+      form.properties[name] = x.expand(v2ParamSchema(p), pAt);
+      if (p.required === true) form.required.push(name);
+      continue;
+    }
+    let schema: unknown = null;
+    if (v2) schema = x.expand(v2ParamSchema(p), pAt);
+    else if (p.schema !== undefined) schema = x.expand(p.schema, `${pAt}/schema`);
+    else {
+      const c = contentSchema(p.content);
+      if (c) schema = x.expand(c.schema, `${pAt}${c.at}`);
+    }
+    params.push({ name, in: place, required: place === 'path' ? true : p.required === true, schema });
+  }
+  if (v2 && Object.keys(form.properties).length > 0 && requestSchema === null) {
+    requestSchema = { type: 'object', properties: form.properties, ...(form.required.length > 0 ? { required: form.required } : {}) };
+  }
+  return { params, requestSchema };
+}
+
+/** An OpenAPI 3 operation's request body schema, or null. */
+function requestBodySchema(x: Expander, op: Record<string, unknown>, at: string): unknown {
+  if (op.requestBody === undefined) return null;
+  const body = x.target(op.requestBody, `${at}/requestBody`);
+  const c = isObject(body) ? contentSchema(body.content) : undefined;
+  return c ? x.expand(c.schema, `${at}/requestBody${c.at}`) : null;
+}
+
+/** The schema of the operation's success response, or null. */
+function responseSchema(x: Expander, v2: boolean, op: Record<string, unknown>, at: string): unknown {
+  const success = successResponse(op.responses);
+  if (!success) return null;
+  const rAt = `${at}/responses/${pointerToken(success.key)}`;
+  const r = x.target(success.value, rAt);
+  if (!isObject(r)) return null;
+  if (v2) return r.schema === undefined ? null : x.expand(r.schema, `${rAt}/schema`);
+  const c = contentSchema(r.content);
+  return c ? x.expand(c.schema, `${rAt}${c.at}`) : null;
+}
+
+/** One operation of a path item; its operation_ref must not be in `seen` yet. */
+function operation(x: Expander, v2: boolean, path: string, method: string, op: Record<string, unknown>, where: { itemAt: string; at: string; shared: unknown[] }, seen: Set<string>): Operation {
+  const { itemAt, at, shared } = where;
+  const merged = mergedParameters(x, shared, Array.isArray(op.parameters) ? op.parameters : [], itemAt, at);
+  const { params, requestSchema: fromParameters } = parameters(x, v2, merged);
+  const requestSchema = v2 ? fromParameters : requestBodySchema(x, op, at);
+  const response = responseSchema(x, v2, op, at);
+  const operationRef = typeof op.operationId === 'string' && op.operationId !== '' ? op.operationId : `${method.toUpperCase()} ${path}`;
+  if (seen.has(operationRef)) throw new DocumentProblem(`Two operations have the operation ref ${JSON.stringify(operationRef)}; operationIds must be unique`, `${at}/operationId`);
+  seen.add(operationRef);
+  for (const m of path.matchAll(/\{([^}]+)\}/g)) {
+    if (!params.some((p) => p.in === 'path' && p.name === m[1])) throw new DocumentProblem(`The path parameter ${m[1]} of ${path} is not declared for ${method.toUpperCase()}`, at);
+  }
+  return {
+    operation_ref: operationRef,
+    method: method.toUpperCase(),
+    path,
+    params,
+    request_schema: requestSchema,
+    response_schema: response,
+    request_fingerprint: fingerprint(requestSchema),
+    response_fingerprint: fingerprint(response),
+  };
+}
+
 /** The normalized fields of a document that parsed and validated. */
 export function normalize(doc: Record<string, unknown>, work: ParseWork = { steps: 0 }, maxOperations = Infinity): NormalizedSpec {
   const v2 = typeof doc.swagger === 'string';
@@ -234,77 +326,7 @@ export function normalize(doc: Record<string, unknown>, work: ParseWork = { step
       if (!isObject(op)) continue;
       const at = `${itemAt}/${method}`;
       if (operations.length >= maxOperations) throw new DocumentProblem(`The document has more than ${maxOperations} operations, the most an API specification may have (API_SPEC_MAX_OPERATIONS)`, at);
-      // Path-level parameters, overridden by the operation's own of the same name and place.
-      const merged = new Map<string, { p: Record<string, unknown>; at: string }>();
-      const add = (list: unknown[], base: string) =>
-        list.forEach((raw, i) => {
-          const p = x.target(raw, `${base}/${i}`);
-          if (isObject(p) && typeof p.name === 'string' && typeof p.in === 'string') merged.set(`${p.in}\u0000${p.name}`, { p, at: `${base}/${i}` });
-        });
-      add(shared, `${itemAt}/parameters`);
-      add(Array.isArray(op.parameters) ? op.parameters : [], `${at}/parameters`);
-
-      const params: Param[] = [];
-      let requestSchema: unknown = null;
-      const form: { properties: Record<string, unknown>; required: string[] } = { properties: {}, required: [] };
-      for (const { p, at: pAt } of merged.values()) {
-        const name = p.name as string;
-        const place = p.in as string;
-        if (v2 && place === 'body') {
-          requestSchema = x.expand(p.schema ?? null, `${pAt}/schema`);
-          continue;
-        }
-        if (v2 && place === 'formData') {
-          form.properties[name] = x.expand(v2ParamSchema(p), pAt);
-          if (p.required === true) form.required.push(name);
-          continue;
-        }
-        let schema: unknown = null;
-        if (v2) schema = x.expand(v2ParamSchema(p), pAt);
-        else if (p.schema !== undefined) schema = x.expand(p.schema, `${pAt}/schema`);
-        else {
-          const c = contentSchema(p.content);
-          if (c) schema = x.expand(c.schema, `${pAt}${c.at}`);
-        }
-        params.push({ name, in: place, required: place === 'path' ? true : p.required === true, schema });
-      }
-      if (v2 && Object.keys(form.properties).length > 0 && requestSchema === null) {
-        requestSchema = { type: 'object', properties: form.properties, ...(form.required.length > 0 ? { required: form.required } : {}) };
-      }
-      if (!v2 && op.requestBody !== undefined) {
-        const body = x.target(op.requestBody, `${at}/requestBody`);
-        const c = isObject(body) ? contentSchema(body.content) : undefined;
-        if (c) requestSchema = x.expand(c.schema, `${at}/requestBody${c.at}`);
-      }
-      let responseSchema: unknown = null;
-      const success = successResponse(op.responses);
-      if (success) {
-        const rAt = `${at}/responses/${pointerToken(success.key)}`;
-        const r = x.target(success.value, rAt);
-        if (isObject(r)) {
-          if (v2) responseSchema = r.schema === undefined ? null : x.expand(r.schema, `${rAt}/schema`);
-          else {
-            const c = contentSchema(r.content);
-            if (c) responseSchema = x.expand(c.schema, `${rAt}${c.at}`);
-          }
-        }
-      }
-      const operationRef = typeof op.operationId === 'string' && op.operationId !== '' ? op.operationId : `${method.toUpperCase()} ${path}`;
-      if (seen.has(operationRef)) throw new DocumentProblem(`Two operations have the operation ref ${JSON.stringify(operationRef)}; operationIds must be unique`, `${at}/operationId`);
-      seen.add(operationRef);
-      for (const m of path.matchAll(/\{([^}]+)\}/g)) {
-        if (!params.some((p) => p.in === 'path' && p.name === m[1])) throw new DocumentProblem(`The path parameter ${m[1]} of ${path} is not declared for ${method.toUpperCase()}`, at);
-      }
-      operations.push({
-        operation_ref: operationRef,
-        method: method.toUpperCase(),
-        path,
-        params,
-        request_schema: requestSchema,
-        response_schema: responseSchema,
-        request_fingerprint: fingerprint(requestSchema),
-        response_fingerprint: fingerprint(responseSchema),
-      });
+      operations.push(operation(x, v2, path, method, op, { itemAt, at, shared }, seen));
     }
   }
   return {

@@ -21,11 +21,11 @@ import type { SurfaceSpec } from '../http/surface.ts';
 import { rateLimitHeaders } from '../http/rate-limit.ts';
 import { uuidv7 } from '../ids.ts';
 import { isObject } from '../json.ts';
-import { openSecret } from '../secret-box.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
-import { verifyApiKey, verifyStandardWebhook } from './verify.ts';
+import { verifyStandardWebhook } from '../connectors/standard-webhooks.ts';
+import { verifyApiKey } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
@@ -78,28 +78,11 @@ export function renderWebhookError(e: AppError, _request: FastifyRequest, reply:
 const fail = (code: ErrorCode, text: string, opts: ConstructorParameters<typeof AppError>[2] = {}) => new AppError(code, text, opts);
 const processingFailed = (detail: string) => new AppError('invalid_request', detail);
 
-/** Decrypted connector secrets by their sealed text: opening one costs more than the rest of a check. */
-const openedSecrets = new Map<string, string>();
-
-function connectorSecret(deps: Deps, sealed: string): string | undefined {
-  let s = openedSecrets.get(sealed);
-  if (s === undefined) {
-    try {
-      s = openSecret(deps.connectorKey, sealed);
-    } catch {
-      return undefined;
-    }
-    if (openedSecrets.size >= 1000) openedSecrets.delete(openedSecrets.keys().next().value!);
-    openedSecrets.set(sealed, s);
-  }
-  return s;
-}
-
 function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): void {
   const mode = trigger.connector_auth_type;
   if (trigger.connector_id === null || mode === 'none') return;
   if (mode !== 'api_key' && mode !== 'hmac') throw fail('invalid_request', WEBHOOK_TEXT.unsupportedAuth);
-  const secret = trigger.connector_secret === null ? undefined : connectorSecret(deps, trigger.connector_secret);
+  const secret = trigger.connector_secret === null ? undefined : deps.connectors.inboundSecret(trigger.connector_secret);
   // A connector without a secret cannot vouch for anything.
   if (secret === undefined || secret === '') throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   const ok =

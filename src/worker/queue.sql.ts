@@ -83,6 +83,8 @@ export interface Outcome {
   error: string | null;
   /** For retrying: when the next attempt may start. */
   runAt?: Date;
+  /** What a step threw that no failure of ours named: for the log only, never stored. */
+  unexpected?: unknown;
 }
 
 /**

@@ -11,20 +11,15 @@
  */
 import type { Db } from '../db/connect.ts';
 import type { StepRecord, WorkflowStep } from '../db/tables.ts';
-import { isDatabaseUnavailable } from '../errors.ts';
+import { isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts } from '../facts/write.ts';
 import { ExpressionError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
-import { ConnectorConfigError, EgressRefused, networkFailure, ProviderUnavailable, RequestProblem } from '../connectors/errors.ts';
-import { buildCall, operationOf } from '../connectors/operations.ts';
-import { callHttp, type ConnectorRuntime } from '../connectors/runtime.ts';
-import type { OutboundResponse } from '../connectors/http.ts';
-import { callDriver, DRIVER_OPERATIONS } from '../connectors/drivers.ts';
-import { providerExcerpt } from '../connectors/redact.ts';
-import { statementIsLiteral } from '../connectors/snowflake-sql.ts';
+import { connectorCall } from '../connectors/call.ts';
+import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/principal.ts';
 import { versionSaver } from '../resources/workflows/workflows.sql.ts';
 
@@ -32,14 +27,6 @@ import { versionSaver } from '../resources/workflows/workflows.sql.ts';
 export const MAX_FOR_EACH_ITEMS = 10_000;
 /** Validation problems listed in a failed step's error. */
 const MAX_LISTED_PROBLEMS = 5;
-
-/** A failure a retry cannot fix. */
-export class PermanentStepError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PermanentStepError';
-  }
-}
 
 /** JSONata's $boolean: empty strings, arrays and objects, 0, null and nothing are false. */
 export function truthy(v: unknown): boolean {
@@ -69,7 +56,7 @@ async function evaluate(env: StepEnv, job: ExpressionJob): Promise<unknown[][]> 
   try {
     return await env.expressions.run(job);
   } catch (err) {
-    if (err instanceof ExpressionError) throw new PermanentStepError(err.message);
+    if (err instanceof ExpressionError) throw permanentFailure(err.message);
     throw err;
   }
 }
@@ -79,7 +66,7 @@ const evaluateOne = async (env: StepEnv, expression: string, input: unknown) => 
 async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context): Promise<unknown> {
   const c = step.config as { data_model_slug: string; mapping?: Record<string, string>; data?: string; observed_at?: string; for_each?: string };
   const model = run.models.find((m) => m.slug === c.data_model_slug);
-  if (!model) throw new PermanentStepError(`The data model ${JSON.stringify(c.data_model_slug)} does not exist in this workspace`);
+  if (!model) throw permanentFailure(`The data model ${JSON.stringify(c.data_model_slug)} does not exist in this workspace`);
   const fields = c.mapping ? Object.keys(c.mapping) : undefined;
   const expressions = c.mapping ? Object.values(c.mapping) : [c.data!];
   if (c.observed_at !== undefined) expressions.push(c.observed_at);
@@ -108,7 +95,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, 
       if (problems.length < MAX_LISTED_PROBLEMS) problems.push(`${c.for_each === undefined ? 'the fact' : `item ${index}`}: ${e.pointer.slice(1)} ${e.detail}`);
     }
   });
-  if (count > 0) throw new PermanentStepError(`The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`);
+  if (count > 0) throw permanentFailure(`The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`);
   const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items);
   return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
 }
@@ -119,20 +106,12 @@ function scalars(names: string[], values: unknown[], what: string): Record<strin
   names.forEach((name, i) => {
     const v = values[i];
     if (v === undefined || v === null) return;
-    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw new PermanentStepError(`${what}.${name} must be a string, number or boolean; the expression gave ${Array.isArray(v) ? 'an array' : typeof v}`);
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw permanentFailure(`${what}.${name} must be a string, number or boolean; the expression gave ${Array.isArray(v) ? 'an array' : typeof v}`);
     const text = String(v);
-    if (/[\r\n\0]/.test(text)) throw new PermanentStepError(`${what}.${name} must not hold line breaks or NUL`);
+    if (/[\r\n\0]/.test(text)) throw permanentFailure(`${what}.${name} must not hold line breaks or NUL`);
     out[name] = text;
   });
   return out;
-}
-
-/** Seconds or an HTTP date, as milliseconds from now. */
-export function retryAfterMs(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** What one attempt reads once however many calls it makes: connectors by id, and whether the version's saver may still call out. */
@@ -146,32 +125,16 @@ const SAVER_MAY_NOT_CALL_OUT =
 
 async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context, reads: AttemptReads): Promise<unknown> {
   const c = step.config as { connector_id: string; operation_ref?: string; method?: string; path?: string; params?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string };
-  if (!env.connectors) throw new PermanentStepError('This worker cannot call out');
+  if (!env.connectors) throw permanentFailure('This worker cannot call out');
   // Checked at every attempt, not only at save: a saver demoted or deactivated since stops the calls.
   reads.saverMay ??= saverMayCallConnectors(await versionSaver(env.db, run.workspace_id, run.workflow_id, run.workflow_version));
-  if (!reads.saverMay) throw new PermanentStepError(SAVER_MAY_NOT_CALL_OUT);
+  if (!reads.saverMay) throw permanentFailure(SAVER_MAY_NOT_CALL_OUT);
   const rows = reads.connectors;
   if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));
   const row = rows.get(c.connector_id);
-  if (!row) throw new PermanentStepError('The connector of this step no longer exists in the workspace');
-  const connectors = env.connectors;
-  type Parts = Parameters<typeof callDriver>[3] & Parameters<typeof buildCall>[1];
-  let send: (parts: Parts) => Promise<OutboundResponse>;
-  if (row.type === 's3' || row.type === 'snowflake') {
-    const ops = DRIVER_OPERATIONS[row.type]!;
-    const ref = c.operation_ref;
-    if (ref === undefined || !ops.includes(ref)) throw new PermanentStepError(`A ${row.type} connector performs ${ops.join(', ')} (operation_ref)`);
-    if (row.type === 'snowflake' && (c.body === undefined || !statementIsLiteral(c.body))) throw new PermanentStepError('A snowflake statement must be a literal of the step (values go in bindings)');
-    send = (parts) => callDriver(connectors, row, ref, parts);
-  } else {
-    let target: Parameters<typeof buildCall>[0];
-    if (c.operation_ref !== undefined) {
-      const operation = operationOf(row.operations, c.operation_ref);
-      if (!operation) throw new PermanentStepError(`${c.operation_ref} is not an operation of the connector's specification (any more)`);
-      target = { operation };
-    } else target = { method: c.method!, path: c.path! };
-    send = (parts) => callHttp(connectors, row, buildCall(target, parts, `${run.id}:${step.key}:0`));
-  }
+  if (!row) throw permanentFailure('The connector of this step no longer exists in the workspace');
+  // The target is checked against the connector before any expression is evaluated.
+  const send = connectorCall(env.connectors, row, c, `${run.id}:${step.key}:0`);
   // Every expression of the step in one job: params, query, headers, then the body.
   const groups = (['params', 'query', 'headers'] as const).map((what) => ({ what, names: Object.keys(c[what] ?? {}), expressions: Object.values(c[what] ?? {}) }));
   const expressions = groups.flatMap((g) => g.expressions);
@@ -180,19 +143,7 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
   let offset = 0;
   const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
   const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };
-  let res: OutboundResponse;
-  try {
-    res = await send(parts);
-  } catch (err) {
-    if (err instanceof RequestProblem || err instanceof ConnectorConfigError || err instanceof EgressRefused) throw new PermanentStepError(err.message);
-    if (err instanceof ProviderUnavailable) throw err;
-    const unreachable = networkFailure(err);
-    if (unreachable) throw unreachable;
-    if ((err as { code?: unknown }).code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw new PermanentStepError('The provider answered with more than the response size limit');
-    throw new ProviderUnavailable(`The call failed: ${(err as Error).message?.slice(0, 200) ?? 'unknown error'}`);
-  }
-  if (res.status === 429 || res.status >= 500) throw new ProviderUnavailable(`The provider answered ${res.status}`, retryAfterMs(res.headers['retry-after'], env.clock()));
-  if (res.status >= 400) throw new PermanentStepError(`The provider answered ${res.status}: ${providerExcerpt(res.body)}`);
+  const res = await send(parts);
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   return { status: res.status, headers, body: res.body };
 }
@@ -230,7 +181,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
           output = await httpRequestStep(env, run, step, ctx, reads);
           break;
         default:
-          throw new PermanentStepError(`Steps of type ${step.type} cannot run in this release`);
+          throw permanentFailure(`Steps of type ${step.type} cannot run in this release`);
       }
       records.push({ key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null });
       ctx.steps[step.key] = output;
@@ -239,32 +190,29 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
         return { status: 'succeeded', steps: records, error: null };
       }
     } catch (err) {
-      const permanent = !isTransient(err);
-      const message =
-        err instanceof PermanentStepError || err instanceof ProviderUnavailable
-          ? err.message
-          : isDatabaseUnavailable(err)
-            ? 'The database was unavailable'
-            : permanent
-              ? 'The step failed unexpectedly'
-              : 'The database refused the step for now';
-      records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: message });
+      const failure = stepFailure(err);
+      records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: failure.message });
       skipRest(i + 1);
-      const error = `Step ${step.key} failed: ${message}`;
-      if (permanent || run.attempt >= run.max_attempts) return { status: 'failed', steps: records, error };
+      const error = `Step ${step.key} failed: ${failure.message}`;
+      // An error none of ours named is kept for the log, with its stack; the record says only that it happened.
+      const unexpected = err instanceof WorkFailure || failure.transient ? undefined : err;
+      if (!failure.transient || run.attempt >= run.max_attempts) return { status: 'failed', steps: records, error, ...(unexpected === undefined ? {} : { unexpected }) };
       // A provider's Retry-After is honoured when it asks for longer than the backoff (up to an hour).
-      const wait = Math.max(backoffMs(run.attempt, retryBaseMs), Math.min(3_600_000, err instanceof ProviderUnavailable ? (err.retryAfterMs ?? 0) : 0));
+      const wait = Math.max(backoffMs(run.attempt, retryBaseMs), Math.min(3_600_000, failure.retryAfterMs ?? 0));
       return { status: 'retrying', steps: records, error, runAt: new Date(env.clock() + wait) };
     }
   }
   return { status: 'succeeded', steps: records, error: null };
 }
 
-/** Errors a later attempt may not meet: the database unreachable, busy or in conflict. */
-export function isTransient(err: unknown): boolean {
-  if (err instanceof PermanentStepError) return false;
-  if (err instanceof ProviderUnavailable) return true;
-  if (isDatabaseUnavailable(err)) return true;
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^(40001|40P01|55P03|57014|53\d{3}|08\w{3})$/.test(code);
+/**
+ * Whatever a step threw, in the worker's one vocabulary: the failures of steps and connectors
+ * as they are, the database unreachable, busy or in conflict as transient, anything else as
+ * a permanent failure that keeps the error as its cause.
+ */
+export function stepFailure(err: unknown): WorkFailure {
+  if (err instanceof WorkFailure) return err;
+  if (isDatabaseUnavailable(err)) return new WorkFailure('The database was unavailable', { transient: true, cause: err });
+  if (isTransientDatabaseError(err)) return new WorkFailure('The database refused the step for now', { transient: true, cause: err });
+  return new WorkFailure('The step failed unexpectedly', { transient: false, cause: err });
 }

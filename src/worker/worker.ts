@@ -25,22 +25,23 @@ export interface Worker {
 }
 
 
-export function startWorker(deps: Deps): Worker {
-  const { config, log } = deps;
-  const id = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  const leaseMs = config.workerLeaseSeconds * 1000;
-  const capacity = config.workerConcurrency;
-  const minBatch = Math.max(1, Math.floor(capacity / 4));
-  const running = new Map<string, Promise<void>>();
-  let stopping = false;
-  let looping = false;
-  let again = false;
-  let pollTimer: NodeJS.Timeout | undefined;
-  let databaseDown = false;
-  const now = () => new Date(deps.clock());
+/** What the parts of one worker share: its id, its lease, the runs it executes, and whether it is stopping. */
+interface WorkerState {
+  readonly id: string;
+  readonly leaseMs: number;
+  readonly running: Map<string, Promise<void>>;
+  stopping: boolean;
+}
 
-  // Outcomes are recorded in batches, like a group commit: while one statement records
-  // some, the outcomes that finish meanwhile wait and go together in the next.
+type RecordOutcome = (runId: string, outcome: Outcome) => Promise<void>;
+
+/**
+ * The outcome recorder. Outcomes are recorded in batches, like a group commit: while one
+ * statement records some, the outcomes that finish meanwhile wait and go together in the
+ * next. The promise settles once the run's outcome is recorded, refused or given up.
+ */
+function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
+  const { log } = deps;
   let pending: Array<{ id: string; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
   let recording = false;
   const record = async () => {
@@ -51,7 +52,7 @@ export function startWorker(deps: Deps): Worker {
         const batch = pending;
         pending = [];
         try {
-          const kept = await finishRuns(deps.db, id, batch, now());
+          const kept = await finishRuns(deps.db, w.id, batch, new Date(deps.clock()));
           for (const d of batch) if (!kept.has(d.id)) log.warn({ run: d.id }, 'run finished after its lease was lost; its outcome was not recorded');
           for (const d of batch) d.recorded();
         } catch (err) {
@@ -59,8 +60,8 @@ export function startWorker(deps: Deps): Worker {
           // keeps their leases while it can). Past the lease they are another worker's to
           // reclaim, and this outcome is refused then anyway.
           log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes; retrying');
-          const giveUp = Date.now() + leaseMs;
-          const retry = batch.filter((d) => (d.giveUpAt ??= giveUp) > Date.now() && !stopping);
+          const giveUp = Date.now() + w.leaseMs;
+          const retry = batch.filter((d) => (d.giveUpAt ??= giveUp) > Date.now() && !w.stopping);
           for (const d of batch) if (!retry.includes(d)) d.recorded();
           if (retry.length > 0) {
             await new Promise((resolve) => setTimeout(resolve, 500));
@@ -72,23 +73,39 @@ export function startWorker(deps: Deps): Worker {
       recording = false;
     }
   };
-
-  const execute = async (run: ClaimedRun) => {
-    let outcome: Outcome;
-    try {
-      outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions }, run, config.runRetryBaseMs);
-    } catch (err) {
-      log.error({ run: run.id, err }, 'workflow run failed unexpectedly');
-      return;
-    }
-    if (outcome.status === 'failed' && outcome.error?.includes('failed unexpectedly')) log.error({ run: run.id }, 'workflow step failed unexpectedly');
-    await new Promise<void>((recorded) => {
+  return (runId, outcome) =>
+    new Promise<void>((recorded) => {
       // The record is cut to its caps; the steps were handed every output whole.
-      pending.push({ id: run.id, outcome: capRecord(outcome, config.runRecord), recorded });
+      pending.push({ id: runId, outcome: capRecord(outcome, deps.config.runRecord), recorded });
       void record();
     });
-  };
+}
 
+/** One attempt of a run, executed and its outcome recorded; what it could not foresee is logged with the run's id. */
+async function attempt(deps: Deps, recordOutcome: RecordOutcome, run: ClaimedRun): Promise<void> {
+  let outcome: Outcome;
+  try {
+    outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions }, run, deps.config.runRetryBaseMs);
+  } catch (err) {
+    deps.log.error({ run: run.id, err }, 'workflow run failed unexpectedly');
+    return;
+  }
+  if (outcome.unexpected !== undefined) deps.log.error({ run: run.id, err: outcome.unexpected }, 'workflow step failed unexpectedly');
+  await recordOutcome(run.id, outcome);
+}
+
+/**
+ * The claim loop: claims ready runs into the free slots and starts them. Called whenever a
+ * run may be ready (a signal, a notification, the poll, a finished run); calls made while
+ * it runs fold into one more pass.
+ */
+function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Promise<void>): () => Promise<void> {
+  const { config, log } = deps;
+  const capacity = config.workerConcurrency;
+  const minBatch = Math.max(1, Math.floor(capacity / 4));
+  let looping = false;
+  let again = false;
+  let databaseDown = false;
   const loop = async () => {
     if (looping) {
       again = true;
@@ -98,15 +115,15 @@ export function startWorker(deps: Deps): Worker {
     try {
       do {
         again = false;
-        if (stopping) break;
-        const free = capacity - running.size;
+        if (w.stopping) break;
+        const free = capacity - w.running.size;
         // Claims are one statement at a time: while most slots are busy, wait until a
         // quarter is free and take them together, rather than a claim per finished run.
-        if (free <= 0 || (running.size > 0 && free < minBatch)) break;
+        if (free <= 0 || (w.running.size > 0 && free < minBatch)) break;
         let claimed: ClaimedRun[];
         try {
-          const t = now();
-          claimed = await claimRuns(deps.db, id, free, t, new Date(t.getTime() + leaseMs));
+          const t = new Date(deps.clock());
+          claimed = await claimRuns(deps.db, w.id, free, t, new Date(t.getTime() + w.leaseMs));
           if (databaseDown) log.info('worker reaches the database again');
           databaseDown = false;
         } catch (err) {
@@ -116,10 +133,10 @@ export function startWorker(deps: Deps): Worker {
         }
         for (const run of claimed) {
           const p = execute(run).finally(() => {
-            running.delete(run.id);
+            w.running.delete(run.id);
             void loop();
           });
-          running.set(run.id, p);
+          w.running.set(run.id, p);
         }
         // A full batch: there may be more ready right now.
         if (claimed.length === free) again = true;
@@ -128,54 +145,72 @@ export function startWorker(deps: Deps): Worker {
       looping = false;
     }
   };
+  return loop;
+}
 
-  const poll = () => {
-    if (stopping) return;
-    void loop();
-    pollTimer = setTimeout(poll, config.workerPollMs);
-    pollTimer.unref();
-  };
-
+/** The heartbeat that extends the leases of this worker's runs, and the reclaim of runs whose lease ran out. */
+function leaseKeeping(deps: Deps, w: WorkerState, onReclaimed: () => void): { stopReclaim(): void; stopHeartbeat(): void } {
   const beat = setInterval(() => {
-    const t = now();
-    heartbeat(deps.db, id, [...running.keys()], new Date(t.getTime() + leaseMs)).catch(() => undefined);
-  }, Math.max(500, Math.floor(leaseMs / 3)));
+    heartbeat(deps.db, w.id, [...w.running.keys()], new Date(deps.clock() + w.leaseMs)).catch(() => undefined);
+  }, Math.max(500, Math.floor(w.leaseMs / 3)));
   beat.unref();
 
   // Any worker may reclaim expired leases; it is one indexed update.
   const reclaim = setInterval(() => {
-    reclaimExpired(deps.db, now(), config.runMaxLeaseLosses)
+    reclaimExpired(deps.db, new Date(deps.clock()), deps.config.runMaxLeaseLosses)
       .then((n) => {
         if (n > 0) {
-          log.warn({ runs: n }, 'reclaimed runs whose worker stopped');
-          void loop();
+          deps.log.warn({ runs: n }, 'reclaimed runs whose worker stopped');
+          onReclaimed();
         }
       })
       .catch(() => undefined);
-  }, Math.max(200, Math.floor(leaseMs / 2)));
+  }, Math.max(200, Math.floor(w.leaseMs / 2)));
   reclaim.unref();
+  return { stopReclaim: () => clearInterval(reclaim), stopHeartbeat: () => clearInterval(beat) };
+}
+
+export function startWorker(deps: Deps): Worker {
+  const { config, log } = deps;
+  const w: WorkerState = {
+    id: `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    leaseMs: config.workerLeaseSeconds * 1000,
+    running: new Map(),
+    stopping: false,
+  };
+  const recordOutcome = outcomeRecorder(deps, w);
+  const loop = claimLoop(deps, w, (run) => attempt(deps, recordOutcome, run));
+  const leases = leaseKeeping(deps, w, () => void loop());
+
+  let pollTimer: NodeJS.Timeout | undefined;
+  const poll = () => {
+    if (w.stopping) return;
+    void loop();
+    pollTimer = setTimeout(poll, config.workerPollMs);
+    pollTimer.unref();
+  };
 
   const unsubscribe = deps.queueSignal.subscribe(() => void loop());
   const listener = config.databaseUrl ? listen(config.databaseUrl, () => void loop(), deps) : undefined;
   poll();
 
   return {
-    id,
-    inFlight: () => running.size,
+    id: w.id,
+    inFlight: () => w.running.size,
     async stop(graceMs = config.shutdownGraceMs) {
-      stopping = true;
+      w.stopping = true;
       clearTimeout(pollTimer);
-      clearInterval(reclaim);
+      leases.stopReclaim();
       unsubscribe();
       await listener?.close();
-      const all = Promise.allSettled([...running.values()]);
+      const all = Promise.allSettled([...w.running.values()]);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
-      clearInterval(beat);
-      if (running.size > 0) {
-        log.warn({ runs: running.size }, 'releasing runs still executing at shutdown');
-        await releaseRuns(deps.db, id, [...running.keys()], now()).catch((err) => log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'));
+      leases.stopHeartbeat();
+      if (w.running.size > 0) {
+        log.warn({ runs: w.running.size }, 'releasing runs still executing at shutdown');
+        await releaseRuns(deps.db, w.id, [...w.running.keys()], new Date(deps.clock())).catch((err) => log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'));
       }
     },
   };
