@@ -3,9 +3,10 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import { freshPostgres, type ScratchPostgres } from '../test/helpers/databases.ts';
+
+export { freePort } from '../test/helpers/cli.ts';
 
 export function intEnv(name: string, def: number, min: number, max: number): number {
   const v = process.env[name];
@@ -145,18 +146,6 @@ export function procCpuMicros(pid: number): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** A port nothing listens on right now, for a child server. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Waits until a child `serve` is ready: /readyz 200 (or it exits). */
