@@ -12,6 +12,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import * as admin from '../src/admin/service.ts';
+import { buildApp } from '../src/app.ts';
 import type { Scope } from '../src/auth/tokens.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/connect.ts';
@@ -274,6 +275,18 @@ export async function runDeps(run: EngineRun): Promise<Deps> {
   run.defer('deps', () => closeDeps(deps));
   return deps;
 }
+
+/** The app in this process on a free loopback port, over the run's deps; `close` stops it sooner than the run's end. */
+export async function runApp(run: EngineRun): Promise<{ deps: Deps; url: string; close: () => Promise<void> }> {
+  const deps = await runDeps(run);
+  const app = await buildApp(deps);
+  const close = run.defer('the app', () => app.close());
+  return { deps, url: await app.listen({ host: '127.0.0.1', port: 0 }), close };
+}
+
+/** What a report says of an engine whose app runs in this process. */
+export const inProcessDetail = (engine: Engine, version: string | undefined) =>
+  engine === 'postgres' ? `PostgreSQL ${version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
 
 /** A bearer token for a service account, from the token endpoint at `url`. */
 export async function exchangeToken(url: string, clientId: string, clientSecret: string): Promise<string> {

@@ -38,8 +38,6 @@
  */
 import path from 'node:path';
 import { sql, type RawBuilder } from 'kysely';
-import { loadConfig } from '../src/config.ts';
-import { buildApp } from '../src/app.ts';
 import type { Deps } from '../src/deps.ts';
 import type { Db } from '../src/db/connect.ts';
 import type { FieldType } from '../src/db/tables.ts';
@@ -52,7 +50,7 @@ import { planFactQuery } from '../src/facts/query/plan.ts';
 import { AS_OF_WALK_WINDOW, asOfGateSql, asOfWalkSql, chooseAsOf } from '../src/facts/query/as-of.sql.ts';
 import { countSql, pageSql, selectCount, selectPage } from '../src/facts/query/page.sql.ts';
 import type { FactQueryPlan } from '../src/facts/query/plan-types.ts';
-import { DEFAULT_PG, exchangeToken, freeBlock, intEnv, machineLine, ROOT, runBench, runDeps, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine } from './common.ts';
+import { DEFAULT_PG, exchangeToken, freeBlock, intEnv, machineLine, ROOT, runBench, inProcessDetail, runApp, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine } from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
 const PLANS_DOC = path.join(ROOT, 'docs', 'query-plans.md');
@@ -503,12 +501,8 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
   const skipped = (note: string): EngineReport => ({ engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [note] });
   return withEngine(engine, { prefix: 'tributary_bench_facts', skipped }, async (run) => {
     const notes: string[] = [];
-    const detail =
-      engine === 'postgres' ? `PostgreSQL ${run.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
-    const deps = await runDeps(run);
-    const app = await buildApp(deps);
-    run.defer('the app', () => app.close());
-    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    const detail = inProcessDetail(engine, run.version);
+    const { deps, url: appUrl } = await runApp(run);
     const { org, ws, cred } = await seedTenant(deps.db, ['api_read']);
     const token = await exchangeToken(appUrl, cred.client_id, cred.client_secret);
 

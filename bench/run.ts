@@ -18,12 +18,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { loadConfig } from '../src/config.ts';
-import { buildApp } from '../src/app.ts';
 import type { Deps } from '../src/deps.ts';
 import { compileOnce, runCompiled, slot } from '../src/db/compiled.ts';
 import { uuidv7 } from '../src/ids.ts';
-import { DEFAULT_PG, ENGINES, exchangeToken, fmt, freeBlock, intEnv, machineLine, measure, postgresCpuProbe, ROOT, runBench, runDeps, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine, type Measured, type MeasureSettings } from './common.ts';
+import { DEFAULT_PG, ENGINES, exchangeToken, fmt, freeBlock, intEnv, machineLine, measure, postgresCpuProbe, ROOT, runBench, inProcessDetail, runApp, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine, type Measured, type MeasureSettings } from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const JSONAPI = 'application/vnd.api+json';
@@ -101,12 +99,8 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
   const skipped = (note: string): EngineReport => ({ engine, detail: 'PostgreSQL', rows: [], notes: [note] });
   return withEngine(engine, { prefix: 'tributary_bench', skipped }, async (run) => {
     const notes: string[] = [];
-    const detail =
-      engine === 'postgres' ? `PostgreSQL ${run.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
-    const deps = await runDeps(run);
-    const app = await buildApp(deps);
-    run.defer('the app', () => app.close());
-    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    const detail = inProcessDetail(engine, run.version);
+    const { deps, url: appUrl } = await runApp(run);
     const { form, token, modelId, workspaceId } = await seed(deps, appUrl);
     const b = await bareServer(deps);
     run.defer('the bare server', () => b.app.close());

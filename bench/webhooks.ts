@@ -42,11 +42,10 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { CompiledQuery, sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '../src/config.ts';
-import { buildApp } from '../src/app.ts';
 import type { Deps } from '../src/deps.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { startWorker } from '../src/worker/worker.ts';
-import { benchEnv, cpuWindow, exchangeToken, fmt, freePort, intEnv, loadAverage as load, machineLine, measure, pct, postgresCpuProbe, postJsonApi, procKiB, ROOT, runBench, runDeps, runHeading, seedTenant, stopChild, waitHealthy, watchdog, withEngine, writeSection, type DbCpuProbe, type Engine, type Measured } from './common.ts';
+import { benchEnv, cpuWindow, exchangeToken, fmt, freePort, intEnv, loadAverage as load, machineLine, measure, pct, postgresCpuProbe, postJsonApi, procKiB, ROOT, runBench, runApp, runHeading, seedTenant, stopChild, waitHealthy, watchdog, withEngine, writeSection, type DbCpuProbe, type Engine, type Measured } from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
@@ -493,10 +492,7 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
         : 'PGlite (embedded, in memory, one connection; the reference uses the same connection)';
     const loads: string[] = [];
     const notes: string[] = [];
-    const deps = await runDeps(run);
-    const app = await buildApp(deps);
-    const closeApp = run.defer('the app', () => app.close());
-    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    const { deps, url: appUrl, close: closeApp } = await runApp(run);
     const seeded = await seed(deps, appUrl);
     const bare = await bareServer(deps, seeded, config.databaseUrl);
     const closeBare = run.defer('the bare server', () => bare.close());
