@@ -18,22 +18,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
-import { loadConfig } from '../src/config.ts';
-import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
+import type { Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { sealSecret } from '../src/secret-box.ts';
 import { startWorker } from '../src/worker/worker.ts';
-import { pgliteTemplate } from '../test/helpers/databases.ts';
-import { benchEnv, engineDatabase, intEnv, machine, machineBusyMicros, runBench } from './common.ts';
+import { benchEnv, fmt, intEnv, loadAverage as load, machineBusyMicros, machineLine, ROOT, runBench, runDeps, runHeading, stopChild, withEngine, writeSection, type Engine } from './common.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
 const RUNS = intEnv('BENCH_CONNECTOR_RUNS', 5000, 100, 1_000_000);
@@ -44,8 +39,6 @@ const RATE_SECONDS = intEnv('BENCH_RATE_SECONDS', 20, 3, 600);
 const KEY = `key_${randomBytes(16).toString('hex')}`;
 const BODY = { customer_id: 'c-1', items: [{ sku: 'A-1', quantity: 2, unit_price: { amount: '9.50', currency: 'EUR' } }] };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fmt = (n: number | undefined, d = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' / ');
 
 // The mock provider, in a child process: 201 with a small JSON body; GET /stats gives calls per second.
 const MOCK = `
@@ -224,8 +217,7 @@ async function rateLimit(vars: Record<string, string>, deps: Deps, mock: Awaited
   try {
     await sleep(RATE_SECONDS * 1000 + 2000);
   } finally {
-    for (const w of workers) w.kill('SIGTERM');
-    await Promise.all(workers.map((w) => new Promise((r) => (w.exitCode !== null ? r(undefined) : w.once('exit', r)))));
+    await Promise.all(workers.map(stopChild));
   }
   const stats = await mock.stats();
   // Whole seconds only: the first and last are partial.
@@ -258,36 +250,31 @@ async function redisAnswers(url: string): Promise<boolean> {
   }
 }
 
-async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-conn-'));
-  const vars: Record<string, string> = { ...benchEnv(dataDir), ALLOW_PRIVATE_EGRESS: 'true' };
-  for (const name of ['WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE']) if (process.env[name]) vars[name] = process.env[name]!;
-  const db = await engineDatabase(engine, 'tributary_bench_conn', vars);
-  if ('skip' in db) return { engine, throughput: [], rates: [], notes: [`Skipped: ${db.skip}.`] };
-  const mock = await startMock();
-  let deps: Deps | undefined;
-  try {
-    const config = loadConfig(vars);
-    deps = config.databaseUrl ? await createDeps(config, { dataDir }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate() });
+function benchEngine(engine: Engine): Promise<EngineReport> {
+  const vars = (dir: string) => {
+    const v: Record<string, string> = { ...benchEnv(dir), ALLOW_PRIVATE_EGRESS: 'true' };
+    for (const name of ['WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE']) if (process.env[name]) v[name] = process.env[name]!;
+    return v;
+  };
+  const skipped = (note: string): EngineReport => ({ engine, throughput: [], rates: [], notes: [note] });
+  return withEngine(engine, { prefix: 'tributary_bench_conn', vars, skipped }, async (run) => {
+    const mock = await startMock();
+    run.defer('the mock provider', () => mock.child.kill());
+    const deps = await runDeps(run);
     console.log(`\n${engine} (load average ${load()})`);
     const rows: ThroughputRow[] = [];
     for (const n of STEPS_PER_RUN) rows.push(await throughput(engine, deps, mock, n));
     const notes = rows.map((row) => `(a) ${row.stepsPerRun} step(s) per run: ${fmt(row.stepsPerS)} http_request steps/s, ${fmt(row.ratio * 100)}% of direct undici calls (target >= 50%): ${row.ratio >= 0.5 ? 'met' : 'missed'}.`);
     const rates: RateRow[] = [];
     if (engine === 'postgres') {
-      rates.push(await rateLimit(vars, deps, mock, undefined));
+      rates.push(await rateLimit(run.vars, deps, mock, undefined));
       const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-      if (await redisAnswers(redisUrl)) rates.push(await rateLimit(vars, deps, mock, redisUrl));
+      if (await redisAnswers(redisUrl)) rates.push(await rateLimit(run.vars, deps, mock, redisUrl));
       else notes.push('(b) Redis did not answer: the Redis variant was skipped.');
       for (const r of rates) notes.push(`(b) ${r.counter}: ${fmt(r.ratio * 100, 1)}% of the budget, at most ${r.maxInSecond} calls in any second (budget ${r.budget}): ${r.maxInSecond <= r.budget && r.ratio >= 0.95 ? 'within 5%' : 'not within 5%'}.`);
     }
     return { engine, throughput: rows, rates, notes };
-  } finally {
-    if (deps) await closeDeps(deps).catch(() => undefined);
-    mock.child.kill();
-    await db.drop().catch(() => undefined);
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 const TITLE = '## Connectors (`node bench/connectors.ts`)';
@@ -307,11 +294,10 @@ child process on loopback answers 201 with a small JSON body.
 `;
 
 function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): void {
-  const m = machine();
   const out = [
-    `### Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    runHeading(3, started),
     '',
-    `Command: \`npm run bench:connectors\` (${fmt(RUNS)} runs; rate ${RATE}/s for ${RATE_SECONDS} s). Machine: ${m.nproc} CPUs, \`${m.cpu}\`, ${m.os}, Node ${m.node}. Load average before: ${loadBefore}.`,
+    `Command: \`npm run bench:connectors\` (${fmt(RUNS)} runs; rate ${RATE}/s for ${RATE_SECONDS} s). ${machineLine()} Load average before: ${loadBefore}.`,
     '',
     '| Engine | Steps per run | Steps | http_request steps/s | Machine busy | Direct undici calls/s | Machine busy | Ratio | Target |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---|',
@@ -323,24 +309,8 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     for (const r of rates) out.push(`| windows in ${r.counter} | ${r.budget}/s | ${r.seconds} | ${fmt(r.calls)} | ${fmt(r.perSecondAvg, 1)} | ${r.maxInSecond} | ${fmt(r.ratio * 100, 1)}% |`);
   }
   out.push('', ...reports.flatMap((r) => r.notes.map((n) => `- ${r.engine}: ${n}`)), '');
-  const existing = fs.readFileSync(DOC, 'utf8');
-  const at = existing.indexOf(`\n${TITLE}`);
-  let next: string;
-  if (at >= 0) {
-    const end = existing.indexOf('\n## ', at + 1);
-    const old = existing.slice(at + 1, end >= 0 ? end + 1 : existing.length);
-    const firstRun = old.indexOf('\n### Run ');
-    const older = firstRun >= 0 ? old.slice(firstRun + 1) : '';
-    // A reading of the figures written by hand above the runs stays where it is.
-    const r = old.indexOf('\n**Reading');
-    const reading = r >= 0 && (firstRun < 0 || r < firstRun) ? `${old.slice(r + 1, firstRun >= 0 ? firstRun + 1 : old.length).trimEnd()}\n\n` : '';
-    next = `${existing.slice(0, at + 1)}${INTRO}\n${reading}${out.join('\n')}\n${older}${end >= 0 ? existing.slice(end + 1) : ''}`;
-  } else {
-    const hook = existing.indexOf('\n## Webhooks and worker');
-    next = hook >= 0 ? `${existing.slice(0, hook + 1)}${INTRO}\n${out.join('\n')}\n\n${existing.slice(hook + 1)}` : `${existing.trimEnd()}\n\n${INTRO}\n${out.join('\n')}\n`;
-  }
-  fs.writeFileSync(DOC, next);
-  console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
+  // A new section goes before the webhooks section, else before bench/run.ts's runs.
+  writeSection(DOC, TITLE, INTRO, out.join('\n'), ['## Webhooks and worker', '## Run ']);
 }
 
 if (import.meta.main) {

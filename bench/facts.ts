@@ -36,19 +36,11 @@
  * BENCH_PGLITE_ENTITIES (default 100,000 / 10,000), BENCH_NO_WRITE=1 (print only),
  * BENCH_KEEP_DB=1 (leave the PostgreSQL database in place, for EXPLAIN by hand).
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql, type RawBuilder } from 'kysely';
-import type { FastifyInstance } from 'fastify';
-import { loadConfig } from '../src/config.ts';
-import { buildApp } from '../src/app.ts';
-import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
+import type { Deps } from '../src/deps.ts';
 import type { Db } from '../src/db/connect.ts';
 import type { FieldType } from '../src/db/tables.ts';
-import * as admin from '../src/admin/service.ts';
 import type { Principal } from '../src/auth/principal.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson } from '../src/json.ts';
@@ -58,9 +50,8 @@ import { planFactQuery } from '../src/facts/query/plan.ts';
 import { AS_OF_WALK_WINDOW, asOfGateSql, asOfWalkSql, chooseAsOf } from '../src/facts/query/as-of.sql.ts';
 import { countSql, pageSql, selectCount, selectPage } from '../src/facts/query/page.sql.ts';
 import type { FactQueryPlan } from '../src/facts/query/plan-types.ts';
-import { benchEnv, DEFAULT_PG, engineDatabase, intEnv, machine, runBench } from './common.ts';
+import { DEFAULT_PG, exchangeToken, freeBlock, intEnv, machineLine, ROOT, runBench, inProcessDetail, runApp, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine } from './common.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
 const PLANS_DOC = path.join(ROOT, 'docs', 'query-plans.md');
 const DAY_MS = 86_400_000;
@@ -93,11 +84,7 @@ const SCALES: Record<'pglite' | 'postgres', Scale> = {
 
 // Bounded: load (about a minute at 1M on 2 cores) + 3 queries x 2 sides x (warm-up + run) per engine.
 const WATCHDOG_MS = intEnv('BENCH_FACTS_WATCHDOG_SECONDS', 900, 60, 7200) * 1000;
-const watchdog = setTimeout(() => {
-  console.error(`bench/facts: still running after ${WATCHDOG_MS / 1000} s; giving up`);
-  process.exit(1);
-}, WATCHDOG_MS);
-watchdog.unref();
+watchdog('bench/facts', WATCHDOG_MS);
 
 type Frag = RawBuilder<unknown>;
 
@@ -509,39 +496,15 @@ interface EngineReport {
 }
 
 
-async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
+function benchEngine(engine: Engine): Promise<EngineReport> {
   const scale = SCALES[engine];
-  const notes: string[] = [];
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-facts-'));
-  const vars = benchEnv(dataDir);
-  const db = await engineDatabase(engine, 'tributary_bench_facts', vars);
-  if ('skip' in db) {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    return { engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [`Skipped: ${db.skip}.`] };
-  }
-  const detail =
-    engine === 'postgres' ? `PostgreSQL ${db.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
-  let deps: Deps | undefined;
-  let app: FastifyInstance | undefined;
-  try {
-    const config = loadConfig(vars);
-    deps = await createDeps(config, { dataDir: config.databaseUrl ? dataDir : 'memory' });
-    app = await buildApp(deps);
-    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-
-    const tag = randomBytes(4).toString('hex');
-    const org = await admin.createOrganization(deps.db, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
-    const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
-    const user = await admin.createUser(deps.db, { email: `bench-${tag}@example.com` });
-    const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: 'owner' });
-    const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read'] });
-    const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, {
-      method: 'POST',
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (tokenRes.status !== 200) throw new Error(`token exchange failed: ${tokenRes.status} ${await tokenRes.text()}`);
-    const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+  const skipped = (note: string): EngineReport => ({ engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [note] });
+  return withEngine(engine, { prefix: 'tributary_bench_facts', skipped }, async (run) => {
+    const notes: string[] = [];
+    const detail = inProcessDetail(engine, run.version);
+    const { deps, url: appUrl } = await runApp(run);
+    const { org, ws, cred } = await seedTenant(deps.db, ['api_read']);
+    const token = await exchangeToken(appUrl, cred.client_id, cred.client_secret);
 
     console.log(`\n${detail}: loading ${scale.facts.toLocaleString('en-US')} + ${scale.joinFacts.toLocaleString('en-US')} facts`);
     const now = new Date();
@@ -578,13 +541,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     }
     void shp;
     return { engine, detail, scale, loadSeconds, results, notes };
-  } finally {
-    await app?.close().catch((err) => console.error('closing the app:', err));
-    if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
-    if (process.env.BENCH_KEEP_DB === '1' && vars.DATABASE_URL) console.log(`  kept ${vars.DATABASE_URL} (BENCH_KEEP_DB=1): drop it yourself`);
-    else await db.drop().catch((err) => console.error('dropping the bench database:', err));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -692,18 +649,14 @@ server and, on PostgreSQL, the database server; absolute figures move with other
 `;
 
 function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): void {
-  const m = machine();
   const section = [
-    `## Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    runHeading(2, started),
     '',
     `Command: \`node bench/facts.ts\` (${SECONDS} s measured per query and side).`,
     '',
-    `Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.node}. Load average (1/5/15 min) before the run: ${loadBefore}.`,
+    `${machineLine()} Load average (1/5/15 min) before the run: ${loadBefore}.`,
     '',
-    '```',
-    '$ free -h',
-    m.free,
-    '```',
+    ...freeBlock(),
     '',
     ...reports.flatMap((r) => [
       `### ${r.engine === 'pglite' ? 'PGlite' : 'PostgreSQL'}`,
@@ -715,8 +668,7 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
       '',
     ]),
   ].join('\n');
-  fs.writeFileSync(DOC, `${DOC_HEADER}\n${section}`);
-  console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
+  writeDoc(DOC, `${DOC_HEADER}\n${section}`);
 
   const pgReport = reports.find((r) => r.engine === 'postgres' && r.results.length > 0) ?? reports.find((r) => r.results.length > 0);
   if (!pgReport) return;
@@ -736,8 +688,7 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
       ...r.plans.flatMap((p) => [`${p.statement}:`, '', '```', p.text, '```', '']),
     ]),
   ].join('\n');
-  fs.writeFileSync(PLANS_DOC, plans);
-  console.log(`wrote ${path.relative(ROOT, PLANS_DOC)}`);
+  writeDoc(PLANS_DOC, plans);
 }
 
 /** Which index serves each query; kept next to the plans it describes (see docs/query-plans.md). */

@@ -28,12 +28,8 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { benchEnv, engineDatabase, freePort, intEnv, machine, runBench, waitHealthy } from './common.ts';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+import { benchEnv, exchangeToken, freePort, intEnv, machineLine, postJsonApi as api, procKiB, ROOT, runBench, runHeading, stopChild, waitHealthy, watchdog, withEngine, writeDoc, type Engine } from './common.ts';
 const DOC = path.join(ROOT, 'docs', 'benchmarks-import.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
 const LINES = { postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000), pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 1_000_000, 1000, 10_000_000) };
@@ -42,21 +38,7 @@ const DAY_MS = 86_400_000;
 const SERVER_HEAP_MB = 96;
 const CLI_HEAP_MB = 48;
 
-const watchdog = setTimeout(() => {
-  console.error('bench/import: still running after 40 min; giving up');
-  process.exit(1);
-}, 40 * 60_000);
-watchdog.unref();
-
-/** A field of /proc/PID/status in KiB (VmRSS, VmHWM), or undefined once the process is gone. */
-function procKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
-  try {
-    const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
+watchdog('bench/import', 40 * 60_000);
 
 /** Resets VmHWM to the current RSS (Linux: "5" to clear_refs); false where that is refused. */
 function resetPeak(pid: number): boolean {
@@ -69,16 +51,6 @@ function resetPeak(pid: number): boolean {
 }
 
 const mib = (kib: number | undefined) => (kib === undefined ? 'n/a' : `${(kib / 1024).toFixed(0)} MiB`);
-
-async function api(url: string, token: string, p: string, body: unknown): Promise<{ data: { id: string } }> {
-  const res = await fetch(`${url}/api/json/v1${p}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/vnd.api+json', accept: 'application/vnd.api+json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status !== 201) throw new Error(`POST ${p}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as { data: { id: string } };
-}
 
 /** Latencies of one kind of request sent while the import runs. */
 interface Probe {
@@ -176,30 +148,23 @@ interface Report {
   notes: string[];
 }
 
-async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
+function benchEngine(engine: Engine): Promise<Report> {
   const lines = LINES[engine];
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-import-'));
-  const vars = benchEnv(path.join(dir, 'data'));
-  const db = await engineDatabase(engine, 'tributary_bench_import', vars);
-  if ('skip' in db) {
-    fs.rmSync(dir, { recursive: true, force: true });
-    return { engine, detail: 'PostgreSQL', lines, fileBytes: 0, seconds: 0, written: 0, serverBefore: undefined, serverPeak: undefined, cliPeak: undefined, probes: [], notes: [`Skipped: ${db.skip}.`] };
-  }
-  const detail = engine === 'postgres' ? `PostgreSQL ${db.version} on loopback` : 'PGlite (embedded, data directory on disk)';
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  // Per-process rate windows: the shared ones would need Redis, which the import does not touch.
-  const env: NodeJS.ProcessEnv = { ...process.env, ...vars, PORT: String(port), HOST: '127.0.0.1' };
-  delete env.REDIS_URL;
-  const serve = spawn(process.execPath, [`--max-old-space-size=${SERVER_HEAP_MB}`, MAIN, 'serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  try {
+  const skipped = (note: string): Report =>
+    ({ engine, detail: 'PostgreSQL', lines, fileBytes: 0, seconds: 0, written: 0, serverBefore: undefined, serverPeak: undefined, cliPeak: undefined, probes: [], notes: [note] });
+  const options = { prefix: 'tributary_bench_import', vars: (dir: string) => benchEnv(path.join(dir, 'data')), skipped };
+  return withEngine(engine, options, async ({ dir, vars, version, defer }) => {
+    const detail = engine === 'postgres' ? `PostgreSQL ${version} on loopback` : 'PGlite (embedded, data directory on disk)';
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    // Per-process rate windows: the shared ones would need Redis, which the import does not touch.
+    const env: NodeJS.ProcessEnv = { ...process.env, ...vars, PORT: String(port), HOST: '127.0.0.1' };
+    delete env.REDIS_URL;
+    const serve = spawn(process.execPath, [`--max-old-space-size=${SERVER_HEAP_MB}`, MAIN, 'serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    defer('tributary serve', () => stopChild(serve));
     await waitHealthy(url, serve);
     const boot = JSON.parse(fs.readFileSync(path.join(vars.DATA_DIR!, 'bootstrap.json'), 'utf8')) as { client_id: string; client_secret: string; workspace_id: string };
-    const tokenRes = await fetch(`${url}/api/v1/oauth/token`, {
-      method: 'POST',
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.client_id, client_secret: boot.client_secret }),
-    });
-    const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+    const token = await exchangeToken(url, boot.client_id, boot.client_secret);
     const slug = `invoices-${randomBytes(3).toString('hex')}`;
     const model = await api(url, token, '/data_models', { data: { type: 'data_model', attributes: { name: 'Invoices', slug } } });
     const fields: [string, string, boolean][] = [['invoice_id', 'string', true], ['status', 'string', false], ['customer', 'string', false], ['amount', 'integer', false]];
@@ -247,16 +212,10 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Report> {
       `${engine}: ${lines.toLocaleString('en-US')} lines (${(fileBytes / 1048576).toFixed(0)} MiB) in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} lines/s; server resident memory ${mib(serverBefore)} before, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}.`,
     ];
     return { engine, detail, lines, fileBytes, seconds, written: summary.written, serverBefore, serverPeak, cliPeak, probes: probed, notes };
-  } finally {
-    serve.kill('SIGTERM');
-    await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
-    await db.drop().catch(() => undefined);
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
-function writeDoc(reports: Report[], started: Date, loadBefore: string): void {
-  const m = machine();
+function writeReport(reports: Report[], started: Date, loadBefore: string): void {
   const rows = reports
     .filter((r) => r.seconds > 0)
     .map(
@@ -282,9 +241,9 @@ every batch of 1,000 also moves fact_current for its entities. Peak memory: the 
 VmHWM, reset when the import starts (so the start's own peak is not counted), the CLI's
 VmRSS sampled every 20 ms.
 
-## Run ${started.toISOString().replace(/\.\d{3}Z$/, 'Z')}
+${runHeading(2, started)}
 
-Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.node}. Load average (1/5/15 min) before the run: ${loadBefore}.
+${machineLine()} Load average (1/5/15 min) before the run: ${loadBefore}.
 
 | Engine | Lines | File | Time | Lines/s | Server RSS before | Server peak | CLI peak |
 |---|---:|---:|---:|---:|---:|---:|---:|
@@ -300,8 +259,7 @@ ${probeRows.join('\n')}
 
 ${reports.flatMap((r) => r.notes.filter((n) => !n.startsWith(`${r.engine}:`)).map((n) => `- ${r.engine}: ${n}`)).join('\n')}
 `;
-  fs.writeFileSync(DOC, text);
-  console.log(`wrote ${path.relative(ROOT, DOC)}`);
+  writeDoc(DOC, text);
 }
 
-runBench(benchEngine, writeDoc);
+runBench(benchEngine, writeReport);

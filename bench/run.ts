@@ -14,26 +14,17 @@
  * BENCH_CONNECTIONS (default 16), BENCH_ENGINES (comma list, default "pglite,postgres"),
  * BENCH_NO_WRITE=1 (print only, leave docs/benchmarks.md alone).
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
-import { loadConfig } from '../src/config.ts';
-import { buildApp } from '../src/app.ts';
-import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
-import * as admin from '../src/admin/service.ts';
+import type { Deps } from '../src/deps.ts';
 import { compileOnce, runCompiled, slot } from '../src/db/compiled.ts';
 import { uuidv7 } from '../src/ids.ts';
-import { benchEnv, DEFAULT_PG, ENGINES, engineDatabase, intEnv, machine, machineBusyMicros, procCpuMicros, runBench } from './common.ts';
+import { DEFAULT_PG, ENGINES, exchangeToken, fmt, freeBlock, intEnv, machineLine, measure, postgresCpuProbe, ROOT, runBench, inProcessDetail, runApp, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine, type Measured, type MeasureSettings } from './common.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const JSONAPI = 'application/vnd.api+json';
-
 
 const DURATION = intEnv('BENCH_DURATION', 8, 1, 60);
 const WARMUP = 2;
@@ -46,28 +37,9 @@ const TARGET_TOKENS_PER_S = 2000;
 // Hard bound on the whole run: per engine 3 x 2 s of first warm-up, then 4 scenarios x
 // (2 s warm-up + 8 s run), plus setup: about 100 s in all.
 const WATCHDOG_MS = 400_000;
-const watchdog = setTimeout(() => {
-  console.error(`bench: still running after ${WATCHDOG_MS / 1000} s; giving up`);
-  process.exit(1);
-}, WATCHDOG_MS);
-watchdog.unref();
+watchdog('bench', WATCHDOG_MS);
 
-interface Row {
-  scenario: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  total: number;
-  non2xx: number;
-  errors: number;
-  /** CPU time of the server's thread (this process's main thread) per request, in microseconds. */
-  cpuUs: number;
-  /** CPU time of the PostgreSQL backends serving the app's pool per request (local server only). */
-  dbCpuUs: number | undefined;
-  /** Busy CPU of everything else on the machine during the run, as a share of all cores. */
-  otherLoad: number | undefined;
-  ratio: number | undefined;
-}
+type Row = Measured & { ratio: number | undefined };
 
 interface EngineReport {
   engine: string;
@@ -76,103 +48,10 @@ interface EngineReport {
   notes: string[];
 }
 
-/**
- * One warm-up run (discarded), then the measured run. Besides autocannon's figures, the
- * CPU time of this thread (the servers' event loop; with PGlite also the database) per
- * request: unlike req/s it hardly moves when other processes compete for the cores.
- */
-async function measure(scenario: string, opts: autocannon.Options, dbCpu?: DbCpuProbe): Promise<Omit<Row, 'ratio'>> {
-  const base: autocannon.Options = { connections: CONNECTIONS, pipelining: 1, timeout: 10, workers: 1, ...opts };
-  await autocannon({ ...base, duration: WARMUP });
-  const db0 = await dbCpu?.();
-  const machine0 = machineBusyMicros();
-  const proc0 = process.cpuUsage();
-  const cpu0 = process.threadCpuUsage();
-  const t0 = performance.now();
-  const r = await autocannon({ ...base, duration: DURATION });
-  const cpu = process.threadCpuUsage(cpu0);
-  const proc = process.cpuUsage(proc0);
-  const machine1 = machineBusyMicros();
-  const wallMicros = (performance.now() - t0) * 1000;
-  const db1 = await dbCpu?.();
-  let dbMicros: number | undefined;
-  if (db0 && db1) {
-    // Backends present at both ends; one that came or went during the run is not counted.
-    dbMicros = 0;
-    for (const [pid, t1] of db1) dbMicros += t1 - (db0.get(pid) ?? t1);
-  }
-  const dbCpuUs = dbMicros !== undefined && r.requests.total > 0 ? dbMicros / r.requests.total : undefined;
-  // What the rest of the machine used meanwhile: all busy CPU minus this process (servers
-  // and load generator) minus our database backends.
-  const otherLoad =
-    machine0 !== undefined && machine1 !== undefined
-      ? Math.max(0, machine1 - machine0 - proc.user - proc.system - (dbMicros ?? 0)) / (wallMicros * os.availableParallelism())
-      : undefined;
-  const row = {
-    scenario,
-    rps: r.requests.mean,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    total: r.requests.total,
-    non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    cpuUs: r.requests.total > 0 ? (cpu.user + cpu.system) / r.requests.total : 0,
-    dbCpuUs,
-    otherLoad,
-  };
-  console.log(
-    `  ${scenario.padEnd(46)} ${fmt(row.rps, 0).padStart(7)} req/s  p50 ${fmt(row.p50, 1).padStart(5)} ms  p99 ${fmt(row.p99, 1).padStart(6)} ms  ${fmt(row.cpuUs, 0).padStart(5)} us CPU/req` +
-      (dbCpuUs === undefined ? '' : `  PG ${fmt(dbCpuUs, 0).padStart(4)} us CPU/req`) +
-      (otherLoad === undefined ? '' : `  other load ${fmt(otherLoad * 100, 0)}%`) +
-      (row.non2xx || row.errors ? `  (non-2xx ${row.non2xx}, errors ${row.errors})` : ''),
-  );
-  return row;
-}
-
-/** pid -> CPU microseconds so far, of the PostgreSQL backends serving a database. */
-type DbCpuProbe = () => Promise<Map<number, number> | undefined>;
-
-/**
- * When PostgreSQL runs on this machine (its backends' pids are visible in /proc), the CPU
- * of the backends connected to `db`'s database; otherwise undefined.
- */
-function postgresCpuProbe(deps: Deps): DbCpuProbe {
-  return async () => {
-    const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`.execute(deps.db);
-    const out = new Map<number, number>();
-    for (const { pid } of rows) {
-      const comm = (() => {
-        try {
-          return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-        } catch {
-          return '';
-        }
-      })();
-      if (comm !== 'postgres') return undefined;
-      const t = procCpuMicros(pid);
-      if (t !== undefined) out.set(pid, t);
-    }
-    return out.size > 0 ? out : undefined;
-  };
-}
-
-function fmt(n: number, digits: number): string {
-  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-
-
 async function seed(deps: Deps, appUrl: string) {
-  const tag = randomBytes(4).toString('hex');
-  const org = await admin.createOrganization(deps.db, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
-  const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
-  const user = await admin.createUser(deps.db, { email: `bench-${tag}@example.com` });
-  const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: 'owner' });
-  const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read', 'api_write'] });
+  const { org, ws, cred } = await seedTenant(deps.db, ['api_read', 'api_write']);
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }).toString();
-  const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form, signal: AbortSignal.timeout(10_000) });
-  if (tokenRes.status !== 200) throw new Error(`token exchange failed: ${tokenRes.status} ${await tokenRes.text()}`);
-  const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+  const token = await exchangeToken(appUrl, cred.client_id, cred.client_secret);
   const created = await fetch(`${appUrl}/api/json/v1/data_models`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': JSONAPI, accept: JSONAPI },
@@ -216,28 +95,15 @@ async function bareServer(deps: Deps): Promise<{ app: FastifyInstance; url: stri
   return { app, url };
 }
 
-async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
-  const notes: string[] = [];
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
-  const vars = benchEnv(dataDir);
-  const db = await engineDatabase(engine, 'tributary_bench', vars);
-  if ('skip' in db) {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    return { engine, detail: 'PostgreSQL', rows: [], notes: [`Skipped: ${db.skip}.`] };
-  }
-  const detail =
-    engine === 'postgres' ? `PostgreSQL ${db.version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
-  let deps: Deps | undefined;
-  let app: FastifyInstance | undefined;
-  let bare: FastifyInstance | undefined;
-  try {
-    const config = loadConfig(vars);
-    deps = await createDeps(config, { dataDir: config.databaseUrl ? dataDir : 'memory' });
-    app = await buildApp(deps);
-    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+function benchEngine(engine: Engine): Promise<EngineReport> {
+  const skipped = (note: string): EngineReport => ({ engine, detail: 'PostgreSQL', rows: [], notes: [note] });
+  return withEngine(engine, { prefix: 'tributary_bench', skipped }, async (run) => {
+    const notes: string[] = [];
+    const detail = inProcessDetail(engine, run.version);
+    const { deps, url: appUrl } = await runApp(run);
     const { form, token, modelId, workspaceId } = await seed(deps, appUrl);
     const b = await bareServer(deps);
-    bare = b.app;
+    run.defer('the bare server', () => b.app.close());
 
     console.log(`\n${detail}`);
     // The bare route is measured first and again last; ratios are to the mean of the two,
@@ -250,16 +116,16 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     // One discarded pass over every route first, so code they share (Kysely, the driver,
     // PGlite) is warm before the first measured scenario and not only before the last.
     for (const opts of [{ url: bareUrl }, readOpts, tokenOpts, { url: bareListUrl }, listOpts]) await autocannon({ ...opts, connections: CONNECTIONS, duration: WARMUP, workers: 1 });
-    const probe = engine === 'postgres' ? postgresCpuProbe(deps) : undefined;
-    const bareBefore = await measure('bare SELECT by id, plain Fastify (first)', { url: bareUrl }, probe);
-    const read = await measure('GET /api/json/v1/data_models/{id} (bearer)', readOpts, probe);
-    const tokenRow = await measure('POST /api/v1/oauth/token (client_credentials)', tokenOpts, probe);
-    const bareAfter = await measure('bare SELECT by id, plain Fastify (last)', { url: bareUrl }, probe);
-    const bareList = await measure(`bare page of ${LIST_SIZE}, plain Fastify`, { url: bareListUrl }, probe);
-    const list = await measure(`GET /api/json/v1/data_models?page[limit]=${LIST_SIZE} (bearer)`, listOpts, probe);
-    const empty = await measure('empty route, plain Fastify (no database)', { url: `${b.url}/bare/empty` }, probe);
+    const settings: MeasureSettings = { connections: CONNECTIONS, warmup: WARMUP, duration: DURATION, probe: engine === 'postgres' ? postgresCpuProbe(deps.db) : undefined };
+    const bareBefore = await measure('bare SELECT by id, plain Fastify (first)', { url: bareUrl }, settings);
+    const read = await measure('GET /api/json/v1/data_models/{id} (bearer)', readOpts, settings);
+    const tokenRow = await measure('POST /api/v1/oauth/token (client_credentials)', tokenOpts, settings);
+    const bareAfter = await measure('bare SELECT by id, plain Fastify (last)', { url: bareUrl }, settings);
+    const bareList = await measure(`bare page of ${LIST_SIZE}, plain Fastify`, { url: bareListUrl }, settings);
+    const list = await measure(`GET /api/json/v1/data_models?page[limit]=${LIST_SIZE} (bearer)`, listOpts, settings);
+    const empty = await measure('empty route, plain Fastify (no database)', { url: `${b.url}/bare/empty` }, settings);
     const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
-    const ratio = (r: Omit<Row, 'ratio'>) => (bareRps > 0 ? r.rps / bareRps : undefined);
+    const ratio = (r: Measured) => (bareRps > 0 ? r.rps / bareRps : undefined);
     const rows: Row[] = [bareBefore, read, tokenRow, bareAfter].map((r) => ({ ...r, ratio: ratio(r) }));
     const listRatio = bareList.rps > 0 ? list.rps / bareList.rps : 0;
     rows.push({ ...bareList, ratio: 1 }, { ...list, ratio: listRatio }, { ...empty, ratio: undefined });
@@ -270,16 +136,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     notes.push(`Empty route: p50 ${fmt(empty.p50, 1)} ms (one round trip of the HTTP stack, the floor for the factQuery overhead target).`);
     notes.push(`Token exchange: ${fmt(tokenRow.rps, 0)}/s (target >= ${fmt(TARGET_TOKENS_PER_S, 0)}/s): ${tokenRow.rps >= TARGET_TOKENS_PER_S ? 'met' : 'missed'}.`);
     return { engine, detail, rows, notes };
-  } finally {
-    await bare?.close().catch((err) => console.error('closing the bare server:', err));
-    await app?.close().catch((err) => console.error('closing the app:', err));
-    if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
-    await db.drop().catch((err) => console.error('dropping the bench database:', err));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 }
-
-
 
 function markdownTable(rows: Row[]): string {
   const withDb = rows.some((r) => r.dbCpuUs !== undefined);
@@ -364,19 +222,15 @@ Compare ratios and CPU per request within one run rather than req/s across runs.
 
 const SECTION_MARK = '\n## Run ';
 
-function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): void {
-  const m = machine();
+function writeRun(reports: EngineReport[], started: Date, loadBefore: string): void {
   const section = [
-    `## Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    runHeading(2, started),
     '',
     `Command: \`npm run bench\` (duration ${DURATION} s per scenario after a ${WARMUP} s warm-up, ${CONNECTIONS} connections, pipelining 1)`,
     '',
-    `Machine: ${m.nproc} CPUs (\`nproc\`), CPU model \`${m.cpu}\`, ${m.os}, Node ${m.node}. The load generator shares these cores with the server${reports.some((r) => r.engine === 'postgres' && r.rows.length > 0) ? ' and PostgreSQL' : ''}.`,
+    `${machineLine()} The load generator shares these cores with the server${reports.some((r) => r.engine === 'postgres' && r.rows.length > 0) ? ' and PostgreSQL' : ''}.`,
     '',
-    '```',
-    '$ free -h',
-    m.free,
-    '```',
+    ...freeBlock(),
     '',
     `Load average (1 / 5 / 15 min) before the run: ${loadBefore}.`,
     '',
@@ -397,10 +251,8 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     if (next >= 0) others = before.slice(next + 1).trimEnd() + '\n';
     else if (howTo < 0 && before.trim() !== '') others = `## Earlier notes\n\n${before.replace(/^# .*\n/, '').trim()}\n`;
   }
-  fs.mkdirSync(path.dirname(DOC), { recursive: true });
-  fs.writeFileSync(DOC, `${HEADER}\n${others ? `${others}\n` : ''}${section}${older ? `\n${older.trimEnd()}\n` : ''}`);
-  console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
+  writeDoc(DOC, `${HEADER}\n${others ? `${others}\n` : ''}${section}${older ? `\n${older.trimEnd()}\n` : ''}`);
 }
 
 console.log(`bench: ${DURATION} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, engines ${ENGINES.join(', ')}`);
-runBench(benchEngine, writeDoc);
+runBench(benchEngine, writeRun);

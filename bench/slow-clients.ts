@@ -16,7 +16,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchEnv } from './common.ts';
+import { benchEnv, freePort } from './common.ts';
 import { freshPostgresDatabase } from '../test/helpers/app.ts';
 
 const root = path.resolve(process.argv[2] ?? path.join(import.meta.dirname, '..'));
@@ -25,12 +25,7 @@ const EVERY_MS = Number(process.env.EVERY_MS ?? 10_000);
 const DURATION_MS = Number(process.env.DURATION_MS ?? 60_000);
 const NOFILE = Number(process.env.NOFILE ?? 1024);
 
-const port = await new Promise<number>((resolve) => {
-  const s = net.createServer().listen(0, '127.0.0.1', () => {
-    const p = (s.address() as net.AddressInfo).port;
-    s.close(() => resolve(p));
-  });
-});
+const port = await freePort();
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-slow-'));
 const env: NodeJS.ProcessEnv = { ...process.env, ...benchEnv(dataDir), PORT: String(port) };
 let drop: (() => Promise<void>) | undefined;

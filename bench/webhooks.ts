@@ -36,27 +36,19 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { CompiledQuery, sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '../src/config.ts';
-import { buildApp } from '../src/app.ts';
-import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
-import * as admin from '../src/admin/service.ts';
+import type { Deps } from '../src/deps.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { startWorker } from '../src/worker/worker.ts';
-import { pgliteTemplate } from '../test/helpers/databases.ts';
-import { benchEnv, engineDatabase, freePort, intEnv, machine, machineBusyMicros, procCpuMicros, runBench, waitHealthy } from './common.ts';
+import { benchEnv, cpuWindow, exchangeToken, fmt, freePort, intEnv, loadAverage as load, machineLine, measure, pct, postgresCpuProbe, postJsonApi, procKiB, ROOT, runBench, runApp, runHeading, seedTenant, stopChild, waitHealthy, watchdog, withEngine, writeSection, type DbCpuProbe, type Engine, type Measured } from './common.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
-const JSONAPI = 'application/vnd.api+json';
 
 const DURATION = intEnv('BENCH_DURATION', 10, 1, 120);
 const WARMUP = 2;
@@ -80,76 +72,13 @@ const WATCHDOG_MS = (40 * 60 + SUSTAIN_SECONDS * 1.5 + LATENCY_SECONDS * 2) * 10
 // Round trips: every pg.Client#query call of this process is one.
 
 let roundTrips = 0;
+const trips = () => roundTrips;
 const originalQuery = pg.Client.prototype.query;
 (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
   roundTrips++;
   return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
 };
 
-// ---------------------------------------------------------------------------------------
-// CPU and machine figures (as in bench/run.ts).
-
-/** pid -> CPU microseconds of the PostgreSQL backends of the database (local server only). */
-type DbCpuProbe = () => Promise<Map<number, number> | undefined>;
-
-function postgresCpuProbe(deps: Deps): DbCpuProbe {
-  return async () => {
-    const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`.execute(deps.db);
-    const out = new Map<number, number>();
-    for (const { pid } of rows) {
-      let comm = '';
-      try {
-        comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      } catch {
-        // not local
-      }
-      if (comm !== 'postgres') return undefined;
-      const t = procCpuMicros(pid);
-      if (t !== undefined) out.set(pid, t);
-    }
-    return out.size > 0 ? out : undefined;
-  };
-}
-
-function cpuDelta(db0: Map<number, number> | undefined, db1: Map<number, number> | undefined): number | undefined {
-  if (!db0 || !db1) return undefined;
-  let micros = 0;
-  // A backend that was not there at the start was born during the window: all its time counts.
-  for (const [pid, t1] of db1) micros += t1 - (db0.get(pid) ?? 0);
-  return micros;
-}
-
-/** Starts the CPU and round-trip counters; the returned function stops them. */
-async function cpuWindow(probe: DbCpuProbe | undefined) {
-  const db0 = await probe?.();
-  const machine0 = machineBusyMicros();
-  const proc0 = process.cpuUsage();
-  const thread0 = process.threadCpuUsage();
-  const trips0 = roundTrips;
-  const t0 = performance.now();
-  return async () => {
-    const trips = roundTrips - trips0;
-    const thread = process.threadCpuUsage(thread0);
-    const proc = process.cpuUsage(proc0);
-    const machine1 = machineBusyMicros();
-    const wallMicros = (performance.now() - t0) * 1000;
-    const db1 = await probe?.();
-    const dbMicros = cpuDelta(db0, db1);
-    const otherLoad =
-      machine0 !== undefined && machine1 !== undefined
-        ? Math.max(0, machine1 - machine0 - proc.user - proc.system - (dbMicros ?? 0)) / (wallMicros * os.availableParallelism())
-        : undefined;
-    return { trips, threadMicros: thread.user + thread.system, dbMicros, otherLoad, wallMicros };
-  };
-}
-
-function fmt(n: number | undefined, digits = 0): string {
-  if (n === undefined || !Number.isFinite(n)) return 'n/a';
-  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-const pct = (r: number | undefined) => (r === undefined ? 'n/a' : `${fmt(r * 100, 0)}%`);
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' / ');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------
@@ -173,30 +102,9 @@ export interface Seeded {
 }
 
 export async function seed(deps: Deps, appUrl: string): Promise<Seeded> {
-  const tag = randomBytes(4).toString('hex');
-  const org = await admin.createOrganization(deps.db, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
-  const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
-  const user = await admin.createUser(deps.db, { email: `bench-${tag}@example.com` });
-  const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: 'owner' });
-  const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: 'bench', scopes: ['api_read', 'api_write', 'webhooks'] });
-  const tokenRes = await fetch(`${appUrl}/api/v1/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: cred.client_id, client_secret: cred.client_secret }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (tokenRes.status !== 200) throw new Error(`token exchange failed: ${tokenRes.status} ${await tokenRes.text()}`);
-  const bearer = ((await tokenRes.json()) as { access_token: string }).access_token;
-  const post = async (p: string, body: unknown) => {
-    const res = await fetch(`${appUrl}/api/json/v1${p}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${bearer}`, 'content-type': JSONAPI, accept: JSONAPI },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await res.text();
-    if (res.status !== 201) throw new Error(`POST ${p}: ${res.status} ${text}`);
-    return JSON.parse(text) as { data: { id: string }; meta?: { trigger_tokens?: Record<string, string> } };
-  };
+  const { org, ws, cred } = await seedTenant(deps.db, ['api_read', 'api_write', 'webhooks']);
+  const bearer = await exchangeToken(appUrl, cred.client_id, cred.client_secret);
+  const post = (p: string, body: unknown) => postJsonApi<{ data: { id: string }; meta?: { trigger_tokens?: Record<string, string> } }>(appUrl, bearer, p, body);
   const model = await post('/data_models', { data: { type: 'data_model', attributes: { name: 'Orders', slug: 'orders' } } });
   const fields: Array<[string, string, boolean]> = [['order_id', 'string', false], ['amount', 'float', true], ['status', 'string', false]];
   for (const [i, [name, type, required]] of fields.entries()) {
@@ -270,58 +178,11 @@ export async function bareServer(deps: Deps, seeded: Seeded, databaseUrl: string
 // ---------------------------------------------------------------------------------------
 // (a) ingestion
 
-interface Row {
-  scenario: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  total: number;
-  non2xx: number;
-  errors: number;
-  cpuUs: number;
-  dbCpuUs: number | undefined;
-  tripsPerReq: number;
-  otherLoad: number | undefined;
-  ratio?: number | undefined;
-  /** Runs the measured run made (accepted scenarios). */
-  runsMade?: number | undefined;
-}
+type Row = Measured & { ratio?: number | undefined };
 
 async function countRuns(deps: Deps): Promise<number> {
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from workflow_runs`.execute(deps.db);
   return rows[0]!.n;
-}
-
-async function measure(scenario: string, opts: autocannon.Options, deps: Deps, probe: DbCpuProbe | undefined, countMade = false): Promise<Row> {
-  const base: autocannon.Options = { connections: CONNECTIONS, pipelining: 1, timeout: 10, workers: 1, ...opts };
-  await autocannon({ ...base, duration: WARMUP });
-  const before = countMade ? await countRuns(deps) : 0;
-  const stop = await cpuWindow(probe);
-  const r = await autocannon({ ...base, duration: DURATION });
-  const w = await stop();
-  const runsMade = countMade ? (await countRuns(deps)) - before : undefined;
-  const n = r.requests.total;
-  const row: Row = {
-    scenario,
-    rps: r.requests.mean,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    total: n,
-    non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    cpuUs: n > 0 ? w.threadMicros / n : 0,
-    dbCpuUs: w.dbMicros !== undefined && n > 0 ? w.dbMicros / n : undefined,
-    tripsPerReq: n > 0 ? w.trips / n : 0,
-    otherLoad: w.otherLoad,
-    runsMade,
-  };
-  console.log(
-    `  ${scenario.padEnd(52)} ${fmt(row.rps).padStart(6)} req/s  p50 ${fmt(row.p50, 1).padStart(5)} ms  p99 ${fmt(row.p99, 1).padStart(6)} ms  ` +
-      `${fmt(row.cpuUs).padStart(4)} us CPU/req  PG ${fmt(row.dbCpuUs).padStart(4)} us/req  ${fmt(row.tripsPerReq, 2)} trips/req  other load ${pct(row.otherLoad)}` +
-      (runsMade !== undefined ? `  runs made ${fmt(runsMade)}` : '') +
-      (row.non2xx || row.errors ? `  (non-2xx ${row.non2xx}, errors ${row.errors})` : ''),
-  );
-  return row;
 }
 
 async function ingestion(deps: Deps, appUrl: string, seeded: Seeded, bareUrl: string, probe: DbCpuProbe | undefined): Promise<Row[]> {
@@ -332,10 +193,12 @@ async function ingestion(deps: Deps, appUrl: string, seeded: Seeded, bareUrl: st
   const dup: autocannon.Options = { method: 'POST', url: `${appUrl}${seeded.hookPath}`, headers: { ...headers, 'idempotency-key': `bench-dup-${randomBytes(4).toString('hex')}` }, body: deliveryBody('dup') };
   // One discarded pass over each route, so what they share is warm before the first measurement.
   for (const o of [bare, accepted, dup]) await autocannon({ ...o, connections: CONNECTIONS, duration: WARMUP, workers: 1 });
-  const bareFirst = await measure('bare BEGIN; 2 INSERTs; COMMIT, plain Fastify (first)', bare, deps, probe, true);
-  const acc = await measure('POST /api/v1/webhooks/{token}, distinct keys (accepted)', accepted, deps, probe, true);
-  const dupRow = await measure('POST /api/v1/webhooks/{token}, one key (duplicate)', dup, deps, probe, true);
-  const bareLast = await measure('bare BEGIN; 2 INSERTs; COMMIT, plain Fastify (last)', bare, deps, probe, true);
+  // `made`: the runs each measured run made.
+  const settings = { connections: CONNECTIONS, warmup: WARMUP, duration: DURATION, probe, trips, made: () => countRuns(deps) };
+  const bareFirst = await measure('bare BEGIN; 2 INSERTs; COMMIT, plain Fastify (first)', bare, settings);
+  const acc = await measure('POST /api/v1/webhooks/{token}, distinct keys (accepted)', accepted, settings);
+  const dupRow = await measure('POST /api/v1/webhooks/{token}, one key (duplicate)', dup, settings);
+  const bareLast = await measure('bare BEGIN; 2 INSERTs; COMMIT, plain Fastify (last)', bare, settings);
   const ref = (bareFirst.rps + bareLast.rps) / 2;
   return [bareFirst, acc, dupRow, bareLast].map((r) => ({ ...r, ratio: ref > 0 ? r.rps / ref : undefined }));
 }
@@ -402,7 +265,7 @@ async function workerThroughput(deps: Deps, seeded: Seeded, probe: DbCpuProbe | 
   await queueRuns(deps, seeded, WORKER_RUNS);
   await sql`analyze workflow_runs`.execute(deps.db);
   console.log(`\n  worker: ${fmt(WORKER_RUNS)} runs queued; WORKER_CONCURRENCY=${deps.config.workerConcurrency}`);
-  const stop = await cpuWindow(probe);
+  const stop = await cpuWindow(probe, trips);
   const t0 = Date.now();
   const worker = startWorker(deps);
   // The bench's own polling is a few statements a second; they are subtracted from the round trips.
@@ -479,7 +342,7 @@ async function startDelay(deps: Deps, appUrl: string, seeded: Seeded, rate: numb
     await autocannon({ ...opts, duration: WARMUP });
     await waitDrained(deps, 120_000);
     await resetRuns(deps);
-    const stop = await cpuWindow(probe);
+    const stop = await cpuWindow(probe, trips);
     const r = await autocannon({ ...opts, duration: LATENCY_SECONDS });
     const w = await stop();
     await waitDrained(deps, 120_000);
@@ -533,15 +396,6 @@ interface MemoryReport {
   flat: boolean;
 }
 
-function rssKiB(pid: number): number | undefined {
-  try {
-    const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Least-squares slope of y over x. */
 function slope(xs: number[], ys: number[]): number {
   const n = xs.length;
@@ -571,7 +425,7 @@ async function sustained(vars: Record<string, string>, deps: Deps, seeded: Seede
     const samples: Array<{ t: number; rssMiB: number }> = [];
     const t0 = performance.now();
     const sample = () => {
-      const kib = rssKiB(serve.pid!);
+      const kib = procKiB(serve.pid!, 'VmRSS');
       if (kib !== undefined) samples.push({ t: (performance.now() - t0) / 1000, rssMiB: kib / 1024 });
       const last = samples.at(-1);
       if (last) console.log(`  t=${fmt(last.t).padStart(4)} s  RSS ${fmt(last.rssMiB, 1)} MiB`);
@@ -605,8 +459,7 @@ async function sustained(vars: Record<string, string>, deps: Deps, seeded: Seede
       flat: rise < Math.max(5, first * 0.05),
     };
   } finally {
-    serve.kill('SIGTERM');
-    await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
+    await stopChild(serve);
   }
 }
 
@@ -624,37 +477,26 @@ interface EngineReport {
   notes: string[];
 }
 
-async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-webhooks-'));
-  const vars: Record<string, string> = {
-    ...benchEnv(dataDir),
-    WEBHOOK_RATE_LIMIT_MAX: '1000000000',
-    WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '1',
-    TOKEN_TTL_SECONDS: '86400',
+function benchEngine(engine: Engine): Promise<EngineReport> {
+  const vars = (dir: string) => {
+    const v: Record<string, string> = { ...benchEnv(dir), WEBHOOK_RATE_LIMIT_MAX: '1000000000', WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '1', TOKEN_TTL_SECONDS: '86400' };
+    for (const name of ['WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE', 'WORKER_POLL_MS']) if (process.env[name]) v[name] = process.env[name]!;
+    return v;
   };
-  for (const name of ['WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE', 'WORKER_POLL_MS']) if (process.env[name]) vars[name] = process.env[name]!;
-  const db = await engineDatabase(engine, 'tributary_bench_wh', vars);
-  if ('skip' in db) {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    return { engine, detail: 'PostgreSQL', rows: [], loads: [], notes: [`Skipped: ${db.skip}.`] };
-  }
-  const config: Config = loadConfig(vars);
-  const detail =
-    engine === 'postgres'
-      ? `PostgreSQL ${db.version} on loopback (app: pg.Pool of ${config.databasePoolSize}; reference: its own pg.Pool of ${config.databasePoolSize})`
-      : 'PGlite (embedded, in memory, one connection; the reference uses the same connection)';
-  const loads: string[] = [];
-  const notes: string[] = [];
-  let deps: Deps | undefined;
-  let app: FastifyInstance | undefined;
-  let bare: Awaited<ReturnType<typeof bareServer>> | undefined;
-  try {
-    deps = config.databaseUrl ? await createDeps(config, { dataDir }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate() });
-    app = await buildApp(deps);
-    const appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  const skipped = (note: string): EngineReport => ({ engine, detail: 'PostgreSQL', rows: [], loads: [], notes: [note] });
+  return withEngine(engine, { prefix: 'tributary_bench_wh', vars, skipped }, async (run) => {
+    const config: Config = loadConfig(run.vars);
+    const detail =
+      engine === 'postgres'
+        ? `PostgreSQL ${run.version} on loopback (app: pg.Pool of ${config.databasePoolSize}; reference: its own pg.Pool of ${config.databasePoolSize})`
+        : 'PGlite (embedded, in memory, one connection; the reference uses the same connection)';
+    const loads: string[] = [];
+    const notes: string[] = [];
+    const { deps, url: appUrl, close: closeApp } = await runApp(run);
     const seeded = await seed(deps, appUrl);
-    bare = await bareServer(deps, seeded, config.databaseUrl);
-    const probe = engine === 'postgres' ? postgresCpuProbe(deps) : undefined;
+    const bare = await bareServer(deps, seeded, config.databaseUrl);
+    const closeBare = run.defer('the bare server', () => bare.close());
+    const probe = engine === 'postgres' ? postgresCpuProbe(deps.db) : undefined;
 
     console.log(`\n${detail}\n  load average ${load()}`);
     loads.push(`before (a): ${load()}`);
@@ -662,9 +504,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     const acc = rows[1];
     if (acc) notes.push(`(a) Accepted deliveries: ${fmt(acc.rps)}/s, ${pct(acc.ratio)} of the reference (target >= ${TARGET_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${(acc.ratio ?? 0) >= TARGET_RATIO ? 'met' : 'missed'}.`);
     for (const r of rows) if (r.non2xx || r.errors) notes.push(`${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts; its figure is not valid.`);
-    await bare.close();
-    bare = undefined;
-
+    await closeBare();
     let worker: WorkerReport | undefined;
     let latency: LatencyReport | undefined;
     let memory: MemoryReport | undefined;
@@ -680,13 +520,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
     }
     if (engine === 'postgres' && PARTS.has('c')) {
       // (c) runs against `tributary serve` alone: this process's app and pool are closed first.
-      await app.close();
-      app = undefined;
+      await closeApp();
       const rate = worker ? Math.max(10, Math.floor(worker.runsPerS / 2)) : 500;
       const susRate = SUSTAIN_RATE || rate;
       loads.push(`before (c): ${load()}`);
       console.log(`\n  tributary serve (worker on), ${fmt(susRate)} deliveries/s for ${SUSTAIN_SECONDS} s, RSS every ${SAMPLE_EVERY_S} s`);
-      memory = await sustained(vars, deps, seeded, susRate);
+      memory = await sustained(run.vars, deps, seeded, susRate);
       const rss = memory.samples.map((s) => s.rssMiB);
       notes.push(
         `(c) RSS of tributary serve over ${SUSTAIN_SECONDS} s at ${fmt(susRate)}/s: first ${fmt(rss[0], 1)} MiB, last ${fmt(rss.at(-1), 1)} MiB, max ${fmt(Math.max(...rss), 1)} MiB; ` +
@@ -695,13 +534,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<EngineReport>
       loads.push(`after (c): ${load()}`);
     }
     return { engine, detail, rows, worker, latency, memory, loads, notes };
-  } finally {
-    await bare?.close().catch((err) => console.error('closing the bare server:', err));
-    await app?.close().catch((err) => console.error('closing the app:', err));
-    if (deps) await closeDeps(deps).catch((err) => console.error('closing deps:', err));
-    await db.drop().catch((err) => console.error('dropping the bench database:', err));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -755,13 +588,12 @@ function ingestionTable(rows: Row[]): string {
 }
 
 function runSection(reports: EngineReport[], started: Date, loadBefore: string): string {
-  const m = machine();
   const out: string[] = [
-    `### Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    runHeading(3, started),
     '',
     `Command: \`npm run bench:webhooks\` (${DURATION} s per ingestion scenario after a ${WARMUP} s warm-up, ${CONNECTIONS} connections; ${fmt(WORKER_RUNS)} worker runs; start delay over ${LATENCY_SECONDS} s; sustained ${SUSTAIN_SECONDS} s).`,
     '',
-    `Machine: ${m.nproc} CPUs (\`nproc\`), \`${m.cpu}\`, ${m.os}, Node ${m.node}. Load average (1 / 5 / 15 min) before the run: ${loadBefore}.`,
+    `${machineLine()} Load average (1 / 5 / 15 min) before the run: ${loadBefore}.`,
     '',
   ];
   for (const r of reports) {
@@ -809,42 +641,12 @@ function runSection(reports: EngineReport[], started: Date, loadBefore: string):
 }
 
 function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): void {
-  const existing = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '# Benchmarks\n';
-  const runText = runSection(reports, started, loadBefore);
-  let before: string;
-  let after: string;
-  let olderRuns = '';
-  let reading = '';
-  const at = existing.indexOf(`\n${TITLE}`);
-  if (at >= 0) {
-    // Replace the intro, keep this section's earlier runs (and anything written under them).
-    const next = existing.indexOf('\n## ', at + 1);
-    const end = next >= 0 ? next + 1 : existing.length;
-    const old = existing.slice(at + 1, end);
-    const firstRun = old.indexOf('\n### Run ');
-    if (firstRun >= 0) olderRuns = old.slice(firstRun + 1).trimEnd() + '\n';
-    // A reading of the figures written by hand above the runs stays where it is.
-    const r = old.indexOf('\n**Reading');
-    if (r >= 0 && (firstRun < 0 || r < firstRun)) reading = `${old.slice(r + 1, firstRun >= 0 ? firstRun + 1 : old.length).trimEnd()}\n\n`;
-    before = existing.slice(0, at + 1);
-    after = existing.slice(end);
-  } else {
-    // A new section: after the others and before bench/run.ts's runs, which it keeps there.
-    const runs = existing.indexOf('\n## Run ');
-    before = runs >= 0 ? existing.slice(0, runs + 1) : existing.trimEnd() + '\n\n';
-    after = runs >= 0 ? existing.slice(runs + 1) : '';
-  }
-  const section = `${INTRO}\n${reading}${runText.trimEnd()}\n${olderRuns ? `\n${olderRuns}` : ''}`;
-  fs.writeFileSync(DOC, `${before}${section}${after ? `\n${after}` : ''}`);
-  console.log(`\nwrote ${path.relative(ROOT, DOC)}`);
+  // A new section goes before bench/run.ts's runs, which it keeps last.
+  writeSection(DOC, TITLE, INTRO, runSection(reports, started, loadBefore), ['## Run ']);
 }
 
 if (import.meta.main) {
-  const watchdog = setTimeout(() => {
-    console.error(`bench/webhooks: still running after ${Math.round(WATCHDOG_MS / 1000)} s; giving up`);
-    process.exit(1);
-  }, WATCHDOG_MS);
-  watchdog.unref();
+  watchdog('bench/webhooks', WATCHDOG_MS);
   console.log(
   `bench/webhooks: ${DURATION} s per ingestion scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections; ${WORKER_RUNS} worker runs; sustained ${SUSTAIN_SECONDS} s; load average ${load()}`,
 );

@@ -7,22 +7,14 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import { freePort } from '../test/helpers/cli.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-demo-'));
 const say = (line: string) => process.stdout.write(`${line}\n`);
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => srv.once('listening', resolve));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;

@@ -30,6 +30,16 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
   return false;
 }
 
+/**
+ * Whether a Content-Type names JSON: application/json, and unless `suffixed` is false also any
+ * application/*+json type (RFC 6839), whose bodies parse the same. Parameters and case do not count.
+ */
+export function isJsonMediaType(contentType: string | undefined, { suffixed = true } = {}): boolean {
+  if (contentType === undefined) return false;
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return type === 'application/json' || (suffixed && type.startsWith('application/') && type.endsWith('+json'));
+}
+
 /** One JSON pointer token (RFC 6901). */
 export const pointerToken = (k: string | number) => String(k).replaceAll('~', '~0').replaceAll('/', '~1');
 

@@ -6,14 +6,13 @@ import { findDataModel } from '../resources/data_models/data-models.sql.ts';
 import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
 import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/tables.ts';
-import { AppError, fromPgError } from '../errors.ts';
+import { AppError, fromPgError, invalidAt, invalidParam } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { readInput, type InputField, type InputSchema } from '../input.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
 import * as q from './admin.sql.ts';
 
-const invalid = (pointer: string, detail: string) => new AppError('invalid_request', detail, { source: { pointer } });
 const notFound = (what: string) => new AppError('not_found', `No ${what} with this id`);
 
 // The input rules of the admin API, in the vocabulary JSON:API documents are checked with.
@@ -55,7 +54,7 @@ async function wrap<T>(p: Promise<T>): Promise<T> {
 export function parseScopes(v: unknown): Scope[] {
   const list = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
   if (!Array.isArray(list) || list.length === 0 || !list.every((s) => typeof s === 'string' && isScope(s))) {
-    throw invalid('/scopes', `scopes must be a non-empty list of ${SCOPES.join(', ')}`);
+    throw invalidAt('/scopes', `scopes must be a non-empty list of ${SCOPES.join(', ')}`);
   }
   return [...new Set(list as Scope[])];
 }
@@ -76,7 +75,7 @@ export async function createUser(db: Db, input: { email?: unknown; first_name?: 
   const v = readInput(USER, input);
   const email = v.email as string;
   const timezone = (v.timezone as string | null | undefined) ?? null;
-  if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC') throw invalid('/timezone', 'timezone must be an IANA timezone name');
+  if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC') throw invalidAt('/timezone', 'timezone must be an IANA timezone name');
   return wrap(
     q.insertUser(db, {
       id: uuidv7(),
@@ -121,9 +120,9 @@ export async function createCredential(db: Db, input: { workspace_id?: unknown; 
   if (!workspace) throw notFound('workspace');
   const membership = await q.findMembership(db, membershipId);
   if (!membership || membership.organization_id !== workspace.organization_id) {
-    throw invalid('/run_as_membership_id', "run_as_membership_id must be a membership of the workspace's organization");
+    throw invalidAt('/run_as_membership_id', "run_as_membership_id must be a membership of the workspace's organization");
   }
-  if (!membership.is_active) throw invalid('/run_as_membership_id', 'the run-as membership is inactive');
+  if (!membership.is_active) throw invalidAt('/run_as_membership_id', 'the run-as membership is inactive');
   const clientSecret = randomSecret(SECRET_PREFIX.clientSecret);
   const row = await wrap(
     q.insertServiceAccount(db, {
@@ -151,7 +150,7 @@ export async function updateCredential(db: Db, credentialId: unknown, input: { s
   if (v.workspace_id !== undefined) {
     const ws = await findWorkspace(db, v.workspace_id as string);
     // The run-as membership belongs to the organization, so an account stays inside it.
-    if (!ws || ws.organization_id !== account.organization_id) throw invalid('/workspace_id', "workspace_id must be a workspace of the account's organization");
+    if (!ws || ws.organization_id !== account.organization_id) throw invalidAt('/workspace_id', "workspace_id must be a workspace of the account's organization");
     patch.workspace_id = ws.id;
   }
   const narrowed =
@@ -169,7 +168,7 @@ function position(v: unknown): { x: number; y: number; w: number; h: number } {
   if (v === undefined || v === null) return { x: 0, y: 0, w: 4, h: 3 };
   const p = v as Record<string, unknown>;
   if (typeof v !== 'object' || Array.isArray(v) || !['x', 'y', 'w', 'h'].every((k) => Number.isInteger(p[k]) && (p[k] as number) >= 0 && (p[k] as number) <= 10_000)) {
-    throw invalid('/position', 'position must be an object {x, y, w, h} of whole numbers');
+    throw invalidAt('/position', 'position must be an object {x, y, w, h} of whole numbers');
   }
   return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
 }
@@ -179,14 +178,14 @@ export async function createWidget(db: Db, input: { workspace_id?: unknown; data
   const workspaceId = v.workspace_id as string;
   // The model by id, or by slug as `tributary facts import` names it.
   const slug = v.data_model_id === undefined ? (v.data_model as string | undefined) : undefined;
-  if (slug === undefined && v.data_model_id === undefined) throw invalid('/data_model_id', 'data_model_id (or data_model, a slug) is required');
+  if (slug === undefined && v.data_model_id === undefined) throw invalidAt('/data_model_id', 'data_model_id (or data_model, a slug) is required');
   const workspace = await findWorkspace(db, workspaceId);
   if (!workspace) throw notFound('workspace');
   const model = await findDataModel(db, workspaceId, slug !== undefined ? { slug } : { id: v.data_model_id as string });
   if (!model) {
     throw slug !== undefined
-      ? invalid('/data_model', `the workspace has no data model with the slug "${slug}"`)
-      : invalid('/data_model_id', 'data_model_id must be a data model of the workspace');
+      ? invalidAt('/data_model', `the workspace has no data model with the slug "${slug}"`)
+      : invalidAt('/data_model_id', 'data_model_id must be a data model of the workspace');
   }
   const dataModelId = model.id;
   const config = v.config ?? {};
@@ -215,8 +214,6 @@ export interface ListResult<T> {
   data: T[];
   has_more: boolean;
 }
-
-const invalidParam = (parameter: string, detail: string) => new AppError('invalid_query', detail, { source: { parameter } });
 
 function listLimit(v: unknown): number {
   if (v === undefined) return 100;

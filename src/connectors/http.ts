@@ -10,7 +10,7 @@ import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, request, type Dispatcher } from 'undici';
 import { ownAddresses, privateHostReason, refusedAddressReason } from '../egress.ts';
-import { mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
+import { isJsonMediaType, mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
 import { EgressRefused, RequestProblem } from './errors.ts';
 
 export interface HttpLimits {
@@ -93,7 +93,7 @@ export function httpClient(opts: { allowPrivateEgress: boolean; limits?: Partial
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
       const text = await res.body.text();
       let body: unknown = text;
-      if (/^application\/([\w.+-]+\+)?json\b/i.test(headers['content-type'] ?? '') && text !== '') {
+      if (isJsonMediaType(headers['content-type']) && text !== '') {
         try {
           body = JSON.parse(text);
         } catch {

@@ -4,7 +4,7 @@
  * the source key. Pure functions: no I/O, so the write path and tests share them.
  */
 import type { DataModelWithFields, ModelField } from '../resources/data_models/with-fields.sql.ts';
-import { canonicalJson, isObject, MAX_JSON_DEPTH } from '../json.ts';
+import { canonicalJson, isObject, MAX_JSON_DEPTH, pointerToken } from '../json.ts';
 import { createHash } from 'node:crypto';
 import type { FieldType } from '../db/tables.ts';
 import { parseDateTime } from '../datetime.ts';
@@ -54,11 +54,6 @@ export function normalizeDateTime(v: unknown): string | undefined {
   return t === undefined ? undefined : new Date(t).toISOString();
 }
 
-/** RFC 6901: a member name as a pointer segment. */
-export function pointerSegment(name: string): string {
-  return name.replace(/~/g, '~0').replace(/\//g, '~1');
-}
-
 // PostgreSQL text and jsonb reject U+0000, and a lone surrogate cannot be stored as UTF-8;
 // either would fail the whole batch's statement, so it is refused per item instead.
 function badText(s: string): string | undefined {
@@ -87,8 +82,8 @@ export function jsonProblem(v: unknown, pointer: string, depth = 1): FieldError 
   }
   for (const [k, item] of Object.entries(v)) {
     const bad = badText(k);
-    if (bad) return { pointer: `${pointer}/${pointerSegment(k)}`, detail: `member name ${bad}` };
-    const p = jsonProblem(item, `${pointer}/${pointerSegment(k)}`, depth + 1);
+    if (bad) return { pointer: `${pointer}/${pointerToken(k)}`, detail: `member name ${bad}` };
+    const p = jsonProblem(item, `${pointer}/${pointerToken(k)}`, depth + 1);
     if (p) return p;
   }
   return undefined;
@@ -164,7 +159,7 @@ export function validateFact(model: FactModel, item: unknown): Validated {
   if (!isObject(item)) return { ok: false, errors: [{ pointer: '', detail: 'must be an object with observed_at and data' }] };
   const errors: FieldError[] = [];
   for (const name of Object.keys(item)) {
-    if (!ITEM_MEMBERS.has(name)) errors.push({ pointer: `/${pointerSegment(name)}`, detail: 'is not a member of a fact (observed_at, data, source_key)' });
+    if (!ITEM_MEMBERS.has(name)) errors.push({ pointer: `/${pointerToken(name)}`, detail: 'is not a member of a fact (observed_at, data, source_key)' });
   }
 
   const observedAt = normalizeDateTime(item.observed_at);
@@ -193,10 +188,10 @@ export function validateFact(model: FactModel, item: unknown): Validated {
   } else {
     const fields = new Map(model.fields.map((f) => [f.name, f]));
     for (const name of Object.keys(raw)) {
-      if (!fields.has(name)) errors.push({ pointer: `/data/${pointerSegment(name)}`, detail: 'is not a field of the data model' });
+      if (!fields.has(name)) errors.push({ pointer: `/data/${pointerToken(name)}`, detail: 'is not a field of the data model' });
     }
     for (const field of model.fields) {
-      const pointer = `/data/${pointerSegment(field.name)}`;
+      const pointer = `/data/${pointerToken(field.name)}`;
       // Object.hasOwn: a field may be called `constructor` or `toString`.
       const present = Object.hasOwn(raw, field.name);
       const v = present ? raw[field.name] : undefined;

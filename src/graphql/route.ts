@@ -10,7 +10,7 @@
  * Auth, scope and rate are done here rather than by the route-config hooks because one
  * field (health) is public while the others are not, and that depends on the document.
  */
-import { isObject } from '../json.ts';
+import { isJsonMediaType, isObject } from '../json.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { epochSeconds, type Deps } from '../deps.ts';
@@ -56,10 +56,6 @@ function sendGraphqlErrors(reply: FastifyReply, errors: readonly GraphQLError[],
 
 /** The GraphQL surface's HTTP-level failures (400, 401, 403, 415, 429, 5xx) in the GraphQL error shape. */
 const renderGraphqlError: RenderError = (e, _request, reply) => send(reply, e.status, { errors: [{ message: e.detail, extensions: { code: e.code } }] });
-
-function isJsonContentType(value: string | undefined): boolean {
-  return value !== undefined && value.split(';')[0]!.trim().toLowerCase() === 'application/json';
-}
 
 /** At most this many slugs are looked up with the account; the resolver loads any others itself. */
 const MAX_PREFETCH_SLUGS = 20;
@@ -186,7 +182,7 @@ function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
   const models = createModelCache();
 
   app.post(GRAPHQL_PATH, async (request, reply) => {
-    if (!isJsonContentType(request.headers['content-type'])) {
+    if (!isJsonMediaType(request.headers['content-type'], { suffixed: false })) {
       throw new AppError('unsupported_media_type', 'Content-Type must be application/json');
     }
     const body = request.body;

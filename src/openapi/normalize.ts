@@ -9,8 +9,8 @@
  * key order and formatting do not change it; any change to the schema does.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJson, isObject } from '../json.ts';
-import { DocumentProblem, pointerToken, type ParseWork } from './parse.ts';
+import { canonicalJson, isObject, pointerToken } from '../json.ts';
+import { DocumentProblem, type ParseWork } from './parse.ts';
 
 export const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 /** Nodes one expanded schema may have; past it, further `$ref`s are kept as they are. */

@@ -29,8 +29,6 @@ export interface ParseWork {
   steps: number;
 }
 
-export { pointerToken };
-
 // The tags of the YAML 1.2 core schema; any other tag (`!foo`, `!!js/function`, `!!binary`) is refused.
 const CORE_TAGS = new Set(['tag:yaml.org,2002:str', 'tag:yaml.org,2002:int', 'tag:yaml.org,2002:float', 'tag:yaml.org,2002:bool', 'tag:yaml.org,2002:null', 'tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', '!']);
 

@@ -20,7 +20,7 @@ import { parseJson } from '../http/body.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { rateLimitHeaders } from '../http/rate-limit.ts';
 import { uuidv7 } from '../ids.ts';
-import { isObject } from '../json.ts';
+import { isJsonMediaType, isObject } from '../json.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
@@ -97,12 +97,6 @@ export function payloadOf(doc: unknown): unknown {
   return isObject(doc) && Object.hasOwn(doc, 'payload') ? doc.payload : doc;
 }
 
-function isJsonContentType(ct: string | undefined): boolean {
-  if (ct === undefined) return false;
-  const type = ct.split(';')[0]!.trim().toLowerCase();
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
-}
-
 async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, token: string, orgDomain: string | undefined): Promise<FastifyReply> {
   const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   let claims: TokenClaims;
@@ -143,7 +137,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   reply.headers(rateLimitHeaders(window, windowSeconds));
   if (!window.allowed) throw fail('rate_limited', WEBHOOK_TEXT.rateLimited, { retryAfter: window.resetSeconds });
 
-  if (!isJsonContentType(request.headers['content-type'])) throw processingFailed('Content-Type must be application/json');
+  if (!isJsonMediaType(request.headers['content-type'])) throw processingFailed('Content-Type must be application/json');
   if (body.length === 0) throw processingFailed('The body is empty; send a JSON document');
   const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   let doc: unknown;

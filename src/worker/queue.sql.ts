@@ -5,26 +5,21 @@
  * they still hold the lease. A run whose lease ran out (its worker died or lost the
  * database) is made ready again by reclaimExpired, or failed when its attempts are spent.
  */
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { RunStatus, StepRecord, WorkflowStep } from '../db/tables.ts';
+import type { RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../resources/data_models/with-fields.sql.ts';
 
-export interface ClaimedRun {
-  id: string;
-  organization_id: string;
-  workspace_id: string;
-  workflow_id: string;
-  workflow_version: number;
-  trigger_key: string | null;
-  payload: unknown;
-  attempt: number;
-  max_attempts: number;
-  inserted_at: Date;
+type ClaimedColumns =
+  | 'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version'
+  | 'trigger_key' | 'payload' | 'attempt' | 'max_attempts' | 'inserted_at';
+
+/** The run row's columns the worker reads, and its version's steps. */
+export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   definition: WorkflowStep[];
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];
-}
+};
 
 // The models a version's write_fact steps name, read in the claim: no statement per step.
 const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`);

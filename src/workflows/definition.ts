@@ -6,7 +6,7 @@
  * trigger ids) is checked by save.ts inside its transaction.
  */
 import { invalidAt, quoteName } from '../errors.ts';
-import { isObject } from '../json.ts';
+import { isObject, pointerToken } from '../json.ts';
 import type { WorkflowStep } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
 import { compileExpression } from './expressions.ts';
@@ -141,7 +141,7 @@ function expressionMap(config: Record<string, unknown>, name: string, at: string
   if (entries.length > WORKFLOW_LIMITS.maxMappingFields) throw invalidAt(`${at}/${name}`, `${name} may name at most ${WORKFLOW_LIMITS.maxMappingFields} members`);
   const out: Record<string, string> = {};
   for (const k of entries) {
-    const kat = `${at}/${name}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const kat = `${at}/${name}/${pointerToken(k)}`;
     if (k === '' || k.length > 128) throw invalidAt(kat, `a name in ${name} must be 1-128 characters`);
     if (headers && (!HEADER_NAME.test(k) || RESERVED_HEADERS.has(k.toLowerCase()))) {
       throw invalidAt(kat, `${quoteName(k)} cannot be set by a step (an HTTP header name other than ${[...RESERVED_HEADERS].join(', ')})`);

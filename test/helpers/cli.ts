@@ -14,7 +14,10 @@ export interface CliRun {
 /** A TCP port free on 127.0.0.1 right now, for a child process to listen on. */
 export async function freePort(): Promise<number> {
   const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', resolve);
+  });
   const { port } = srv.address() as net.AddressInfo;
   await new Promise<void>((r) => srv.close(() => r()));
   return port;

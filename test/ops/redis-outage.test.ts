@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { capturingLogger, jsonApi, seedTenant, startApp, type TestApp } from '../helpers/app.ts';
+import { freePort } from '../helpers/cli.ts';
 
 const hasRedis = (() => {
   try {
@@ -21,15 +22,6 @@ const hasRedis = (() => {
     return false;
   }
 })();
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 let redisDir: string;
 let port: number;

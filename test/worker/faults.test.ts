@@ -7,25 +7,16 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { freshPostgresDatabase } from '../helpers/app.ts';
-import { ROOT } from '../helpers/cli.ts';
+import { freePort, ROOT } from '../helpers/cli.ts';
 import { tcpProxy } from '../helpers/tcp-proxy.ts';
 
 const POSTGRES = Boolean(process.env.DATABASE_URL);
 const skip = !POSTGRES && 'needs PostgreSQL';
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => srv.once('listening', resolve));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 interface Server {
   child: ChildProcess;

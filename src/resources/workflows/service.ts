@@ -14,7 +14,7 @@ import type { WorkflowTriggerView } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
-import { canonicalJson } from '../../json.ts';
+import { canonicalJson, pointerToken } from '../../json.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../../secrets.ts';
 import { checkOrganization } from '../data_models/service.ts';
 import { loadModels, type DataModelWithFields } from '../data_models/with-fields.sql.ts';
@@ -54,7 +54,7 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
     if (mapping) {
       const names = new Set(model.fields.map((f) => f.name));
       for (const field of Object.keys(mapping)) {
-        if (!names.has(field)) throw invalidAt(`${at}/mapping/${field.replaceAll('~', '~0').replaceAll('/', '~1')}`, `${JSON.stringify(field)} is not a field of the data model ${model.slug}`);
+        if (!names.has(field)) throw invalidAt(`${at}/mapping/${pointerToken(field)}`, `${JSON.stringify(field)} is not a field of the data model ${model.slug}`);
       }
     }
   });
@@ -99,7 +99,7 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
     if (missing.length > 0) throw invalidAt(`${at}/params`, `the operation ${ref} requires ${missing.map((p) => `${p.name} (${p.in})`).join(', ')}: params must give them`);
     const declared = new Set(op.params.map((p) => p.name));
     const unknown = [...given].find((k) => !declared.has(k));
-    if (unknown !== undefined) throw invalidAt(`${at}/params/${unknown.replaceAll('~', '~0').replaceAll('/', '~1')}`, `${JSON.stringify(unknown)} is not a parameter of the operation ${ref}`);
+    if (unknown !== undefined) throw invalidAt(`${at}/params/${pointerToken(unknown)}`, `${JSON.stringify(unknown)} is not a parameter of the operation ${ref}`);
   });
 }
 
