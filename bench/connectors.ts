@@ -91,6 +91,9 @@ async function seed(deps: Deps, mockUrl: string, rateLimit?: { requests: number;
   const tag = randomBytes(4).toString('hex');
   const org = await admin.createOrganization(deps.db, { name: `Bench ${tag}`, domain: `bench-${tag}.example` });
   const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
+  // Steps that call out run only while the version's saver is an admin or owner.
+  const user = await admin.createUser(deps.db, { email: `owner-${tag}@bench.example` });
+  const owner = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: 'owner' });
   const connectorId = uuidv7();
   await deps.db
     .insertInto('external_connectors')
@@ -103,7 +106,7 @@ async function seed(deps: Deps, mockUrl: string, rateLimit?: { requests: number;
   const workflowId = uuidv7();
   const steps = Array.from({ length: stepsPerRun }, (_, i) => ({ key: `call_${i}`, type: 'http_request', config: { connector_id: connectorId, method: 'POST', path: '/orders', body: 'payload' } }));
   await deps.db.insertInto('workflows').values({ id: workflowId, organization_id: org.id, workspace_id: ws.id, name: 'Calls', steps: JSON.stringify(steps), triggers: '[]', graph_hash: 'bench', lock_version: '1.bench' } as never).execute();
-  await sql`insert into workflow_versions (workflow_id, version, steps) values (${workflowId}, 1, ${JSON.stringify(steps)}::jsonb)`.execute(deps.db);
+  await sql`insert into workflow_versions (workflow_id, version, steps, saved_by_membership_id) values (${workflowId}, 1, ${JSON.stringify(steps)}::jsonb, ${owner.id})`.execute(deps.db);
   return { organizationId: org.id, workspaceId: ws.id, workflowId, connectorId };
 }
 

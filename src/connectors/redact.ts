@@ -43,17 +43,43 @@ export type Redact = <T>(value: T) => T;
  * `Basic <base64>` goes rather than the base64 inside it.
  */
 export function redactor(values: Iterable<string>): Redact {
+  const list = [...values];
+  const key = list.join('\0');
+  let made = made_.get(key);
+  if (made === undefined) {
+    made = build(list);
+    // Every call of a connector redacts with the same values: built once, not per call.
+    if (made_.size >= REDACTORS_KEPT) made_.delete(made_.keys().next().value!);
+    made_.set(key, made);
+  }
+  return made;
+}
+
+const made_ = new Map<string, Redact>();
+const REDACTORS_KEPT = 256;
+
+function build(values: string[]): Redact {
   const forms = new Set<string>();
   for (const v of values) for (const s of spellings(v)) if (s.length >= MIN_LENGTH) forms.add(s);
   if (forms.size === 0) return (value) => value;
-  const re = new RegExp([...forms].sort((a, b) => b.length - a.length).map(escapeRe).join('|'), 'g');
+  const sorted = [...forms].sort((a, b) => b.length - a.length);
+  const re = new RegExp(sorted.map(escapeRe).join('|'), 'g');
+  // The forms as they read inside JSON text: a string holds a form exactly when its JSON text holds this.
+  const any = new RegExp(sorted.map((f) => escapeRe(jsonInner(f))).join('|'));
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return v.replace(re, REDACTED);
     if (Array.isArray(v)) return v.map(walk);
     if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [walk(k), walk(x)]));
     return v;
   };
-  return <T>(value: T) => walk(value) as T;
+  // JSON escapes each character alike wherever it stands, so a value whose JSON text holds
+  // no form's JSON spelling holds no form in any string or key: most answers are returned
+  // as they are, without a copy.
+  return <T>(value: T) => {
+    if (typeof value === 'string') return value.replace(re, REDACTED) as T;
+    const text = JSON.stringify(value);
+    return (text === undefined || !any.test(text) ? value : walk(value)) as T;
+  };
 }
 
 /** An error with the values redacted from its message, of the same kind (a retry decision depends on it). */

@@ -7,7 +7,7 @@
  */
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
+import type { Role, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../resources/data_models/with-fields.sql.ts';
 
 type ClaimedColumns =
@@ -19,7 +19,13 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   definition: WorkflowStep[];
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];
+  /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
+  saver: { role: Role; is_active: boolean } | null;
 };
+
+// Who saved the version, read in the claim: steps that call out check it at every attempt without a statement of their own.
+const SAVER = sql`(select json_build_object('role', m.role, 'is_active', m.is_active) from org_memberships as m
+  where m.id = v.saved_by_membership_id and m.organization_id = r.organization_id)`;
 
 // The models a version's write_fact steps name, read in the claim: no statement per step.
 const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`);
@@ -39,7 +45,7 @@ export async function claimRuns(db: Db, workerId: string, limit: number, now: Da
       )
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, v.steps as definition, ${STEP_MODELS} as models`.execute(db);
+              r.attempt, r.max_attempts, r.inserted_at, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver`.execute(db);
   return rows;
 }
 

@@ -21,7 +21,6 @@ import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.t
 import { connectorCall } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/principal.ts';
-import { versionSaver } from '../resources/workflows/workflows.sql.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -127,7 +126,7 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
   const c = step.config as { connector_id: string; operation_ref?: string; method?: string; path?: string; params?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string };
   if (!env.connectors) throw permanentFailure('This worker cannot call out');
   // Checked at every attempt, not only at save: a saver demoted or deactivated since stops the calls.
-  reads.saverMay ??= saverMayCallConnectors(await versionSaver(env.db, run.workspace_id, run.workflow_id, run.workflow_version));
+  reads.saverMay ??= saverMayCallConnectors(run.saver ?? undefined);
   if (!reads.saverMay) throw permanentFailure(SAVER_MAY_NOT_CALL_OUT);
   const rows = reads.connectors;
   if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));

@@ -35,19 +35,6 @@ export async function recordSaver(trx: Db, workflowId: string, version: number, 
     .execute();
 }
 
-/** The membership that saved a version of a workflow of the workspace, as it is now: its role and whether it is active. */
-export function versionSaver(db: Db, workspaceId: string, workflowId: string, version: number) {
-  return db
-    .selectFrom('workflow_versions as v')
-    .innerJoin('workflows as w', 'w.id', 'v.workflow_id')
-    .innerJoin('org_memberships as m', (j) => j.onRef('m.id', '=', 'v.saved_by_membership_id').onRef('m.organization_id', '=', 'w.organization_id'))
-    .select(['m.role', 'm.is_active'])
-    .where('w.workspace_id', '=', workspaceId)
-    .where('v.workflow_id', '=', workflowId)
-    .where('v.version', '=', version)
-    .executeTakeFirst();
-}
-
 export function triggersOf(trx: Db, workspaceId: string, workflowId: string) {
   return trx.selectFrom('workflow_triggers').select(['id', 'key', 'service_account_id', 'inbound_connector_id']).where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId).execute();
 }
