@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
+import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
 import { CONNECTOR_ROLES, requireRole } from '../auth/principal.ts';
 import { AppError, invalidAt } from '../errors.ts';
 import { verifyConnector } from '../connectors/verify.ts';
@@ -27,13 +27,13 @@ import { providerRoutes } from '../providers/routes.ts';
 export function jsonApi(deps: Deps): SurfaceSpec {
   return jsonApiSurface(deps, (scope: FastifyInstance) => {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
-    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: createDataModel, update: patchDataModel });
-    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: createField, update: patchField });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: rowOnly(createDataModel), update: rowOnly(patchDataModel) });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: rowOnly(createField), update: rowOnly(patchField) });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
       input: connectorInput,
-      create: (db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions),
-      update: (db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions),
+      create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
+      update: rowOnly((db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions)),
     });
     const specOptions = { allowPrivateEgress: deps.config.allowPrivateEgress, maxBytes: deps.config.apiSpecMaxBytes, maxOperations: deps.config.apiSpecMaxOperations, importer: deps.specImporter };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {

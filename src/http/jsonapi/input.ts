@@ -1,5 +1,3 @@
-export type { InputField, InputSchema } from '../../input.ts';
-
 /**
  * Reading a create/update request document: the top-level shape, `data.type`, and each
  * attribute against the type's writable allow-list. Anything not on the list (unknown,

@@ -2,11 +2,9 @@
  * A JSON:API type as the generic layer sees it: the public spec plus the two things only
  * the resource knows: which rows a caller may see, and how a row presents its attributes.
  */
-import type { SelectQueryBuilder } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
+import type { AnyQuery } from '../../db/connect.ts';
 import type { ResourceSpec } from './types.ts';
-
-export type AnyQuery = SelectQueryBuilder<any, any, any>;
 
 export interface ResourceType extends ResourceSpec {
   /** Collection path segment under /api/json/v1. */
