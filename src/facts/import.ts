@@ -9,9 +9,9 @@ import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
 import { SLUG_RE } from '../resources/data_models/service.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db } from '../db/connect.ts';
-import { AppError } from '../errors.ts';
+import { AppError, UNSTORABLE_TEXT } from '../errors.ts';
 import { isUuid } from '../ids.ts';
-import { jsonDepthExceeds, MAX_JSON_DEPTH, mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, mayHoldUnstorableText, unstorableTextAt } from '../json.ts';
 import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
