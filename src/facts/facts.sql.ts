@@ -90,6 +90,11 @@ export async function storeFacts(db: Db, scope: { organizationId: string; worksp
   return written.map((r) => r.id);
 }
 
+/** The workspace an import names, with its organization (the import's scope). */
+export function findImportWorkspace(db: Db, id: string) {
+  return db.selectFrom('workspaces').select(['id', 'organization_id']).where('id', '=', id).executeTakeFirst();
+}
+
 /** Models with a retention window and the instant before which their facts expire. */
 export async function modelsWithRetention(db: Db, now: Date): Promise<Array<{ id: string; cutoff: Date }>> {
   const { rows } = await sql<{ id: string; cutoff: Date }>`

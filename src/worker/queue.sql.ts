@@ -8,7 +8,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { RunStatus, StepRecord, WorkflowStep } from '../db/tables.ts';
-import { modelsJson, type DataModelWithFields } from '../resources/data_models/with-fields.sql.ts';
+import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 
 export interface ClaimedRun {
   id: string;

@@ -9,13 +9,13 @@ import type { Db } from '../../db/connect.ts';
 import type { ApiSpecTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
-import type { InputSchema } from '../../input.ts';
+import { SLUG_RE, type InputSchema } from '../../input.ts';
 import type { SpecImporter } from '../../openapi/import-pool.ts';
 import { diffOperations, type NormalizedSpec, type Operation } from '../../openapi/normalize.ts';
 import { DocumentProblem } from '../../openapi/parse.ts';
 import { findProvider } from '../../providers/catalog.ts';
 import type { Insertable, Updateable } from 'kysely';
-import { SLUG_RE, checkOrganization } from '../data_models/service.ts';
+import { checkOrganization } from '../data_models/service.ts';
 import { SPEC_FORMATS } from './resource.ts';
 import { connectorInWorkspace, insertApiSpec, updateApiSpec } from './api-specs.sql.ts';
 
