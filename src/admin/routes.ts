@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import * as admin from './service.ts';
-import { sweepExclusive } from './sweep.ts';
+import { sweepExclusive } from '../maintenance/sweep.ts';
 import { registerFactsAdminRoutes } from '../facts/admin-routes.ts';
 import { renderJsonApiError } from '../http/jsonapi/errors.ts';
 import type { SurfaceSpec } from '../http/surface.ts';

@@ -106,7 +106,7 @@ export async function modelsWithRetention(db: Db, now: Date): Promise<Array<{ id
 
 /**
  * Deletes up to `limit` facts of a model observed before `cutoff`, oldest first; returns
- * their ids. Only one sweep runs at a time (sweepExclusive in admin/sweep.ts): two would
+ * their ids. Only one sweep runs at a time (sweepExclusive in maintenance/sweep.ts): two would
  * each restore fact_current to facts the other is deleting. SKIP LOCKED only keeps a batch
  * from waiting on a row some other transaction holds; the next sweep takes it.
  */

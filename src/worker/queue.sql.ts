@@ -120,11 +120,3 @@ export async function deleteFinishedRuns(db: Db, cutoff: Date, batch: number): P
     returning id`.execute(db);
   return rows.length;
 }
-
-export async function deleteExpiredGuards(db: Db, cutoff: Date, batch: number): Promise<number> {
-  const { rows } = await sql<{ organization_id: string }>`
-    delete from delivery_guards where (organization_id, delivery_key) in (
-      select organization_id, delivery_key from delivery_guards where inserted_at < ${cutoff} limit ${batch})
-    returning organization_id`.execute(db);
-  return rows.length;
-}
