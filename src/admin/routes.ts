@@ -8,7 +8,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import * as admin from './service.ts';
 import { sweepExclusive } from '../maintenance/sweep.ts';
-import { registerFactsAdminRoutes } from '../facts/admin-routes.ts';
+import { registerFactsAdminRoutes } from './facts-routes.ts';
 import { renderJsonApiError } from '../http/jsonapi/errors.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { authenticateAdmin } from './admin-auth.ts';

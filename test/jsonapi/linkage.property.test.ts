@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { AppError } from '../../src/errors.ts';
 import { readAttributes } from '../../src/http/jsonapi/input.ts';
 import type { InputSchema } from '../../src/input.ts';
-import type { RelationshipSpec } from '../../src/http/jsonapi/types.ts';
+import type { RelationshipSpec } from '../../src/resources/resource.ts';
 
 const schema: InputSchema = {
   name: { kind: 'string', required: true, max: 63 },

@@ -6,7 +6,7 @@
 import { isObject } from '../../json.ts';
 import { AppError, invalidAt } from '../../errors.ts';
 import { checkValue, type InputSchema } from '../../input.ts';
-import type { RelationshipSpec } from './types.ts';
+import type { RelationshipSpec } from '../../resources/resource.ts';
 
 export interface DocumentTarget {
   type: string;

@@ -14,7 +14,7 @@ import { API_PREFIX, buildDocument, resourceObject, serializeList, type Document
 import { countVisible, findVisible, listQuery, listVisible, takeBudgetMarks, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
-import type { ResourceType, TypeRegistry } from './resource.ts';
+import type { ResourceType, TypeRegistry } from '../../resources/resource.ts';
 import type { ParsedQuery } from './types.ts';
 import { JSONAPI_MEDIA_TYPE } from './errors.ts';
 import { readAttributes } from './input.ts';
