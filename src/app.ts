@@ -12,9 +12,9 @@ import { connectionOptions, registerConnectionHooks } from './http/connections.t
 import { errorHandlerFor, renderPlainError } from './http/render-error.ts';
 import { registerSurface, type SurfaceSpec } from './http/surface.ts';
 import { RequestLogController, requestId, requestLogger } from './http/request-log.ts';
-import { tokenEndpoint } from './auth/token-route.ts';
+import { tokenEndpoint } from './token/route.ts';
 import { adminApi } from './admin/routes.ts';
-import { jsonApi } from './resources/routes.ts';
+import { jsonApi } from './http/jsonapi/api.ts';
 import { graphqlApi } from './graphql/route.ts';
 import { webhookSurface } from './webhooks/routes.ts';
 

@@ -3,7 +3,8 @@
  * GraphQL, webhooks, token exchange) renders it in one place. Anything else that escapes
  * a handler is an internal error and is rendered without detail.
  */
-import { UNSTORABLE_TEXT } from './json.ts';
+/** What a client is told about unstorable text; the pointer goes where each surface puts one. */
+export const UNSTORABLE_TEXT = 'A string or member name holds \\u0000 or an unpaired surrogate, which the database cannot store';
 
 export const ERROR_STATUS = {
   bad_request: 400,

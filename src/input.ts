@@ -18,6 +18,9 @@ export type InputField =
 
 export type InputSchema = Readonly<Record<string, InputField>>;
 
+/** A slug (of a data model, a provider): what a URL, a step and a GraphQL argument can name it by. */
+export const SLUG_RE = /^[a-z0-9-]{1,63}$/;
+
 /** One value against its field's rules; `at` is the pointer an error names. */
 export function checkValue(name: string, f: InputField, v: unknown, at: string): unknown {
   if (v === null) {

@@ -1,7 +1,8 @@
 /**
  * JSON helpers shared by every surface and by facts: one notion of an object, one nesting
- * limit, one canonical text.
+ * limit, one parser of JSON text that enters the service, one canonical text.
  */
+import { AppError, invalidAt, UNSTORABLE_TEXT } from './errors.ts';
 
 /** Arrays and objects nest at most this deep in any JSON the service reads. */
 export const MAX_JSON_DEPTH = 64;
@@ -98,9 +99,6 @@ export function spellUnstorable(s: string): string {
   return s.replace(/\0|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** What a client is told about unstorable text; the pointer goes where each surface puts one. */
-export const UNSTORABLE_TEXT = 'A string or member name holds \\u0000 or an unpaired surrogate, which the database cannot store';
-
 /**
  * JSON with object members in code-unit order at every level, undefined members left out:
  * equal values give equal text (entity ids of object keys, idempotency fingerprints).
@@ -113,4 +111,33 @@ export function canonicalJson(value: unknown): string {
     return `{${Object.keys(obj).sort().filter((k) => obj[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
+}
+
+/** JSON text from outside (a body, an uploaded document): nesting, prototype keys and unstorable text refused as a 4xx. */
+export function parseJson(text: string): unknown {
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    throw new AppError('invalid_request', `The JSON document is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  let value: unknown;
+  try {
+    // The reviver costs a call per value; a text that cannot spell those keys (no escapes,
+    // neither name) does without it.
+    value = mayHoldPrototypeKeys(text) ? JSON.parse(text, stripPrototypeKeys) : JSON.parse(text);
+  } catch {
+    throw new AppError('bad_request', 'The request body is not valid JSON');
+  }
+  // Refused here, where JSON enters, rather than by the database wherever it is stored
+  // (a 503 on the webhook path, "malformed" without a place elsewhere).
+  const at = mayHoldUnstorableText(text) ? unstorableTextAt(value) : undefined;
+  if (at !== undefined) throw invalidAt(at, UNSTORABLE_TEXT);
+  return value;
+}
+
+function mayHoldPrototypeKeys(text: string): boolean {
+  return text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
+}
+
+// A reviver returning undefined deletes the member, so these keys never reach an object.
+function stripPrototypeKeys(key: string, value: unknown): unknown {
+  return key === '__proto__' || key === 'constructor' ? undefined : value;
 }

@@ -15,7 +15,7 @@ import { buildApp } from './app.ts';
 import { closeDeps, openDeps, readyDeps, type Deps } from './deps.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { bootstrapIfEmpty } from './admin/bootstrap.ts';
-import { startScheduler, type Scheduler } from './worker/scheduler.ts';
+import { startScheduler, type Scheduler } from './maintenance/scheduler.ts';
 import { startWorker, type Worker } from './worker/worker.ts';
 import { requestsInFlight } from './http/connections.ts';
 

@@ -10,7 +10,8 @@ import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, request, type Dispatcher } from 'undici';
 import { ownAddresses, privateHostReason, refusedAddressReason } from '../egress.ts';
-import { isJsonMediaType, mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
+import { UNSTORABLE_TEXT } from '../errors.ts';
+import { isJsonMediaType, mayHoldUnstorableText, unstorableTextAt } from '../json.ts';
 import { EgressRefused, RequestProblem } from './errors.ts';
 
 export interface HttpLimits {

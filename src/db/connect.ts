@@ -6,12 +6,15 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect, type SelectQueryBuilder } from 'kysely';
 import pg from 'pg';
 import type { DB } from './tables.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 
 export type Db = Kysely<DB>;
+
+/** A select over any table: what a visibility rule narrows. */
+export type AnyQuery = SelectQueryBuilder<any, any, any>;
 
 /**
  * SQL texts that run on every request (the account re-check, reads by id, the shapes of

@@ -90,6 +90,11 @@ export async function storeFacts(db: Db, scope: { organizationId: string; worksp
   return written.map((r) => r.id);
 }
 
+/** The workspace an import names, with its organization (the import's scope). */
+export function findImportWorkspace(db: Db, id: string) {
+  return db.selectFrom('workspaces').select(['id', 'organization_id']).where('id', '=', id).executeTakeFirst();
+}
+
 /** Models with a retention window and the instant before which their facts expire. */
 export async function modelsWithRetention(db: Db, now: Date): Promise<Array<{ id: string; cutoff: Date }>> {
   const { rows } = await sql<{ id: string; cutoff: Date }>`
@@ -101,7 +106,7 @@ export async function modelsWithRetention(db: Db, now: Date): Promise<Array<{ id
 
 /**
  * Deletes up to `limit` facts of a model observed before `cutoff`, oldest first; returns
- * their ids. Only one sweep runs at a time (sweepExclusive in admin/sweep.ts): two would
+ * their ids. Only one sweep runs at a time (sweepExclusive in maintenance/sweep.ts): two would
  * each restore fact_current to facts the other is deleting. SKIP LOCKED only keeps a batch
  * from waiting on a row some other transaction holds; the next sweep takes it.
  */

@@ -4,14 +4,14 @@
  * transaction. A bad line is reported with its number and skipped, never fatal. Memory
  * stays bounded by one batch whatever the size of the input.
  */
-import { loadModel } from '../resources/data_models/with-fields.sql.ts';
-import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
-import { SLUG_RE } from '../resources/data_models/service.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db } from '../db/connect.ts';
-import { AppError } from '../errors.ts';
+import { AppError, UNSTORABLE_TEXT } from '../errors.ts';
 import { isUuid } from '../ids.ts';
-import { jsonDepthExceeds, MAX_JSON_DEPTH, mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
+import { SLUG_RE } from '../input.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, mayHoldUnstorableText, unstorableTextAt } from '../json.ts';
+import { findImportWorkspace } from './facts.sql.ts';
+import { loadModel } from './models.sql.ts';
 import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
@@ -52,7 +52,7 @@ export async function resolveImportTarget(db: Db, target: ImportTarget) {
   if (typeof target.dataModelSlug !== 'string' || !SLUG_RE.test(target.dataModelSlug)) {
     throw new AppError('invalid_query', 'data_model must be the slug of a data model', { source: { parameter: 'data_model' } });
   }
-  const workspace = await findWorkspace(db, target.workspaceId.toLowerCase());
+  const workspace = await findImportWorkspace(db, target.workspaceId.toLowerCase());
   if (!workspace) throw new AppError('not_found', 'No workspace with this id');
   const model = await loadModel(db, workspace.id, target.dataModelSlug);
   if (!model) throw new AppError('not_found', `No data model with slug "${target.dataModelSlug}" in this workspace`);

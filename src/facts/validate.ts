@@ -3,7 +3,7 @@
  * the values derived from it: the UTC observed_at, the normalized data, the entity id and
  * the source key. Pure functions: no I/O, so the write path and tests share them.
  */
-import type { DataModelWithFields, ModelField } from '../resources/data_models/with-fields.sql.ts';
+import type { DataModelWithFields, ModelField } from './models.sql.ts';
 import { canonicalJson, isObject, MAX_JSON_DEPTH, pointerToken } from '../json.ts';
 import { createHash } from 'node:crypto';
 import type { FieldType } from '../db/tables.ts';

@@ -27,7 +27,7 @@ import type { Db } from '../db/connect.ts';
 import { principalFromAccount, requireScope } from '../auth/principal.ts';
 import { loadAccountWith, loadAccountWithRow } from '../auth/auth.sql.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
-import { modelMap, modelsFingerprint, modelsQuery } from '../resources/data_models/with-fields.sql.ts';
+import { modelMap, modelsFingerprint, modelsQuery } from '../facts/models.sql.ts';
 import type { ModelCache, RememberedModels } from './model-cache.ts';
 import type { FactQueryPlan, FactSqlRow } from '../facts/query/plan-types.ts';
 

@@ -25,8 +25,8 @@ import { documentCost, isPublicOperation, MAX_COMPLEXITY, MAX_DEPTH, MAX_NESTING
 import { schema, SCHEMA_VERSION } from './schema.ts';
 import { selectedFields, type DeferredCheck, type GraphqlContext, type PrefetchedModels } from './fact-query.ts';
 import { createModelCache } from './model-cache.ts';
-import { modelMap, modelsQuery } from '../resources/data_models/with-fields.sql.ts';
-import { SLUG_RE } from '../resources/data_models/service.ts';
+import { modelMap, modelsQuery } from '../facts/models.sql.ts';
+import { SLUG_RE } from '../input.ts';
 import { createDocumentCache } from './document-cache.ts';
 
 export const GRAPHQL_PATH = '/api/graphql';

@@ -8,9 +8,8 @@
  * of the place in the document.
  */
 import { isMap, isScalar, parseDocument as parseYamlDocument, visit, type Document } from 'yaml';
-import { parseJson } from '../http/body.ts';
-import { AppError } from '../errors.ts';
-import { isStorableText, MAX_JSON_DEPTH, pointerToken, spellUnstorable, UNSTORABLE_TEXT } from '../json.ts';
+import { AppError, UNSTORABLE_TEXT } from '../errors.ts';
+import { isStorableText, MAX_JSON_DEPTH, parseJson, pointerToken, spellUnstorable } from '../json.ts';
 
 /** Aliases a YAML document may resolve (anchors are fine; a billion laughs is not). */
 export const YAML_MAX_ALIASES = 50;

@@ -1,4 +1,4 @@
-import type { AttrSpec } from '../http/jsonapi/types.ts';
+import type { AttrSpec } from './resource.ts';
 
 /** inserted_at/updated_at: every stored resource has them, filterable and sortable. */
 export const TIMESTAMPS: Record<string, AttrSpec> = {

@@ -2,7 +2,7 @@
  * Every public JSON:API type, in one static list: the routes, `include` and relationship
  * checks read this registry, so no type depends on another module having been imported.
  */
-import { typeRegistry } from '../http/jsonapi/resource.ts';
+import { typeRegistry } from './resource.ts';
 import { organizationType } from './organizations/resource.ts';
 import { orgMembershipType } from './org_memberships/resource.ts';
 import { userType } from './users/resource.ts';

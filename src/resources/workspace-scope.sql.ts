@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Principal } from '../auth/principal.ts';
-import type { AnyQuery } from '../http/jsonapi/resource.ts';
+import type { AnyQuery } from '../db/connect.ts';
 
 /** Rows of workspace-owned tables: only the caller's workspace. */
 export function visibleInWorkspace(table: string) {

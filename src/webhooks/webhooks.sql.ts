@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { preferPrepared, type Db } from '../db/connect.ts';
 import { loadAccountWithCompiledRow, withAccountStatement, type AccountRow } from '../auth/auth.sql.ts';
 import { compileOnce, slot, type CompiledOnce } from '../db/compiled.ts';
@@ -84,4 +84,13 @@ export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now:
   const params = [run.organizationId, guardKey, run.id, now, guardCutoff, run.workspaceId, run.workflowId, run.workflowVersion, run.triggerKey, run.deliveryId, run.payloadJson, run.maxAttempts];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;
+}
+
+/** Up to `batch` delivery guards inserted before `cutoff` (the sweep's, DELIVERY_GUARD_DAYS). */
+export async function deleteExpiredGuards(db: Db, cutoff: Date, batch: number): Promise<number> {
+  const { rows } = await sql<{ organization_id: string }>`
+    delete from delivery_guards where (organization_id, delivery_key) in (
+      select organization_id, delivery_key from delivery_guards where inserted_at < ${cutoff} limit ${batch})
+    returning organization_id`.execute(db);
+  return rows.length;
 }

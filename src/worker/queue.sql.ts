@@ -8,7 +8,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { Role, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
-import { modelsJson, type DataModelWithFields } from '../resources/data_models/with-fields.sql.ts';
+import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 
 type ClaimedColumns =
   | 'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version'
@@ -121,13 +121,5 @@ export async function deleteFinishedRuns(db: Db, cutoff: Date, batch: number): P
     delete from workflow_runs where id in (
       select id from workflow_runs where status in ('succeeded', 'failed') and finished_at < ${cutoff} limit ${batch})
     returning id`.execute(db);
-  return rows.length;
-}
-
-export async function deleteExpiredGuards(db: Db, cutoff: Date, batch: number): Promise<number> {
-  const { rows } = await sql<{ organization_id: string }>`
-    delete from delivery_guards where (organization_id, delivery_key) in (
-      select organization_id, delivery_key from delivery_guards where inserted_at < ${cutoff} limit ${batch})
-    returning organization_id`.execute(db);
   return rows.length;
 }

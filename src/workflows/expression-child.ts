@@ -7,7 +7,8 @@
  * budget is checked here, before each of its evaluations.
  */
 import { budgetMessage, compileExpression, describe, EXPRESSION_LIMITS, ExpressionError, type Compiled } from './expressions.ts';
-import { mayHoldUnstorableText, UNSTORABLE_TEXT, unstorableTextAt } from '../json.ts';
+import { UNSTORABLE_TEXT } from '../errors.ts';
+import { mayHoldUnstorableText, unstorableTextAt } from '../json.ts';
 import { serveSandbox } from '../sandbox.ts';
 import type { ChildJob, ChildReply, JobReply } from './expression-pool.ts';
 

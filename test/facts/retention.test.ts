@@ -5,8 +5,8 @@ import { sql } from 'kysely';
 import { adminCall, ENGINE, seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
 import { writeFacts, type FactScope } from '../../src/facts/write.ts';
 import { sweepFactRetention } from '../../src/facts/retention.ts';
-import { sweep, sweepExclusive } from '../../src/admin/sweep.ts';
-import { sweepOnce } from '../../src/worker/scheduler.ts';
+import { sweep, sweepExclusive } from '../../src/maintenance/sweep.ts';
+import { sweepOnce } from '../../src/maintenance/scheduler.ts';
 import { createModel, daysAgo, factCount, recomputedCurrent, sleep, storedCurrent, type TestModel } from './helpers.ts';
 
 let t: TestApp;

@@ -4,7 +4,7 @@
  * 4xx JSON:API error document without internals, and none of them writes anything.
  */
 import { after, before, describe, test } from 'node:test';
-import { parseJson } from '../../src/http/body.ts';
+import { parseJson } from '../../src/json.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { JSONAPI, dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
-import { sweep } from '../../src/admin/sweep.ts';
+import { sweep } from '../../src/maintenance/sweep.ts';
 
 const MODELS = '/api/json/v1/data_models';
 const FIELDS = '/api/json/v1/data_model_fields';

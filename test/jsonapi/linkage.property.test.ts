@@ -7,8 +7,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { AppError } from '../../src/errors.ts';
-import { readAttributes, type InputSchema } from '../../src/http/jsonapi/input.ts';
-import type { RelationshipSpec } from '../../src/http/jsonapi/types.ts';
+import { readAttributes } from '../../src/http/jsonapi/input.ts';
+import type { InputSchema } from '../../src/input.ts';
+import type { RelationshipSpec } from '../../src/resources/resource.ts';
 
 const schema: InputSchema = {
   name: { kind: 'string', required: true, max: 63 },

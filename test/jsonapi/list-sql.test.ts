@@ -5,7 +5,8 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, sql } from 'kysely';
 import { applyListQuery, countQuery, countRows, finishKeysetPage } from '../../src/http/jsonapi/list.sql.ts';
 import { encodeCursor, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
-import type { JsonApiFilter, ParsedQuery, ResourceSpec, SortKey } from '../../src/http/jsonapi/types.ts';
+import type { JsonApiFilter, ParsedQuery, SortKey } from '../../src/http/jsonapi/types.ts';
+import type { ResourceSpec } from '../../src/resources/resource.ts';
 import { runs } from '../helpers/property.ts';
 
 const item: ResourceSpec = {

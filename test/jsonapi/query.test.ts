@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { AppError } from '../../src/errors.ts';
 import { encodeCursor, parseQueryDateTime, parseQuery, type RawQuery } from '../../src/http/jsonapi/query.ts';
-import type { ParsedQuery, ResourceSpec } from '../../src/http/jsonapi/types.ts';
+import type { ParsedQuery } from '../../src/http/jsonapi/types.ts';
+import type { ResourceSpec } from '../../src/resources/resource.ts';
 import { runs } from '../helpers/property.ts';
 import { RUNAWAY_MS } from '../helpers/runaway.ts';
 

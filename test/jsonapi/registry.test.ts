@@ -1,7 +1,7 @@
 /** The static registry of JSON:API types: complete, and checked when it is built. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { typeRegistry, type ResourceType } from '../../src/http/jsonapi/resource.ts';
+import { typeRegistry, type ResourceType } from '../../src/resources/resource.ts';
 import { RESOURCE_TYPES } from '../../src/resources/types.ts';
 
 test('every relationship of every type names a type of the registry', () => {

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MAX_TIMER_MS, nextRunAfter, startScheduler, timerDelay } from '../../src/worker/scheduler.ts';
+import { MAX_TIMER_MS, nextRunAfter, startScheduler, timerDelay } from '../../src/maintenance/scheduler.ts';
 import { writeFacts } from '../../src/facts/write.ts';
 import { seedTenant, startApp } from '../helpers/app.ts';
 import { createModel, daysAgo, factCount } from '../facts/helpers.ts';

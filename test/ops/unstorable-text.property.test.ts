@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { AppError } from '../../src/errors.ts';
-import { parseJson } from '../../src/http/body.ts';
+import { parseJson } from '../../src/json.ts';
 import { unstorableTextAt } from '../../src/json.ts';
 import { runs } from '../helpers/property.ts';
 

@@ -8,7 +8,7 @@
  */
 import type { RawBuilder } from 'kysely';
 import type { TimeAxis } from '../../db/tables.ts';
-import type { DataModelWithFields } from '../../resources/data_models/with-fields.sql.ts';
+import type { DataModelWithFields } from '../models.sql.ts';
 import type { FactFilter } from './filters.ts';
 
 export type Frag = RawBuilder<unknown>;

@@ -5,8 +5,8 @@
  */
 import type { Db } from '../../db/connect.ts';
 import type { TimeAxis } from '../../db/tables.ts';
-import { loadModels, type DataModelWithFields } from '../../resources/data_models/with-fields.sql.ts';
-import { SLUG_RE } from '../../resources/data_models/service.ts';
+import { loadModels, type DataModelWithFields } from '../models.sql.ts';
+import { SLUG_RE } from '../../input.ts';
 import { badArgument, typeFilters, type FieldDef, type RawClause } from './filters.ts';
 import type { FactQueryPlan } from './plan-types.ts';
 

@@ -6,7 +6,7 @@
 import { invalidParam } from '../../errors.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
-import type { ResourceType, TypeRegistry } from './resource.ts';
+import type { ResourceType, TypeRegistry } from '../../resources/resource.ts';
 import { loadVisibleBy } from './read.sql.ts';
 import type { ParsedQuery } from './types.ts';
 

@@ -1,5 +1,3 @@
-export type { InputField, InputSchema } from '../../input.ts';
-
 /**
  * Reading a create/update request document: the top-level shape, `data.type`, and each
  * attribute against the type's writable allow-list. Anything not on the list (unknown,
@@ -8,7 +6,7 @@ export type { InputField, InputSchema } from '../../input.ts';
 import { isObject } from '../../json.ts';
 import { AppError, invalidAt } from '../../errors.ts';
 import { checkValue, type InputSchema } from '../../input.ts';
-import type { RelationshipSpec } from './types.ts';
+import type { RelationshipSpec } from '../../resources/resource.ts';
 
 export interface DocumentTarget {
   type: string;

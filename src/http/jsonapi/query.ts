@@ -7,7 +7,8 @@
  * Object.prototype.constructor.
  */
 import { invalidParam, quoteName } from '../../errors.ts';
-import type { AttrKind, AttrSpec, Cursor, JsonApiFilter, JsonApiFilterOp, Page, ParsedQuery, ResourceSpec, SortKey } from './types.ts';
+import type { AttrKind, AttrSpec, ResourceSpec } from '../../resources/resource.ts';
+import type { Cursor, JsonApiFilter, JsonApiFilterOp, Page, ParsedQuery, SortKey } from './types.ts';
 import { parseDateTime } from '../../datetime.ts';
 
 export interface ParseQueryOptions {

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
-import type { ResourceType } from './resource.ts';
+import type { ResourceType } from '../../resources/resource.ts';
 import type { ParsedQuery } from './types.ts';
 import { applyListQuery, countRows, readOrder } from './list.sql.ts';
 

@@ -14,10 +14,11 @@ import { API_PREFIX, buildDocument, resourceObject, serializeList, type Document
 import { countVisible, findVisible, listQuery, listVisible, takeBudgetMarks, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
-import type { ResourceType, TypeRegistry } from './resource.ts';
+import type { ResourceType, TypeRegistry } from '../../resources/resource.ts';
 import type { ParsedQuery } from './types.ts';
 import { JSONAPI_MEDIA_TYPE } from './errors.ts';
-import { readAttributes, type InputSchema } from './input.ts';
+import { readAttributes } from './input.ts';
+import type { InputSchema } from '../../input.ts';
 
 type RawQuery = Record<string, string | string[] | undefined>;
 
@@ -180,17 +181,22 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
   });
 }
 
-/**
- * A write handler may set this on the row it returns: the response document's `meta`
- * (an api_spec update reports what changed in its operations).
- */
-export const DOCUMENT_META = Symbol('document meta');
+/** What a write returns: the row, and the response document's `meta` if it has one (an api_spec update reports what changed in its operations). */
+export interface Written {
+  row: Record<string, any>;
+  meta?: Record<string, unknown>;
+}
+
+/** A write service that answers with its row alone. */
+export function rowOnly<A extends unknown[]>(write: (...args: A) => Promise<Record<string, any>>): (...args: A) => Promise<Written> {
+  return async (...args) => ({ row: await write(...args) });
+}
 
 export interface WriteHandlers {
   /** Writable attributes: the create rules; on update every attribute is optional. */
   input: InputSchema;
-  create(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<Record<string, any>>;
-  update(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Record<string, any>>;
+  create(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<Written>;
+  update(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Written>;
   /** The routes' body limit when the type takes larger documents than the default. */
   bodyLimit?: number;
 }
@@ -199,13 +205,14 @@ export interface WriteHandlers {
 export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType, handlers: WriteHandlers): void {
   const path = `${API_PREFIX}/${type.path}`;
   const options = handlers.bodyLimit === undefined ? writeOptions : { ...writeOptions, bodyLimit: handlers.bodyLimit };
-  const meta = (row: Record<string, any>) => (row[DOCUMENT_META as never] === undefined ? {} : { meta: row[DOCUMENT_META as never] as Record<string, unknown> });
+  const meta = (written: Written) => (written.meta === undefined ? {} : { meta: written.meta });
   app.post(path, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);
     const attrs = readAttributes(request.body, { type: type.type, relationships: type.relationships }, handlers.input);
-    const row = await handlers.create(deps.db, request.principal!, attrs);
+    const written = await handlers.create(deps.db, request.principal!, attrs);
+    const row = written.row;
     reply.header('location', `${path}/${row.id}`);
-    return sendDocument(reply, 201, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(row) }));
+    return sendDocument(reply, 201, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }));
   });
   app.patch(`${path}/:id`, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);
@@ -213,7 +220,8 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     const read = resourceObject(type, existing, undefined);
     const current = { ...(read.attributes as object), ...(read.relationships as object | undefined) };
     const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id), relationships: type.relationships, current }, handlers.input);
-    const row = await handlers.update(deps.db, request.principal!, existing, attrs);
-    return sendDocument(reply, 200, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(row) }));
+    const written = await handlers.update(deps.db, request.principal!, existing, attrs);
+    const row = written.row;
+    return sendDocument(reply, 200, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }));
   });
 }

@@ -1,37 +1,8 @@
 /**
- * Glossary of the JSON:API layer.
- * - ResourceSpec: the declaration of one public type: its table, its public attribute
- *   allow-list and relationships. It drives serialization, `fields`, `include`,
- *   `filter` and `sort`; nothing outside the list is ever read from or written to a row.
- * - ParsedQuery: the validated form of a request's query string.
+ * The JSON:API layer's own vocabulary: ParsedQuery, the validated form of a request's
+ * query string. A type's declaration (ResourceSpec) is resources/resource.ts.
  */
-
-/** How a public attribute is typed: used to coerce filter values and to validate input. */
-export type AttrKind = 'string' | 'integer' | 'boolean' | 'datetime' | 'uuid' | 'enum' | 'json' | 'string_array';
-
-export interface AttrSpec {
-  /** Column of the resource's table that holds the value. */
-  column: string;
-  kind: AttrKind;
-  /** Allowed values for kind 'enum' (and for each element of 'string_array'). */
-  values?: readonly string[];
-  /** May appear in `filter[...]`. json attributes never can. */
-  filter?: boolean;
-  /** May appear in `sort`. */
-  sort?: boolean;
-  nullable?: boolean;
-  /** Can take megabytes: a list leaves it out of its select unless a sparse fieldset asks for it. */
-  large?: boolean;
-}
-
-export interface RelationshipSpec {
-  /** Resource type of the related object(s). */
-  type: string;
-  /** to-one: `column` on this row holds the related id. to-many: `foreignKey` on the related table points back. */
-  kind: 'one' | 'many';
-  column?: string;
-  foreignKey?: string;
-}
+import type { AttrKind } from '../../resources/resource.ts';
 
 export type JsonApiFilterOp = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'is_null' | 'contains';
 
@@ -75,14 +46,3 @@ export interface ParsedQuery {
   count: boolean;
 }
 
-export interface ResourceSpec {
-  type: string;
-  table: string;
-  /**
-   * A column holding what a row's large attributes take as text: a list then fetches only
-   * the rows whose running total fits LIST_MAX_BYTES (read.sql.ts), not a page of documents.
-   */
-  answerBytesColumn?: string;
-  attributes: Readonly<Record<string, AttrSpec>>;
-  relationships: Readonly<Record<string, RelationshipSpec>>;
-}

@@ -8,15 +8,14 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
 import type { ApiSpecTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
-import { DOCUMENT_META } from '../../http/jsonapi/routes.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
-import type { InputSchema } from '../../input.ts';
+import { SLUG_RE, type InputSchema } from '../../input.ts';
 import type { SpecImporter } from '../../openapi/import-pool.ts';
 import { diffOperations, type NormalizedSpec, type Operation } from '../../openapi/normalize.ts';
 import { DocumentProblem } from '../../openapi/parse.ts';
 import { findProvider } from '../../providers/catalog.ts';
 import type { Insertable, Updateable } from 'kysely';
-import { SLUG_RE, checkOrganization } from '../data_models/service.ts';
+import { checkOrganization } from '../data_models/service.ts';
 import { SPEC_FORMATS } from './resource.ts';
 import { connectorInWorkspace, insertApiSpec, updateApiSpec } from './api-specs.sql.ts';
 
@@ -110,7 +109,7 @@ export async function createApiSpec(db: Db, principal: Principal, attrs: Record<
   const external = await connectorId(db, principal, attrs.external_connector_id);
   const spec = await derive(text, format, opts);
   try {
-    return await insertApiSpec(db, newSpecRow(principal, { name, format, text, connectorId: external, providerSlug: slug }, spec));
+    return { row: await insertApiSpec(db, newSpecRow(principal, { name, format, text, connectorId: external, providerSlug: slug }, spec)) };
   } catch (err) {
     throw fromPgError(err);
   }
@@ -138,8 +137,7 @@ export async function patchApiSpec(db: Db, principal: Principal, existing: Recor
   try {
     const row = await updateApiSpec(db, principal.workspaceId, existing.id, patch);
     if (!row) throw new AppError('not_found', 'No api_spec with this id');
-    if (changes) (row as Record<PropertyKey, unknown>)[DOCUMENT_META] = { changes };
-    return row;
+    return changes ? { row, meta: { changes } } : { row };
   } catch (err) {
     throw fromPgError(err);
   }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import type { AnyQuery } from '../../http/jsonapi/resource.ts';
+import type { AnyQuery } from '../../db/connect.ts';
 
 /** Accounts of the caller's workspace; a member sees only its own. */
 export function visibleCredentials(qb: AnyQuery, p: Principal): AnyQuery {

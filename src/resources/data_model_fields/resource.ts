@@ -1,4 +1,4 @@
-import type { ResourceType } from '../../http/jsonapi/resource.ts';
+import type { ResourceType } from '../resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 

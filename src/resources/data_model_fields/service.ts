@@ -4,7 +4,7 @@ import type { Db } from '../../db/connect.ts';
 import type { DataModelFieldTable, FieldType } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
-import type { InputSchema } from '../../http/jsonapi/input.ts';
+import type { InputSchema } from '../../input.ts';
 import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';

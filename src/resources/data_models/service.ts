@@ -2,10 +2,8 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
-import type { InputSchema } from '../../http/jsonapi/input.ts';
+import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
-
-export const SLUG_RE = /^[a-z0-9-]{1,63}$/;
 
 export const dataModelInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },

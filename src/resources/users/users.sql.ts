@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import type { AnyQuery } from '../../http/jsonapi/resource.ts';
+import type { AnyQuery } from '../../db/connect.ts';
 
 /** Users are global; a caller sees those holding a membership (of any state) in its organization. */
 export function visibleUsers(qb: AnyQuery, p: Principal): AnyQuery {

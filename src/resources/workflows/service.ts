@@ -17,7 +17,7 @@ import type { InputSchema } from '../../input.ts';
 import { canonicalJson, pointerToken } from '../../json.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../../secrets.ts';
 import { checkOrganization } from '../data_models/service.ts';
-import { loadModels, type DataModelWithFields } from '../data_models/with-fields.sql.ts';
+import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts';
 import { readDefinition, type Definition } from '../../workflows/definition.ts';
 import * as q from './workflows.sql.ts';
 import { operationOf } from '../../connectors/operations.ts';

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import type { AnyQuery } from '../../http/jsonapi/resource.ts';
-import type { Db } from '../../db/connect.ts';
+import type { AnyQuery, Db } from '../../db/connect.ts';
 
 /** Every workspace of the caller's organization, so its ids can be found without the admin API. */
 export function visibleWorkspaces(qb: AnyQuery, p: Principal): AnyQuery {

@@ -8,7 +8,8 @@ import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import { deleteExpiredKeys } from '../http/idempotency.sql.ts';
 import { sweepFactRetention } from '../facts/retention.ts';
-import { deleteExpiredGuards, deleteFinishedRuns } from '../worker/queue.sql.ts';
+import { deleteExpiredGuards } from '../webhooks/webhooks.sql.ts';
+import { deleteFinishedRuns } from '../worker/queue.sql.ts';
 
 const BATCH = 5_000;
 

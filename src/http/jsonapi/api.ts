@@ -1,39 +1,39 @@
 import type { FastifyInstance } from 'fastify';
-import type { Deps } from '../deps.ts';
-import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, sendDocument, writeOptions } from '../http/jsonapi/routes.ts';
-import { CONNECTOR_ROLES, requireRole } from '../auth/principal.ts';
-import { AppError, invalidAt } from '../errors.ts';
-import { verifyConnector } from '../connectors/verify.ts';
-import { API_PREFIX, buildDocument } from '../http/jsonapi/document.ts';
-import { readAttributes } from '../http/jsonapi/input.ts';
-import { jsonApiSurface } from '../http/jsonapi/surface.ts';
-import type { SurfaceSpec } from '../http/surface.ts';
-import { RESOURCE_TYPES } from './types.ts';
-import { dataModelType } from './data_models/resource.ts';
-import { dataModelFieldType } from './data_model_fields/resource.ts';
-import { createDataModel, dataModelInput, patchDataModel } from './data_models/service.ts';
-import { createField, fieldInput, patchField } from './data_model_fields/service.ts';
-import { externalConnectorType } from './external_connectors/resource.ts';
-import { connectorInput, createConnector, patchConnector } from './external_connectors/service.ts';
-import { workflowType } from './workflows/resource.ts';
-import { builderStateInput, saveBuilderState } from './workflows/service.ts';
-import { workflowRunType } from './workflow_runs/resource.ts';
-import { replayRun } from './workflow_runs/service.ts';
-import { apiSpecType } from './api_specs/resource.ts';
-import { apiSpecInput, createApiSpec, patchApiSpec } from './api_specs/service.ts';
-import { providerRoutes } from '../providers/routes.ts';
+import type { Deps } from '../../deps.ts';
+import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
+import { CONNECTOR_ROLES, requireRole } from '../../auth/principal.ts';
+import { AppError, invalidAt } from '../../errors.ts';
+import { verifyConnector } from '../../connectors/verify.ts';
+import { API_PREFIX, buildDocument } from './document.ts';
+import { readAttributes } from './input.ts';
+import { jsonApiSurface } from './surface.ts';
+import type { SurfaceSpec } from '../surface.ts';
+import { RESOURCE_TYPES } from '../../resources/types.ts';
+import { dataModelType } from '../../resources/data_models/resource.ts';
+import { dataModelFieldType } from '../../resources/data_model_fields/resource.ts';
+import { createDataModel, dataModelInput, patchDataModel } from '../../resources/data_models/service.ts';
+import { createField, fieldInput, patchField } from '../../resources/data_model_fields/service.ts';
+import { externalConnectorType } from '../../resources/external_connectors/resource.ts';
+import { connectorInput, createConnector, patchConnector } from '../../resources/external_connectors/service.ts';
+import { workflowType } from '../../resources/workflows/resource.ts';
+import { builderStateInput, saveBuilderState } from '../../resources/workflows/service.ts';
+import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
+import { replayRun } from '../../resources/workflow_runs/service.ts';
+import { apiSpecType } from '../../resources/api_specs/resource.ts';
+import { apiSpecInput, createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
+import { providerRoutes } from './providers.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApi(deps: Deps): SurfaceSpec {
   return jsonApiSurface(deps, (scope: FastifyInstance) => {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
-    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: createDataModel, update: patchDataModel });
-    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: createField, update: patchField });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: rowOnly(createDataModel), update: rowOnly(patchDataModel) });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: rowOnly(createField), update: rowOnly(patchField) });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
       input: connectorInput,
-      create: (db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions),
-      update: (db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions),
+      create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
+      update: rowOnly((db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions)),
     });
     const specOptions = { allowPrivateEgress: deps.config.allowPrivateEgress, maxBytes: deps.config.apiSpecMaxBytes, maxOperations: deps.config.apiSpecMaxOperations, importer: deps.specImporter };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {

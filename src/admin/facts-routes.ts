@@ -7,9 +7,9 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { IMPORT_BATCH, importFacts, resolveImportTarget } from './import.ts';
-import { ndjsonLines } from './ndjson.ts';
-import { LINES_STORED_HEADER, PROGRESS_REQUEST_HEADER, PROGRESS_REQUEST_VALUE } from './import-progress.ts';
+import { IMPORT_BATCH, importFacts, resolveImportTarget } from '../facts/import.ts';
+import { ndjsonLines } from '../facts/ndjson.ts';
+import { LINES_STORED_HEADER, PROGRESS_REQUEST_HEADER, PROGRESS_REQUEST_VALUE } from '../facts/import-progress.ts';
 
 export const NDJSON = 'application/x-ndjson';
 /**

@@ -5,7 +5,7 @@
  */
 import { Cron } from 'croner';
 import type { Deps } from '../deps.ts';
-import { sweepExclusive } from '../admin/sweep.ts';
+import { sweepExclusive } from './sweep.ts';
 
 export interface Scheduler {
   stop(): Promise<void>;

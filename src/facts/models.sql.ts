@@ -1,10 +1,10 @@
 /**
  * The one loader of data models with their fields, for every reader and writer of facts
- * (the factQuery planner, the import, the worker's write step).
+ * (the factQuery planner, the import, the worker's write step, a workflow's save).
  */
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../../db/connect.ts';
-import type { FieldType } from '../../db/tables.ts';
+import type { Db } from '../db/connect.ts';
+import type { FieldType } from '../db/tables.ts';
 
 export interface ModelField {
   name: string;

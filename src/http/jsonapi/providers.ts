@@ -3,11 +3,11 @@
  * catalog is a handful of static entries, so the list is one page and takes no query.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
-import { API_PREFIX } from '../http/jsonapi/document.ts';
-import { readOptions, sendDocument } from '../http/jsonapi/routes.ts';
-import { providers, findProvider, type Provider } from './catalog.ts';
-import { parseSpecText } from '../openapi/parse.ts';
+import { AppError } from '../../errors.ts';
+import { API_PREFIX } from './document.ts';
+import { readOptions, sendDocument } from './routes.ts';
+import { providers, findProvider, type Provider } from '../../providers/catalog.ts';
+import { parseSpecText } from '../../openapi/parse.ts';
 
 const PATH = `${API_PREFIX}/providers`;
 

@@ -9,9 +9,9 @@ import { AppError } from '../errors.ts';
 import type { RenderError } from '../http/render-error.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { looksLikeSecret, matchesHash } from '../secrets.ts';
-import { loadAccountByClientId } from './auth.sql.ts';
-import { accountStanding } from './principal.ts';
-import { isScope, signToken, type Scope } from './tokens.ts';
+import { loadAccountByClientId } from '../auth/auth.sql.ts';
+import { accountStanding } from '../auth/principal.ts';
+import { isScope, signToken, type Scope } from '../auth/tokens.ts';
 
 /** The RFC 6749 5.2 error codes that are AppError codes of their own; the rest are told by status. */
 const OAUTH_CODES: ReadonlySet<string> = new Set(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope']);
