@@ -210,7 +210,11 @@ export function fmt(n: number | undefined, digits = 0): string {
 export const pct = (r: number | undefined) => (r === undefined ? 'n/a' : `${fmt(r * 100, 0)}%`);
 
 /** The load average, 1 / 5 / 15 min. */
-export const loadAverage = () => os.loadavg().map((n) => n.toFixed(2)).join(' / ');
+export const loadAverage = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' / ');
 
 // ---------------------------------------------------------------------------------------
 // One engine's run
@@ -271,7 +275,9 @@ export async function withEngine<R>(
 /** The app's dependencies for a run (PGlite: in memory, from the migrated template), closed at its end. */
 export async function runDeps(run: EngineRun): Promise<Deps> {
   const config = loadConfig(run.vars);
-  const deps = config.databaseUrl ? await createDeps(config, { dataDir: run.dir }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate() });
+  const deps = config.databaseUrl
+    ? await createDeps(config, { dataDir: run.dir })
+    : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate() });
   run.defer('deps', () => closeDeps(deps));
   return deps;
 }
@@ -286,7 +292,9 @@ export async function runApp(run: EngineRun): Promise<{ deps: Deps; url: string;
 
 /** What a report says of an engine whose app runs in this process. */
 export const inProcessDetail = (engine: Engine, version: string | undefined) =>
-  engine === 'postgres' ? `PostgreSQL ${version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)` : 'PGlite (embedded, in memory, one connection)';
+  engine === 'postgres'
+    ? `PostgreSQL ${version} on loopback (pg.Pool, ${loadConfig({}).databasePoolSize} connections)`
+    : 'PGlite (embedded, in memory, one connection)';
 
 /** A bearer token for a service account, from the token endpoint at `url`. */
 export async function exchangeToken(url: string, clientId: string, clientSecret: string): Promise<string> {
@@ -335,7 +343,9 @@ export type DbCpuProbe = () => Promise<Map<number, number> | undefined>;
  */
 export function postgresCpuProbe(db: Db): DbCpuProbe {
   return async () => {
-    const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`.execute(db);
+    const { rows } = await sql<{
+      pid: number;
+    }>`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`.execute(db);
     const out = new Map<number, number>();
     for (const { pid } of rows) {
       let comm = '';

@@ -27,7 +27,22 @@ import * as admin from '../src/admin/service.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { sealSecret } from '../src/secret-box.ts';
 import { startWorker } from '../src/worker/worker.ts';
-import { benchEnv, fmt, intEnv, loadAverage as load, machineBusyMicros, machineLine, ROOT, runBench, runDeps, runHeading, stopChild, withEngine, writeSection, type Engine } from './common.ts';
+import {
+  benchEnv,
+  fmt,
+  intEnv,
+  loadAverage as load,
+  machineBusyMicros,
+  machineLine,
+  ROOT,
+  runBench,
+  runDeps,
+  runHeading,
+  stopChild,
+  withEngine,
+  writeSection,
+  type Engine,
+} from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
@@ -61,7 +76,12 @@ server.keepAliveTimeout = 60000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
 `;
 
-async function startMock(): Promise<{ url: string; child: ChildProcess; stats(): Promise<{ total: number; perSecond: Array<[number, number]> }>; reset(): Promise<void> }> {
+async function startMock(): Promise<{
+  url: string;
+  child: ChildProcess;
+  stats(): Promise<{ total: number; perSecond: Array<[number, number]> }>;
+  reset(): Promise<void>;
+}> {
   const child = spawn(process.execPath, ['--input-type=module', '-e', MOCK], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())));
   const url = `http://127.0.0.1:${port}`;
@@ -98,15 +118,41 @@ async function seed(deps: Deps, mockUrl: string, rateLimit?: { requests: number;
   await deps.db
     .insertInto('external_connectors')
     .values({
-      id: connectorId, organization_id: org.id, workspace_id: ws.id, name: 'Orders', auth_type: 'api_key', type: 'http', direction: 'outbound',
-      config: JSON.stringify({ base_url: `${mockUrl}/v1`, ...(rateLimit ? { rate_limit: rateLimit } : {}) }), description: null, provider_slug: null,
+      id: connectorId,
+      organization_id: org.id,
+      workspace_id: ws.id,
+      name: 'Orders',
+      auth_type: 'api_key',
+      type: 'http',
+      direction: 'outbound',
+      config: JSON.stringify({ base_url: `${mockUrl}/v1`, ...(rateLimit ? { rate_limit: rateLimit } : {}) }),
+      description: null,
+      provider_slug: null,
       secret_ciphertext: sealSecret(deps.connectorKey, KEY),
     })
     .execute();
   const workflowId = uuidv7();
-  const steps = Array.from({ length: stepsPerRun }, (_, i) => ({ key: `call_${i}`, type: 'http_request', config: { connector_id: connectorId, method: 'POST', path: '/orders', body: 'payload' } }));
-  await deps.db.insertInto('workflows').values({ id: workflowId, organization_id: org.id, workspace_id: ws.id, name: 'Calls', steps: JSON.stringify(steps), triggers: '[]', graph_hash: 'bench', lock_version: '1.bench' } as never).execute();
-  await sql`insert into workflow_versions (workflow_id, version, steps, saved_by_membership_id) values (${workflowId}, 1, ${JSON.stringify(steps)}::jsonb, ${owner.id})`.execute(deps.db);
+  const steps = Array.from({ length: stepsPerRun }, (_, i) => ({
+    key: `call_${i}`,
+    type: 'http_request',
+    config: { connector_id: connectorId, method: 'POST', path: '/orders', body: 'payload' },
+  }));
+  await deps.db
+    .insertInto('workflows')
+    .values({
+      id: workflowId,
+      organization_id: org.id,
+      workspace_id: ws.id,
+      name: 'Calls',
+      steps: JSON.stringify(steps),
+      triggers: '[]',
+      graph_hash: 'bench',
+      lock_version: '1.bench',
+    } as never)
+    .execute();
+  await sql`insert into workflow_versions (workflow_id, version, steps, saved_by_membership_id) values (${workflowId}, 1, ${JSON.stringify(steps)}::jsonb, ${owner.id})`.execute(
+    deps.db,
+  );
   return { organizationId: org.id, workspaceId: ws.id, workflowId, connectorId };
 }
 
@@ -145,7 +191,12 @@ async function directCalls(mockUrl: string, n: number, concurrency: number): Pro
   const lane = async () => {
     while (next < n) {
       next++;
-      const res = await request(`${mockUrl}/v1/orders`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': KEY, 'idempotency-key': uuidv7() }, body });
+      const res = await request(`${mockUrl}/v1/orders`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': KEY, 'idempotency-key': uuidv7() },
+        body,
+      });
       await res.body.json();
     }
   };
@@ -204,12 +255,19 @@ async function throughput(engine: 'pglite' | 'postgres', deps: Deps, mock: Await
   const directPerS = await directCalls(mock.url, steps, concurrency);
   const directBusyShare = busyDirect();
   const row = { engine, stepsPerRun, steps, stepsPerS, directPerS, ratio: stepsPerS / directPerS, failed: done.failed, machineBusyShare, directBusyShare };
-  console.log(`  ${engine}, ${stepsPerRun} step(s) per run: ${fmt(steps)} http_request steps at ${fmt(stepsPerS)}/s (machine ${fmt(machineBusyShare * 100)}% busy); direct undici ${fmt(directPerS)}/s (${fmt(directBusyShare * 100)}% busy); ${fmt(row.ratio * 100)}% (${done.failed} failed)`);
+  console.log(
+    `  ${engine}, ${stepsPerRun} step(s) per run: ${fmt(steps)} http_request steps at ${fmt(stepsPerS)}/s (machine ${fmt(machineBusyShare * 100)}% busy); direct undici ${fmt(directPerS)}/s (${fmt(directBusyShare * 100)}% busy); ${fmt(row.ratio * 100)}% (${done.failed} failed)`,
+  );
   return row;
 }
 
 /** Two `tributary worker` processes against one connector budget; the mock counts per second. */
-async function rateLimit(vars: Record<string, string>, deps: Deps, mock: Awaited<ReturnType<typeof startMock>>, redisUrl: string | undefined): Promise<RateRow> {
+async function rateLimit(
+  vars: Record<string, string>,
+  deps: Deps,
+  mock: Awaited<ReturnType<typeof startMock>>,
+  redisUrl: string | undefined,
+): Promise<RateRow> {
   const s = await seed(deps, mock.url, { requests: RATE, per_seconds: 1 });
   await queueRuns(deps, s, RATE * (RATE_SECONDS + 30));
   await mock.reset();
@@ -235,7 +293,9 @@ async function rateLimit(vars: Record<string, string>, deps: Deps, mock: Awaited
     maxInSecond: Math.max(0, ...seconds.map(([, n]) => n)),
     ratio: calls / Math.max(1, seconds.length) / RATE,
   };
-  console.log(`  rate limit ${RATE}/s, 2 worker processes, windows in ${row.counter}: ${fmt(row.perSecondAvg, 1)}/s over ${row.seconds} whole seconds (max ${row.maxInSecond} in a second) = ${fmt(row.ratio * 100, 1)}% of the budget`);
+  console.log(
+    `  rate limit ${RATE}/s, 2 worker processes, windows in ${row.counter}: ${fmt(row.perSecondAvg, 1)}/s over ${row.seconds} whole seconds (max ${row.maxInSecond} in a second) = ${fmt(row.ratio * 100, 1)}% of the budget`,
+  );
   await sql`delete from workflow_runs where workflow_id = ${s.workflowId}`.execute(deps.db);
   return row;
 }
@@ -267,14 +327,20 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     console.log(`\n${engine} (load average ${load()})`);
     const rows: ThroughputRow[] = [];
     for (const n of STEPS_PER_RUN) rows.push(await throughput(engine, deps, mock, n));
-    const notes = rows.map((row) => `(a) ${row.stepsPerRun} step(s) per run: ${fmt(row.stepsPerS)} http_request steps/s, ${fmt(row.ratio * 100)}% of direct undici calls (target >= 50%): ${row.ratio >= 0.5 ? 'met' : 'missed'}.`);
+    const notes = rows.map(
+      (row) =>
+        `(a) ${row.stepsPerRun} step(s) per run: ${fmt(row.stepsPerS)} http_request steps/s, ${fmt(row.ratio * 100)}% of direct undici calls (target >= 50%): ${row.ratio >= 0.5 ? 'met' : 'missed'}.`,
+    );
     const rates: RateRow[] = [];
     if (engine === 'postgres') {
       rates.push(await rateLimit(run.vars, deps, mock, undefined));
       const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
       if (await redisAnswers(redisUrl)) rates.push(await rateLimit(run.vars, deps, mock, redisUrl));
       else notes.push('(b) Redis did not answer: the Redis variant was skipped.');
-      for (const r of rates) notes.push(`(b) ${r.counter}: ${fmt(r.ratio * 100, 1)}% of the budget, at most ${r.maxInSecond} calls in any second (budget ${r.budget}): ${r.maxInSecond <= r.budget && r.ratio >= 0.95 ? 'within 5%' : 'not within 5%'}.`);
+      for (const r of rates)
+        notes.push(
+          `(b) ${r.counter}: ${fmt(r.ratio * 100, 1)}% of the budget, at most ${r.maxInSecond} calls in any second (budget ${r.budget}): ${r.maxInSecond <= r.budget && r.ratio >= 0.95 ? 'within 5%' : 'not within 5%'}.`,
+        );
     }
     return { engine, throughput: rows, rates, notes };
   });
@@ -305,11 +371,22 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     '| Engine | Steps per run | Steps | http_request steps/s | Machine busy | Direct undici calls/s | Machine busy | Ratio | Target |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
-  for (const r of reports) for (const t of r.throughput) out.push(`| ${r.engine} | ${t.stepsPerRun} | ${fmt(t.steps)} | ${fmt(t.stepsPerS)} | ${fmt(t.machineBusyShare * 100)}% | ${fmt(t.directPerS)} | ${fmt(t.directBusyShare * 100)}% | ${fmt(t.ratio * 100)}% | >= 50%: ${t.ratio >= 0.5 ? 'met' : '**missed**'} |`);
+  for (const r of reports)
+    for (const t of r.throughput)
+      out.push(
+        `| ${r.engine} | ${t.stepsPerRun} | ${fmt(t.steps)} | ${fmt(t.stepsPerS)} | ${fmt(t.machineBusyShare * 100)}% | ${fmt(t.directPerS)} | ${fmt(t.directBusyShare * 100)}% | ${fmt(t.ratio * 100)}% | >= 50%: ${t.ratio >= 0.5 ? 'met' : '**missed**'} |`,
+      );
   const rates = reports.flatMap((r) => r.rates);
   if (rates.length > 0) {
-    out.push('', '| Rate limit, 2 worker processes | Budget | Whole seconds | Calls | Calls/s | Max in a second | Of the budget |', '|---|---:|---:|---:|---:|---:|---:|');
-    for (const r of rates) out.push(`| windows in ${r.counter} | ${r.budget}/s | ${r.seconds} | ${fmt(r.calls)} | ${fmt(r.perSecondAvg, 1)} | ${r.maxInSecond} | ${fmt(r.ratio * 100, 1)}% |`);
+    out.push(
+      '',
+      '| Rate limit, 2 worker processes | Budget | Whole seconds | Calls | Calls/s | Max in a second | Of the budget |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const r of rates)
+      out.push(
+        `| windows in ${r.counter} | ${r.budget}/s | ${r.seconds} | ${fmt(r.calls)} | ${fmt(r.perSecondAvg, 1)} | ${r.maxInSecond} | ${fmt(r.ratio * 100, 1)}% |`,
+      );
   }
   out.push('', ...reports.flatMap((r) => r.notes.map((n) => `- ${r.engine}: ${n}`)), '');
   // A new section goes before the webhooks section, else before bench/run.ts's runs.

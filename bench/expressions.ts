@@ -16,7 +16,21 @@ const STEPS = intEnv('BENCH_EXPRESSION_STEPS', 20_000, 100, 10_000_000);
 const PROCESSES = intEnv('EXPRESSION_PROCESSES', 2, 1, 64);
 const IN_FLIGHT = 64;
 
-const ctx = { payload: { order: { id: 'o-1', total: 42.5, lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2 }] } }, steps: {}, run: { id: 'r', attempt: 1 }, trigger: { key: 'hook' } };
+const ctx = {
+  payload: {
+    order: {
+      id: 'o-1',
+      total: 42.5,
+      lines: [
+        { sku: 'a', qty: 1 },
+        { sku: 'b', qty: 2 },
+      ],
+    },
+  },
+  steps: {},
+  run: { id: 'r', attempt: 1 },
+  trigger: { key: 'hook' },
+};
 const jobs: Record<string, ExpressionJob> = {
   'transform (1 expression)': { input: ctx, expressions: ['{"order_id": payload.order.id, "amount": payload.order.total}'] },
   'write_fact mapping (3 expressions)': { input: ctx, expressions: ['payload.order.id', 'payload.order.total', '$count(payload.order.lines)'] },
@@ -43,19 +57,29 @@ async function cell(run: (job: ExpressionJob) => Promise<unknown[][]>, job: Expr
   const cpu = process.threadCpuUsage();
   t = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next++ < STEPS) await run(job);
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next++ < STEPS) await run(job);
+    }),
+  );
   const seconds = (performance.now() - t) / 1000;
   const used = process.threadCpuUsage(cpu);
   return { cpuUs: (used.user + used.system) / STEPS, latencyUs, perS: STEPS / seconds };
 }
 
-console.log(`Expression steps, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${STEPS} steps per cell, pool of ${PROCESSES} processes, load before ${os.loadavg().map((n) => n.toFixed(2)).join(' / ')}\n`);
-console.log('| Step | Where | This thread\'s CPU per step | Latency of one step | Steps/s, 64 in flight |');
+console.log(
+  `Expression steps, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${STEPS} steps per cell, pool of ${PROCESSES} processes, load before ${os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' / ')}\n`,
+);
+console.log("| Step | Where | This thread's CPU per step | Latency of one step | Steps/s, 64 in flight |");
 console.log('|---|---|---:|---:|---:|');
 for (const [name, job] of Object.entries(jobs)) {
-  for (const [where, run] of [['in this process (before)', inProcess], ['expression pool (now)', (j: ExpressionJob) => pool.run(j)]] as const) {
+  for (const [where, run] of [
+    ['in this process (before)', inProcess],
+    ['expression pool (now)', (j: ExpressionJob) => pool.run(j)],
+  ] as const) {
     const r = await cell(run, job);
     console.log(`| ${name} | ${where} | ${r.cpuUs.toFixed(1)} µs | ${r.latencyUs.toFixed(1)} µs | ${Math.round(r.perS).toLocaleString('en-US')} |`);
   }

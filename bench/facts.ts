@@ -50,12 +50,27 @@ import { planFactQuery } from '../src/facts/query/plan.ts';
 import { AS_OF_WALK_WINDOW, asOfGateSql, asOfWalkSql, chooseAsOf } from '../src/facts/query/as-of.sql.ts';
 import { countSql, pageSql, selectCount, selectPage } from '../src/facts/query/page.sql.ts';
 import type { FactQueryPlan } from '../src/facts/query/plan-types.ts';
-import { DEFAULT_PG, exchangeToken, freeBlock, intEnv, machineLine, ROOT, runBench, inProcessDetail, runApp, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine } from './common.ts';
+import {
+  DEFAULT_PG,
+  exchangeToken,
+  freeBlock,
+  intEnv,
+  machineLine,
+  ROOT,
+  runBench,
+  inProcessDetail,
+  runApp,
+  runHeading,
+  seedTenant,
+  watchdog,
+  withEngine,
+  writeDoc,
+  type Engine,
+} from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks-facts.md');
 const PLANS_DOC = path.join(ROOT, 'docs', 'query-plans.md');
 const DAY_MS = 86_400_000;
-
 
 const SECONDS = intEnv('BENCH_FACTS_SECONDS', 4, 1, 60);
 const BLOCK = 10;
@@ -151,7 +166,9 @@ function insertSql(m: GenModel, modelId: string, orgId: string, wsId: string, co
   const span = 365 * DAY_MS;
   const start = endMs - span - 3_600_000;
   const sorted = [...m.fields].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const canon = sorted.map((f, i) => `'${i === 0 ? '' : ','}"${f.name}":' || ${f.type === 'string' ? `'"' || g.${f.name} || '"'` : `g.${f.name}::text`}`).join(' || ');
+  const canon = sorted
+    .map((f, i) => `'${i === 0 ? '' : ','}"${f.name}":' || ${f.type === 'string' ? `'"' || g.${f.name} || '"'` : `g.${f.name}::text`}`)
+    .join(' || ');
   const obj = m.fields.map((f) => `'${f.name}', g.${f.name}`).join(', ');
   const pk = m.fields.find((f) => f.primaryKey)!;
   const cols = m.fields.map((f) => `${f.expr} as ${f.name}`).join(', ');
@@ -194,11 +211,25 @@ function currentSql(modelId: string, axis: 'observed_at' | 'inserted_at'): Frag 
 
 async function createModel(db: Db, orgId: string, wsId: string, m: GenModel): Promise<FactModel & { slug: string }> {
   const id = uuidv7();
-  await db.insertInto('data_models').values({ id, organization_id: orgId, workspace_id: wsId, name: m.slug, slug: m.slug, description: 'benchmark', retention_days: null }).execute();
+  await db
+    .insertInto('data_models')
+    .values({ id, organization_id: orgId, workspace_id: wsId, name: m.slug, slug: m.slug, description: 'benchmark', retention_days: null })
+    .execute();
   const fields = m.fields.map((f) => ({ name: f.name, type: f.type, is_primary_key: f.primaryKey ?? false, is_required: f.primaryKey ?? false }));
   await db
     .insertInto('data_model_fields')
-    .values(fields.map((f) => ({ id: uuidv7(), organization_id: orgId, workspace_id: wsId, data_model_id: id, label: f.name, description: null, constraints: null, ...f })))
+    .values(
+      fields.map((f) => ({
+        id: uuidv7(),
+        organization_id: orgId,
+        workspace_id: wsId,
+        data_model_id: id,
+        label: f.name,
+        description: null,
+        constraints: null,
+        ...f,
+      })),
+    )
     .execute();
   return { id, slug: m.slug, fields };
 }
@@ -225,8 +256,12 @@ async function load(db: Db, orgId: string, wsId: string, scale: Scale, endMs: nu
     order by indexname`.execute(db);
   await sql`set maintenance_work_mem = '256MB'`.execute(db).catch(() => undefined);
   for (const i of indexes) await sql.raw(`drop index ${i.indexname}`).execute(db);
-  await timed(`insert ${scale.facts.toLocaleString('en-US')} invoices facts`, () => insertSql(invoices(scale), inv.id, orgId, wsId, scale.facts, endMs, 1).execute(db));
-  await timed(`insert ${scale.joinFacts.toLocaleString('en-US')} shipments facts`, () => insertSql(shipments(scale), shp.id, orgId, wsId, scale.joinFacts, endMs, 7).execute(db));
+  await timed(`insert ${scale.facts.toLocaleString('en-US')} invoices facts`, () =>
+    insertSql(invoices(scale), inv.id, orgId, wsId, scale.facts, endMs, 1).execute(db),
+  );
+  await timed(`insert ${scale.joinFacts.toLocaleString('en-US')} shipments facts`, () =>
+    insertSql(shipments(scale), shp.id, orgId, wsId, scale.joinFacts, endMs, 7).execute(db),
+  );
   await timed('fact_current, both models and axes', async () => {
     for (const m of [inv, shp]) for (const axis of ['observed_at', 'inserted_at'] as const) await currentSql(m.id, axis).execute(db);
   });
@@ -259,12 +294,13 @@ async function verifyLoad(db: Db, model: FactModel, sample: number): Promise<voi
     select id, entity_id, observed_at, inserted_at from facts where data_model_id = ${model.id} and entity_id = any(${entities}::text[])`.execute(db);
   const { rows: cur } = await sql<{ axis: string; entity_key: string; entity_id: string; fact_id: string }>`
     select axis, entity_key, entity_id, fact_id from fact_current where data_model_id = ${model.id} and entity_key = any(${entities}::text[])`.execute(db);
-  const cmp = (a: [number, number, string], b: [number, number, string]) => (a[0] - b[0]) || (a[1] - b[1]) || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+  const cmp = (a: [number, number, string], b: [number, number, string]) => a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
   for (const e of entities) {
     const facts = hist.filter((h) => h.entity_id === e);
     const best = (axis: string) =>
       facts.reduce((m, f) => {
-        const key = (x: typeof f): [number, number, string] => (axis === 'observed_at' ? [x.observed_at.getTime(), x.inserted_at.getTime(), x.id] : [x.inserted_at.getTime(), 0, x.id]);
+        const key = (x: typeof f): [number, number, string] =>
+          axis === 'observed_at' ? [x.observed_at.getTime(), x.inserted_at.getTime(), x.id] : [x.inserted_at.getTime(), 0, x.id];
         return cmp(key(f), key(m)) > 0 ? f : m;
       }).id;
     for (const axis of ['observed_at', 'inserted_at']) {
@@ -495,7 +531,6 @@ interface EngineReport {
   notes: string[];
 }
 
-
 function benchEngine(engine: Engine): Promise<EngineReport> {
   const scale = SCALES[engine];
   const skipped = (note: string): EngineReport => ({ engine, detail: 'PostgreSQL', scale, loadSeconds: 0, results: [], notes: [note] });
@@ -526,18 +561,24 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     }
     const http = await measureHttp(appUrl);
     const floor = await measureFloor(appUrl, token);
-    console.log(`  HTTP round trip (GET /healthz) p50 ${http.p50.toFixed(2)} ms; factQuery floor (selecting only limit) p50 ${floor.p50.toFixed(2)} ms p95 ${floor.p95.toFixed(2)} ms`);
+    console.log(
+      `  HTTP round trip (GET /healthz) p50 ${http.p50.toFixed(2)} ms; factQuery floor (selecting only limit) p50 ${floor.p50.toFixed(2)} ms p95 ${floor.p95.toFixed(2)} ms`,
+    );
     notes.push(
       `HTTP: one loopback round trip to \`GET /healthz\` (fetch in the same process as the server) takes p50 ${http.p50.toFixed(2)} ms, p95 ${http.p95.toFixed(2)} ms (${http.n} sequential requests).`,
       `Floor: a factQuery selecting only \`limit\` (that round trip, plus bearer check, account re-check and slug lookup in one statement, rate window, cached parse/validation, complexity, execution) takes p50 ${floor.p50.toFixed(2)} ms, p95 ${floor.p95.toFixed(2)} ms (${floor.n} sequential requests). A query whose raw SQL is faster than ${(1 / (TARGET_RATIO - 1)).toFixed(0)}x this floor cannot meet the ${TARGET_RATIO}x ratio; below ${(1 / (TARGET_RATIO - 1)).toFixed(0)}x the HTTP round trip alone, no server could.`,
     );
     for (const r of results) {
       const ratio = r.gql.p50 / r.raw.p50;
-      notes.push(`(${r.scenario.key}) factQuery p50 / raw SQL p50 = ${ratio.toFixed(2)} (target <= ${TARGET_RATIO}): ${ratio <= TARGET_RATIO ? 'met' : 'missed'}.`);
+      notes.push(
+        `(${r.scenario.key}) factQuery p50 / raw SQL p50 = ${ratio.toFixed(2)} (target <= ${TARGET_RATIO}): ${ratio <= TARGET_RATIO ? 'met' : 'missed'}.`,
+      );
     }
     if (engine === 'postgres') {
       const a = results.find((r) => r.scenario.key === 'a')!;
-      notes.push(`(a) factQuery p50 ${a.gql.p50.toFixed(2)} ms at ${scale.facts.toLocaleString('en-US')} facts (target <= ${TARGET_LATEST_P50_MS} ms): ${a.gql.p50 <= TARGET_LATEST_P50_MS ? 'met' : 'missed'}.`);
+      notes.push(
+        `(a) factQuery p50 ${a.gql.p50.toFixed(2)} ms at ${scale.facts.toLocaleString('en-US')} facts (target <= ${TARGET_LATEST_P50_MS} ms): ${a.gql.p50 <= TARGET_LATEST_P50_MS ? 'met' : 'missed'}.`,
+      );
     }
     void shp;
     return { engine, detail, scale, loadSeconds, results, notes };
@@ -547,8 +588,6 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
 // ---------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------
-
-
 
 const f2 = (n: number) => n.toFixed(2);
 const n0 = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
@@ -695,7 +734,7 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
 const PLAN_NOTES: Record<Scenario['key'], string> = {
   a: [
     'Latest mode without `until` reads `fact_current` only, never the history, and of it only the',
-    'partition of the axis asked for (`fact_current_observed`). The **page** walks that partition\'s',
+    "partition of the axis asked for (`fact_current_observed`). The **page** walks that partition's",
     'share of `fact_current_observed_idx` (data_model_id, axis, observed_at, fact_id) backwards from',
     'the newest row of the model, evaluates the workspace check and the two jsonb filters on each',
     'row it meets and stops at the 50th match, so it touches a few hundred rows whatever the',
@@ -705,7 +744,7 @@ const PLAN_NOTES: Record<Scenario['key'], string> = {
     'lists both in its condition but can narrow by the containment only (a range has no key to',
     'look up), so "Rows Removed by Index Recheck" are the open invoices below 5000. Without an',
     '`eq` filter (or a short `in` list) the count would read and test every current row of the',
-    "model and axis (one per entity, 100k here). Its cost grows with the number of entities, not",
+    'model and axis (one per entity, 100k here). Its cost grows with the number of entities, not',
     "with the history, and it is the whole of this query's latency (see benchmarks-facts.md for",
     'what reaching 15 ms would take).',
   ].join('\n'),
@@ -721,7 +760,7 @@ const PLAN_NOTES: Record<Scenario['key'], string> = {
   c: [
     'A left join cannot change which rows are on the page, so the planner pages first and joins',
     'after the LIMIT: the inner page is the backward scan of (a) without filters (51 rows: one',
-    'more to learn hasNextPage), and for each of those rows the joined model\'s current fact is a',
+    "more to learn hasNextPage), and for each of those rows the joined model's current fact is a",
     'primary-key probe of `fact_current_pkey` (data_model_id, axis, entity_key) in the same',
     'partition, in a nested loop, 51 probes in all, half of them finding nothing. No',
     'history is read and the cost does not grow with either model.',

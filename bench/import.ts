@@ -29,10 +29,30 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { benchEnv, exchangeToken, freePort, intEnv, machineLine, postJsonApi as api, procKiB, ROOT, runBench, runHeading, stopChild, waitHealthy, watchdog, withEngine, writeDoc, type Engine } from './common.ts';
+import {
+  benchEnv,
+  exchangeToken,
+  freePort,
+  intEnv,
+  machineLine,
+  postJsonApi as api,
+  procKiB,
+  ROOT,
+  runBench,
+  runHeading,
+  stopChild,
+  waitHealthy,
+  watchdog,
+  withEngine,
+  writeDoc,
+  type Engine,
+} from './common.ts';
 const DOC = path.join(ROOT, 'docs', 'benchmarks-import.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
-const LINES = { postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000), pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 1_000_000, 1000, 10_000_000) };
+const LINES = {
+  postgres: intEnv('BENCH_IMPORT_PG_LINES', 1_000_000, 1000, 50_000_000),
+  pglite: intEnv('BENCH_IMPORT_PGLITE_LINES', 1_000_000, 1000, 10_000_000),
+};
 const DAY_MS = 86_400_000;
 /** V8 heap limits below the file's size: holding the file as strings or objects would fail. */
 const SERVER_HEAP_MB = 96;
@@ -111,7 +131,15 @@ interface ProbeSummary {
 
 function summarize(p: Probe): ProbeSummary {
   const sorted = [...p.ms].sort((a, b) => a - b);
-  return { name: p.name, target: p.target, n: sorted.length, failed: p.failed, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? NaN };
+  return {
+    name: p.name,
+    target: p.target,
+    n: sorted.length,
+    failed: p.failed,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted.at(-1) ?? NaN,
+  };
 }
 
 const showProbe = (s: ProbeSummary) =>
@@ -126,7 +154,12 @@ async function writeNdjson(file: string, lines: number): Promise<number> {
     const h = (n * 2654435761) % 4294967296;
     const line = JSON.stringify({
       observed_at: new Date(end - (h % (365 * DAY_MS))).toISOString(),
-      data: { invoice_id: `inv-${String(n % Math.max(1, Math.floor(lines / 10))).padStart(7, '0')}`, status: statuses[h % 4], customer: `c-${h % 5000}`, amount: h % 10000 },
+      data: {
+        invoice_id: `inv-${String(n % Math.max(1, Math.floor(lines / 10))).padStart(7, '0')}`,
+        status: statuses[h % 4],
+        customer: `c-${h % 5000}`,
+        amount: h % 10000,
+      },
     });
     if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
@@ -150,8 +183,19 @@ interface Report {
 
 function benchEngine(engine: Engine): Promise<Report> {
   const lines = LINES[engine];
-  const skipped = (note: string): Report =>
-    ({ engine, detail: 'PostgreSQL', lines, fileBytes: 0, seconds: 0, written: 0, serverBefore: undefined, serverPeak: undefined, cliPeak: undefined, probes: [], notes: [note] });
+  const skipped = (note: string): Report => ({
+    engine,
+    detail: 'PostgreSQL',
+    lines,
+    fileBytes: 0,
+    seconds: 0,
+    written: 0,
+    serverBefore: undefined,
+    serverPeak: undefined,
+    cliPeak: undefined,
+    probes: [],
+    notes: [note],
+  });
   const options = { prefix: 'tributary_bench_import', vars: (dir: string) => benchEnv(path.join(dir, 'data')), skipped };
   return withEngine(engine, options, async ({ dir, vars, version, defer }) => {
     const detail = engine === 'postgres' ? `PostgreSQL ${version} on loopback` : 'PGlite (embedded, data directory on disk)';
@@ -163,13 +207,24 @@ function benchEngine(engine: Engine): Promise<Report> {
     const serve = spawn(process.execPath, [`--max-old-space-size=${SERVER_HEAP_MB}`, MAIN, 'serve'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
     defer('tributary serve', () => stopChild(serve));
     await waitHealthy(url, serve);
-    const boot = JSON.parse(fs.readFileSync(path.join(vars.DATA_DIR!, 'bootstrap.json'), 'utf8')) as { client_id: string; client_secret: string; workspace_id: string };
+    const boot = JSON.parse(fs.readFileSync(path.join(vars.DATA_DIR!, 'bootstrap.json'), 'utf8')) as {
+      client_id: string;
+      client_secret: string;
+      workspace_id: string;
+    };
     const token = await exchangeToken(url, boot.client_id, boot.client_secret);
     const slug = `invoices-${randomBytes(3).toString('hex')}`;
     const model = await api(url, token, '/data_models', { data: { type: 'data_model', attributes: { name: 'Invoices', slug } } });
-    const fields: [string, string, boolean][] = [['invoice_id', 'string', true], ['status', 'string', false], ['customer', 'string', false], ['amount', 'integer', false]];
+    const fields: [string, string, boolean][] = [
+      ['invoice_id', 'string', true],
+      ['status', 'string', false],
+      ['customer', 'string', false],
+      ['amount', 'integer', false],
+    ];
     for (const [name, type, pk] of fields) {
-      await api(url, token, '/data_model_fields', { data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name, type, is_primary_key: pk, is_required: pk } } });
+      await api(url, token, '/data_model_fields', {
+        data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name, type, is_primary_key: pk, is_required: pk } },
+      });
     }
 
     const file = path.join(dir, 'facts.ndjson');
@@ -185,10 +240,14 @@ function benchEngine(engine: Engine): Promise<Report> {
       probeEvery(`GET /api/json/v1/data_models/{id}`, TARGETS.read, 100, () => fetch(`${url}/api/json/v1/data_models/${model.data.id}`, { headers: auth })),
     ];
     const t0 = performance.now();
-    const cli = spawn(process.execPath, [`--max-old-space-size=${CLI_HEAP_MB}`, MAIN, 'facts', 'import', '--workspace', boot.workspace_id, '--data-model', slug, file, '--json'], {
-      env: { ...env, TRIBUTARY_URL: url },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const cli = spawn(
+      process.execPath,
+      [`--max-old-space-size=${CLI_HEAP_MB}`, MAIN, 'facts', 'import', '--workspace', boot.workspace_id, '--data-model', slug, file, '--json'],
+      {
+        env: { ...env, TRIBUTARY_URL: url },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let cliPeak = 0;
     const sampler = setInterval(() => {
       cliPeak = Math.max(cliPeak, procKiB(cli.pid!, 'VmRSS') ?? 0);
@@ -205,7 +264,9 @@ function benchEngine(engine: Engine): Promise<Report> {
     if (summary.written !== lines || summary.rejected !== 0) throw new Error(`import answered ${stdout.slice(0, 500)}`);
     const serverPeak = procKiB(serve.pid!, 'VmHWM');
     const rate = lines / seconds;
-    console.log(`  ${seconds.toFixed(1)} s, ${rate.toFixed(0)} lines/s; server RSS before ${mib(serverBefore)}, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}`);
+    console.log(
+      `  ${seconds.toFixed(1)} s, ${rate.toFixed(0)} lines/s; server RSS before ${mib(serverBefore)}, peak ${mib(serverPeak)}; CLI peak ${mib(cliPeak)}`,
+    );
     for (const p of probed) console.log(`  during the import, ${showProbe(p)}`);
     const notes = [
       ...(peakReset ? [] : ['The server peak could not be reset before the import: it includes the start.']),

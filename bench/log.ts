@@ -26,7 +26,10 @@ const secret = randomSecret(SECRET_PREFIX.clientSecret);
 type Scenario = (log: Logger) => void;
 const scenarios: Record<string, Scenario> = {
   'request lines (incoming + completed)': (log) => {
-    log.info({ req: { method: 'GET', url: '/api/json/v1/data_models?filter[name]=[redacted]&page[limit]=[redacted]', remoteAddress: '127.0.0.1' } }, 'incoming request');
+    log.info(
+      { req: { method: 'GET', url: '/api/json/v1/data_models?filter[name]=[redacted]&page[limit]=[redacted]', remoteAddress: '127.0.0.1' } },
+      'incoming request',
+    );
     log.info({ res: { statusCode: 200 }, responseTime: 1.234 }, 'request completed');
   },
   'request lines with a secret in the URL': (log) => {
@@ -52,9 +55,15 @@ function measure(make: () => Logger, scenario: Scenario): number {
   return ((used.user + used.system) * 1000) / LINES;
 }
 
-console.log(`Log line cost, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${LINES} lines per cell (thread CPU per line, best of 3)\n`);
+console.log(
+  `Log line cost, ${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${LINES} lines per cell (thread CPU per line, best of 3)\n`,
+);
 console.log(`| Scenario | ${Object.keys(loggers).join(' | ')} |`);
-console.log(`|---|${Object.keys(loggers).map(() => '---:').join('|')}|`);
+console.log(
+  `|---|${Object.keys(loggers)
+    .map(() => '---:')
+    .join('|')}|`,
+);
 for (const [name, scenario] of Object.entries(scenarios)) {
   const cells = Object.values(loggers).map((make) => Math.min(measure(make, scenario), measure(make, scenario), measure(make, scenario)));
   console.log(`| ${name} | ${cells.map((ns) => `${(ns / 1000).toFixed(2)} µs`).join(' | ')} |`);

@@ -21,7 +21,29 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Deps } from '../src/deps.ts';
 import { compileOnce, runCompiled, slot } from '../src/db/compiled.ts';
 import { uuidv7 } from '../src/ids.ts';
-import { DEFAULT_PG, ENGINES, exchangeToken, fmt, freeBlock, intEnv, machineLine, measure, postgresCpuProbe, ROOT, runBench, inProcessDetail, runApp, runHeading, seedTenant, watchdog, withEngine, writeDoc, type Engine, type Measured, type MeasureSettings } from './common.ts';
+import {
+  DEFAULT_PG,
+  ENGINES,
+  exchangeToken,
+  fmt,
+  freeBlock,
+  intEnv,
+  machineLine,
+  measure,
+  postgresCpuProbe,
+  ROOT,
+  runBench,
+  inProcessDetail,
+  runApp,
+  runHeading,
+  seedTenant,
+  watchdog,
+  withEngine,
+  writeDoc,
+  type Engine,
+  type Measured,
+  type MeasureSettings,
+} from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const JSONAPI = 'application/vnd.api+json';
@@ -55,7 +77,9 @@ async function seed(deps: Deps, appUrl: string) {
   const created = await fetch(`${appUrl}/api/json/v1/data_models`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': JSONAPI, accept: JSONAPI },
-    body: JSON.stringify({ data: { type: 'data_model', attributes: { name: 'Invoices', slug: 'invoices', description: 'Benchmark model', retention_days: 365 } } }),
+    body: JSON.stringify({
+      data: { type: 'data_model', attributes: { name: 'Invoices', slug: 'invoices', description: 'Benchmark model', retention_days: 365 } },
+    }),
     signal: AbortSignal.timeout(10_000),
   });
   if (created.status !== 201) throw new Error(`creating the data model failed: ${created.status} ${await created.text()}`);
@@ -79,7 +103,13 @@ async function bareServer(deps: Deps): Promise<{ app: FastifyInstance; url: stri
   const app = Fastify({ logger: false });
   const byId = compileOnce(deps.db.selectFrom('data_models').selectAll().where('id', '=', slot('id')));
   const page = compileOnce(
-    deps.db.selectFrom('data_models').selectAll().where('workspace_id', '=', slot('ws')).orderBy('inserted_at', 'desc').orderBy('id', 'desc').limit(LIST_SIZE + 1),
+    deps.db
+      .selectFrom('data_models')
+      .selectAll()
+      .where('workspace_id', '=', slot('ws'))
+      .orderBy('inserted_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(LIST_SIZE + 1),
   );
   app.get('/bare/data_models/:id', async (request, reply) => {
     const [row] = await runCompiled(deps.db, byId, { id: (request.params as { id: string }).id });
@@ -109,14 +139,31 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     // The bare route is measured first and again last; ratios are to the mean of the two,
     // and the gap between them shows how much the machine's load drifted meanwhile.
     const bareUrl = `${b.url}/bare/data_models/${modelId}`;
-    const readOpts: autocannon.Options = { url: `${appUrl}/api/json/v1/data_models/${modelId}`, headers: { authorization: `Bearer ${token}`, accept: JSONAPI } };
-    const tokenOpts: autocannon.Options = { url: `${appUrl}/api/v1/oauth/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form };
+    const readOpts: autocannon.Options = {
+      url: `${appUrl}/api/json/v1/data_models/${modelId}`,
+      headers: { authorization: `Bearer ${token}`, accept: JSONAPI },
+    };
+    const tokenOpts: autocannon.Options = {
+      url: `${appUrl}/api/v1/oauth/token`,
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    };
     const bareListUrl = `${b.url}/bare/workspaces/${workspaceId}/data_models`;
-    const listOpts: autocannon.Options = { url: `${appUrl}/api/json/v1/data_models?page[limit]=${LIST_SIZE}`, headers: { authorization: `Bearer ${token}`, accept: JSONAPI } };
+    const listOpts: autocannon.Options = {
+      url: `${appUrl}/api/json/v1/data_models?page[limit]=${LIST_SIZE}`,
+      headers: { authorization: `Bearer ${token}`, accept: JSONAPI },
+    };
     // One discarded pass over every route first, so code they share (Kysely, the driver,
     // PGlite) is warm before the first measured scenario and not only before the last.
-    for (const opts of [{ url: bareUrl }, readOpts, tokenOpts, { url: bareListUrl }, listOpts]) await autocannon({ ...opts, connections: CONNECTIONS, duration: WARMUP, workers: 1 });
-    const settings: MeasureSettings = { connections: CONNECTIONS, warmup: WARMUP, duration: DURATION, probe: engine === 'postgres' ? postgresCpuProbe(deps.db) : undefined };
+    for (const opts of [{ url: bareUrl }, readOpts, tokenOpts, { url: bareListUrl }, listOpts])
+      await autocannon({ ...opts, connections: CONNECTIONS, duration: WARMUP, workers: 1 });
+    const settings: MeasureSettings = {
+      connections: CONNECTIONS,
+      warmup: WARMUP,
+      duration: DURATION,
+      probe: engine === 'postgres' ? postgresCpuProbe(deps.db) : undefined,
+    };
     const bareBefore = await measure('bare SELECT by id, plain Fastify (first)', { url: bareUrl }, settings);
     const read = await measure('GET /api/json/v1/data_models/{id} (bearer)', readOpts, settings);
     const tokenRow = await measure('POST /api/v1/oauth/token (client_credentials)', tokenOpts, settings);
@@ -129,12 +176,19 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     const rows: Row[] = [bareBefore, read, tokenRow, bareAfter].map((r) => ({ ...r, ratio: ratio(r) }));
     const listRatio = bareList.rps > 0 ? list.rps / bareList.rps : 0;
     rows.push({ ...bareList, ratio: 1 }, { ...list, ratio: listRatio }, { ...empty, ratio: undefined });
-    for (const r of rows) if (r.non2xx || r.errors) notes.push(`${r.scenario}: ${r.non2xx} non-2xx responses, ${r.errors} errors/timeouts; its figure is not valid.`);
+    for (const r of rows)
+      if (r.non2xx || r.errors) notes.push(`${r.scenario}: ${r.non2xx} non-2xx responses, ${r.errors} errors/timeouts; its figure is not valid.`);
     const readRatio = rows[1]!.ratio ?? 0;
-    notes.push(`Authenticated read: ${fmt(readRatio * 100, 0)}% of bare (target >= ${TARGET_READ_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${readRatio >= TARGET_READ_RATIO ? 'met' : 'missed'}.`);
-    notes.push(`List of ${LIST_SIZE}: ${fmt(listRatio * 100, 0)}% of the bare page (target >= ${TARGET_LIST_RATIO * 100}%): ${listRatio >= TARGET_LIST_RATIO ? 'met' : 'missed'}.`);
+    notes.push(
+      `Authenticated read: ${fmt(readRatio * 100, 0)}% of bare (target >= ${TARGET_READ_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${readRatio >= TARGET_READ_RATIO ? 'met' : 'missed'}.`,
+    );
+    notes.push(
+      `List of ${LIST_SIZE}: ${fmt(listRatio * 100, 0)}% of the bare page (target >= ${TARGET_LIST_RATIO * 100}%): ${listRatio >= TARGET_LIST_RATIO ? 'met' : 'missed'}.`,
+    );
     notes.push(`Empty route: p50 ${fmt(empty.p50, 1)} ms (one round trip of the HTTP stack, the floor for the factQuery overhead target).`);
-    notes.push(`Token exchange: ${fmt(tokenRow.rps, 0)}/s (target >= ${fmt(TARGET_TOKENS_PER_S, 0)}/s): ${tokenRow.rps >= TARGET_TOKENS_PER_S ? 'met' : 'missed'}.`);
+    notes.push(
+      `Token exchange: ${fmt(tokenRow.rps, 0)}/s (target >= ${fmt(TARGET_TOKENS_PER_S, 0)}/s): ${tokenRow.rps >= TARGET_TOKENS_PER_S ? 'met' : 'missed'}.`,
+    );
     return { engine, detail, rows, notes };
   });
 }
@@ -150,7 +204,9 @@ function markdownTable(rows: Row[]): string {
     const bad = r.non2xx || r.errors ? ` (non-2xx ${r.non2xx}, errors ${r.errors})` : '';
     const db = withDb ? ` ${r.dbCpuUs === undefined ? 'n/a' : fmt(r.dbCpuUs, 0)} |` : '';
     const other = withOther ? ` ${r.otherLoad === undefined ? 'n/a' : `${fmt(r.otherLoad * 100, 0)}%`} |` : '';
-    lines.push(`| ${r.scenario}${bad} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${r.ratio === undefined ? 'n/a' : `${fmt(r.ratio * 100, 0)}%`} | ${fmt(r.cpuUs, 0)} |${db}${other}`);
+    lines.push(
+      `| ${r.scenario}${bad} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${r.ratio === undefined ? 'n/a' : `${fmt(r.ratio * 100, 0)}%`} | ${fmt(r.cpuUs, 0)} |${db}${other}`,
+    );
   }
   return lines.join('\n');
 }
@@ -234,7 +290,15 @@ function writeRun(reports: EngineReport[], started: Date, loadBefore: string): v
     '',
     `Load average (1 / 5 / 15 min) before the run: ${loadBefore}.`,
     '',
-    ...reports.flatMap((r) => [`### ${r.engine === 'pglite' ? 'PGlite' : 'PostgreSQL'}`, '', r.detail + '.', '', ...(r.rows.length > 0 ? [markdownTable(r.rows), ''] : []), ...r.notes.map((n) => `- ${n}`), '']),
+    ...reports.flatMap((r) => [
+      `### ${r.engine === 'pglite' ? 'PGlite' : 'PostgreSQL'}`,
+      '',
+      r.detail + '.',
+      '',
+      ...(r.rows.length > 0 ? [markdownTable(r.rows), ''] : []),
+      ...r.notes.map((n) => `- ${n}`),
+      '',
+    ]),
   ].join('\n');
 
   // The header is rewritten; the sections other benchmarks keep between it and the runs,

@@ -34,7 +34,11 @@ if (process.env.DATABASE_URL) {
   env.DATABASE_URL = fresh.url;
   drop = fresh.drop;
 }
-const server = spawn('prlimit', [`--nofile=${NOFILE}:${NOFILE}`, path.join(root, 'node_modules/.bin/node'), 'src/main.ts', 'serve', '--no-worker'], { cwd: root, env, stdio: 'ignore' });
+const server = spawn('prlimit', [`--nofile=${NOFILE}:${NOFILE}`, path.join(root, 'node_modules/.bin/node'), 'src/main.ts', 'serve', '--no-worker'], {
+  cwd: root,
+  env,
+  stdio: 'ignore',
+});
 
 function probe(): Promise<{ ok: boolean; ms: number }> {
   const started = performance.now();

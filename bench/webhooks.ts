@@ -45,7 +45,34 @@ import { loadConfig, type Config } from '../src/config.ts';
 import type { Deps } from '../src/deps.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { startWorker } from '../src/worker/worker.ts';
-import { benchEnv, cpuWindow, exchangeToken, fmt, freePort, intEnv, loadAverage as load, machineLine, measure, pct, postgresCpuProbe, postJsonApi, procKiB, ROOT, runBench, runApp, runHeading, seedTenant, stopChild, waitHealthy, watchdog, withEngine, writeSection, type DbCpuProbe, type Engine, type Measured } from './common.ts';
+import {
+  benchEnv,
+  cpuWindow,
+  exchangeToken,
+  fmt,
+  freePort,
+  intEnv,
+  loadAverage as load,
+  machineLine,
+  measure,
+  pct,
+  postgresCpuProbe,
+  postJsonApi,
+  procKiB,
+  ROOT,
+  runBench,
+  runApp,
+  runHeading,
+  seedTenant,
+  stopChild,
+  waitHealthy,
+  watchdog,
+  withEngine,
+  writeSection,
+  type DbCpuProbe,
+  type Engine,
+  type Measured,
+} from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
 const MAIN = path.join(ROOT, 'src', 'main.ts');
@@ -85,9 +112,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Seeding: a tenant, a data model, a workflow with a webhook trigger.
 
 const STEPS = [
-  { key: 'shape', type: 'transform', config: { expression: '{"id": payload.order.id, "total": payload.order.total, "state": $lowercase(payload.order.state)}' } },
+  {
+    key: 'shape',
+    type: 'transform',
+    config: { expression: '{"id": payload.order.id, "total": payload.order.total, "state": $lowercase(payload.order.state)}' },
+  },
   { key: 'big_enough', type: 'condition', config: { expression: 'steps.shape.total != 0' } },
-  { key: 'store', type: 'write_fact', config: { data_model_slug: 'orders', mapping: { order_id: 'steps.shape.id', amount: 'steps.shape.total', status: 'steps.shape.state' }, observed_at: 'payload.at' } },
+  {
+    key: 'store',
+    type: 'write_fact',
+    config: {
+      data_model_slug: 'orders',
+      mapping: { order_id: 'steps.shape.id', amount: 'steps.shape.total', status: 'steps.shape.state' },
+      observed_at: 'payload.at',
+    },
+  },
 ];
 
 /** A delivery's body; `[<id>]` becomes a distinct id per request where autocannon replaces ids. */
@@ -106,9 +145,15 @@ export async function seed(deps: Deps, appUrl: string): Promise<Seeded> {
   const bearer = await exchangeToken(appUrl, cred.client_id, cred.client_secret);
   const post = (p: string, body: unknown) => postJsonApi<{ data: { id: string }; meta?: { trigger_tokens?: Record<string, string> } }>(appUrl, bearer, p, body);
   const model = await post('/data_models', { data: { type: 'data_model', attributes: { name: 'Orders', slug: 'orders' } } });
-  const fields: Array<[string, string, boolean]> = [['order_id', 'string', false], ['amount', 'float', true], ['status', 'string', false]];
+  const fields: Array<[string, string, boolean]> = [
+    ['order_id', 'string', false],
+    ['amount', 'float', true],
+    ['status', 'string', false],
+  ];
   for (const [i, [name, type, required]] of fields.entries()) {
-    await post('/data_model_fields', { data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name, type, is_primary_key: i === 0, is_required: required } } });
+    await post('/data_model_fields', {
+      data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name, type, is_primary_key: i === 0, is_required: required } },
+    });
   }
   const saved = await post('/workflows/save_builder_state', {
     data: {
@@ -135,7 +180,11 @@ const RUN_SQL =
   'insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at) ' +
   'values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $10, $10)';
 
-export async function bareServer(deps: Deps, seeded: Seeded, databaseUrl: string | undefined): Promise<{ app: FastifyInstance; url: string; close: () => Promise<void> }> {
+export async function bareServer(
+  deps: Deps,
+  seeded: Seeded,
+  databaseUrl: string | undefined,
+): Promise<{ app: FastifyInstance; url: string; close: () => Promise<void> }> {
   const app = Fastify({ logger: false });
   const pool = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: deps.config.databasePoolSize }) : undefined;
   pool?.on('error', () => undefined);
@@ -172,7 +221,14 @@ export async function bareServer(deps: Deps, seeded: Seeded, databaseUrl: string
     return reply.code(202).send({ status: 'accepted', workflow_run_id: id });
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, url, close: async () => { await app.close(); await pool?.end(); } };
+  return {
+    app,
+    url,
+    close: async () => {
+      await app.close();
+      await pool?.end();
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -187,10 +243,20 @@ async function countRuns(deps: Deps): Promise<number> {
 
 async function ingestion(deps: Deps, appUrl: string, seeded: Seeded, bareUrl: string, probe: DbCpuProbe | undefined): Promise<Row[]> {
   const headers = { authorization: `Bearer ${seeded.bearer}`, 'content-type': 'application/json' };
-  const distinct: Omit<autocannon.Options, 'url'> = { method: 'POST', headers: { ...headers, 'idempotency-key': 'bench-[<id>]' }, body: deliveryBody('[<id>]'), idReplacement: true };
+  const distinct: Omit<autocannon.Options, 'url'> = {
+    method: 'POST',
+    headers: { ...headers, 'idempotency-key': 'bench-[<id>]' },
+    body: deliveryBody('[<id>]'),
+    idReplacement: true,
+  };
   const accepted: autocannon.Options = { ...distinct, url: `${appUrl}${seeded.hookPath}` };
   const bare: autocannon.Options = { ...distinct, url: `${bareUrl}/bare/deliveries` };
-  const dup: autocannon.Options = { method: 'POST', url: `${appUrl}${seeded.hookPath}`, headers: { ...headers, 'idempotency-key': `bench-dup-${randomBytes(4).toString('hex')}` }, body: deliveryBody('dup') };
+  const dup: autocannon.Options = {
+    method: 'POST',
+    url: `${appUrl}${seeded.hookPath}`,
+    headers: { ...headers, 'idempotency-key': `bench-dup-${randomBytes(4).toString('hex')}` },
+    body: deliveryBody('dup'),
+  };
   // One discarded pass over each route, so what they share is warm before the first measurement.
   for (const o of [bare, accepted, dup]) await autocannon({ ...o, connections: CONNECTIONS, duration: WARMUP, workers: 1 });
   // `made`: the runs each measured run made.
@@ -442,7 +508,10 @@ async function sustained(vars: Record<string, string>, deps: Deps, seeded: Seede
     // The trend past the first minute (or the first half of a shorter run): the start's own growth is not a leak.
     const skip = Math.min(60, SUSTAIN_SECONDS / 2);
     const tail = samples.filter((s) => s.t >= skip);
-    const perS = slope(tail.map((s) => s.t), tail.map((s) => s.rssMiB));
+    const perS = slope(
+      tail.map((s) => s.t),
+      tail.map((s) => s.rssMiB),
+    );
     const first = tail[0]?.rssMiB ?? 0;
     // Flat: the fitted line rises by less than 5% of the RSS (or 5 MiB) over the measured span.
     const rise = perS * ((tail.at(-1)?.t ?? 0) - (tail[0]?.t ?? 0));
@@ -479,7 +548,12 @@ interface EngineReport {
 
 function benchEngine(engine: Engine): Promise<EngineReport> {
   const vars = (dir: string) => {
-    const v: Record<string, string> = { ...benchEnv(dir), WEBHOOK_RATE_LIMIT_MAX: '1000000000', WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '1', TOKEN_TTL_SECONDS: '86400' };
+    const v: Record<string, string> = {
+      ...benchEnv(dir),
+      WEBHOOK_RATE_LIMIT_MAX: '1000000000',
+      WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '1',
+      TOKEN_TTL_SECONDS: '86400',
+    };
     for (const name of ['WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE', 'WORKER_POLL_MS']) if (process.env[name]) v[name] = process.env[name]!;
     return v;
   };
@@ -502,7 +576,10 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     loads.push(`before (a): ${load()}`);
     const rows = PARTS.has('a') ? await ingestion(deps, appUrl, seeded, bare.url, probe) : [];
     const acc = rows[1];
-    if (acc) notes.push(`(a) Accepted deliveries: ${fmt(acc.rps)}/s, ${pct(acc.ratio)} of the reference (target >= ${TARGET_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${(acc.ratio ?? 0) >= TARGET_RATIO ? 'met' : 'missed'}.`);
+    if (acc)
+      notes.push(
+        `(a) Accepted deliveries: ${fmt(acc.rps)}/s, ${pct(acc.ratio)} of the reference (target >= ${TARGET_RATIO * 100}%${engine === 'postgres' ? '' : ', set for PostgreSQL'}): ${(acc.ratio ?? 0) >= TARGET_RATIO ? 'met' : 'missed'}.`,
+      );
     for (const r of rows) if (r.non2xx || r.errors) notes.push(`${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts; its figure is not valid.`);
     await closeBare();
     let worker: WorkerReport | undefined;
@@ -511,12 +588,17 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     if (engine === 'postgres' && PARTS.has('b')) {
       loads.push(`before (b): ${load()}`);
       worker = await workerThroughput(deps, seeded, probe);
-      notes.push(`(b) Worker: ${fmt(worker.runsPerS)} runs/s at WORKER_CONCURRENCY=${worker.concurrency} (target >= ${fmt(TARGET_RUNS_PER_S)}): ${worker.runsPerS >= TARGET_RUNS_PER_S ? 'met' : 'missed'}.`);
-      if (worker.succeeded !== worker.runs || worker.facts !== worker.runs) notes.push(`(b) Only ${worker.succeeded} of ${worker.runs} runs succeeded and ${worker.facts} facts were written: the figure is not valid.`);
+      notes.push(
+        `(b) Worker: ${fmt(worker.runsPerS)} runs/s at WORKER_CONCURRENCY=${worker.concurrency} (target >= ${fmt(TARGET_RUNS_PER_S)}): ${worker.runsPerS >= TARGET_RUNS_PER_S ? 'met' : 'missed'}.`,
+      );
+      if (worker.succeeded !== worker.runs || worker.facts !== worker.runs)
+        notes.push(`(b) Only ${worker.succeeded} of ${worker.runs} runs succeeded and ${worker.facts} facts were written: the figure is not valid.`);
       const rate = Math.max(10, Math.floor(worker.runsPerS / 2));
       loads.push(`before (b) start delay: ${load()}`);
       latency = await startDelay(deps, appUrl, seeded, rate, probe);
-      notes.push(`(b) Start delay at ${fmt(rate)} deliveries/s: p50 ${fmt(latency.startP50, 1)} ms (target <= ${TARGET_START_P50_MS} ms): ${latency.startP50 <= TARGET_START_P50_MS ? 'met' : 'missed'}; p99 ${fmt(latency.startP99, 1)} ms.`);
+      notes.push(
+        `(b) Start delay at ${fmt(rate)} deliveries/s: p50 ${fmt(latency.startP50, 1)} ms (target <= ${TARGET_START_P50_MS} ms): ${latency.startP50 <= TARGET_START_P50_MS ? 'met' : 'missed'}; p99 ${fmt(latency.startP99, 1)} ms.`,
+      );
     }
     if (engine === 'postgres' && PARTS.has('c')) {
       // (c) runs against `tributary serve` alone: this process's app and pool are closed first.
@@ -582,7 +664,9 @@ function ingestionTable(rows: Row[]): string {
   ];
   for (const r of rows) {
     const bad = r.non2xx || r.errors ? ` (non-2xx ${r.non2xx}, errors ${r.errors})` : '';
-    lines.push(`| ${r.scenario}${bad} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${pct(r.ratio)} | ${fmt(r.tripsPerReq, 2)} | ${fmt(r.cpuUs)} | ${fmt(r.dbCpuUs)} | ${pct(r.otherLoad)} |`);
+    lines.push(
+      `| ${r.scenario}${bad} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${pct(r.ratio)} | ${fmt(r.tripsPerReq, 2)} | ${fmt(r.cpuUs)} | ${fmt(r.dbCpuUs)} | ${pct(r.otherLoad)} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -648,7 +732,7 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
 if (import.meta.main) {
   watchdog('bench/webhooks', WATCHDOG_MS);
   console.log(
-  `bench/webhooks: ${DURATION} s per ingestion scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections; ${WORKER_RUNS} worker runs; sustained ${SUSTAIN_SECONDS} s; load average ${load()}`,
-);
+    `bench/webhooks: ${DURATION} s per ingestion scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections; ${WORKER_RUNS} worker runs; sustained ${SUSTAIN_SECONDS} s; load average ${load()}`,
+  );
   runBench(benchEngine, writeDoc);
 }

@@ -62,7 +62,10 @@ try {
   }
 
   const boot = JSON.parse(fs.readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-  const tokenRes = await fetch(`${base}/api/v1/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.client_id, client_secret: boot.client_secret }) });
+  const tokenRes = await fetch(`${base}/api/v1/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.client_id, client_secret: boot.client_secret }),
+  });
   const bearer = ((await tokenRes.json()) as { access_token: string }).access_token;
   say('1. Exchanged the bootstrap client credentials for a bearer token');
 
@@ -72,12 +75,22 @@ try {
     { name: 'amount', type: 'float', is_required: true },
     { name: 'status', type: 'string' },
   ]) {
-    await call('POST', '/api/json/v1/data_model_fields', { data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, ...field } } }, bearer);
+    await call(
+      'POST',
+      '/api/json/v1/data_model_fields',
+      { data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, ...field } } },
+      bearer,
+    );
   }
   say('2. Created the data model "orders" (order_id, amount, status)');
 
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  const connector = await call('POST', '/api/json/v1/external_connectors', { data: { type: 'external_connector', attributes: { name: 'Shop webhooks', auth_type: 'hmac', direction: 'inbound', secret } } }, bearer);
+  const connector = await call(
+    'POST',
+    '/api/json/v1/external_connectors',
+    { data: { type: 'external_connector', attributes: { name: 'Shop webhooks', auth_type: 'hmac', direction: 'inbound', secret } } },
+    bearer,
+  );
   say('3. Created an inbound HMAC connector (Standard Webhooks) with a whsec_ secret');
 
   const saved = await call(
@@ -91,7 +104,11 @@ try {
           organization_id: boot.organization_id,
           wf_params: { name: 'Shop orders', is_active: true },
           step_params: [
-            { key: 'shape', type: 'transform', config: { expression: '{"order_id": payload.order.id, "amount": payload.order.total, "status": $lowercase(payload.order.status)}' } },
+            {
+              key: 'shape',
+              type: 'transform',
+              config: { expression: '{"order_id": payload.order.id, "amount": payload.order.total, "status": $lowercase(payload.order.status)}' },
+            },
             { key: 'real', type: 'condition', config: { expression: '$not($exists(payload.test) and payload.test)' } },
             { key: 'store', type: 'write_fact', config: { data_model_slug: 'orders', data: 'steps.shape', observed_at: 'payload.order.updated_at' } },
           ],
@@ -158,7 +175,9 @@ try {
     const res = await fetch(`${base}/api/graphql`, {
       method: 'POST',
       headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: `{ factQuery(dataModelSlug: "orders", mode: "${mode}", sortDirection: "asc", since: "2026-11-01T00:00:00Z") { count results { entityId observedAt data } } }` }),
+      body: JSON.stringify({
+        query: `{ factQuery(dataModelSlug: "orders", mode: "${mode}", sortDirection: "asc", since: "2026-11-01T00:00:00Z") { count results { entityId observedAt data } } }`,
+      }),
     });
     const body = (await res.json()) as any;
     if (!body.data?.factQuery) throw new Error(`factQuery failed: ${JSON.stringify(body)}`);

@@ -80,11 +80,33 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
     // Filled in place by readyDeps: the routes and the connector runtime keep these very buffers.
     const signingKey = randomBytes(32);
     const connectorKey = randomBytes(32);
-    const limiter = config.redisUrl ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock }) : memoryLimiter(clock);
+    const limiter = config.redisUrl
+      ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock })
+      : memoryLimiter(clock);
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
-    const expressions = createExpressionPool({ processes: config.expressionProcesses, memoryMb: config.expressionMemoryMb, timeoutMs: config.expressionTimeoutMs });
+    const expressions = createExpressionPool({
+      processes: config.expressionProcesses,
+      memoryMb: config.expressionMemoryMb,
+      timeoutMs: config.expressionTimeoutMs,
+    });
     const specs = specImporter(config.apiSpecImport);
-    return { config, db, engine, log, limiter, signingKey, connectorKey, adminToken, clock, draining: { value: false }, ready: { value: false }, queueSignal: queueSignal(), connectors, expressions, specImporter: specs };
+    return {
+      config,
+      db,
+      engine,
+      log,
+      limiter,
+      signingKey,
+      connectorKey,
+      adminToken,
+      clock,
+      draining: { value: false },
+      ready: { value: false },
+      queueSignal: queueSignal(),
+      connectors,
+      expressions,
+      specImporter: specs,
+    };
   } catch (err) {
     await db.destroy().catch(() => undefined);
     throw err;

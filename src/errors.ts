@@ -131,7 +131,9 @@ export function fromPgError(err: unknown, constraints: Readonly<Record<string, [
     case '23514': // check_violation
     case '23502': // not_null_violation
       if (known) return invalidAt(known[0], known[1]);
-      return new AppError('invalid_request', code === '23505' ? 'A resource with these values already exists' : 'The request conflicts with stored data', { cause: err });
+      return new AppError('invalid_request', code === '23505' ? 'A resource with these values already exists' : 'The request conflicts with stored data', {
+        cause: err,
+      });
     case '22P02': // invalid_text_representation
     case '22007': // invalid_datetime_format
     case '22008': // datetime_field_overflow
@@ -154,7 +156,20 @@ export function fromPgError(err: unknown, constraints: Readonly<Record<string, [
 // SQLSTATEs that mean the server ended or refused the session, not that the statement was wrong.
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400']);
 // Socket and resolver failures on the way to the database.
-const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EMFILE', 'ENFILE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EMFILE',
+  'ENFILE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+]);
 // What pg and pg-pool throw, without a code, when a session is lost or cannot be opened.
 const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection timeout)/i;
 

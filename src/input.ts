@@ -66,7 +66,11 @@ export function checkValue(name: string, f: InputField, v: unknown, at: string):
  * The members of a plain input object that `schema` names, each checked; a required one
  * that is absent is refused. Members the schema does not name are not read.
  */
-export function readInput(schema: InputSchema, input: Readonly<Record<string, unknown>>, pointerOf: (name: string) => string = (name) => `/${name}`): Record<string, unknown> {
+export function readInput(
+  schema: InputSchema,
+  input: Readonly<Record<string, unknown>>,
+  pointerOf: (name: string) => string = (name) => `/${name}`,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, f] of Object.entries(schema)) {
     const v = input[name];

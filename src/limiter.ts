@@ -104,7 +104,10 @@ export async function resilientRedisLimiter(redisUrl: string, opts: { timeoutMs:
   const lost = (err: unknown) => {
     if (unavailable) return;
     unavailable = true;
-    opts.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'Redis unavailable: rate windows are counted per process until it answers');
+    opts.log.warn(
+      { err: { message: err instanceof Error ? err.message : String(err) } },
+      'Redis unavailable: rate windows are counted per process until it answers',
+    );
   };
   // Without a listener ioredis prints every failed reconnect.
   redis.on('error', lost);

@@ -86,7 +86,10 @@ export function prettyLine(json: string, color = false): string {
   let line = `${String(time)} ${color ? `\u001b[${LEVEL_COLORS[levelNumber] ?? '0'}m${name}\u001b[0m` : name} ${typeof msg === 'string' ? msg : ''}`;
   if (fields.length > 0) line += ` ${fields.join(' ')}`;
   if (err !== undefined) {
-    const stack = typeof err === 'object' && err !== null && typeof (err as { stack?: unknown }).stack === 'string' ? (err as { stack: string }).stack : JSON.stringify(err);
+    const stack =
+      typeof err === 'object' && err !== null && typeof (err as { stack?: unknown }).stack === 'string'
+        ? (err as { stack: string }).stack
+        : JSON.stringify(err);
     line += `\n    ${stack.split('\n').join('\n    ')}`;
   }
   return `${line}\n`;

@@ -93,7 +93,8 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
       // connections are closed, so no client sends a request on a connection about to go.
       const timer = setTimeout(() => {
         // The route pattern, never the URL: a query string may hold a secret.
-        for (const request of requestsInFlight(app)) request.log.warn({ method: request.method, route: request.routeOptions.url ?? 'no route' }, 'request cut off at shutdown');
+        for (const request of requestsInFlight(app))
+          request.log.warn({ method: request.method, route: request.routeOptions.url ?? 'no route' }, 'request cut off at shutdown');
         app.server.closeAllConnections?.();
       }, config.shutdownGraceMs);
       // The worker and the HTTP server drain side by side, within the same grace period.

@@ -9,12 +9,16 @@ export const ADMIN_CONSTRAINTS: Readonly<Record<string, [string, string]>> = {
   org_memberships_org_user_key: ['/user', 'the user is already a member of this organization'],
 };
 
-export const insertOrganization = (db: Db, row: Insertable<OrganizationTable>) => db.insertInto('organizations').values(row).returningAll().executeTakeFirstOrThrow();
+export const insertOrganization = (db: Db, row: Insertable<OrganizationTable>) =>
+  db.insertInto('organizations').values(row).returningAll().executeTakeFirstOrThrow();
 export const insertWorkspace = (db: Db, row: Insertable<WorkspaceTable>) => db.insertInto('workspaces').values(row).returningAll().executeTakeFirstOrThrow();
 export const insertUser = (db: Db, row: Insertable<UserTable>) => db.insertInto('users').values(row).returningAll().executeTakeFirstOrThrow();
-export const insertMembership = (db: Db, row: Insertable<OrgMembershipTable>) => db.insertInto('org_memberships').values(row).returningAll().executeTakeFirstOrThrow();
-export const insertServiceAccount = (db: Db, row: Insertable<ServiceAccountTable>) => db.insertInto('service_accounts').values(row).returningAll().executeTakeFirstOrThrow();
-export const insertWidget = (db: Db, row: Insertable<DashboardWidgetTable>) => db.insertInto('dashboard_widgets').values(row).returningAll().executeTakeFirstOrThrow();
+export const insertMembership = (db: Db, row: Insertable<OrgMembershipTable>) =>
+  db.insertInto('org_memberships').values(row).returningAll().executeTakeFirstOrThrow();
+export const insertServiceAccount = (db: Db, row: Insertable<ServiceAccountTable>) =>
+  db.insertInto('service_accounts').values(row).returningAll().executeTakeFirstOrThrow();
+export const insertWidget = (db: Db, row: Insertable<DashboardWidgetTable>) =>
+  db.insertInto('dashboard_widgets').values(row).returningAll().executeTakeFirstOrThrow();
 
 export const findOrganization = (db: Db, id: string) => db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
 export const findUser = (db: Db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
@@ -25,7 +29,12 @@ export const setMembershipActive = (db: Db, id: string, active: boolean) =>
   db.updateTable('org_memberships').set({ is_active: active, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
 
 export const updateServiceAccount = (db: Db, id: string, patch: Updateable<ServiceAccountTable>) =>
-  db.updateTable('service_accounts').set({ ...patch, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
+  db
+    .updateTable('service_accounts')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
 
 export async function hasAnyOrganization(db: Db): Promise<boolean> {
   return (await db.selectFrom('organizations').select('id').limit(1).executeTakeFirst()) !== undefined;
@@ -51,7 +60,13 @@ export const listWorkspaces = (db: Db, o: ListOpts & { organizationId?: string |
     .execute();
 
 export const listUsers = (db: Db, o: ListOpts) =>
-  db.selectFrom('users').select(['id', 'email', 'first_name', 'last_name', 'phone_number', 'timezone', 'inserted_at', 'updated_at']).orderBy('inserted_at').orderBy('id').limit(o.limit).execute();
+  db
+    .selectFrom('users')
+    .select(['id', 'email', 'first_name', 'last_name', 'phone_number', 'timezone', 'inserted_at', 'updated_at'])
+    .orderBy('inserted_at')
+    .orderBy('id')
+    .limit(o.limit)
+    .execute();
 
 /** Memberships with their user's email, which is what a reader looks for. */
 export const listMemberships = (db: Db, o: ListOpts & { organizationId?: string | undefined }) =>
@@ -67,7 +82,18 @@ export const listMemberships = (db: Db, o: ListOpts & { organizationId?: string 
     .execute();
 
 /** The public columns of a service account: never its secret hash. */
-const ACCOUNT_COLUMNS = ['id', 'organization_id', 'workspace_id', 'run_as_membership_id', 'name', 'client_id', 'scopes', 'is_active', 'inserted_at', 'updated_at'] as const;
+const ACCOUNT_COLUMNS = [
+  'id',
+  'organization_id',
+  'workspace_id',
+  'run_as_membership_id',
+  'name',
+  'client_id',
+  'scopes',
+  'is_active',
+  'inserted_at',
+  'updated_at',
+] as const;
 
 export const listServiceAccounts = (db: Db, o: ListOpts & { workspaceId?: string | undefined }) =>
   db
@@ -92,4 +118,3 @@ export const listInWorkspace = (db: Db, table: 'dashboard_widgets' | 'data_model
     .orderBy('id')
     .limit(o.limit)
     .execute();
-

@@ -64,10 +64,21 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         }
         if (!request.raw.complete) throw interrupted();
         request.log.info(
-          { facts_import: { data_model_id: target.model.id, lines: result.lines, written: result.written, duplicates: result.duplicates, rejected: result.rejected } },
+          {
+            facts_import: {
+              data_model_id: target.model.id,
+              lines: result.lines,
+              written: result.written,
+              duplicates: result.duplicates,
+              rejected: result.rejected,
+            },
+          },
           'facts import done',
         );
-        return reply.code(200).type('application/json').send(JSON.stringify({ data: result }));
+        return reply
+          .code(200)
+          .type('application/json')
+          .send(JSON.stringify({ data: result }));
       },
     );
   });

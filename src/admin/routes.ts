@@ -43,16 +43,18 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   app.post(`${p}/workspaces`, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps.db, body(req.body))));
   app.post(`${p}/users`, async (req, reply) => send(reply, 201, await admin.createUser(deps.db, body(req.body))));
   app.post(`${p}/memberships`, async (req, reply) => send(reply, 201, await admin.addMember(deps.db, body(req.body))));
-  app.post(`${p}/memberships/:id/deactivate`, async (req, reply) =>
-    send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id)),
-  );
+  app.post(`${p}/memberships/:id/deactivate`, async (req, reply) => send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id)));
   app.post(`${p}/credentials`, async (req, reply) => send(reply, 201, await admin.createCredential(deps.db, body(req.body))));
   app.patch(`${p}/credentials/:id`, async (req, reply) =>
     send(reply, 200, await admin.updateCredential(deps.db, (req.params as { id: string }).id, body(req.body), new Date(deps.clock()))),
   );
   app.post(`${p}/widgets`, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
   app.post(`${p}/sweep`, async (_req, reply) => {
-    const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()), guardDays: deps.config.deliveryGuardDays, runRetentionDays: deps.config.runRetentionDays });
+    const result = await sweepExclusive(deps.db, {
+      now: new Date(deps.clock()),
+      guardDays: deps.config.deliveryGuardDays,
+      runRetentionDays: deps.config.runRetentionDays,
+    });
     if (!result) throw new AppError('conflict', 'A sweep is already running (the nightly one, or another tributary sweep); run it again when that one is done');
     return send(reply, 200, result);
   });
@@ -71,7 +73,12 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
       return reply.code(200).type('application/json').send(JSON.stringify(result));
     });
   }
-  app.get(`${p}/runs`, async (req, reply) => reply.code(200).type('application/json').send(JSON.stringify(await adminListRuns(deps, req.query as Record<string, unknown>))));
+  app.get(`${p}/runs`, async (req, reply) =>
+    reply
+      .code(200)
+      .type('application/json')
+      .send(JSON.stringify(await adminListRuns(deps, req.query as Record<string, unknown>))),
+  );
   app.get(`${p}/runs/:id`, async (req, reply) => send(reply, 200, await adminFindRun(deps, (req.params as { id: string }).id)));
   app.post(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, (req.params as { id: string }).id)));
   app.get(`${p}/whoami`, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));

@@ -52,7 +52,13 @@ async function wrap<T>(p: Promise<T>): Promise<T> {
 }
 
 export function parseScopes(v: unknown): Scope[] {
-  const list = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
+  const list =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : v;
   if (!Array.isArray(list) || list.length === 0 || !list.every((s) => typeof s === 'string' && isScope(s))) {
     throw invalidAt('/scopes', `scopes must be a non-empty list of ${SCOPES.join(', ')}`);
   }
@@ -75,7 +81,8 @@ export async function createUser(db: Db, input: { email?: unknown; first_name?: 
   const v = readInput(USER, input);
   const email = v.email as string;
   const timezone = (v.timezone as string | null | undefined) ?? null;
-  if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC') throw invalidAt('/timezone', 'timezone must be an IANA timezone name');
+  if (timezone !== null && !Intl.supportedValuesOf('timeZone').includes(timezone) && timezone !== 'UTC')
+    throw invalidAt('/timezone', 'timezone must be an IANA timezone name');
   return wrap(
     q.insertUser(db, {
       id: uuidv7(),
@@ -139,7 +146,12 @@ export async function createCredential(db: Db, input: { workspace_id?: unknown; 
   return { ...publicAccount(row), client_secret: clientSecret };
 }
 
-export async function updateCredential(db: Db, credentialId: unknown, input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown; revoke_tokens?: unknown }, now: Date) {
+export async function updateCredential(
+  db: Db,
+  credentialId: unknown,
+  input: { scopes?: unknown; is_active?: unknown; workspace_id?: unknown; revoke_tokens?: unknown },
+  now: Date,
+) {
   const accountId = readInput({ id: ID }, { id: credentialId }).id as string;
   const v = readInput(CREDENTIAL_PATCH, input);
   const account = await q.findServiceAccount(db, accountId);
@@ -150,13 +162,11 @@ export async function updateCredential(db: Db, credentialId: unknown, input: { s
   if (v.workspace_id !== undefined) {
     const ws = await findWorkspace(db, v.workspace_id as string);
     // The run-as membership belongs to the organization, so an account stays inside it.
-    if (!ws || ws.organization_id !== account.organization_id) throw invalidAt('/workspace_id', "workspace_id must be a workspace of the account's organization");
+    if (!ws || ws.organization_id !== account.organization_id)
+      throw invalidAt('/workspace_id', "workspace_id must be a workspace of the account's organization");
     patch.workspace_id = ws.id;
   }
-  const narrowed =
-    v.revoke_tokens === true ||
-    patch.is_active === false ||
-    (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
+  const narrowed = v.revoke_tokens === true || patch.is_active === false || (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
   // Tokens minted before a deactivation, move or revocation stay dead even if it is undone.
   // A removed scope is refused per request instead, so the token's other scopes keep working.
   const row = await wrap(q.updateServiceAccount(db, accountId, narrowed ? { ...patch, tokens_not_before: now } : patch));
@@ -167,13 +177,29 @@ export async function updateCredential(db: Db, credentialId: unknown, input: { s
 function position(v: unknown): { x: number; y: number; w: number; h: number } {
   if (v === undefined || v === null) return { x: 0, y: 0, w: 4, h: 3 };
   const p = v as Record<string, unknown>;
-  if (typeof v !== 'object' || Array.isArray(v) || !['x', 'y', 'w', 'h'].every((k) => Number.isInteger(p[k]) && (p[k] as number) >= 0 && (p[k] as number) <= 10_000)) {
+  if (
+    typeof v !== 'object' ||
+    Array.isArray(v) ||
+    !['x', 'y', 'w', 'h'].every((k) => Number.isInteger(p[k]) && (p[k] as number) >= 0 && (p[k] as number) <= 10_000)
+  ) {
     throw invalidAt('/position', 'position must be an object {x, y, w, h} of whole numbers');
   }
   return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
 }
 
-export async function createWidget(db: Db, input: { workspace_id?: unknown; data_model_id?: unknown; data_model?: unknown; kind?: unknown; title?: unknown; dashboard?: unknown; position?: unknown; config?: unknown }) {
+export async function createWidget(
+  db: Db,
+  input: {
+    workspace_id?: unknown;
+    data_model_id?: unknown;
+    data_model?: unknown;
+    kind?: unknown;
+    title?: unknown;
+    dashboard?: unknown;
+    position?: unknown;
+    config?: unknown;
+  },
+) {
   const v = readInput(WIDGET, input);
   const workspaceId = v.workspace_id as string;
   // The model by id, or by slug as `tributary facts import` names it.
@@ -217,7 +243,8 @@ export interface ListResult<T> {
 
 function listLimit(v: unknown): number {
   if (v === undefined) return 100;
-  if (typeof v !== 'string' || !/^\d{1,4}$/.test(v) || Number(v) < 1 || Number(v) > 1000) throw invalidParam('limit', 'limit must be a whole number from 1 to 1000');
+  if (typeof v !== 'string' || !/^\d{1,4}$/.test(v) || Number(v) < 1 || Number(v) > 1000)
+    throw invalidParam('limit', 'limit must be a whole number from 1 to 1000');
   return Number(v);
 }
 
@@ -236,7 +263,10 @@ async function page<T>(limit: number, read: (limit: number) => Promise<T[]>): Pr
 export type ListKind = 'organizations' | 'workspaces' | 'users' | 'memberships' | 'credentials' | 'widgets' | 'data_models';
 
 /** Each list and the id filter it takes, if any. */
-const LISTS: Record<ListKind, { filter?: 'organization_id' | 'workspace_id'; read: (db: Db, limit: number, filter: string | undefined) => Promise<unknown[]> }> = {
+const LISTS: Record<
+  ListKind,
+  { filter?: 'organization_id' | 'workspace_id'; read: (db: Db, limit: number, filter: string | undefined) => Promise<unknown[]> }
+> = {
   organizations: { read: (db, limit) => q.listOrganizations(db, { limit }) },
   workspaces: { filter: 'organization_id', read: (db, limit, organizationId) => q.listWorkspaces(db, { limit, organizationId }) },
   users: { read: (db, limit) => q.listUsers(db, { limit }) },

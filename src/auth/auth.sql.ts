@@ -8,8 +8,18 @@ function accountQuery(db: Db) {
     .selectFrom('service_accounts as sa')
     .innerJoin('org_memberships as m', 'm.id', 'sa.run_as_membership_id')
     .select([
-      'sa.id', 'sa.organization_id', 'sa.workspace_id', 'sa.scopes', 'sa.is_active', 'sa.secret_hash', 'sa.tokens_not_before',
-      'm.id as membership_id', 'm.user_id', 'm.role', 'm.is_active as membership_active', 'm.organization_id as membership_organization_id',
+      'sa.id',
+      'sa.organization_id',
+      'sa.workspace_id',
+      'sa.scopes',
+      'sa.is_active',
+      'sa.secret_hash',
+      'sa.tokens_not_before',
+      'm.id as membership_id',
+      'm.user_id',
+      'm.role',
+      'm.is_active as membership_active',
+      'm.organization_id as membership_organization_id',
     ]);
 }
 
@@ -50,7 +60,11 @@ function withAccount(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<an
  * join over the one account row keeps its order. Its text is the list's shape (filters,
  * sort, page kind), prepared on PostgreSQL up to a bounded number of shapes.
  */
-export async function loadAccountWithRows(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<any, any, any>): Promise<{ account: AccountRow | undefined; rows: Record<string, any>[] }> {
+export async function loadAccountWithRows(
+  db: Db,
+  accountId: string,
+  rowsQuery: SelectQueryBuilder<any, any, any>,
+): Promise<{ account: AccountRow | undefined; rows: Record<string, any>[] }> {
   const compiled = withAccount(db, accountId, rowsQuery).compile();
   preferPrepared(compiled.sql);
   const result = (await db.executeQuery<Record<string, any>>(compiled)).rows;

@@ -58,7 +58,9 @@ export function claimedPrincipal(claims: TokenClaims): Principal {
  * per-request re-check: the account is active and its run-as membership is an active one
  * in the account's own organization.
  */
-export function accountStanding(account: Pick<AccountRow, 'is_active' | 'organization_id' | 'membership_active' | 'membership_organization_id'>): 'active' | 'inactive' | 'membership_inactive' {
+export function accountStanding(
+  account: Pick<AccountRow, 'is_active' | 'organization_id' | 'membership_active' | 'membership_organization_id'>,
+): 'active' | 'inactive' | 'membership_inactive' {
   if (!account.is_active || account.membership_organization_id !== account.organization_id) return 'inactive';
   return account.membership_active ? 'active' : 'membership_inactive';
 }

@@ -128,7 +128,11 @@ export function createAdminClient(settings: { url: string; adminToken: string })
         throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
       }
       const { code, reason } = networkReason(err);
-      throw new AdminApiError(`cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+      throw new AdminApiError(
+        `cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`,
+        null,
+        code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed',
+      );
     }
     const text = await res.text();
     if (!res.ok) throw errorFromBody(res.status, text);
@@ -138,7 +142,8 @@ export function createAdminClient(settings: { url: string; adminToken: string })
     } catch {
       throw new AdminApiError(`the server at ${base} answered with something other than JSON`, res.status, 'bad_response');
     }
-    if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new AdminApiError(`the server at ${base} answered without a data object`, res.status, 'bad_response');
+    if (!doc || typeof doc !== 'object' || Array.isArray(doc))
+      throw new AdminApiError(`the server at ${base} answered without a data object`, res.status, 'bad_response');
     return doc as Record<string, unknown>;
   };
   return {

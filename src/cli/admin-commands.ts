@@ -13,11 +13,13 @@ export { EXIT_CONFIG, EXIT_FAILURE, EXIT_USAGE } from './admin-client.ts';
 type Io = { out: (s: string) => void; err: (s: string) => void };
 type Data = Record<string, unknown>;
 
-
 const ROLES = ['owner', 'admin', 'member'] as const;
 
 function scopesArg(value: string): string[] {
-  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (list.length === 0) throw new InvalidArgumentError('expected a comma-separated list of scopes (webhooks, api_read, api_write, embed)');
   return [...new Set(list)];
 }
@@ -29,7 +31,8 @@ function positionArg(value: string): Data {
   } catch {
     throw new InvalidArgumentError('expected JSON such as {"x":0,"y":0,"w":4,"h":3}');
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object such as {"x":0,"y":0,"w":4,"h":3}');
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new InvalidArgumentError('expected a JSON object such as {"x":0,"y":0,"w":4,"h":3}');
   return parsed as Data;
 }
 
@@ -60,7 +63,9 @@ function renderWhoami(d: Data): string {
 
 /** key: value lines. */
 export function renderHuman(data: Data): string {
-  return Object.entries(data).map(([k, v]) => `${k}: ${formatValue(v)}\n`).join('');
+  return Object.entries(data)
+    .map(([k, v]) => `${k}: ${formatValue(v)}\n`)
+    .join('');
 }
 
 function stripPrefix(message: string): string {
@@ -132,7 +137,12 @@ export function registerAdminCommands(program: Command, io: Io): void {
    * `<group> list`: a table for people, {"data": [...], "has_more"} with --json. `filter` is
    * the option that narrows the list and the query parameter it becomes.
    */
-  const addList = (group: Command, path: string, columns: readonly string[], filter?: { flags: string; description: string; parameter: string; key: string }) => {
+  const addList = (
+    group: Command,
+    path: string,
+    columns: readonly string[],
+    filter?: { flags: string; description: string; parameter: string; key: string },
+  ) => {
     const cmd = group
       .command('list')
       .description(`list ${group.description()}, oldest first`)
@@ -148,7 +158,8 @@ export function registerAdminCommands(program: Command, io: Io): void {
           io.out(`${JSON.stringify(page)}\n`);
         } else {
           io.out(renderTable(page.data, columns));
-          if (page.has_more) io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000)${filter ? ` or ${filter.flags.split(' ')[0]}` : ''}\n`);
+          if (page.has_more)
+            io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000)${filter ? ` or ${filter.flags.split(' ')[0]}` : ''}\n`);
         }
       } catch (err) {
         reportFailure(err, asJson, io);
@@ -234,7 +245,11 @@ export function registerAdminCommands(program: Command, io: Io): void {
       if (o.active !== undefined) patch.is_active = o.active === 'true';
       if (o.workspace !== undefined) patch.workspace_id = o.workspace;
       if (o.revokeTokens) patch.revoke_tokens = true;
-      if (Object.keys(patch).length === 0) cmd.error('error: nothing to update: pass --scopes, --active, --workspace or --revoke-tokens', { exitCode: EXIT_USAGE, code: 'tributary.nothingToUpdate' });
+      if (Object.keys(patch).length === 0)
+        cmd.error('error: nothing to update: pass --scopes, --active, --workspace or --revoke-tokens', {
+          exitCode: EXIT_USAGE,
+          code: 'tributary.nothingToUpdate',
+        });
       return execute((c) => c.request('PATCH', `/credentials/${encodeURIComponent(id)}`, patch));
     });
   addList(credential, '/credentials', ['id', 'workspace_id', 'name', 'client_id', 'scopes', 'is_active', 'run_as_membership_id'], byWorkspace);
@@ -276,7 +291,8 @@ export function registerAdminCommands(program: Command, io: Io): void {
         if (asJson) io.out(`${JSON.stringify(page)}\n`);
         else {
           io.out(renderTable(page.data, ['id', 'workflow_id', 'workflow_version', 'trigger_key', 'status', 'attempt', 'inserted_at', 'error']));
-          if (page.has_more) io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000) or narrow with --workspace, --workflow, --status\n`);
+          if (page.has_more)
+            io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000) or narrow with --workspace, --workflow, --status\n`);
         }
       } catch (err) {
         reportFailure(err, asJson, io);

@@ -14,7 +14,10 @@ function packageVersion(): string {
   return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
-export async function runCli(argv: string[], io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Promise<number> {
+export async function runCli(
+  argv: string[],
+  io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) },
+): Promise<number> {
   const program = new Command('tributary')
     .description('Tributary: harmonized business data and workflows')
     .version(packageVersion(), '-V, --version', 'print the version')
@@ -33,7 +36,8 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
       // Listening at once; ready (and /readyz 200) once the database answers.
       const running = await start(config, { http: true, worker: opts.worker && config.worker });
       running.deps.log.info({ url: running.url, engine: running.deps.engine }, 'tributary listening');
-      if (!(opts.worker && config.worker) && running.deps.engine === 'pglite') running.deps.log.warn('no worker: workflow runs are queued but not executed until a `tributary serve` with the worker starts on this data directory');
+      if (!(opts.worker && config.worker) && running.deps.engine === 'pglite')
+        running.deps.log.warn('no worker: workflow runs are queued but not executed until a `tributary serve` with the worker starts on this data directory');
       await runUntilSignal(running);
     });
 
@@ -44,11 +48,17 @@ export async function runCli(argv: string[], io: { out: (s: string) => void; err
       const config = loadConfig();
       if (!config.databaseUrl) {
         // PGlite is one process's database: a second process cannot open its data directory.
-        throw new ConfigError('DATABASE_URL', 'must be set for `tributary worker`: embedded PGlite belongs to one process, so `tributary serve` runs the worker there');
+        throw new ConfigError(
+          'DATABASE_URL',
+          'must be set for `tributary worker`: embedded PGlite belongs to one process, so `tributary serve` runs the worker there',
+        );
       }
       const { runUntilSignal, start } = await import('../server.ts');
       const running = await start(config, { http: false, worker: true });
-      void running.ready.then(() => running.deps.log.info('worker started'), () => undefined);
+      void running.ready.then(
+        () => running.deps.log.info('worker started'),
+        () => undefined,
+      );
       await runUntilSignal(running);
     });
 

@@ -21,7 +21,6 @@ type Io = {
   errIsTTY?: () => boolean;
 };
 
-
 interface ImportAnswer {
   lines?: number;
   written: number;
@@ -122,19 +121,23 @@ function post(url: URL, headers: Record<string, string>, body: Readable): Promis
     let answered = false;
     let connected = false;
     let linesStored: number | undefined;
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: { ...headers, [PROGRESS_REQUEST_HEADER]: PROGRESS_REQUEST_VALUE } }, (res) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
-        // Answered before the whole body was sent (a refusal): stop sending, or the process
-        // waits on a socket the server no longer reads until the server's idle timeout.
-        body.unpipe(req);
-        req.destroy();
-      });
-      res.on('error', (err) => reject(new NoAnswer(err, true, linesStored)));
-    });
+    const req = (url.protocol === 'https:' ? https : http).request(
+      url,
+      { method: 'POST', headers: { ...headers, [PROGRESS_REQUEST_HEADER]: PROGRESS_REQUEST_VALUE } },
+      (res) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+          // Answered before the whole body was sent (a refusal): stop sending, or the process
+          // waits on a socket the server no longer reads until the server's idle timeout.
+          body.unpipe(req);
+          req.destroy();
+        });
+        res.on('error', (err) => reject(new NoAnswer(err, true, linesStored)));
+      },
+    );
     req.on('socket', (socket) => {
       if (socket.connecting) socket.once('connect', () => (connected = true));
       else connected = true;
@@ -163,7 +166,11 @@ function noAnswerError(err: unknown, url: string): AdminApiError {
       'connection_closed',
     );
   }
-  return new AdminApiError(`cannot reach the server at ${url}${code ? ` (${code})` : ''}`, null, code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed');
+  return new AdminApiError(
+    `cannot reach the server at ${url}${code ? ` (${code})` : ''}`,
+    null,
+    code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed',
+  );
 }
 
 export async function upload(settings: { url: string; adminToken: string }, workspace: string, dataModel: string, file: string, io: Io): Promise<ImportAnswer> {

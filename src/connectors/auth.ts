@@ -93,7 +93,12 @@ export function tokenCache(http: HttpClient, allowPrivateEgress: boolean, now: (
     if (problem) throw new ConnectorConfigError(`config.token_url ${problem}`);
     needSecret(c);
     const form = tokenRequestForm(c)!;
-    const res = await http.send({ method: 'POST', url: new URL(tokenUrl), headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form.toString() });
+    const res = await http.send({
+      method: 'POST',
+      url: new URL(tokenUrl),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: form.toString(),
+    });
     const body = res.body as Record<string, unknown> | undefined;
     if (res.status >= 500 || res.status === 429) throw new ProviderUnavailable(`The token endpoint answered ${res.status}`);
     if (res.status !== 200 || typeof body?.access_token !== 'string') {

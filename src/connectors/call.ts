@@ -46,14 +46,19 @@ export function callFailureOf(err: unknown): CallFailure {
   if (err instanceof CallFailure) return err;
   const named = err instanceof WorkFailure ? err : networkFailure(err);
   if (named) return new CallFailure(named.message, { transient: named.transient, retryAfterMs: named.retryAfterMs });
-  if ((err as { code?: unknown }).code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return new CallFailure('The provider answered with more than the response size limit', { transient: false, unnamed: err });
+  if ((err as { code?: unknown }).code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')
+    return new CallFailure('The provider answered with more than the response size limit', { transient: false, unnamed: err });
   return new CallFailure(`The call failed: ${(err as Error).message?.slice(0, 200) ?? 'unknown error'}`, { transient: true, unnamed: err });
 }
 
 /** A provider's answer of 4xx or 5xx as a failure: 429 and 5xx are transient (with its Retry-After), the rest permanent. */
 function answerFailure(res: OutboundResponse, now: number): CallFailure {
   if (res.status === 429 || res.status >= 500) {
-    return new CallFailure(`The provider answered ${res.status}`, { transient: true, retryAfterMs: retryAfterMs(res.headers['retry-after'], now), status: res.status });
+    return new CallFailure(`The provider answered ${res.status}`, {
+      transient: true,
+      retryAfterMs: retryAfterMs(res.headers['retry-after'], now),
+      status: res.status,
+    });
   }
   return new CallFailure(`The provider answered ${res.status}: ${providerExcerpt(res.body)}`, { transient: false, status: res.status });
 }
@@ -99,7 +104,8 @@ export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: C
     const ops = DRIVER_OPERATIONS[row.type]!;
     const ref = target.operation_ref;
     if (ref === undefined || !ops.includes(ref)) throw permanent(`A ${row.type} connector performs ${ops.join(', ')} (operation_ref)`);
-    if (row.type === 'snowflake' && (target.body === undefined || !statementIsLiteral(target.body))) throw permanent('A snowflake statement must be a literal of the step (values go in bindings)');
+    if (row.type === 'snowflake' && (target.body === undefined || !statementIsLiteral(target.body)))
+      throw permanent('A snowflake statement must be a literal of the step (values go in bindings)');
     prepare = (parts) => () => callDriver(rt, row, ref, parts);
   } else {
     let http: Parameters<typeof buildCall>[0];

@@ -18,12 +18,20 @@ export { DRIVER_OPERATIONS } from './driver-operations.ts';
 const s3 = () => import('./s3.ts');
 const snowflake = () => import('./snowflake.ts');
 
-export async function callDriver(rt: ConnectorRuntime, row: ConnectorRow, operation: string, parts: { params: Scalars; body: unknown }): Promise<OutboundResponse> {
+export async function callDriver(
+  rt: ConnectorRuntime,
+  row: ConnectorRow,
+  operation: string,
+  parts: { params: Scalars; body: unknown },
+): Promise<OutboundResponse> {
   const connector = connectorRecord(rt, row);
   if (row.type !== 's3' && row.type !== 'snowflake') throw new RequestProblem(`No driver for connectors of type ${String(row.type)}`);
   const redact = redactor(sentCredentials(connector));
   try {
-    const res = row.type === 's3' ? await (await s3()).callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body) : await (await snowflake()).callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body);
+    const res =
+      row.type === 's3'
+        ? await (await s3()).callS3(connector, rt.allowPrivateEgress, operation, parts.params, parts.body)
+        : await (await snowflake()).callSnowflake(connector, rt.allowPrivateEgress, operation, parts.body);
     return redact(res);
   } catch (err) {
     throw redactError(err, redact);

@@ -33,7 +33,8 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
     const own = ownAddresses();
     for (const a of list) {
       const reason = refusedAddressReason(a.address, own);
-      if (reason !== undefined) return callback(new EgressRefused(`${hostname} resolves to ${reason}; set ALLOW_PRIVATE_EGRESS=true to allow it`) as NodeJS.ErrnoException, []);
+      if (reason !== undefined)
+        return callback(new EgressRefused(`${hostname} resolves to ${reason}; set ALLOW_PRIVATE_EGRESS=true to allow it`) as NodeJS.ErrnoException, []);
     }
     if (options.all) return callback(null, list);
     const first = list[0];
@@ -74,7 +75,8 @@ export function httpClient(opts: { allowPrivateEgress: boolean; limits?: Partial
   return {
     async send(req) {
       if (req.url.protocol !== 'http:' && req.url.protocol !== 'https:') throw new EgressRefused('Only http and https URLs may be called');
-      if (req.url.username !== '' || req.url.password !== '') throw new EgressRefused('URLs with credentials are not called; give them as the connector secret');
+      if (req.url.username !== '' || req.url.password !== '')
+        throw new EgressRefused('URLs with credentials are not called; give them as the connector secret');
       // An address written in the URL is not looked up: check it here.
       if (!opts.allowPrivateEgress) {
         const reason = privateHostReason(req.url.hostname);
@@ -104,7 +106,8 @@ export function httpClient(opts: { allowPrivateEgress: boolean; limits?: Partial
       // Kept in a run record or a connector's last_error, such text would make it unrecordable.
       if (mayHoldUnstorableText(text)) {
         const at = unstorableTextAt(body);
-        if (at !== undefined) throw new RequestProblem(`The provider's answer (${res.statusCode}) cannot be kept: ${UNSTORABLE_TEXT} (at ${at === '' ? 'the body itself' : at})`);
+        if (at !== undefined)
+          throw new RequestProblem(`The provider's answer (${res.statusCode}) cannot be kept: ${UNSTORABLE_TEXT} (at ${at === '' ? 'the body itself' : at})`);
       }
       return { status: res.statusCode, headers, body };
     },

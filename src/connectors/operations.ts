@@ -53,7 +53,9 @@ function decodings(value: string, rounds = 4): string[] {
 function segment(name: string, value: string): string {
   if (value === '') throw new RequestProblem(`The path parameter ${name} is empty; a path parameter must be a non-empty path segment`);
   if (decodings(value).some((v) => v === '.' || v === '..')) {
-    throw new RequestProblem(`The path parameter ${name} is ${JSON.stringify(value.slice(0, 40))}, a dot segment that would move the request to another path; it is refused`);
+    throw new RequestProblem(
+      `The path parameter ${name} is ${JSON.stringify(value.slice(0, 40))}, a dot segment that would move the request to another path; it is refused`,
+    );
   }
   return encodeURIComponent(value);
 }
@@ -92,7 +94,15 @@ export function buildCall(
     const declared = new Set(op.params.map((p) => p.name));
     const unknown = Object.keys(parts.params).find((k) => !declared.has(k));
     if (unknown !== undefined) throw new RequestProblem(`${unknown} is not a parameter of the operation ${op.operation_ref}`);
-    return { method: op.method, path: fill(op.path, parts.params, `The operation ${op.operation_ref}`), template: op.path, query, headers, body: parts.body, idempotencyKey };
+    return {
+      method: op.method,
+      path: fill(op.path, parts.params, `The operation ${op.operation_ref}`),
+      template: op.path,
+      query,
+      headers,
+      body: parts.body,
+      idempotencyKey,
+    };
   }
   return { method: target.method, path: fill(target.path, parts.params, 'The path'), template: target.path, query, headers, body: parts.body, idempotencyKey };
 }

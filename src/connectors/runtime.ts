@@ -120,7 +120,8 @@ export function buildUrl(base: string, path: string, query: Record<string, strin
   const full = new URL(rel, url);
   // A path may not climb out of the base URL's host.
   if (full.origin !== url.origin) throw new ConnectorConfigError(`The path ${JSON.stringify(path.slice(0, 200))} leaves the connector's base URL`);
-  if (!full.pathname.startsWith(url.pathname)) throw new RequestProblem(`The path ${JSON.stringify(path.slice(0, 200))} leaves the base URL's path ${url.pathname}`);
+  if (!full.pathname.startsWith(url.pathname))
+    throw new RequestProblem(`The path ${JSON.stringify(path.slice(0, 200))} leaves the base URL's path ${url.pathname}`);
   if (template !== undefined && segments(full.pathname.slice(url.pathname.length)) !== segments(template)) {
     throw new RequestProblem(`The path ${JSON.stringify(path.slice(0, 200))} does not keep the shape of ${JSON.stringify(template.slice(0, 200))}`);
   }
@@ -145,7 +146,13 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
   // members: every credential sent is cut out of it, whatever spelling the provider echoes.
   const sent = sentCredentials(connector);
   const send = async () => {
-    const { request, sent: fetched } = await authorize(connector, { method, url, headers, body }, rt.tokens, call.idempotencyKey, Math.floor(rt.clock() / 1000));
+    const { request, sent: fetched } = await authorize(
+      connector,
+      { method, url, headers, body },
+      rt.tokens,
+      call.idempotencyKey,
+      Math.floor(rt.clock() / 1000),
+    );
     sent.push(...fetched);
     return rt.http.send(request);
   };

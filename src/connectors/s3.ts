@@ -59,7 +59,12 @@ function clientFor(c: ConnectorRecord, s: S3Settings, allowPrivateEgress: boolea
       forcePathStyle: s.forcePathStyle,
       credentials: { accessKeyId: s.accessKeyId, secretAccessKey: c.secret },
       maxAttempts: 1, // the run's attempts are the retries
-      requestHandler: new NodeHttpHandler({ connectionTimeout: 5_000, requestTimeout: 30_000, httpAgent: new http.Agent(agentOptions), httpsAgent: new https.Agent(agentOptions) }),
+      requestHandler: new NodeHttpHandler({
+        connectionTimeout: 5_000,
+        requestTimeout: 30_000,
+        httpAgent: new http.Agent(agentOptions),
+        httpsAgent: new https.Agent(agentOptions),
+      }),
     });
     // One client per connector version; an old version's goes.
     for (const [k, old] of clients) {
@@ -115,8 +120,11 @@ export async function callS3(c: ConnectorRecord, allowPrivateEgress: boolean, op
       }
       case 'ListObjectsV2': {
         const max = params['max-keys'] === undefined ? undefined : Number(params['max-keys']);
-        if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= 1000)) throw new RequestProblem('max-keys must be a whole number from 1 to 1000');
-        const r = await client.send(new ListObjectsV2Command({ Bucket: s.bucket, Prefix: params.prefix, MaxKeys: max, ContinuationToken: params['continuation-token'] }));
+        if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= 1000))
+          throw new RequestProblem('max-keys must be a whole number from 1 to 1000');
+        const r = await client.send(
+          new ListObjectsV2Command({ Bucket: s.bucket, Prefix: params.prefix, MaxKeys: max, ContinuationToken: params['continuation-token'] }),
+        );
         return {
           status: r.$metadata.httpStatusCode ?? 200,
           headers: {},

@@ -130,4 +130,3 @@ export function mapSnowflakeError(err: unknown): Error {
   if (typeof e.sqlState === 'string') return new RequestProblem(`Snowflake refused the statement (SQL state ${e.sqlState}, code ${String(e.code)})`);
   return new ProviderUnavailable(`Snowflake failed (${String(e.code ?? e.name ?? 'unknown')})`);
 }
-

@@ -15,7 +15,8 @@ export function signingKeyOf(secret: string): Buffer {
   return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
 }
 
-const digest = (key: Buffer, id: string, timestamp: number | string, body: string | Buffer) => createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+const digest = (key: Buffer, id: string, timestamp: number | string, body: string | Buffer) =>
+  createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
 
 /** Standard Webhooks signature of `body` for message `id` at `timestamp` (seconds). */
 export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: string): string {

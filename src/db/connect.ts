@@ -78,7 +78,11 @@ export function createDb(opts: DbOptions): DbHandle {
     return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
   }
   const dir = opts.dataDir ?? '.tributary';
-  if (dir === 'memory') return { db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }) }), engine: 'pglite' };
+  if (dir === 'memory')
+    return {
+      db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }) }),
+      engine: 'pglite',
+    };
   const release = lockDataDir(dir);
   const pgdata = path.join(dir, 'pgdata');
   fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });

@@ -13,7 +13,6 @@ import type { Db } from '../db/connect.ts';
 import { sql } from 'kysely';
 import type { TimeAxis } from '../db/tables.ts';
 
-
 /**
  * The end of every fact_current upsert (the target is aliased `c`): replace the row only
  * with a fact that orders after it on the row's axis. The comparison runs against the row
@@ -152,10 +151,7 @@ export async function detachCurrent(db: Db, dataModelId: string, factIds: string
  */
 export async function restoreCurrent(db: Db, dataModelId: string, axis: TimeAxis, entityIds: string[]): Promise<void> {
   if (entityIds.length === 0) return;
-  const latest =
-    axis === 'observed_at'
-      ? sql`order by f.observed_at desc, f.inserted_at desc, f.id desc`
-      : sql`order by f.inserted_at desc, f.id desc`;
+  const latest = axis === 'observed_at' ? sql`order by f.observed_at desc, f.inserted_at desc, f.id desc` : sql`order by f.inserted_at desc, f.id desc`;
   await sql`
     insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
     select l.data_model_id, ${axis}::text, l.entity_id, l.id, l.workspace_id, l.entity_id, l.observed_at, l.inserted_at, l.data

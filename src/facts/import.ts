@@ -110,7 +110,14 @@ export async function importFacts(
     // writeFacts reports by position among the parsed lines; the answer reports by line number.
     const invalid = new Map<number, ImportError[]>();
     if (parsed.length > 0) {
-      const r = await db.transaction().execute((trx) => writeFacts(trx, target.scope, target.model, parsed.map((l) => l.item as FactInput)));
+      const r = await db.transaction().execute((trx) =>
+        writeFacts(
+          trx,
+          target.scope,
+          target.model,
+          parsed.map((l) => l.item as FactInput),
+        ),
+      );
       result.written += r.written;
       result.duplicates += r.duplicates;
       for (const e of r.errors) {

@@ -49,7 +49,9 @@ const FIELDS_OF_M = sql`(select coalesce(json_agg(json_build_object('name', f.na
  * the models alongside other rows (the worker's claim reads each run's models with it).
  */
 export function modelsJson(workspaceRef: RawBuilder<unknown>, slugs: RawBuilder<unknown>): RawBuilder<DataModelWithFields[]> {
-  return sql<DataModelWithFields[]>`(select coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${FIELDS_OF_M})), '[]'::json)
+  return sql<
+    DataModelWithFields[]
+  >`(select coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${FIELDS_OF_M})), '[]'::json)
     from data_models as m where m.workspace_id = ${workspaceRef} and m.slug in (${slugs}))`;
 }
 
@@ -62,7 +64,9 @@ export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
     .select([
       // loadAccountWithRow tells "no row" by a null id; an aggregate always has its one row.
       sql<string>`'models'`.as('id'),
-      sql<DataModelWithFields[]>`coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${fields})), '[]'::json)`.as(
+      sql<
+        DataModelWithFields[]
+      >`coalesce(json_agg(json_build_object('id', m.id, 'organization_id', m.organization_id, 'workspace_id', m.workspace_id, 'slug', m.slug, 'fields', ${fields})), '[]'::json)`.as(
         'models',
       ),
       modelsFingerprint(workspaceId, slugs).as('fingerprint'),

@@ -143,7 +143,9 @@ export function entityIdOf(v: unknown): string | null {
  * derived keys apart from given ones.
  */
 export function deriveSourceKey(observedAt: string, data: Record<string, unknown>): string {
-  return `sha256:${createHash('sha256').update(canonicalJson([observedAt, data])).digest('hex')}`;
+  return `sha256:${createHash('sha256')
+    .update(canonicalJson([observedAt, data]))
+    .digest('hex')}`;
 }
 
 const ITEM_MEMBERS = new Set(['observed_at', 'data', 'source_key']);

@@ -52,7 +52,14 @@ export async function writeFacts(db: Db, scope: FactScope, model: FactModel, ite
       for (const e of v.errors) errors.push({ index, ...e });
       return;
     }
-    rows.push({ index, id: uuidv7(), entity_id: v.fact.entityId, observed_at: v.fact.observedAt, data: JSON.stringify(v.fact.data), source_key: v.fact.sourceKey });
+    rows.push({
+      index,
+      id: uuidv7(),
+      entity_id: v.fact.entityId,
+      observed_at: v.fact.observedAt,
+      data: JSON.stringify(v.fact.data),
+      source_key: v.fact.sourceKey,
+    });
   });
   if (rows.length === 0) return { written: 0, duplicates: 0, errors, ids };
 

@@ -137,7 +137,8 @@ export function checkArguments(args: Record<string, unknown>, now: Date): FactQu
   if (offset < 0) throw invalidArgument('offset must not be negative', 'offset');
   // pageNumber is an Int too: only offset 2147483647 with limit 1 would overflow it.
   if (Math.floor(offset / limit) + 1 > INT_MAX) throw invalidArgument(`offset / limit + 1 (the pageNumber) must be at most ${INT_MAX}`, 'offset');
-  if (mode === 'latest' && sort !== 'observed_at') throw invalidArgument('sort must be observed_at in latest mode (the latest rows are ordered by observedAt)', 'sort');
+  if (mode === 'latest' && sort !== 'observed_at')
+    throw invalidArgument('sort must be observed_at in latest mode (the latest rows are ordered by observedAt)', 'sort');
 
   let since = dateTimeArg(args.since, 'since');
   let until = dateTimeArg(args.until, 'until');
@@ -166,7 +167,10 @@ export function checkArguments(args: Record<string, unknown>, now: Date): FactQu
  * Response names of the fields selected under the given selection sets, following
  * fragments and honouring @skip/@include, with their nodes (for looking one level deeper).
  */
-export function selectedFields(sets: readonly (SelectionSetNode | undefined)[], info: Pick<GraphQLResolveInfo, 'fragments' | 'variableValues'>): Map<string, FieldNode[]> {
+export function selectedFields(
+  sets: readonly (SelectionSetNode | undefined)[],
+  info: Pick<GraphQLResolveInfo, 'fragments' | 'variableValues'>,
+): Map<string, FieldNode[]> {
   const out = new Map<string, FieldNode[]>();
   const seen = new Set<string>();
   const included = (node: Parameters<typeof getDirectiveValues>[1]): boolean => {
@@ -221,9 +225,17 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
     plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), await recheck(db, deferred));
   }
 
-  const selected = selectedFields(info.fieldNodes.map((n) => n.selectionSet), info);
+  const selected = selectedFields(
+    info.fieldNodes.map((n) => n.selectionSet),
+    info,
+  );
   const results = selected.get('results');
-  const withData = results !== undefined && selectedFields(results.map((n) => n.selectionSet), info).has('data');
+  const withData =
+    results !== undefined &&
+    selectedFields(
+      results.map((n) => n.selectionSet),
+      info,
+    ).has('data');
   const needCount = selected.has('count') || selected.has('lastPage');
   const needNext = selected.has('hasNextPage');
   // hasNextPage without a count: one row past the page answers it, with or without results.
@@ -245,7 +257,10 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
       loadAccountWith(
         db,
         deferred.claims.sub,
-        { fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs), ...(fold && needCount && !countApart ? { count: sql`(${countSql(plan)})` } : {}) },
+        {
+          fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs),
+          ...(fold && needCount && !countApart ? { count: sql`(${countSql(plan)})` } : {}),
+        },
         fold && wantRows ? pageSql(plan, opts) : undefined,
       ),
       countApart ? selectCount(db, plan) : Promise.resolve(undefined),

@@ -127,7 +127,8 @@ export function documentCost(schema: GraphQLSchema, document: DocumentNode, vari
         const key = `${name}|${rowsFactor}`;
         const known = memo.get(key);
         if (known) c = known;
-        else if (inProgress.has(key) || !fragments.has(name)) c = { cost: 0, depth: 0 }; // cycles and unknown fragments fail validation later
+        else if (inProgress.has(key) || !fragments.has(name))
+          c = { cost: 0, depth: 0 }; // cycles and unknown fragments fail validation later
         else {
           inProgress.add(key);
           const frag = fragments.get(name)!;

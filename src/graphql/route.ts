@@ -12,7 +12,16 @@
  */
 import { isJsonMediaType, isObject } from '../json.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { execute, getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
+import {
+  execute,
+  getOperationAST,
+  GraphQLError,
+  Kind,
+  type DocumentNode,
+  type ExecutionResult,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { epochSeconds, type Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
@@ -84,7 +93,12 @@ function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, var
   return [...slugs];
 }
 
-async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyReply, slugs: string[]): Promise<{ principal: Principal; models: PrefetchedModels; fingerprint: string }> {
+async function authorize(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  slugs: string[],
+): Promise<{ principal: Principal; models: PrefetchedModels; fingerprint: string }> {
   const claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
   // The models are looked up in the workspace the token claims; principalFromAccount
   // refuses the request unless the account is still in that very workspace.
@@ -97,7 +111,10 @@ async function authorize(deps: Deps, request: FastifyRequest, reply: FastifyRepl
 }
 
 /** Resolver failures that are not the caller's fault are logged and answered without detail. */
-function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult): { status: number; retryAfter?: number; body: { data?: unknown; errors?: ErrorJson[] } } {
+function shapeExecutionResult(
+  request: FastifyRequest,
+  result: ExecutionResult,
+): { status: number; retryAfter?: number; body: { data?: unknown; errors?: ErrorJson[] } } {
   let status = 200;
   let retryAfter: number | undefined;
   const errors = result.errors?.map((e) => {
@@ -106,7 +123,14 @@ function shapeExecutionResult(request: FastifyRequest, result: ExecutionResult):
     // An argument the fact query refused: the caller's to change, named as GraphQL names it.
     if (original instanceof AppError && original.code === 'invalid_query') {
       const argument = original.source?.parameter;
-      return errorJson(new GraphQLError(original.detail, { nodes: e.nodes, path: e.path, extensions: argument === undefined ? { code: 'graphql_validation' } : { code: 'graphql_validation', argument } }), 'graphql_validation');
+      return errorJson(
+        new GraphQLError(original.detail, {
+          nodes: e.nodes,
+          path: e.path,
+          extensions: argument === undefined ? { code: 'graphql_validation' } : { code: 'graphql_validation', argument },
+        }),
+        'graphql_validation',
+      );
     }
     const app = toAppError(original);
     logFailure(request, app, original, 'factQuery failed');
@@ -145,7 +169,9 @@ function documentProblems(
     return [tooComplex(`The query's complexity is ${shown}; at most ${MAX_COMPLEXITY} is allowed`)];
   }
   if (!operation) {
-    const message = operationName ? 'operationName does not name an operation of the document' : 'The document must hold exactly one operation, or operationName must pick one';
+    const message = operationName
+      ? 'operationName does not name an operation of the document'
+      : 'The document must hold exactly one operation, or operationName must pick one';
     return [invalidArgument(message)];
   }
   const errors = documents.validate(cached);
@@ -189,8 +215,10 @@ function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
     // Not an object at all (including a batch array): the envelope itself is wrong.
     if (!isObject(body)) throw new AppError('bad_request', 'The request body must be a JSON object {query, variables, operationName}');
     const { query, variables, operationName } = body;
-    if (typeof query !== 'string' || query.trim() === '') return sendGraphqlErrors(reply, [invalidArgument('query must be a string holding a GraphQL document')]);
-    if (variables !== undefined && variables !== null && !isObject(variables)) return sendGraphqlErrors(reply, [invalidArgument('variables must be a JSON object')]);
+    if (typeof query !== 'string' || query.trim() === '')
+      return sendGraphqlErrors(reply, [invalidArgument('query must be a string holding a GraphQL document')]);
+    if (variables !== undefined && variables !== null && !isObject(variables))
+      return sendGraphqlErrors(reply, [invalidArgument('variables must be a JSON object')]);
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
       return sendGraphqlErrors(reply, [invalidArgument('operationName must be a string')]);
     }

@@ -6,8 +6,6 @@
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
 import { parseDateTime } from '../datetime.ts';
 
-
-
 function serializeDateTime(value: unknown): string {
   if (value instanceof Date && !Number.isNaN(value.getTime())) return value.toISOString();
   if (typeof value === 'string') {

@@ -50,14 +50,27 @@ const factQueryArgs: GraphQLFieldConfigArgumentMap = {
   dataModelSlug: { type: new GraphQLNonNull(GraphQLString), description: "Slug of a data model of the caller's workspace." },
   mode: { type: GraphQLString, defaultValue: 'latest', description: 'latest: one current row per entity; timeline: the history.' },
   timeAxis: { type: GraphQLString, defaultValue: 'observed_at', description: 'observed_at or inserted_at: the axis of since, until and of "latest".' },
-  since: { type: DateTimeScalar, description: 'Inclusive lower bound. Timeline default: 90 days before until. Latest: drops entities whose latest row is older.' },
-  until: { type: DateTimeScalar, description: 'Timeline: exclusive upper bound, default now; spans are clamped to 366 days. Latest: as of this instant (inclusive).' },
+  since: {
+    type: DateTimeScalar,
+    description: 'Inclusive lower bound. Timeline default: 90 days before until. Latest: drops entities whose latest row is older.',
+  },
+  until: {
+    type: DateTimeScalar,
+    description: 'Timeline: exclusive upper bound, default now; spans are clamped to 366 days. Latest: as of this instant (inclusive).',
+  },
   filters: { type: GraphQLString, description: 'JSON array of at most 20 {field, op, value} clauses, ANDed, on fields of the data model.' },
-  sort: { type: GraphQLString, defaultValue: 'observed_at', description: 'Timeline: observed_at, inserted_at or entity_id; latest: observed_at only. Ties by id.' },
+  sort: {
+    type: GraphQLString,
+    defaultValue: 'observed_at',
+    description: 'Timeline: observed_at, inserted_at or entity_id; latest: observed_at only. Ties by id.',
+  },
   sortDirection: { type: GraphQLString, defaultValue: 'desc', description: 'asc or desc.' },
   limit: { type: GraphQLInt, defaultValue: 50, description: 'Rows per page, 1 to 250.' },
   offset: { type: GraphQLInt, defaultValue: 0, description: 'Matching rows to skip.' },
-  joinDataModelSlug: { type: GraphQLString, description: 'Latest mode only: a second data model matched on entityId; its fields appear in data under its slug.' },
+  joinDataModelSlug: {
+    type: GraphQLString,
+    description: 'Latest mode only: a second data model matched on entityId; its fields appear in data under its slug.',
+  },
   joinType: { type: GraphQLString, defaultValue: 'left', description: 'left keeps unmatched entities with null joined fields; inner leaves them out.' },
   joinFilters: { type: GraphQLString, description: 'Like filters, on the joined data model: only joined facts passing them can match.' },
 };
@@ -67,7 +80,7 @@ const QueryType = new GraphQLObjectType<unknown, GraphqlContext>({
   fields: {
     factQuery: {
       type: PageOfFactType,
-      description: 'Facts of one data model of the caller\'s workspace: the latest fact per entity, or the history in a time window.',
+      description: "Facts of one data model of the caller's workspace: the latest fact per entity, or the history in a time window.",
       args: factQueryArgs,
       resolve: (_root, args, context, info) => resolveFactQuery(args, context, info),
     },

@@ -15,7 +15,9 @@ const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 const LEASE_SECONDS = 60;
 
 function fingerprint(request: FastifyRequest): string {
-  return createHash('sha256').update(`${request.method}\n${request.url}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${request.method}\n${request.url}\n${canonicalJson(request.body ?? null)}`)
+    .digest('hex');
 }
 
 export interface IdempotencyState {

@@ -17,7 +17,12 @@ export function rateLimitHeaders(r: WindowResult, windowSeconds: number): Record
  * One request against the service account's window, shared by every surface (JSON:API,
  * GraphQL): sets the RateLimit fields, and refuses with 429 once the window is spent.
  */
-export async function chargeAccountWindow(limiter: Limiter, limit: { max: number; windowSeconds: number }, reply: FastifyReply, credentialId: string): Promise<void> {
+export async function chargeAccountWindow(
+  limiter: Limiter,
+  limit: { max: number; windowSeconds: number },
+  reply: FastifyReply,
+  credentialId: string,
+): Promise<void> {
   const r = await limiter.hit(`acct:${credentialId}`, limit.max, limit.windowSeconds);
   reply.headers(rateLimitHeaders(r, limit.windowSeconds));
   if (!r.allowed) throw new AppError('rate_limited', 'Rate window exceeded; retry after the indicated time', { retryAfter: r.resetSeconds });

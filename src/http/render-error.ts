@@ -26,7 +26,10 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
       return new AppError('invalid_request', err.message);
     default:
       if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
-        return new AppError(err.statusCode === 404 ? 'not_found' : err.statusCode === 413 ? 'payload_too_large' : 'bad_request', 'The request could not be read');
+        return new AppError(
+          err.statusCode === 404 ? 'not_found' : err.statusCode === 413 ? 'payload_too_large' : 'bad_request',
+          'The request could not be read',
+        );
       }
       return undefined;
   }
@@ -74,4 +77,8 @@ export function errorHandlerFor(render: RenderError) {
 }
 
 /** The shape of what belongs to no API surface (health, readiness, unknown paths): {error, code}. */
-export const renderPlainError: RenderError = (e, _request, reply) => reply.code(e.status).type('application/json').send(JSON.stringify({ error: e.detail, code: e.code }));
+export const renderPlainError: RenderError = (e, _request, reply) =>
+  reply
+    .code(e.status)
+    .type('application/json')
+    .send(JSON.stringify({ error: e.detail, code: e.code }));

@@ -48,11 +48,14 @@ export function redactUrl(url: string): string {
 
 /** The app's logger: the process logger with the request serializer above. */
 export function requestLogger(log: Logger): FastifyBaseLogger {
-  return log.child({}, {
-    serializers: {
-      req: (req: FastifyRequest) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+  return log.child(
+    {},
+    {
+      serializers: {
+        req: (req: FastifyRequest) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+      },
     },
-  });
+  );
 }
 
 /** Fastify's own request lines, with `code` added to the completion line of a failed request. */

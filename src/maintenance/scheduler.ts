@@ -28,7 +28,11 @@ export function timerDelay(due: Date, now: Date): number {
 
 /** One scheduled sweep; false when another process was sweeping (it then skips this run). */
 export async function sweepOnce(deps: Deps): Promise<boolean> {
-  const result = await sweepExclusive(deps.db, { now: new Date(deps.clock()), guardDays: deps.config.deliveryGuardDays, runRetentionDays: deps.config.runRetentionDays });
+  const result = await sweepExclusive(deps.db, {
+    now: new Date(deps.clock()),
+    guardDays: deps.config.deliveryGuardDays,
+    runRetentionDays: deps.config.runRetentionDays,
+  });
   if (result) deps.log.info({ sweep: result }, 'nightly sweep done');
   return result !== undefined;
 }

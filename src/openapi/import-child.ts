@@ -19,6 +19,11 @@ export type ImportReply = { ok: true; spec: NormalizedSpec } | { ok: false; prob
 serveSandbox<ImportJob>((job, reply) => {
   importSpec(job.text, job.format, job.options).then(
     (spec) => reply({ ok: true, spec } satisfies ImportReply),
-    (err: unknown) => reply((err instanceof DocumentProblem ? { ok: false, problem: err.message } : { ok: false, error: String((err as Error)?.message ?? err) }) satisfies ImportReply),
+    (err: unknown) =>
+      reply(
+        (err instanceof DocumentProblem
+          ? { ok: false, problem: err.message }
+          : { ok: false, error: String((err as Error)?.message ?? err) }) satisfies ImportReply,
+      ),
   );
 });

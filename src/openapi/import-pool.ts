@@ -60,14 +60,18 @@ export function specImporter(limits: ImportLimits): SpecImporter {
     started++;
     let ready!: () => void;
     const c: Child = { box: undefined as unknown as Sandbox, ready: new Promise<void>((resolve) => (ready = resolve)) };
-    c.box = startSandbox<ImportReply>(CHILD_SCRIPT, { memoryMb: limits.heapMb, allowCodeGeneration: true }, {
-      ready,
-      message: (m) => c.settle?.(m),
-      exit: (end) => {
-        ready();
-        c.settle?.({ exited: true, outOfMemory: end.outOfMemory, killedFor: end.killedFor });
+    c.box = startSandbox<ImportReply>(
+      CHILD_SCRIPT,
+      { memoryMb: limits.heapMb, allowCodeGeneration: true },
+      {
+        ready,
+        message: (m) => c.settle?.(m),
+        exit: (end) => {
+          ready();
+          c.settle?.({ exited: true, outOfMemory: end.outOfMemory, killedFor: end.killedFor });
+        },
       },
-    });
+    );
     return c;
   };
 
@@ -88,7 +92,8 @@ export function specImporter(limits: ImportLimits): SpecImporter {
     });
     c.settle = undefined;
     if ('exited' in reply) {
-      if (reply.killedFor === 'time') throw new DocumentProblem(`The document exceeded its time budget (${seconds(limits.timeoutMs)}) while it was read; make it smaller`);
+      if (reply.killedFor === 'time')
+        throw new DocumentProblem(`The document exceeded its time budget (${seconds(limits.timeoutMs)}) while it was read; make it smaller`);
       if (reply.outOfMemory) throw new DocumentProblem(`The document exceeded its memory budget (${limits.heapMb} MB) while it was read; make it smaller`);
       throw closed ? shuttingDown() : new Error('the import process stopped unexpectedly');
     }
@@ -106,7 +111,9 @@ export function specImporter(limits: ImportLimits): SpecImporter {
       return;
     }
     if (waiting.length >= limits.queue) {
-      throw new AppError('unavailable', `${limits.processes + limits.queue} documents are being read or waiting; try again shortly`, { retryAfter: Math.max(1, Math.ceil(limits.timeoutMs / 1000)) });
+      throw new AppError('unavailable', `${limits.processes + limits.queue} documents are being read or waiting; try again shortly`, {
+        retryAfter: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
+      });
     }
     await new Promise<void>((resolve) => waiting.push(resolve));
   }

@@ -51,7 +51,10 @@ function checkServers(spec: NormalizedSpec, v2: boolean, opts: ImportOptions): v
     }
     const reason = privateHostReason(host);
     if (reason !== undefined) {
-      throw new DocumentProblem(`The server ${JSON.stringify(s.url.slice(0, 200))} points at ${reason} (set ALLOW_PRIVATE_EGRESS=true to allow it)`, v2 ? '/host' : `/servers/${i}/url`);
+      throw new DocumentProblem(
+        `The server ${JSON.stringify(s.url.slice(0, 200))} points at ${reason} (set ALLOW_PRIVATE_EGRESS=true to allow it)`,
+        v2 ? '/host' : `/servers/${i}/url`,
+      );
     }
   });
 }
@@ -62,7 +65,10 @@ export async function importSpec(text: string, format: 'json' | 'yaml', opts: Im
   const v2 = typeof doc.swagger === 'string';
   if (!v2 && typeof doc.openapi !== 'string') throw new DocumentProblem('The document declares neither openapi (3.x) nor swagger (2.0)');
   if (v2 ? doc.swagger !== '2.0' : !/^3\.[01]\.\d+$/.test(doc.openapi as string)) {
-    throw new DocumentProblem(`Version ${JSON.stringify(String(v2 ? doc.swagger : doc.openapi).slice(0, 20))} is not supported; Swagger 2.0 and OpenAPI 3.0 and 3.1 are`, v2 ? '/swagger' : '/openapi');
+    throw new DocumentProblem(
+      `Version ${JSON.stringify(String(v2 ? doc.swagger : doc.openapi).slice(0, 20))} is not supported; Swagger 2.0 and OpenAPI 3.0 and 3.1 are`,
+      v2 ? '/swagger' : '/openapi',
+    );
   }
   try {
     validateSchema(doc);
@@ -79,7 +85,9 @@ export async function importSpec(text: string, format: 'json' | 'yaml', opts: Im
     written = Infinity; // longer than a string can be
   }
   if (written > NORMALIZED_MAX_BYTES) {
-    throw new DocumentProblem(`The document's operations take more than ${NORMALIZED_MAX_BYTES} bytes once their $refs are written out; make the schemas that many operations share smaller`);
+    throw new DocumentProblem(
+      `The document's operations take more than ${NORMALIZED_MAX_BYTES} bytes once their $refs are written out; make the schemas that many operations share smaller`,
+    );
   }
   return spec;
 }

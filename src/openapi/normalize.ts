@@ -142,10 +142,7 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v
 function contentSchema(content: unknown): { schema: unknown; at: string } | undefined {
   if (!isObject(content)) return undefined;
   const types = Object.keys(content);
-  const pick =
-    types.find((t) => t.split(';')[0]!.trim().toLowerCase() === 'application/json') ??
-    types.find((t) => /\+json\s*(;|$)/i.test(t)) ??
-    types[0];
+  const pick = types.find((t) => t.split(';')[0]!.trim().toLowerCase() === 'application/json') ?? types.find((t) => /\+json\s*(;|$)/i.test(t)) ?? types[0];
   if (pick === undefined) return undefined;
   const media = content[pick];
   return isObject(media) && media.schema !== undefined ? { schema: media.schema, at: `/content/${pointerToken(pick)}/schema` } : undefined;
@@ -160,7 +157,25 @@ function successResponse(responses: unknown): { key: string; value: unknown } | 
 }
 
 // Swagger 2.0 parameters carry their schema inline; these are its schema keywords.
-const V2_SCHEMA_KEYS = ['type', 'format', 'items', 'enum', 'default', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'uniqueItems', 'multipleOf', 'collectionFormat'];
+const V2_SCHEMA_KEYS = [
+  'type',
+  'format',
+  'items',
+  'enum',
+  'default',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'multipleOf',
+  'collectionFormat',
+];
 
 function v2ParamSchema(p: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -284,17 +299,27 @@ function responseSchema(x: Expander, v2: boolean, op: Record<string, unknown>, a
 }
 
 /** One operation of a path item; its operation_ref must not be in `seen` yet. */
-function operation(x: Expander, v2: boolean, path: string, method: string, op: Record<string, unknown>, where: { itemAt: string; at: string; shared: unknown[] }, seen: Set<string>): Operation {
+function operation(
+  x: Expander,
+  v2: boolean,
+  path: string,
+  method: string,
+  op: Record<string, unknown>,
+  where: { itemAt: string; at: string; shared: unknown[] },
+  seen: Set<string>,
+): Operation {
   const { itemAt, at, shared } = where;
   const merged = mergedParameters(x, shared, Array.isArray(op.parameters) ? op.parameters : [], itemAt, at);
   const { params, requestSchema: fromParameters } = parameters(x, v2, merged);
   const requestSchema = v2 ? fromParameters : requestBodySchema(x, op, at);
   const response = responseSchema(x, v2, op, at);
   const operationRef = typeof op.operationId === 'string' && op.operationId !== '' ? op.operationId : `${method.toUpperCase()} ${path}`;
-  if (seen.has(operationRef)) throw new DocumentProblem(`Two operations have the operation ref ${JSON.stringify(operationRef)}; operationIds must be unique`, `${at}/operationId`);
+  if (seen.has(operationRef))
+    throw new DocumentProblem(`Two operations have the operation ref ${JSON.stringify(operationRef)}; operationIds must be unique`, `${at}/operationId`);
   seen.add(operationRef);
   for (const m of path.matchAll(/\{([^}]+)\}/g)) {
-    if (!params.some((p) => p.in === 'path' && p.name === m[1])) throw new DocumentProblem(`The path parameter ${m[1]} of ${path} is not declared for ${method.toUpperCase()}`, at);
+    if (!params.some((p) => p.in === 'path' && p.name === m[1]))
+      throw new DocumentProblem(`The path parameter ${m[1]} of ${path} is not declared for ${method.toUpperCase()}`, at);
   }
   return {
     operation_ref: operationRef,
@@ -325,7 +350,11 @@ export function normalize(doc: Record<string, unknown>, work: ParseWork = { step
       const op = item[method];
       if (!isObject(op)) continue;
       const at = `${itemAt}/${method}`;
-      if (operations.length >= maxOperations) throw new DocumentProblem(`The document has more than ${maxOperations} operations, the most an API specification may have (API_SPEC_MAX_OPERATIONS)`, at);
+      if (operations.length >= maxOperations)
+        throw new DocumentProblem(
+          `The document has more than ${maxOperations} operations, the most an API specification may have (API_SPEC_MAX_OPERATIONS)`,
+          at,
+        );
       operations.push(operation(x, v2, path, method, op, { itemAt, at, shared }, seen));
     }
   }

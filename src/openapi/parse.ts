@@ -29,14 +29,31 @@ export interface ParseWork {
 }
 
 // The tags of the YAML 1.2 core schema; any other tag (`!foo`, `!!js/function`, `!!binary`) is refused.
-const CORE_TAGS = new Set(['tag:yaml.org,2002:str', 'tag:yaml.org,2002:int', 'tag:yaml.org,2002:float', 'tag:yaml.org,2002:bool', 'tag:yaml.org,2002:null', 'tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', '!']);
+const CORE_TAGS = new Set([
+  'tag:yaml.org,2002:str',
+  'tag:yaml.org,2002:int',
+  'tag:yaml.org,2002:float',
+  'tag:yaml.org,2002:bool',
+  'tag:yaml.org,2002:null',
+  'tag:yaml.org,2002:map',
+  'tag:yaml.org,2002:seq',
+  '!',
+]);
 
 function parseYaml(text: string, work: ParseWork): unknown {
   let doc: Document.Parsed;
   try {
     // uniqueKeys: false, and the keys are checked below with a Set: the library compares each
     // new key with every earlier one of its map, so its cost grew with the square of a map's keys.
-    doc = parseYamlDocument(text, { version: '1.2', schema: 'core', merge: false, uniqueKeys: false, strict: true, prettyErrors: false, keepSourceTokens: false });
+    doc = parseYamlDocument(text, {
+      version: '1.2',
+      schema: 'core',
+      merge: false,
+      uniqueKeys: false,
+      strict: true,
+      prettyErrors: false,
+      keepSourceTokens: false,
+    });
   } catch (err) {
     // Nesting deep enough to exhaust the composer's stack.
     if (err instanceof RangeError) throw new DocumentProblem(`The document nests deeper than ${MAX_JSON_DEPTH} levels`);
@@ -64,7 +81,9 @@ function parseYaml(text: string, work: ParseWork): unknown {
             return visit.BREAK;
           }
           if (keys.has(key.value)) {
-            refused = new DocumentProblem(`The document is not valid YAML: Map keys must be unique (${JSON.stringify(String(key.value).slice(0, 200))} appears twice)`);
+            refused = new DocumentProblem(
+              `The document is not valid YAML: Map keys must be unique (${JSON.stringify(String(key.value).slice(0, 200))} appears twice)`,
+            );
             return visit.BREAK;
           }
           keys.add(key.value);
@@ -102,10 +121,15 @@ function checkValue(root: unknown, work: ParseWork): void {
     if (v instanceof Date || v instanceof Uint8Array) continue;
     for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
       if (!isStorableText(k)) throw new DocumentProblem(UNSTORABLE_TEXT, `${at}/${pointerToken(spellUnstorable(k))}`);
-      if (k === '__proto__' || k === 'constructor' || k === 'prototype') throw new DocumentProblem(`The member name ${k} is not accepted`, `${at}/${pointerToken(k)}`);
+      if (k === '__proto__' || k === 'constructor' || k === 'prototype')
+        throw new DocumentProblem(`The member name ${k} is not accepted`, `${at}/${pointerToken(k)}`);
       if (k === '$ref') {
         if (typeof child !== 'string') throw new DocumentProblem('$ref must be a string', `${at}/$ref`);
-        if (!child.startsWith('#')) throw new DocumentProblem(`$ref ${JSON.stringify(child.slice(0, 200))} points outside the document; only local references (#/...) are resolved`, `${at}/$ref`);
+        if (!child.startsWith('#'))
+          throw new DocumentProblem(
+            `$ref ${JSON.stringify(child.slice(0, 200))} points outside the document; only local references (#/...) are resolved`,
+            `${at}/$ref`,
+          );
       }
       stack.push({ v: child, depth: depth + 1, at: `${at}/${pointerToken(k)}` });
     }
@@ -127,6 +151,7 @@ export function parseSpecText(text: string, format: 'json' | 'yaml', work: Parse
   }
   // YAML timestamps and binary stay out: the core schema has neither, so any Date here is a bug.
   checkValue(value, work);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DocumentProblem('The document must be an object (an OpenAPI or Swagger document)');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new DocumentProblem('The document must be an object (an OpenAPI or Swagger document)');
   return value as Record<string, unknown>;
 }

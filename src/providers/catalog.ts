@@ -32,7 +32,12 @@ function load(): Provider[] {
       slug: 'tributary-orders',
       name: 'Orders API',
       description: 'A shop order service (JSON over HTTP, API key in X-Api-Key): list, read, create and update orders.',
-      connector: { type: 'http', auth_type: 'api_key', direction: 'outbound', config: { base_url: 'https://orders.example.com/v1', header_name: 'X-Api-Key', health_operation: 'getHealth' } },
+      connector: {
+        type: 'http',
+        auth_type: 'api_key',
+        direction: 'outbound',
+        config: { base_url: 'https://orders.example.com/v1', header_name: 'X-Api-Key', health_operation: 'getHealth' },
+      },
       spec: { format: 'yaml', text: read('tributary-orders.yaml') },
     },
     {
@@ -43,7 +48,11 @@ function load(): Provider[] {
         type: 'http',
         auth_type: 'oauth2',
         direction: 'outbound',
-        config: { base_url: 'https://api.acme-ledger.example.com/v2', token_url: 'https://auth.acme-ledger.example.com/oauth/token', scopes: ['ledger.read', 'ledger.write'] },
+        config: {
+          base_url: 'https://api.acme-ledger.example.com/v2',
+          token_url: 'https://auth.acme-ledger.example.com/oauth/token',
+          scopes: ['ledger.read', 'ledger.write'],
+        },
       },
       spec: { format: 'yaml', text: read('acme-ledger.yaml') },
     },
@@ -51,14 +60,24 @@ function load(): Provider[] {
       slug: 's3-bucket',
       name: 'S3 bucket',
       description: 'Objects in an S3 or S3-compatible bucket: get, put and list (access key id in config, secret access key as the secret).',
-      connector: { type: 's3', auth_type: 'api_key', direction: 'outbound', config: { region: 'us-east-1', bucket: 'example-bucket', access_key_id: '', force_path_style: false } },
+      connector: {
+        type: 's3',
+        auth_type: 'api_key',
+        direction: 'outbound',
+        config: { region: 'us-east-1', bucket: 'example-bucket', access_key_id: '', force_path_style: false },
+      },
       spec: { format: 'yaml', text: read('s3-bucket.yaml') },
     },
     {
       slug: 'snowflake-sql',
       name: 'Snowflake SQL',
       description: 'SQL statements with bound parameters on a Snowflake account (user in config, password as the secret).',
-      connector: { type: 'snowflake', auth_type: 'basic_auth', direction: 'outbound', config: { account: 'example-account', username: '', warehouse: '', database: '', schema: '', role: '' } },
+      connector: {
+        type: 'snowflake',
+        auth_type: 'basic_auth',
+        direction: 'outbound',
+        config: { account: 'example-account', username: '', warehouse: '', database: '', schema: '', role: '' },
+      },
       spec: { format: 'json', text: read('snowflake-sql.json') },
     },
   ];

@@ -16,4 +16,17 @@ import { workflowType } from './workflows/resource.ts';
 import { workflowRunType } from './workflow_runs/resource.ts';
 import { apiSpecType } from './api_specs/resource.ts';
 
-export const RESOURCE_TYPES = typeRegistry([organizationType, orgMembershipType, userType, credentialType, dashboardWidgetType, dataModelType, dataModelFieldType, workspaceType, externalConnectorType, workflowType, workflowRunType, apiSpecType]);
+export const RESOURCE_TYPES = typeRegistry([
+  organizationType,
+  orgMembershipType,
+  userType,
+  credentialType,
+  dashboardWidgetType,
+  dataModelType,
+  dataModelFieldType,
+  workspaceType,
+  externalConnectorType,
+  workflowType,
+  workflowRunType,
+  apiSpecType,
+]);

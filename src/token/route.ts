@@ -22,7 +22,13 @@ const OAUTH_CODES: ReadonlySet<string> = new Set(['invalid_request', 'invalid_cl
  * same fault (a too-deep JSON body is 422 elsewhere).
  */
 export const renderOAuthError: RenderError = (e, request, reply) => {
-  const error = OAUTH_CODES.has(e.code) ? e.code : e.status === 429 || e.status === 503 ? 'temporarily_unavailable' : e.status >= 500 ? 'server_error' : 'invalid_request';
+  const error = OAUTH_CODES.has(e.code)
+    ? e.code
+    : e.status === 429 || e.status === 503
+      ? 'temporarily_unavailable'
+      : e.status >= 500
+        ? 'server_error'
+        : 'invalid_request';
   request.errorCode = error;
   reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
   return reply
@@ -140,7 +146,14 @@ async function exchange(deps: Deps, request: FastifyRequest, reply: FastifyReply
     scopes = requested as Scope[];
   }
   const ttl = deps.config.tokenTtlSeconds;
-  const accessToken = signToken(deps.signingKey, { sub: account.id, org: account.organization_id, ws: account.workspace_id, scp: scopes, exp: epochSeconds(deps.clock) + ttl, iat: deps.clock() });
+  const accessToken = signToken(deps.signingKey, {
+    sub: account.id,
+    org: account.organization_id,
+    ws: account.workspace_id,
+    scp: scopes,
+    exp: epochSeconds(deps.clock) + ttl,
+    iat: deps.clock(),
+  });
   return reply
     .header('cache-control', 'no-store')
     .header('pragma', 'no-cache')

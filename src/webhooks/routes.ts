@@ -125,7 +125,12 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   }
   if (!trigger || !trigger.workflow_active) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
   if (orgDomain !== undefined && trigger.organization_domain.toLowerCase() !== orgDomain.toLowerCase()) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
-  if (trigger.service_account_id !== account.id || trigger.organization_id !== account.organization_id || trigger.workspace_id !== account.workspace_id || accountStanding(account) !== 'active') {
+  if (
+    trigger.service_account_id !== account.id ||
+    trigger.organization_id !== account.organization_id ||
+    trigger.workspace_id !== account.workspace_id ||
+    accountStanding(account) !== 'active'
+  ) {
     throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   }
   if (!claims.scp.includes('webhooks') || !account.scopes.includes('webhooks')) throw fail('forbidden', WEBHOOK_TEXT.insufficientScope);

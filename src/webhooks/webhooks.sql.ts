@@ -11,9 +11,19 @@ function triggerQuery(db: Db, tokenHash: string) {
     .innerJoin('organizations as o', 'o.id', 't.organization_id')
     .leftJoin('external_connectors as c', 'c.id', 't.inbound_connector_id')
     .select([
-      't.id', 't.key', 't.organization_id', 't.workspace_id', 't.service_account_id', 't.workflow_id',
-      'w.version as workflow_version', 'w.is_active as workflow_active', 'o.domain as organization_domain',
-      'c.id as connector_id', 'c.auth_type as connector_auth_type', 'c.secret_ciphertext as connector_secret', 'c.config as connector_config',
+      't.id',
+      't.key',
+      't.organization_id',
+      't.workspace_id',
+      't.service_account_id',
+      't.workflow_id',
+      'w.version as workflow_version',
+      'w.is_active as workflow_active',
+      'o.domain as organization_domain',
+      'c.id as connector_id',
+      'c.auth_type as connector_auth_type',
+      'c.secret_ciphertext as connector_secret',
+      'c.config as connector_config',
     ])
     .where('t.token_hash', '=', tokenHash);
 }
@@ -37,7 +47,11 @@ export interface TriggerRow {
 let byToken: CompiledOnce | undefined;
 
 /** The caller's account and the trigger of the token, in one statement compiled once (it runs on every delivery). */
-export async function loadAccountAndTrigger(db: Db, accountId: string, tokenHash: string): Promise<{ account: AccountRow | undefined; trigger: TriggerRow | undefined }> {
+export async function loadAccountAndTrigger(
+  db: Db,
+  accountId: string,
+  tokenHash: string,
+): Promise<{ account: AccountRow | undefined; trigger: TriggerRow | undefined }> {
   byToken ??= compileOnce(withAccountStatement(db, triggerQuery(db, slot('tokenHash'))));
   const { account, row } = await loadAccountWithCompiledRow(db, byToken, { accountId, tokenHash });
   return { account, trigger: row as TriggerRow | undefined };
@@ -81,7 +95,20 @@ const ACCEPT = `
 preferPrepared(ACCEPT);
 
 export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now: Date, guardCutoff: Date): Promise<string | undefined> {
-  const params = [run.organizationId, guardKey, run.id, now, guardCutoff, run.workspaceId, run.workflowId, run.workflowVersion, run.triggerKey, run.deliveryId, run.payloadJson, run.maxAttempts];
+  const params = [
+    run.organizationId,
+    guardKey,
+    run.id,
+    now,
+    guardCutoff,
+    run.workspaceId,
+    run.workflowId,
+    run.workflowVersion,
+    run.triggerKey,
+    run.deliveryId,
+    run.payloadJson,
+    run.maxAttempts,
+  ];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;
 }

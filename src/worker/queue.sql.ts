@@ -11,8 +11,7 @@ import type { Role, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 
 type ClaimedColumns =
-  | 'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version'
-  | 'trigger_key' | 'payload' | 'attempt' | 'max_attempts' | 'inserted_at';
+  'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version' | 'trigger_key' | 'payload' | 'attempt' | 'max_attempts' | 'inserted_at';
 
 /** The run row's columns the worker reads, and its version's steps. */
 export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
@@ -28,7 +27,10 @@ const SAVER = sql`(select json_build_object('role', m.role, 'is_active', m.is_ac
   where m.id = v.saved_by_membership_id and m.organization_id = r.organization_id)`;
 
 // The models a version's write_fact steps name, read in the claim: no statement per step.
-const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`);
+const STEP_MODELS = modelsJson(
+  sql`r.workspace_id`,
+  sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`,
+);
 
 export async function claimRuns(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date): Promise<ClaimedRun[]> {
   const { rows } = await sql<ClaimedRun>`

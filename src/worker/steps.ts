@@ -94,7 +94,10 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, 
       if (problems.length < MAX_LISTED_PROBLEMS) problems.push(`${c.for_each === undefined ? 'the fact' : `item ${index}`}: ${e.pointer.slice(1)} ${e.detail}`);
     }
   });
-  if (count > 0) throw permanentFailure(`The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`);
+  if (count > 0)
+    throw permanentFailure(
+      `The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`,
+    );
   const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items);
   return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
 }
@@ -105,7 +108,8 @@ function scalars(names: string[], values: unknown[], what: string): Record<strin
   names.forEach((name, i) => {
     const v = values[i];
     if (v === undefined || v === null) return;
-    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw permanentFailure(`${what}.${name} must be a string, number or boolean; the expression gave ${Array.isArray(v) ? 'an array' : typeof v}`);
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+      throw permanentFailure(`${what}.${name} must be a string, number or boolean; the expression gave ${Array.isArray(v) ? 'an array' : typeof v}`);
     const text = String(v);
     if (/[\r\n\0]/.test(text)) throw permanentFailure(`${what}.${name} must not hold line breaks or NUL`);
     out[name] = text;
@@ -123,7 +127,16 @@ const SAVER_MAY_NOT_CALL_OUT =
   'The steps of this workflow version were saved by a membership that is no longer an active admin or owner, so they may not call out through a connector: an admin or owner must save the workflow again';
 
 async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep, ctx: Context, reads: AttemptReads): Promise<unknown> {
-  const c = step.config as { connector_id: string; operation_ref?: string; method?: string; path?: string; params?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string };
+  const c = step.config as {
+    connector_id: string;
+    operation_ref?: string;
+    method?: string;
+    path?: string;
+    params?: Record<string, string>;
+    query?: Record<string, string>;
+    headers?: Record<string, string>;
+    body?: string;
+  };
   if (!env.connectors) throw permanentFailure('This worker cannot call out');
   // Checked at every attempt, not only at save: a saver demoted or deactivated since stops the calls.
   reads.saverMay ??= saverMayCallConnectors(run.saver ?? undefined);
@@ -135,7 +148,11 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: WorkflowStep
   // The target is checked against the connector before any expression is evaluated.
   const send = connectorCall(env.connectors, row, c, `${run.id}:${step.key}:0`);
   // Every expression of the step in one job: params, query, headers, then the body.
-  const groups = (['params', 'query', 'headers'] as const).map((what) => ({ what, names: Object.keys(c[what] ?? {}), expressions: Object.values(c[what] ?? {}) }));
+  const groups = (['params', 'query', 'headers'] as const).map((what) => ({
+    what,
+    names: Object.keys(c[what] ?? {}),
+    expressions: Object.values(c[what] ?? {}),
+  }));
   const expressions = groups.flatMap((g) => g.expressions);
   if (c.body !== undefined) expressions.push(c.body);
   const values = expressions.length === 0 ? [] : (await evaluate(env, { input: ctx, expressions }))[0]!;
@@ -195,7 +212,8 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
       const error = `Step ${step.key} failed: ${failure.message}`;
       // An error none of ours named is kept for the log, with its stack; the record says only that it happened.
       const unexpected = err instanceof WorkFailure || failure.transient ? undefined : err;
-      if (!failure.transient || run.attempt >= run.max_attempts) return { status: 'failed', steps: records, error, ...(unexpected === undefined ? {} : { unexpected }) };
+      if (!failure.transient || run.attempt >= run.max_attempts)
+        return { status: 'failed', steps: records, error, ...(unexpected === undefined ? {} : { unexpected }) };
       // A provider's Retry-After is honoured when it asks for longer than the backoff (up to an hour).
       const wait = Math.max(backoffMs(run.attempt, retryBaseMs), Math.min(3_600_000, failure.retryAfterMs ?? 0));
       return { status: 'retrying', steps: records, error, runAt: new Date(env.clock() + wait) };

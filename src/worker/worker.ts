@@ -24,7 +24,6 @@ export interface Worker {
   inFlight(): number;
 }
 
-
 /** What the parts of one worker share: its id, its lease, the runs it executes, and whether it is stopping. */
 interface WorkerState {
   readonly id: string;
@@ -150,22 +149,28 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
 
 /** The heartbeat that extends the leases of this worker's runs, and the reclaim of runs whose lease ran out. */
 function leaseKeeping(deps: Deps, w: WorkerState, onReclaimed: () => void): { stopReclaim(): void; stopHeartbeat(): void } {
-  const beat = setInterval(() => {
-    heartbeat(deps.db, w.id, [...w.running.keys()], new Date(deps.clock() + w.leaseMs)).catch(() => undefined);
-  }, Math.max(500, Math.floor(w.leaseMs / 3)));
+  const beat = setInterval(
+    () => {
+      heartbeat(deps.db, w.id, [...w.running.keys()], new Date(deps.clock() + w.leaseMs)).catch(() => undefined);
+    },
+    Math.max(500, Math.floor(w.leaseMs / 3)),
+  );
   beat.unref();
 
   // Any worker may reclaim expired leases; it is one indexed update.
-  const reclaim = setInterval(() => {
-    reclaimExpired(deps.db, new Date(deps.clock()), deps.config.runMaxLeaseLosses)
-      .then((n) => {
-        if (n > 0) {
-          deps.log.warn({ runs: n }, 'reclaimed runs whose worker stopped');
-          onReclaimed();
-        }
-      })
-      .catch(() => undefined);
-  }, Math.max(200, Math.floor(w.leaseMs / 2)));
+  const reclaim = setInterval(
+    () => {
+      reclaimExpired(deps.db, new Date(deps.clock()), deps.config.runMaxLeaseLosses)
+        .then((n) => {
+          if (n > 0) {
+            deps.log.warn({ runs: n }, 'reclaimed runs whose worker stopped');
+            onReclaimed();
+          }
+        })
+        .catch(() => undefined);
+    },
+    Math.max(200, Math.floor(w.leaseMs / 2)),
+  );
   reclaim.unref();
   return { stopReclaim: () => clearInterval(reclaim), stopHeartbeat: () => clearInterval(beat) };
 }
@@ -210,7 +215,9 @@ export function startWorker(deps: Deps): Worker {
       leases.stopHeartbeat();
       if (w.running.size > 0) {
         log.warn({ runs: w.running.size }, 'releasing runs still executing at shutdown');
-        await releaseRuns(deps.db, w.id, [...w.running.keys()], new Date(deps.clock())).catch((err) => log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'));
+        await releaseRuns(deps.db, w.id, [...w.running.keys()], new Date(deps.clock())).catch((err) =>
+          log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'),
+        );
       }
     },
   };

@@ -103,12 +103,14 @@ function readStepConfig(type: WorkflowStep['type'], config: Record<string, unkno
       const out: Record<string, unknown> = { data_model_slug: slug };
       const hasMapping = config.mapping !== undefined && config.mapping !== null;
       const hasData = config.data !== undefined && config.data !== null;
-      if (hasMapping === hasData) throw invalidAt(at, 'a write_fact step needs exactly one of mapping (an object of field: expression) and data (an expression)');
+      if (hasMapping === hasData)
+        throw invalidAt(at, 'a write_fact step needs exactly one of mapping (an object of field: expression) and data (an expression)');
       if (hasMapping) {
         if (!isObject(config.mapping)) throw invalidAt(`${at}/mapping`, 'mapping must be an object of field: expression');
         const entries = Object.entries(config.mapping);
         if (entries.length === 0) throw invalidAt(`${at}/mapping`, 'mapping must name at least one field');
-        if (entries.length > WORKFLOW_LIMITS.maxMappingFields) throw invalidAt(`${at}/mapping`, `mapping may name at most ${WORKFLOW_LIMITS.maxMappingFields} fields`);
+        if (entries.length > WORKFLOW_LIMITS.maxMappingFields)
+          throw invalidAt(`${at}/mapping`, `mapping may name at most ${WORKFLOW_LIMITS.maxMappingFields} fields`);
         const mapping: Record<string, string> = {};
         for (const [field] of entries) mapping[field] = expression(config.mapping, field, `${at}/mapping`, true)!;
         out.mapping = mapping;
@@ -130,7 +132,20 @@ export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'O
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 /** Set by the connector or the transport, never by a step. */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'authorization', 'cookie', 'te', 'upgrade', 'proxy-authorization', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'authorization',
+  'cookie',
+  'te',
+  'upgrade',
+  'proxy-authorization',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
 export const PATH_PARAM = /\{([A-Za-z0-9_.-]{1,64})\}/g;
 
 function expressionMap(config: Record<string, unknown>, name: string, at: string, headers = false): Record<string, string> | undefined {
@@ -138,7 +153,8 @@ function expressionMap(config: Record<string, unknown>, name: string, at: string
   if (v === undefined || v === null) return undefined;
   if (!isObject(v)) throw invalidAt(`${at}/${name}`, `${name} must be an object of name: expression`);
   const entries = Object.keys(v);
-  if (entries.length > WORKFLOW_LIMITS.maxMappingFields) throw invalidAt(`${at}/${name}`, `${name} may name at most ${WORKFLOW_LIMITS.maxMappingFields} members`);
+  if (entries.length > WORKFLOW_LIMITS.maxMappingFields)
+    throw invalidAt(`${at}/${name}`, `${name} may name at most ${WORKFLOW_LIMITS.maxMappingFields} members`);
   const out: Record<string, string> = {};
   for (const k of entries) {
     const kat = `${at}/${name}/${pointerToken(k)}`;
@@ -169,9 +185,11 @@ function readHttpRequest(config: Record<string, unknown>, at: string): Record<st
     out.operation_ref = ref;
   } else {
     const method = typeof config.method === 'string' ? config.method.toUpperCase() : undefined;
-    if (method === undefined || !(HTTP_METHODS as readonly string[]).includes(method)) throw invalidAt(`${at}/method`, `method must be one of ${HTTP_METHODS.join(', ')}`);
+    if (method === undefined || !(HTTP_METHODS as readonly string[]).includes(method))
+      throw invalidAt(`${at}/method`, `method must be one of ${HTTP_METHODS.join(', ')}`);
     const path = text(config, 'path', at, { required: true, max: 2000 })!;
-    if (!path.startsWith('/') || path.startsWith('//') || /[\s#]/.test(path)) throw invalidAt(`${at}/path`, 'path must start with / (one), relative to the connector base URL, without spaces or #');
+    if (!path.startsWith('/') || path.startsWith('//') || /[\s#]/.test(path))
+      throw invalidAt(`${at}/path`, 'path must start with / (one), relative to the connector base URL, without spaces or #');
     out.method = method;
     out.path = path;
   }
@@ -229,7 +247,8 @@ function readTriggers(v: unknown): TriggerInput[] {
     if (t.type !== 'webhook') throw invalidAt(`${tat}/type`, `type must be one of ${TRIGGER_TYPES.join(', ')}`);
     if (!isUuid(t.service_account_id)) throw invalidAt(`${tat}/service_account_id`, 'service_account_id must be the id of a service account');
     const connector = t.inbound_connector_id ?? null;
-    if (connector !== null && !isUuid(connector)) throw invalidAt(`${tat}/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
+    if (connector !== null && !isUuid(connector))
+      throw invalidAt(`${tat}/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
     const id = t.id ?? null;
     if (id !== null && !isUuid(id)) throw invalidAt(`${tat}/id`, 'id must be the id of a trigger of this workflow');
     if (id !== null) {

@@ -115,4 +115,3 @@ serveSandbox<{ jobs: ChildJob[] }>(async (m) => {
   }
   send({ replies });
 });
-

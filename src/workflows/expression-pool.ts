@@ -89,49 +89,56 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
 
   const spawn = () => {
     const c: Child = { box: undefined as unknown as Sandbox, ready: false, jobs: [], progressAt: 0 };
-    c.box = startSandbox<ChildReply>(CHILD_SCRIPT, { memoryMb: opts.memoryMb, args: [String(opts.timeoutMs), String(opts.memoryMb)] }, {
-      ready() {
-        c.ready = true;
-        dispatch();
+    c.box = startSandbox<ChildReply>(
+      CHILD_SCRIPT,
+      { memoryMb: opts.memoryMb, args: [String(opts.timeoutMs), String(opts.memoryMb)] },
+      {
+        ready() {
+          c.ready = true;
+          dispatch();
+        },
+        message(m) {
+          if ('progress' in m) {
+            c.progressAt = Date.now();
+            return;
+          }
+          const jobs = new Map(c.jobs.map((j) => [j.id, j]));
+          c.jobs = [];
+          c.box.idle();
+          for (const r of m.replies) {
+            const job = jobs.get(r.id);
+            if (job === undefined) continue;
+            if (r.ok) job.resolve(r.results);
+            else job.reject(new ExpressionError(r.message));
+          }
+          dispatch();
+        },
+        exit(end) {
+          children.delete(c);
+          const jobs = c.jobs;
+          c.jobs = [];
+          if (closed) {
+            // Closing is not the expression's fault: not an ExpressionError, which would fail its run for good.
+            for (const job of jobs) job.reject(new Error('The expression pool is closed'));
+            if (children.size === 0) for (const done of closing.splice(0)) done();
+            return;
+          }
+          if (jobs.length > 1) {
+            for (const job of jobs) job.alone = true;
+            queue.unshift(...jobs);
+          } else if (jobs.length === 1) {
+            jobs[0]!.reject(
+              new ExpressionError(end.killedFor ?? (end.outOfMemory ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')),
+            );
+          } else if (!c.ready) {
+            // It died before it could take work: whatever waits would wait for ever.
+            for (const waiting of queue.splice(0))
+              waiting.reject(new Error(`The expression pool could not start a process: ${end.stderr.trim().slice(-300) || 'it exited'}`));
+          }
+          dispatch();
+        },
       },
-      message(m) {
-        if ('progress' in m) {
-          c.progressAt = Date.now();
-          return;
-        }
-        const jobs = new Map(c.jobs.map((j) => [j.id, j]));
-        c.jobs = [];
-        c.box.idle();
-        for (const r of m.replies) {
-          const job = jobs.get(r.id);
-          if (job === undefined) continue;
-          if (r.ok) job.resolve(r.results);
-          else job.reject(new ExpressionError(r.message));
-        }
-        dispatch();
-      },
-      exit(end) {
-        children.delete(c);
-        const jobs = c.jobs;
-        c.jobs = [];
-        if (closed) {
-          // Closing is not the expression's fault: not an ExpressionError, which would fail its run for good.
-          for (const job of jobs) job.reject(new Error('The expression pool is closed'));
-          if (children.size === 0) for (const done of closing.splice(0)) done();
-          return;
-        }
-        if (jobs.length > 1) {
-          for (const job of jobs) job.alone = true;
-          queue.unshift(...jobs);
-        } else if (jobs.length === 1) {
-          jobs[0]!.reject(new ExpressionError(end.killedFor ?? (end.outOfMemory ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')));
-        } else if (!c.ready) {
-          // It died before it could take work: whatever waits would wait for ever.
-          for (const waiting of queue.splice(0)) waiting.reject(new Error(`The expression pool could not start a process: ${end.stderr.trim().slice(-300) || 'it exited'}`));
-        }
-        dispatch();
-      },
-    });
+    );
     children.add(c);
   };
 
@@ -183,7 +190,15 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
     run(job) {
       if (closed) return Promise.reject(new Error('The expression pool is closed'));
       return new Promise<unknown[][]>((resolve, reject) => {
-        queue.push({ id: nextId++, input: job.input, expressions: job.expressions, forEach: job.forEach, maxItems: job.maxItems ?? Number.MAX_SAFE_INTEGER, resolve, reject });
+        queue.push({
+          id: nextId++,
+          input: job.input,
+          expressions: job.expressions,
+          forEach: job.forEach,
+          maxItems: job.maxItems ?? Number.MAX_SAFE_INTEGER,
+          resolve,
+          reject,
+        });
         dispatch();
       });
     },

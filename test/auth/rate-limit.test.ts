@@ -99,12 +99,15 @@ test('with REDIS_URL, two limiters on two connections share one window', { skip:
     const r2 = await b.hit(key, 3, WINDOW);
     const r3 = await a.hit(key, 3, WINDOW);
     const r4 = await b.hit(key, 3, WINDOW);
-    assert.deepEqual([r1, r2, r3, r4].map((r) => [r.allowed, r.remaining, r.limit]), [
-      [true, 2, 3],
-      [true, 1, 3],
-      [true, 0, 3],
-      [false, 0, 3],
-    ]);
+    assert.deepEqual(
+      [r1, r2, r3, r4].map((r) => [r.allowed, r.remaining, r.limit]),
+      [
+        [true, 2, 3],
+        [true, 1, 3],
+        [true, 0, 3],
+        [false, 0, 3],
+      ],
+    );
     for (const r of [r1, r2, r3, r4]) assert.ok(r.resetSeconds >= 1 && r.resetSeconds <= WINDOW, `reset ${r.resetSeconds}`);
     // Another key has its own window.
     const other = await b.hit(`${key}:other`, 3, WINDOW);

@@ -72,7 +72,9 @@ describe('a minted token stops being honoured on the very next request', () => {
     const api = jsonApi(t, token);
     assertJsonApiError(await api.get(ORGS), 403, 'forbidden');
     // The token's api_write is still held: a write is authorised (reaches validation).
-    const write = await api.post('/api/json/v1/data_models', { data: { type: 'data_model', attributes: { name: 'After scope change', slug: 'after-scope-change' } } });
+    const write = await api.post('/api/json/v1/data_models', {
+      data: { type: 'data_model', attributes: { name: 'After scope change', slug: 'after-scope-change' } },
+    });
     assert.equal(write.status, 201, write.text);
     // A new token now carries only api_write.
     const narrowed = jsonApi(t, await tokenFor(t, acct));
@@ -116,7 +118,9 @@ describe('a minted token stops being honoured on the very next request', () => {
 describe('the same effects on reads by id (account re-check and row in one statement)', () => {
   /** Every by-id read path: the one-statement types and the role-scoped credential. */
   async function byIdPaths(acct: Tenant, token: string): Promise<string[]> {
-    const dm = await jsonApi(t, token).post('/api/json/v1/data_models', { data: { type: 'data_model', attributes: { name: 'By id', slug: `by-id-${acct.credentialId.slice(-12)}` } } });
+    const dm = await jsonApi(t, token).post('/api/json/v1/data_models', {
+      data: { type: 'data_model', attributes: { name: 'By id', slug: `by-id-${acct.credentialId.slice(-12)}` } },
+    });
     assert.equal(dm.status, 201, dm.text);
     const paths = [
       `/api/json/v1/data_models/${dm.body.data.id}`,
@@ -162,7 +166,9 @@ describe('bearer token failures', () => {
   });
 
   test('a non-Bearer Authorization header: 401', async () => {
-    const res = await jsonApi(t, undefined).get(ORGS, { authorization: `Basic ${Buffer.from(`${tenant.clientId}:${tenant.clientSecret}`).toString('base64')}` });
+    const res = await jsonApi(t, undefined).get(ORGS, {
+      authorization: `Basic ${Buffer.from(`${tenant.clientId}:${tenant.clientSecret}`).toString('base64')}`,
+    });
     assertJsonApiError(res, 401, 'unauthorized');
     assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
     assert.ok(!res.text.includes(tenant.clientSecret));
@@ -220,7 +226,10 @@ describe('role of the run-as member', () => {
     const asMember = jsonApi(t, await tokenFor(t, member));
     const memberList = await asMember.get('/api/json/v1/credentials');
     assert.equal(memberList.status, 200, memberList.text);
-    assert.deepEqual(memberList.body.data.map((c: any) => c.id), [member.credentialId]);
+    assert.deepEqual(
+      memberList.body.data.map((c: any) => c.id),
+      [member.credentialId],
+    );
     assert.equal(memberList.body.data[0].type, 'credential');
     assert.equal(memberList.body.data[0].attributes.client_id, member.clientId);
     assert.equal((await asMember.get(`/api/json/v1/credentials/${member.credentialId}`)).status, 200);

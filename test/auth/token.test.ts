@@ -53,7 +53,10 @@ function assertOAuthError(res: Raw, status: number, error: string, secrets: stri
 async function assertTokenReads(token: string): Promise<void> {
   const res = await jsonApi(t, token).get('/api/json/v1/organizations');
   assert.equal(res.status, 200, res.text);
-  assert.deepEqual(res.body.data.map((o: any) => o.id), [tenant.organizationId]);
+  assert.deepEqual(
+    res.body.data.map((o: any) => o.id),
+    [tenant.organizationId],
+  );
 }
 
 describe('openid-client v6 client-credentials grant', () => {
@@ -79,7 +82,12 @@ describe('openid-client v6 client-credentials grant', () => {
   }
 
   test('a wrong secret surfaces to the client: invalid_client (post), a Basic challenge (basic)', async () => {
-    const post = new client.Configuration({ issuer: t.url, token_endpoint: tokenUrl() }, tenant.clientId, { client_secret: 'nope' }, client.ClientSecretPost('nope'));
+    const post = new client.Configuration(
+      { issuer: t.url, token_endpoint: tokenUrl() },
+      tenant.clientId,
+      { client_secret: 'nope' },
+      client.ClientSecretPost('nope'),
+    );
     client.allowInsecureRequests(post);
     await assert.rejects(client.clientCredentialsGrant(post), (err: unknown) => {
       assert.ok(err instanceof client.ResponseBodyError, String(err));
@@ -87,7 +95,12 @@ describe('openid-client v6 client-credentials grant', () => {
       assert.equal(err.status, 401);
       return true;
     });
-    const basicConfig = new client.Configuration({ issuer: t.url, token_endpoint: tokenUrl() }, tenant.clientId, { client_secret: 'nope' }, client.ClientSecretBasic('nope'));
+    const basicConfig = new client.Configuration(
+      { issuer: t.url, token_endpoint: tokenUrl() },
+      tenant.clientId,
+      { client_secret: 'nope' },
+      client.ClientSecretBasic('nope'),
+    );
     client.allowInsecureRequests(basicConfig);
     await assert.rejects(client.clientCredentialsGrant(basicConfig), (err: unknown) => {
       assert.ok(err instanceof client.WWWAuthenticateChallengeError, String(err));
@@ -132,7 +145,10 @@ describe('successful exchange', () => {
   });
 
   test('form body with Basic credentials and client_id repeated in the body (allowed when equal)', async () => {
-    const res = await exchange({ ...form({ grant_type: 'client_credentials', client_id: tenant.clientId }), authorization: basic(tenant.clientId, tenant.clientSecret) });
+    const res = await exchange({
+      ...form({ grant_type: 'client_credentials', client_id: tenant.clientId }),
+      authorization: basic(tenant.clientId, tenant.clientSecret),
+    });
     assert.equal(res.status, 200, res.text);
     await assertTokenReads(res.body.access_token);
   });
@@ -179,7 +195,9 @@ describe('successful exchange', () => {
   });
 
   test('a duplicated scope in the request is accepted once', async () => {
-    const res = await exchange(form({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret, scope: 'api_read api_read' }));
+    const res = await exchange(
+      form({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret, scope: 'api_read api_read' }),
+    );
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.scope, 'api_read');
   });
@@ -229,7 +247,12 @@ describe('RFC 6749 5.2 errors', () => {
   test('inactive account: 401 invalid_client', async () => {
     const acct = await seedAccount(t.deps, tenant);
     await admin.updateCredential(t.deps.db, acct.credentialId, { is_active: false }, new Date(t.deps.clock()));
-    assertOAuthError(await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })), 401, 'invalid_client', [acct.clientSecret]);
+    assertOAuthError(
+      await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })),
+      401,
+      'invalid_client',
+      [acct.clientSecret],
+    );
     const viaBasic = await exchange({ ...form({ grant_type: 'client_credentials' }), authorization: basic(acct.clientId, acct.clientSecret) });
     assertOAuthError(viaBasic, 401, 'invalid_client', [acct.clientSecret]);
     assert.match(viaBasic.headers.get('www-authenticate') ?? '', /^Basic( |$)/);
@@ -239,7 +262,12 @@ describe('RFC 6749 5.2 errors', () => {
     const acct = await seedAccount(t.deps, tenant);
     assert.ok(await tokenFor(t, acct), 'control: the account can exchange before the change');
     await admin.deactivateMember(t.deps.db, acct.membershipId);
-    assertOAuthError(await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })), 401, 'invalid_client', [acct.clientSecret]);
+    assertOAuthError(
+      await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })),
+      401,
+      'invalid_client',
+      [acct.clientSecret],
+    );
   });
 
   test('scope not granted: 400 invalid_scope', async () => {
@@ -257,12 +285,18 @@ describe('RFC 6749 5.2 errors', () => {
   });
 
   test('both Basic and a body secret: 400 invalid_request', async () => {
-    const res = await exchange({ ...form({ grant_type: 'client_credentials', client_secret: tenant.clientSecret }), authorization: basic(tenant.clientId, tenant.clientSecret) });
+    const res = await exchange({
+      ...form({ grant_type: 'client_credentials', client_secret: tenant.clientSecret }),
+      authorization: basic(tenant.clientId, tenant.clientSecret),
+    });
     assertOAuthError(res, 400, 'invalid_request');
   });
 
   test('Basic and a different client_id in the body: 400 invalid_request', async () => {
-    const res = await exchange({ ...form({ grant_type: 'client_credentials', client_id: 'tbci_someone-else' }), authorization: basic(tenant.clientId, tenant.clientSecret) });
+    const res = await exchange({
+      ...form({ grant_type: 'client_credentials', client_id: 'tbci_someone-else' }),
+      authorization: basic(tenant.clientId, tenant.clientSecret),
+    });
     assertOAuthError(res, 400, 'invalid_request');
   });
 

@@ -123,14 +123,21 @@ test('every admin command end to end, each printing one JSON document', async ()
 
   const dupAgain = await cli(['org', 'create', '--name', 'Again', '--domain', domain.toUpperCase()]);
   assert.equal(dupAgain.code, 1);
-  assert.deepEqual(one(dupAgain), { error: 'an organization with this domain already exists', status: 422, code: 'invalid_request', source: { pointer: '/domain' } });
+  assert.deepEqual(one(dupAgain), {
+    error: 'an organization with this domain already exists',
+    status: 422,
+    code: 'invalid_request',
+    source: { pointer: '/domain' },
+  });
 
   const ws = ok(await cli(['workspace', 'create', '--org', org.id, '--name', 'Main WS']));
   assert.match(ws.id, UUID_RE);
   assert.equal(ws.organization_id, org.id);
   assert.equal(ws.name, 'Main WS');
 
-  const user = ok(await cli(['user', 'create', '--email', `ada-${suffix}@example.com`, '--first-name', 'Ada', '--last-name', 'Lovelace', '--timezone', 'Europe/London']));
+  const user = ok(
+    await cli(['user', 'create', '--email', `ada-${suffix}@example.com`, '--first-name', 'Ada', '--last-name', 'Lovelace', '--timezone', 'Europe/London']),
+  );
   assert.match(user.id, UUID_RE);
   assert.equal(user.email, `ada-${suffix}@example.com`);
   assert.equal(user.first_name, 'Ada');
@@ -166,7 +173,22 @@ test('every admin command end to end, each printing one JSON document', async ()
   const dm = await api.post('/api/json/v1/data_models', dataModelDoc({ name: 'Orders', slug: 'orders' }));
   assert.equal(dm.status, 201, dm.text);
 
-  const widget = ok(await cli(['widget', 'create', '--workspace', ws.id, '--data-model', dm.body.data.id, '--kind', 'kpi', '--position', '{"x":1,"y":2,"w":3,"h":4}', '--title', 'Revenue']));
+  const widget = ok(
+    await cli([
+      'widget',
+      'create',
+      '--workspace',
+      ws.id,
+      '--data-model',
+      dm.body.data.id,
+      '--kind',
+      'kpi',
+      '--position',
+      '{"x":1,"y":2,"w":3,"h":4}',
+      '--title',
+      'Revenue',
+    ]),
+  );
   assert.match(widget.id, UUID_RE);
   assert.equal(widget.workspace_id, ws.id);
   assert.equal(widget.organization_id, org.id);
@@ -209,16 +231,18 @@ test('every admin command end to end, each printing one JSON document', async ()
   // Two expired idempotency keys for the sweep to delete.
   await t.deps.db
     .insertInto('idempotency_keys')
-    .values(['k1', 'k2'].map((key) => ({
-      credential_id: cred.id,
-      key,
-      fingerprint: 'f',
-      state: 'done' as const,
-      status: 201,
-      body: '{}',
-      locked_until: sql<Date>`now() - interval '2 days'`,
-      expires_at: sql<Date>`now() - interval '1 day'`,
-    })))
+    .values(
+      ['k1', 'k2'].map((key) => ({
+        credential_id: cred.id,
+        key,
+        fingerprint: 'f',
+        state: 'done' as const,
+        status: 201,
+        body: '{}',
+        locked_until: sql<Date>`now() - interval '2 days'`,
+        expires_at: sql<Date>`now() - interval '1 day'`,
+      })),
+    )
     .execute();
   const swept = ok(await cli(['sweep']));
   assert.equal(swept.idempotency_keys_deleted, 2);
@@ -258,7 +282,21 @@ test('failures: wrong token, usage errors, unreachable server', async () => {
     cli(['sweep'], { url: closedUrl }),
     cli(['org', 'create', '--name', 'X', '--domain', 'x.example'], { url: closedUrl, json: false }),
     spawnCli(['org', 'create', '--help', '--json']),
-    cli(['credential', 'create', '--workspace', '01890000-0000-7000-8000-000000000000', '--run-as', '01890000-0000-7000-8000-000000000001', '--name', 'n', '--scopes', 'api_read'], { json: false }),
+    cli(
+      [
+        'credential',
+        'create',
+        '--workspace',
+        '01890000-0000-7000-8000-000000000000',
+        '--run-as',
+        '01890000-0000-7000-8000-000000000001',
+        '--name',
+        'n',
+        '--scopes',
+        'api_read',
+      ],
+      { json: false },
+    ),
   ]);
 
   assert.equal(wrongToken.code, 1);
@@ -269,7 +307,11 @@ test('failures: wrong token, usage errors, unreachable server', async () => {
   assert.equal(missing.stderr, "error: required option '--domain <domain>' not specified\n");
 
   assert.equal(badRole.code, 2);
-  assert.deepEqual(one(badRole), { error: "option '--role <role>' argument 'boss' is invalid. Allowed choices are owner, admin, member.", status: null, code: 'usage_error' });
+  assert.deepEqual(one(badRole), {
+    error: "option '--role <role>' argument 'boss' is invalid. Allowed choices are owner, admin, member.",
+    status: null,
+    code: 'usage_error',
+  });
 
   assert.equal(nothing.code, 2);
   assert.deepEqual(one(nothing), { error: 'nothing to update: pass --scopes, --active, --workspace or --revoke-tokens', status: null, code: 'usage_error' });
@@ -299,7 +341,10 @@ test('a created credential is rendered with a one-time warning without --json', 
   const ws = await adminCall(t, 'POST', '/workspaces', { organization_id: org.body.data.id, name: 'W' });
   const user = await adminCall(t, 'POST', '/users', { email: `warn-${process.pid}@example.com` });
   const m = await adminCall(t, 'POST', '/memberships', { organization_id: org.body.data.id, user_id: user.body.data.id, role: 'member' });
-  const run = await cli(['credential', 'create', '--workspace', ws.body.data.id, '--run-as', m.body.data.id, '--name', 'human', '--scopes', 'embed, webhooks'], { json: false });
+  const run = await cli(
+    ['credential', 'create', '--workspace', ws.body.data.id, '--run-as', m.body.data.id, '--name', 'human', '--scopes', 'embed, webhooks'],
+    { json: false },
+  );
   assert.equal(run.code, 0, run.stderr);
   const secret = /^client_secret: (tbcs_\S+)$/m.exec(run.stdout)?.[1];
   const clientId = /^client_id: (tbci_\S+)$/m.exec(run.stdout)?.[1];
@@ -347,7 +392,9 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
   const other = (await adminCall(t, 'POST', '/workspaces', { organization_id: org.id, name: 'Other WS' })).body.data;
   const user = (await adminCall(t, 'POST', '/users', { email: `list-${suffix}@example.com` })).body.data;
   const m = (await adminCall(t, 'POST', '/memberships', { organization_id: org.id, user_id: user.id, role: 'owner' })).body.data;
-  const cred = (await adminCall(t, 'POST', '/credentials', { workspace_id: ws.id, run_as_membership_id: m.id, name: 'lister', scopes: ['api_read', 'api_write'] })).body.data;
+  const cred = (
+    await adminCall(t, 'POST', '/credentials', { workspace_id: ws.id, run_as_membership_id: m.id, name: 'lister', scopes: ['api_read', 'api_write'] })
+  ).body.data;
   const token = await tokenFor(t, { clientId: cred.client_id, clientSecret: cred.client_secret });
   const dm = await jsonApi(t, token).post('/api/json/v1/data_models', dataModelDoc({ name: 'Sales', slug: `sales-${process.pid}` }));
   assert.equal(dm.status, 201, dm.text);
@@ -361,7 +408,12 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
   assert.equal(bySlug.data_model_id, dm.body.data.id);
   assert.equal(byId.data_model_id, dm.body.data.id);
   assert.equal(badSlug.code, 1);
-  assert.deepEqual(one(badSlug), { error: `the workspace has no data model with the slug "sales-${process.pid}"`, status: 422, code: 'invalid_request', source: { pointer: '/data_model' } });
+  assert.deepEqual(one(badSlug), {
+    error: `the workspace has no data model with the slug "sales-${process.pid}"`,
+    status: 422,
+    code: 'invalid_request',
+    source: { pointer: '/data_model' },
+  });
 
   const [orgs, wss, users, members, creds, widgets, models] = await Promise.all([
     cli(['org', 'list', '--limit', '1000']).then(ok),
@@ -373,15 +425,31 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
     cli(['data-model', 'list', '--workspace', ws.id]).then(ok),
   ]);
   assert.ok(orgs.data.some((o: any) => o.id === org.id && o.domain === org.domain));
-  assert.deepEqual(wss.data.map((w: any) => w.name), ['List WS', 'Other WS']);
+  assert.deepEqual(
+    wss.data.map((w: any) => w.name),
+    ['List WS', 'Other WS'],
+  );
   assert.equal(wss.has_more, false);
   assert.ok(users.data.some((u: any) => u.id === user.id));
-  assert.deepEqual(members.data.map((x: any) => [x.id, x.user_email, x.role]), [[m.id, user.email, 'owner']]);
-  assert.deepEqual(creds.data.map((c: any) => [c.id, c.client_id]), [[cred.id, cred.client_id]]);
-  for (const c of creds.data) assert.deepEqual(Object.keys(c).filter((k) => /secret|hash|not_before/.test(k)), []);
+  assert.deepEqual(
+    members.data.map((x: any) => [x.id, x.user_email, x.role]),
+    [[m.id, user.email, 'owner']],
+  );
+  assert.deepEqual(
+    creds.data.map((c: any) => [c.id, c.client_id]),
+    [[cred.id, cred.client_id]],
+  );
+  for (const c of creds.data)
+    assert.deepEqual(
+      Object.keys(c).filter((k) => /secret|hash|not_before/.test(k)),
+      [],
+    );
   assert.doesNotMatch(JSON.stringify(creds), /tbcs_/);
   assert.deepEqual(widgets.data.map((w: any) => w.kind).sort(), ['kpi', 'table']);
-  assert.deepEqual(models.data.map((x: any) => [x.id, x.slug]), [[dm.body.data.id, `sales-${process.pid}`]]);
+  assert.deepEqual(
+    models.data.map((x: any) => [x.id, x.slug]),
+    [[dm.body.data.id, `sales-${process.pid}`]],
+  );
 
   // Paging by --limit says there is more; a bad filter is the server's 400 with its parameter.
   const [limited, badFilter, human, moreHuman] = await Promise.all([

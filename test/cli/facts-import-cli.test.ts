@@ -18,7 +18,6 @@ import { runCli as run } from '../helpers/cli.ts';
 /** The CLI without this process's settings: only its options count. */
 const runCli = (args: string[]) => run(args, { PATH: process.env.PATH, NO_COLOR: '1' });
 
-
 let t: TestApp;
 let tmp: string;
 
@@ -51,7 +50,10 @@ test('--strict exits 1 when a line is rejected, 0 when none is; the summary is p
   const doc = JSON.parse(strictJson.stdout);
   assert.equal(strictJson.stdout.trimEnd().split('\n').length, 1);
   assert.equal(doc.rejected, 1);
-  assert.deepEqual(doc.errors.map((e: { line: number }) => e.line), [2]);
+  assert.deepEqual(
+    doc.errors.map((e: { line: number }) => e.line),
+    [2],
+  );
   assert.equal(strictJson.stderr, '');
 
   assert.equal(strictHuman.code, 1);
@@ -77,7 +79,13 @@ test('a file that cannot be read says why and exits 1, not the usage code', asyn
 test('an import cut off by a server shutting down says how many lines were stored', { timeout: 120_000 }, async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-cutoff-'));
   const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase() : undefined;
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '0', TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}` };
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_GRACE_MS: '0',
+    TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+  };
   if (fresh) env.DATABASE_URL = fresh.url;
   const start = () => serve(loadConfig(env), { http: true, worker: false });
   let running: Running | undefined = await start();
@@ -87,7 +95,20 @@ test('an import cut off by a server shutting down says how many lines were store
     // Far more than is stored before the shutdown below.
     const file = path.join(tmp, 'long.ndjson');
     fs.writeFileSync(file, `${Array.from({ length: 200_000 }, (_, i) => factLine(i)).join('\n')}\n`);
-    const cli = runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', model.slug, '--url', running.url, '--admin-token', env.TRIBUTARY_ADMIN_TOKEN!, '--json', file]);
+    const cli = runCli([
+      'facts',
+      'import',
+      '--workspace',
+      tenant.workspaceId,
+      '--data-model',
+      model.slug,
+      '--url',
+      running.url,
+      '--admin-token',
+      env.TRIBUTARY_ADMIN_TOKEN!,
+      '--json',
+      file,
+    ]);
     // Two batches stored: the server has told the client about at least the first.
     const deps = running.deps;
     const batch = IMPORT_BATCH[deps.engine];

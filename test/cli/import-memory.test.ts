@@ -17,7 +17,9 @@ const SIZE_MIB = 24;
 
 test(`uploading a ${SIZE_MIB} MiB file holds at most a few MiB of it at any time`, async () => {
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--expose-gc', FIXTURE, String(SIZE_MIB)], { timeout: 120_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+    execFile(process.execPath, ['--expose-gc', FIXTURE, String(SIZE_MIB)], { timeout: 120_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    ),
   );
   const r = JSON.parse(out) as { sent: number; received: number; peakGrowth: number };
   assert.ok(r.sent >= SIZE_MIB * MIB);

@@ -6,7 +6,9 @@ import { createModel, deliver, saveOk, startFlow, waitForRun } from '../webhooks
 
 const f = await startFlow();
 await createModel(f, 'pings', [{ name: 'ping_id', type: 'string' }]);
-const { tokens, workflow } = await saveOk(f, { step_params: [{ key: 'store', type: 'write_fact', config: { data_model_slug: 'pings', mapping: { ping_id: 'payload.id' } } }] });
+const { tokens, workflow } = await saveOk(f, {
+  step_params: [{ key: 'store', type: 'write_fact', config: { data_model_slug: 'pings', mapping: { ping_id: 'payload.id' } } }],
+});
 const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ id: 'p-1' }));
 const original = await waitForRun(f, d.body.workflow_run_id);
 
@@ -16,7 +18,10 @@ it('lists runs, newest first, narrowed by workspace, workflow and status', async
   const r = await cli(['--json', 'runs', 'list', '--workspace', f.tenant.workspaceId, '--workflow', workflow.id, '--status', 'succeeded']);
   assert.equal(r.code, 0, r.stderr);
   const page = JSON.parse(r.stdout);
-  assert.deepEqual(page.data.map((x: any) => x.id), [original.id]);
+  assert.deepEqual(
+    page.data.map((x: any) => x.id),
+    [original.id],
+  );
   assert.equal(page.has_more, false);
   assert.ok(!('locked_by' in page.data[0]), 'no queue columns');
   const human = await cli(['runs', 'list', '--workspace', f.tenant.workspaceId]);

@@ -22,7 +22,10 @@ async function as(role: 'member' | 'admin'): Promise<Flow & { membershipId: stri
 
 const connectorId = (
   await f.api.post(`${API}/external_connectors`, {
-    data: { type: 'external_connector', attributes: { name: 'Orders', auth_type: 'bearer_token', type: 'http', direction: 'outbound', secret: 'tok-orders-123', config: { base_url: mock.url } } },
+    data: {
+      type: 'external_connector',
+      attributes: { name: 'Orders', auth_type: 'bearer_token', type: 'http', direction: 'outbound', secret: 'tok-orders-123', config: { base_url: mock.url } },
+    },
   })
 ).body.data.id as string;
 
@@ -66,7 +69,13 @@ describe('saving a workflow that calls out', () => {
     const member = await as('member');
     const r = await member.api.post(
       `${API}/workflows/save_builder_state`,
-      builderState(f, { workflow_id: workflow.id, lock_version: workflow.attributes.lock_version, wf_params: { name: 'Renamed', is_active: true }, step_params: [step], trigger_params: workflow.attributes.triggers }),
+      builderState(f, {
+        workflow_id: workflow.id,
+        lock_version: workflow.attributes.lock_version,
+        wf_params: { name: 'Renamed', is_active: true },
+        step_params: [step],
+        trigger_params: workflow.attributes.triggers,
+      }),
     );
     assertJsonApiError(r, 403, 'forbidden');
   });
@@ -92,7 +101,12 @@ describe('running a workflow that calls out', () => {
     const other = await as('admin');
     const again = await other.api.post(
       `${API}/workflows/save_builder_state`,
-      builderState(f, { workflow_id: workflow.id, lock_version: workflow.attributes.lock_version, step_params: [step], trigger_params: workflow.attributes.triggers }),
+      builderState(f, {
+        workflow_id: workflow.id,
+        lock_version: workflow.attributes.lock_version,
+        step_params: [step],
+        trigger_params: workflow.attributes.triggers,
+      }),
     );
     assert.equal(again.status, 201, again.text);
     assert.equal(again.body.data.attributes.lock_version, workflow.attributes.lock_version, 'an unchanged save keeps lock_version');

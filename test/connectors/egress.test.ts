@@ -62,17 +62,52 @@ describe('the egress classifier', () => {
 
   it('refuses every range ipaddr.js does not call unicast', () => {
     for (const address of [
-      '0.0.0.0', '0.1.2.3', '10.0.0.1', '100.64.0.1', '127.0.0.1', '169.254.169.254', '172.16.0.1', '192.0.0.8', '192.88.99.1',
-      '192.168.1.1', '198.18.0.1', '224.0.0.1', '240.0.0.1', '255.255.255.255', '192.175.48.1', '192.31.196.1', '192.52.193.1',
-      '::', '::1', 'fc00::1', 'fd00::2', 'fe80::1', 'fec0::1', 'ff02::1', '2001:2::1', '2001:3::1', '2001:4:112::1', '2620:4f:8000::1',
-      '2001:10::1', '2001:20::1', '2001:30::1', '5f00::1',
+      '0.0.0.0',
+      '0.1.2.3',
+      '10.0.0.1',
+      '100.64.0.1',
+      '127.0.0.1',
+      '169.254.169.254',
+      '172.16.0.1',
+      '192.0.0.8',
+      '192.88.99.1',
+      '192.168.1.1',
+      '198.18.0.1',
+      '224.0.0.1',
+      '240.0.0.1',
+      '255.255.255.255',
+      '192.175.48.1',
+      '192.31.196.1',
+      '192.52.193.1',
+      '::',
+      '::1',
+      'fc00::1',
+      'fd00::2',
+      'fe80::1',
+      'fec0::1',
+      'ff02::1',
+      '2001:2::1',
+      '2001:3::1',
+      '2001:4:112::1',
+      '2620:4f:8000::1',
+      '2001:10::1',
+      '2001:20::1',
+      '2001:30::1',
+      '5f00::1',
     ]) {
       assert.equal(refusedAddressReason(address, NONE), 'a loopback, private, link-local or reserved address', address);
     }
   });
 
   it('lets public unicast addresses and names through, and an IPv4-mapped public address', () => {
-    for (const url of ['https://api.example.com/v1', 'http://8.8.8.8/', 'http://1.1.1.1:8443/', 'http://[2606:4700:4700::1111]/', 'http://[::ffff:8.8.8.8]/', 'http://93.184.216.34/']) {
+    for (const url of [
+      'https://api.example.com/v1',
+      'http://8.8.8.8/',
+      'http://1.1.1.1:8443/',
+      'http://[2606:4700:4700::1111]/',
+      'http://[::ffff:8.8.8.8]/',
+      'http://93.184.216.34/',
+    ]) {
       assert.equal(baseUrlProblem(url, false), undefined, url);
     }
   });
@@ -92,11 +127,13 @@ describe('the egress classifier', () => {
   });
 
   it('keeps the local and metadata names refused', () => {
-    for (const host of ['localhost', 'LOCALHOST.', 'a.localhost', 'metadata.google.internal', 'metadata', 'instance-data']) assert.notEqual(privateHostReason(host), undefined, host);
+    for (const host of ['localhost', 'LOCALHOST.', 'a.localhost', 'metadata.google.internal', 'metadata', 'instance-data'])
+      assert.notEqual(privateHostReason(host), undefined, host);
   });
 
   it('ALLOW_PRIVATE_EGRESS lets every address through, and still refuses what is not an http URL', () => {
-    for (const url of ['http://127.0.0.1:9/', 'http://192.0.2.2/', 'http://[::127.0.0.1]/', 'http://localhost/']) assert.equal(baseUrlProblem(url, true), undefined, url);
+    for (const url of ['http://127.0.0.1:9/', 'http://192.0.2.2/', 'http://[::127.0.0.1]/', 'http://localhost/'])
+      assert.equal(baseUrlProblem(url, true), undefined, url);
     assert.match(baseUrlProblem('ftp://example.com/', true)!, /http or https/);
     assert.match(baseUrlProblem('http://u:p@example.com/', true)!, /credentials/);
   });
@@ -124,7 +161,10 @@ describe('the connection-time lookup', () => {
   it('refuses a name when any address it resolves to is refused, with no address handed on', async () => {
     const m = fakeDns({
       'doc.example.test': [{ address: '192.0.2.2', family: 4 }],
-      'mixed.example.test': [{ address: '8.8.8.8', family: 4 }, { address: '64:ff9b:1::a00:1', family: 6 }],
+      'mixed.example.test': [
+        { address: '8.8.8.8', family: 4 },
+        { address: '64:ff9b:1::a00:1', family: 6 },
+      ],
       'compat.example.test': [{ address: '::7f00:1', family: 6 }],
       'public.example.test': [{ address: '8.8.4.4', family: 4 }],
     });
@@ -132,7 +172,11 @@ describe('the connection-time lookup', () => {
       const lookup = (name: string, all = false) =>
         new Promise<unknown>((resolve, reject) => guardedLookup(name, { all }, (err, address) => (err ? reject(err) : resolve(address))));
       for (const name of ['doc.example.test', 'mixed.example.test', 'compat.example.test']) {
-        await assert.rejects(lookup(name), (err: unknown) => err instanceof EgressRefused && new RegExp(`${name} resolves to a loopback, private`).test(err.message), name);
+        await assert.rejects(
+          lookup(name),
+          (err: unknown) => err instanceof EgressRefused && new RegExp(`${name} resolves to a loopback, private`).test(err.message),
+          name,
+        );
         await assert.rejects(lookup(name, true), EgressRefused, name);
       }
       assert.equal(await lookup('public.example.test'), '8.8.4.4');

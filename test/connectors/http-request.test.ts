@@ -29,7 +29,9 @@ await createModel(f, 'orders', [
 const KEY = `key_${'a'.repeat(40)}`;
 
 async function connector(attributes: Record<string, unknown>): Promise<string> {
-  const r = await f.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'Orders', direction: 'outbound', ...attributes } } });
+  const r = await f.api.post(`${API}/external_connectors`, {
+    data: { type: 'external_connector', attributes: { name: 'Orders', direction: 'outbound', ...attributes } },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.data.id;
 }
@@ -49,7 +51,11 @@ async function runWith(steps: unknown[], payload: unknown, timeoutMs = 15_000): 
 const createOrder = (connectorId: string) => ({
   key: 'call',
   type: 'http_request',
-  config: { connector_id: connectorId, operation_ref: 'createOrder', body: '{"customer_id": payload.customer, "items": [{"sku": "A-1", "quantity": 1, "unit_price": {"amount": "9.50", "currency": "EUR"}}]}' },
+  config: {
+    connector_id: connectorId,
+    operation_ref: 'createOrder',
+    body: '{"customer_id": payload.customer, "items": [{"sku": "A-1", "quantity": 1, "unit_price": {"amount": "9.50", "currency": "EUR"}}]}',
+  },
 });
 
 describe('verify', () => {
@@ -114,7 +120,10 @@ describe('saving an http_request step', () => {
       [{ connector_id: id, operation_ref: 'listOrders', method: 'GET', path: '/x' }, at, /either operation_ref or method and path/],
     ];
     for (const [config, pointer, pattern] of cases) {
-      const r = await f.api.post(`${API}/workflows/save_builder_state`, builderState(f, { trigger_params: [], step_params: [{ key: 'call', type: 'http_request', config }] }));
+      const r = await f.api.post(
+        `${API}/workflows/save_builder_state`,
+        builderState(f, { trigger_params: [], step_params: [{ key: 'call', type: 'http_request', config }] }),
+      );
       assertJsonApiError(r, 422, 'invalid_request', { pointer });
       assert.match(r.body.errors[0].detail, pattern);
     }
@@ -126,7 +135,14 @@ describe('running an http_request step', () => {
     const id = await ordersConnector();
     mock.script('/v1/orders', { status: 201, body: { id: 'ord_12345678', status: 'open' } });
     const run = await runWith(
-      [createOrder(id), { key: 'store', type: 'write_fact', config: { data_model_slug: 'orders', mapping: { order_id: 'steps.call.body.id', status: 'steps.call.body.status' } } }],
+      [
+        createOrder(id),
+        {
+          key: 'store',
+          type: 'write_fact',
+          config: { data_model_slug: 'orders', mapping: { order_id: 'steps.call.body.id', status: 'steps.call.body.status' } },
+        },
+      ],
       { customer: 'c-1' },
     );
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
@@ -146,7 +162,23 @@ describe('running an http_request step', () => {
   it('method + path: params fill the placeholders (encoded), query and headers are sent', async () => {
     const id = await ordersConnector();
     mock.script('/v1/orders/ord%2F1%20x', { status: 200, body: { id: 'x' } });
-    const run = await runWith([{ key: 'get', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/orders/{oid}', params: { oid: 'payload.id' }, query: { expand: '"items"', n: '3' }, headers: { 'X-Trace': 'payload.trace' } } }], { id: 'ord/1 x', trace: 't-9' });
+    const run = await runWith(
+      [
+        {
+          key: 'get',
+          type: 'http_request',
+          config: {
+            connector_id: id,
+            method: 'GET',
+            path: '/orders/{oid}',
+            params: { oid: 'payload.id' },
+            query: { expand: '"items"', n: '3' },
+            headers: { 'X-Trace': 'payload.trace' },
+          },
+        },
+      ],
+      { id: 'ord/1 x', trace: 't-9' },
+    );
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     const req = mock.requests.at(-1)!;
     const url = new URL(req.path, mock.url);
@@ -158,7 +190,12 @@ describe('running an http_request step', () => {
 
   it('a 503 with Retry-After is retried after it, with the same Idempotency-Key; a 429 too', async () => {
     const id = await ordersConnector();
-    mock.script('/v1/orders', { status: 503, headers: { 'retry-after': '1' } }, { status: 429, body: { error: 'slow down' } }, { status: 201, body: { id: 'ord_abcdefgh', status: 'open' } });
+    mock.script(
+      '/v1/orders',
+      { status: 503, headers: { 'retry-after': '1' } },
+      { status: 429, body: { error: 'slow down' } },
+      { status: 201, body: { id: 'ord_abcdefgh', status: 'open' } },
+    );
     const before = mock.requests.length;
     const run = await runWith([createOrder(id)], { customer: 'c-2' });
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
@@ -181,7 +218,10 @@ describe('running an http_request step', () => {
   it('an answer holding text the database cannot store fails the step for good, and the run is recorded', async () => {
     const id = await ordersConnector();
     mock.script('/v1/orders', { status: 201, body: { id: 'ord_nul\u0000x', note: 'fine' } }, { status: 422, body: { error: 'bad \ud800 half' } });
-    for (const expected of [/The provider's answer \(201\) cannot be kept: .*\\u0000 .*\(at \/id\)/, /The provider's answer \(422\) cannot be kept: .*\(at \/error\)/]) {
+    for (const expected of [
+      /The provider's answer \(201\) cannot be kept: .*\\u0000 .*\(at \/id\)/,
+      /The provider's answer \(422\) cannot be kept: .*\(at \/error\)/,
+    ]) {
       const run = await runWith([createOrder(id)], { customer: 'c-nul' });
       assert.equal(run.status, 'failed', JSON.stringify(run));
       assert.equal(run.attempt, 1);
@@ -196,14 +236,20 @@ describe('running an http_request step', () => {
       if (req.path === '/oauth/token') {
         tokenFetches++;
         const form = new URLSearchParams(req.body);
-        if (form.get('client_secret') !== 'cs-secret' || form.get('grant_type') !== 'client_credentials' || form.get('client_id') !== 'ledger-client') return { status: 401, body: { error: 'invalid_client' } };
+        if (form.get('client_secret') !== 'cs-secret' || form.get('grant_type') !== 'client_credentials' || form.get('client_id') !== 'ledger-client')
+          return { status: 401, body: { error: 'invalid_client' } };
         return { status: 200, body: { access_token: valid, token_type: 'Bearer', expires_in: 3600 } };
       }
-      if (req.path.startsWith('/v2/accounts')) return req.headers.authorization === `Bearer ${valid}` ? { status: 200, body: [{ id: 'a1' }] } : { status: 401, body: { error: 'invalid_token' } };
+      if (req.path.startsWith('/v2/accounts'))
+        return req.headers.authorization === `Bearer ${valid}` ? { status: 200, body: [{ id: 'a1' }] } : { status: 401, body: { error: 'invalid_token' } };
       return { status: 200, body: { ok: true } };
     };
     try {
-      const id = await connector({ provider_slug: 'acme-ledger', secret: 'cs-secret', config: { base_url: `${mock.url}/v2`, token_url: `${mock.url}/oauth/token`, client_id: 'ledger-client', scopes: ['ledger.read'] } });
+      const id = await connector({
+        provider_slug: 'acme-ledger',
+        secret: 'cs-secret',
+        config: { base_url: `${mock.url}/v2`, token_url: `${mock.url}/oauth/token`, client_id: 'ledger-client', scopes: ['ledger.read'] },
+      });
       const steps = [{ key: 'list', type: 'http_request', config: { connector_id: id, operation_ref: 'listAccounts' } }];
       for (let i = 0; i < 3; i++) assert.equal((await runWith(steps, { i })).status, 'succeeded');
       assert.equal(tokenFetches, 1);
@@ -242,7 +288,9 @@ describe('running an http_request step', () => {
     const secret = `whsec_${Buffer.from('s'.repeat(32)).toString('base64')}`;
     const id = await connector({ auth_type: 'hmac', type: 'http', secret, config: { base_url: mock.url } });
     mock.script('/hooks/orders', { status: 204 });
-    const run = await runWith([{ key: 'send', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/hooks/orders', body: 'payload' } }], { order: 7 });
+    const run = await runWith([{ key: 'send', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/hooks/orders', body: 'payload' } }], {
+      order: 7,
+    });
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     const req = mock.requests.at(-1)!;
     const verified = new Webhook(secret).verify(req.body, req.headers as Record<string, string>);
@@ -252,7 +300,9 @@ describe('running an http_request step', () => {
 
   it('rate_limit holds across two workers: at most its requests in any window, and nothing fails', async () => {
     const id = await connector({ auth_type: 'none', type: 'http', config: { base_url: mock.url, rate_limit: { requests: 4, per_seconds: 1 } } });
-    const { tokens } = await saveOk(f, { step_params: [{ key: 'ping', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/limited' } }] });
+    const { tokens } = await saveOk(f, {
+      step_params: [{ key: 'ping', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/limited' } }],
+    });
     const second = startWorker(f.t.deps);
     try {
       const before = mock.requests.length;
@@ -277,14 +327,28 @@ describe('path parameters stay in their placeholders', () => {
     openapi: '3.0.3',
     info: { title: 'Shops', version: '1' },
     paths: {
-      '/shops/{shop_id}/orders': { post: { operationId: 'createOrder', parameters: [{ name: 'shop_id', in: 'path', required: true, schema: { type: 'string' } }], responses: { 201: { description: 'created' } } } },
-      '/{tenant}/items': { get: { operationId: 'listItems', parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'ok' } } } },
+      '/shops/{shop_id}/orders': {
+        post: {
+          operationId: 'createOrder',
+          parameters: [{ name: 'shop_id', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { 201: { description: 'created' } },
+        },
+      },
+      '/{tenant}/items': {
+        get: {
+          operationId: 'listItems',
+          parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { 200: { description: 'ok' } },
+        },
+      },
     },
   });
 
   async function shopConnector(): Promise<string> {
     const id = await connector({ auth_type: 'api_key', type: 'http', secret: KEY, config: { base_url: `${mock.url}/v1` } });
-    const spec = await f.api.post(`${API}/api_specs`, { data: { type: 'api_spec', attributes: { name: 'Shops', format: 'json', raw_document: shopSpec, external_connector_id: id } } });
+    const spec = await f.api.post(`${API}/api_specs`, {
+      data: { type: 'api_spec', attributes: { name: 'Shops', format: 'json', raw_document: shopSpec, external_connector_id: id } },
+    });
     assert.equal(spec.status, 201, spec.text);
     return id;
   }
@@ -323,7 +387,9 @@ describe('path parameters stay in their placeholders', () => {
 
   it('other values are one encoded segment: / and \\ cannot add a segment, dots inside a value are kept', async () => {
     const id = await shopConnector();
-    const steps = [{ key: 'call', type: 'http_request', config: { connector_id: id, operation_ref: 'createOrder', params: { shop_id: 'payload.shop' }, body: '{"n": 1}' } }];
+    const steps = [
+      { key: 'call', type: 'http_request', config: { connector_id: id, operation_ref: 'createOrder', params: { shop_id: 'payload.shop' }, body: '{"n": 1}' } },
+    ];
     for (const [shop, received] of [
       ['a/b', '/v1/shops/a%2Fb/orders'],
       ['../..', '/v1/shops/..%2F../orders'],
@@ -345,7 +411,10 @@ describe('path parameters stay in their placeholders', () => {
     const { RequestProblem } = await import('../../src/connectors/errors.ts');
     assert.equal(buildUrl('http://p.example/v1', '/shops/s1/orders', { a: '1' }, '/shops/{shop_id}/orders').href, 'http://p.example/v1/shops/s1/orders?a=1');
     assert.equal(buildUrl('http://p.example/v1/', '', undefined).href, 'http://p.example/v1/');
-    assert.throws(() => buildUrl('http://p.example/v1', '/../admin', undefined), (e: unknown) => e instanceof RequestProblem && /leaves the base URL's path \/v1\//.test((e as Error).message));
+    assert.throws(
+      () => buildUrl('http://p.example/v1', '/../admin', undefined),
+      (e: unknown) => e instanceof RequestProblem && /leaves the base URL's path \/v1\//.test((e as Error).message),
+    );
     assert.throws(() => buildUrl('http://p.example/v1', '/shops/%2e%2e/orders', undefined, '/shops/{shop_id}/orders/{x}'), /does not keep the shape/);
     assert.throws(() => buildUrl('http://p.example/v1', '/shops/a/b/orders', undefined, '/shops/{shop_id}/orders'), /does not keep the shape/);
     assert.throws(() => buildUrl('http://p.example/v1', '/shops/./orders', undefined, '/shops/{shop_id}/orders'), /does not keep the shape/);
@@ -353,7 +422,10 @@ describe('path parameters stay in their placeholders', () => {
     const parts = (params: Record<string, string>) => ({ params, query: {}, headers: {}, body: undefined });
     // A placeholder in a query the path carries is a query value: dots and empty values are fine there.
     assert.equal(buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: 'x', b: '..' }), 'k').path, '/find/x?q=..');
-    assert.throws(() => buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: '%2E%2E', b: 'x' }), 'k'), (e: unknown) => e instanceof RequestProblem && /path parameter a is "%2E%2E"/.test((e as Error).message));
+    assert.throws(
+      () => buildCall({ method: 'GET', path: '/find/{a}?q={b}' }, parts({ a: '%2E%2E', b: 'x' }), 'k'),
+      (e: unknown) => e instanceof RequestProblem && /path parameter a is "%2E%2E"/.test((e as Error).message),
+    );
   });
 });
 
@@ -361,10 +433,14 @@ describe('egress at connection time', () => {
   it('a name that resolves to a private address is refused when the connection is made', async (t) => {
     const name = os.hostname();
     const addresses = await dns.lookup(name, { all: true }).catch(() => []);
-    if (addresses.length === 0 || !addresses.every((a) => privateHostReason(a.address) !== undefined)) return t.skip(`${name} does not resolve to a private address here`);
+    if (addresses.length === 0 || !addresses.every((a) => privateHostReason(a.address) !== undefined))
+      return t.skip(`${name} does not resolve to a private address here`);
     const client = httpClient({ allowPrivateEgress: false });
     try {
-      await assert.rejects(client.send({ method: 'GET', url: new URL(`http://${name}:${new URL(mock.url).port}/`), headers: {} }), (err: unknown) => err instanceof EgressRefused && /resolves to/.test(err.message));
+      await assert.rejects(
+        client.send({ method: 'GET', url: new URL(`http://${name}:${new URL(mock.url).port}/`), headers: {} }),
+        (err: unknown) => err instanceof EgressRefused && /resolves to/.test(err.message),
+      );
       await assert.rejects(client.send({ method: 'GET', url: new URL(`${mock.url}/`), headers: {} }), EgressRefused);
       await assert.rejects(client.send({ method: 'GET', url: new URL('http://[::ffff:7f00:1]/'), headers: {} }), EgressRefused);
       await assert.rejects(client.send({ method: 'GET', url: new URL('http://0x7f.1/'), headers: {} }), EgressRefused);
@@ -375,9 +451,20 @@ describe('egress at connection time', () => {
 
   it('a step whose connector points at a private address fails permanently where egress is not allowed', async () => {
     const strict = await startFlow();
-    const id = (await strict.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', config: { base_url: 'https://api.example.com' } } } })).body.data.id;
+    const id = (
+      await strict.api.post(`${API}/external_connectors`, {
+        data: {
+          type: 'external_connector',
+          attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', config: { base_url: 'https://api.example.com' } },
+        },
+      })
+    ).body.data.id;
     // Stored before the rule applied (or by an operator): the call is still refused.
-    await strict.t.deps.db.updateTable('external_connectors').set({ config: JSON.stringify({ base_url: mock.url }) }).where('id', '=', id).execute();
+    await strict.t.deps.db
+      .updateTable('external_connectors')
+      .set({ config: JSON.stringify({ base_url: mock.url }) })
+      .where('id', '=', id)
+      .execute();
     const { tokens } = await saveOk(strict, { step_params: [{ key: 'x', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/' } }] });
     const d = await deliver(strict, `/api/v1/webhooks/${tokens.hook}`, '{}');
     const run = (await waitForRun(strict, d.body.workflow_run_id)).attributes;
@@ -390,8 +477,15 @@ describe('egress at connection time', () => {
 describe('egress everywhere a connector may call', () => {
   it('token_url, endpoint and access_url on private addresses are refused at write, in any spelling', async () => {
     const strict = await startFlow();
-    for (const [name, url] of [['token_url', 'http://0x7f.1/token'], ['endpoint', 'http://[::ffff:169.254.169.254]/'], ['access_url', 'http://017700000001/'], ['token_url', 'http://metadata.google.internal/']] as const) {
-      const r = await strict.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'oauth2', type: 'http', config: { [name]: url } } } });
+    for (const [name, url] of [
+      ['token_url', 'http://0x7f.1/token'],
+      ['endpoint', 'http://[::ffff:169.254.169.254]/'],
+      ['access_url', 'http://017700000001/'],
+      ['token_url', 'http://metadata.google.internal/'],
+    ] as const) {
+      const r = await strict.api.post(`${API}/external_connectors`, {
+        data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'oauth2', type: 'http', config: { [name]: url } } },
+      });
       assertJsonApiError(r, 422, 'invalid_request', { pointer: `/data/attributes/config/${name}` });
     }
   });
@@ -401,11 +495,29 @@ describe('egress everywhere a connector may call', () => {
     const deps = f.t.deps;
     const rt = connectorRuntime({ ...deps, config: { ...deps.config, allowPrivateEgress: false } });
     try {
-      const row = { id: 'c1', auth_type: 'none', type: 'http', direction: 'outbound', config: {}, secret_ciphertext: null, updated_at: new Date(), operations: [], servers: [{ url: 'http://169.254.169.254/latest' }] };
+      const row = {
+        id: 'c1',
+        auth_type: 'none',
+        type: 'http',
+        direction: 'outbound',
+        config: {},
+        secret_ciphertext: null,
+        updated_at: new Date(),
+        operations: [],
+        servers: [{ url: 'http://169.254.169.254/latest' }],
+      };
       await assert.rejects(callHttp(rt, row, { method: 'GET', path: '/meta-data' }), EgressRefused);
-      const oauth = { ...row, auth_type: 'oauth2', config: { base_url: 'https://api.example.com', token_url: 'http://[::ffff:127.0.0.1]/token', client_id: 'x' }, servers: [] };
+      const oauth = {
+        ...row,
+        auth_type: 'oauth2',
+        config: { base_url: 'https://api.example.com', token_url: 'http://[::ffff:127.0.0.1]/token', client_id: 'x' },
+        servers: [],
+      };
       const { sealSecret } = await import('../../src/secret-box.ts');
-      await assert.rejects(callHttp(rt, { ...oauth, secret_ciphertext: sealSecret(deps.connectorKey, 's') }, { method: 'GET', path: '/' }), /token_url must not point at/);
+      await assert.rejects(
+        callHttp(rt, { ...oauth, secret_ciphertext: sealSecret(deps.connectorKey, 's') }, { method: 'GET', path: '/' }),
+        /token_url must not point at/,
+      );
     } finally {
       await rt.close();
     }
@@ -423,7 +535,9 @@ describe('egress everywhere a connector may call', () => {
 
 describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19)', () => {
   const post = (s: Flow, attributes: Record<string, unknown>) =>
-    s.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', ...attributes } } });
+    s.api.post(`${API}/external_connectors`, {
+      data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'none', type: 'http', direction: 'outbound', ...attributes } },
+    });
 
   it('is 422 at write, with a pointer: base_url, token_url, endpoint and access_url, a specification server, a Snowflake account', async () => {
     const s = await startFlow();
@@ -449,7 +563,9 @@ describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19
     assert.equal(ok.status, 201, ok.text);
     // An http connector whose config already holds an address as account cannot become a snowflake one.
     const other = (await post(s, { config: { account: '10.0.0.1' } })).body.data.id;
-    const turned = await s.api.patch(`${API}/external_connectors/${other}`, { data: { type: 'external_connector', id: other, attributes: { type: 'snowflake' } } });
+    const turned = await s.api.patch(`${API}/external_connectors/${other}`, {
+      data: { type: 'external_connector', id: other, attributes: { type: 'snowflake' } },
+    });
     assertJsonApiError(turned, 422, 'invalid_request', { pointer: '/data/attributes/config/account' });
     const spec = JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, servers: [{ url: 'http://203.0.113.5/api' }], paths: {} });
     const r = await s.api.post(`${API}/api_specs`, { data: { type: 'api_spec', attributes: { name: 'x', format: 'json', raw_document: spec } } });
@@ -464,11 +580,19 @@ describe('egress: documentation ranges, IPv6 carriers and this machine (issue 19
     const port = new URL(listener.url).port;
     // The service resolves names with node:dns; this name points at this machine's documentation address.
     const m = mocks.method(nodeDns, 'lookup', (hostname: string, options: unknown, callback: (...a: unknown[]) => void) =>
-      hostname === 'provider.example.test' ? callback(null, [{ address: '192.0.2.2', family: 4 }]) : lookup.call(nodeDns, hostname, options as nodeDns.LookupOptions, callback),
+      hostname === 'provider.example.test'
+        ? callback(null, [{ address: '192.0.2.2', family: 4 }])
+        : lookup.call(nodeDns, hostname, options as nodeDns.LookupOptions, callback),
     );
     try {
       const plain = (await post(s, { config: { base_url: `http://provider.example.test:${port}/v1` } })).body.data.id;
-      const oauth = (await post(s, { auth_type: 'oauth2', secret: 'cs-secret', config: { base_url: 'https://api.example.com', token_url: `http://provider.example.test:${port}/token`, client_id: 'c' } })).body.data.id;
+      const oauth = (
+        await post(s, {
+          auth_type: 'oauth2',
+          secret: 'cs-secret',
+          config: { base_url: 'https://api.example.com', token_url: `http://provider.example.test:${port}/token`, client_id: 'c' },
+        })
+      ).body.data.id;
       const verified = await s.api.post(`${API}/external_connectors/${plain}/verify`, undefined);
       assert.equal(verified.body.data.attributes.status, 'failing', verified.text);
       assert.match(verified.body.data.attributes.last_error, /provider\.example\.test resolves to a loopback, private, link-local or reserved address/);
@@ -494,11 +618,18 @@ describe('connector secrets', () => {
     const { capturingLogger } = await import('../helpers/app.ts');
     const g = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', LOG_LEVEL: 'trace' }, { worker: true, log: capturingLogger(lines, 'trace') });
     const secret = `sk_live_${'z'.repeat(40)}`;
-    const c = await g.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'x', auth_type: 'bearer_token', type: 'http', direction: 'outbound', secret, config: { base_url: mock.url } } } });
+    const c = await g.api.post(`${API}/external_connectors`, {
+      data: {
+        type: 'external_connector',
+        attributes: { name: 'x', auth_type: 'bearer_token', type: 'http', direction: 'outbound', secret, config: { base_url: mock.url } },
+      },
+    });
     assert.equal(c.status, 201, c.text);
     mock.script('/echo', { status: 401, body: { error: `token ${secret} is not valid` } }, { status: 200, body: { echoed: secret } });
     for (let i = 0; i < 2; i++) {
-      const { tokens } = await saveOk(g, { step_params: [{ key: 'call', type: 'http_request', config: { connector_id: c.body.data.id, method: 'POST', path: '/echo', body: 'payload' } }] });
+      const { tokens } = await saveOk(g, {
+        step_params: [{ key: 'call', type: 'http_request', config: { connector_id: c.body.data.id, method: 'POST', path: '/echo', body: 'payload' } }],
+      });
       const d = await deliver(g, `/api/v1/webhooks/${tokens.hook}`, '{"n": 1}');
       await waitForRun(g, d.body.workflow_run_id);
     }

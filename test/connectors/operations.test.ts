@@ -13,7 +13,12 @@ import { buildCall, operationOf, type Scalars, type SpecOperation } from '../../
 import { buildUrl } from '../../src/connectors/runtime.ts';
 import { runs } from '../helpers/property.ts';
 
-const parts = (params: Scalars, more: { query?: Scalars; headers?: Scalars; body?: unknown } = {}) => ({ params, query: more.query ?? {}, headers: more.headers ?? {}, body: more.body });
+const parts = (params: Scalars, more: { query?: Scalars; headers?: Scalars; body?: unknown } = {}) => ({
+  params,
+  query: more.query ?? {},
+  headers: more.headers ?? {},
+  body: more.body,
+});
 const problem = (message: string | RegExp) => (err: unknown) => {
   assert.ok(err instanceof RequestProblem, `not a RequestProblem: ${String(err)}`);
   if (typeof message === 'string') assert.equal(err.message, message);
@@ -22,7 +27,12 @@ const problem = (message: string | RegExp) => (err: unknown) => {
 };
 
 describe('operationOf', () => {
-  const ops: unknown[] = [null, 'GET /x', { operation_ref: 'listOrders', method: 'GET', path: '/orders', params: [] }, { operation_ref: 'getOrder', method: 'GET', path: '/orders/{id}', params: [] }];
+  const ops: unknown[] = [
+    null,
+    'GET /x',
+    { operation_ref: 'listOrders', method: 'GET', path: '/orders', params: [] },
+    { operation_ref: 'getOrder', method: 'GET', path: '/orders/{id}', params: [] },
+  ];
   it('finds the operation by its ref, skipping what is not an object', () => {
     assert.equal(operationOf(ops, 'getOrder')?.path, '/orders/{id}');
     assert.equal(operationOf(ops, 'listOrders')?.path, '/orders');
@@ -35,7 +45,11 @@ describe('operationOf', () => {
 
 describe('buildCall with method and path', () => {
   it('fills each placeholder as one encoded path segment and passes the rest through', () => {
-    const call = buildCall({ method: 'POST', path: '/shops/{shop}/orders/{id}' }, parts({ shop: 'a b/c?d#e', id: 'ü%2' }, { query: { q: 'x y' }, headers: { 'X-A': '1' }, body: { n: 1 } }), 'key-1');
+    const call = buildCall(
+      { method: 'POST', path: '/shops/{shop}/orders/{id}' },
+      parts({ shop: 'a b/c?d#e', id: 'ü%2' }, { query: { q: 'x y' }, headers: { 'X-A': '1' }, body: { n: 1 } }),
+      'key-1',
+    );
     assert.deepEqual(call, {
       method: 'POST',
       path: '/shops/a%20b%2Fc%3Fd%23e/orders/%C3%BC%252',
@@ -52,10 +66,19 @@ describe('buildCall with method and path', () => {
   });
 
   it('refuses a missing, empty or dot-segment path parameter', () => {
-    assert.throws(() => buildCall({ method: 'GET', path: '/shops/{shop}' }, parts({}), 'k'), problem('The path needs the path parameter shop, and params gave no value for it'));
-    assert.throws(() => buildCall({ method: 'GET', path: '/shops/{shop}' }, parts({ shop: '' }), 'k'), problem('The path parameter shop is empty; a path parameter must be a non-empty path segment'));
+    assert.throws(
+      () => buildCall({ method: 'GET', path: '/shops/{shop}' }, parts({}), 'k'),
+      problem('The path needs the path parameter shop, and params gave no value for it'),
+    );
+    assert.throws(
+      () => buildCall({ method: 'GET', path: '/shops/{shop}' }, parts({ shop: '' }), 'k'),
+      problem('The path parameter shop is empty; a path parameter must be a non-empty path segment'),
+    );
     for (const v of ['.', '..', '%2e', '%2E%2e', '.%2E', '%252e%252e', '%25252e']) {
-      assert.throws(() => buildCall({ method: 'GET', path: '/shops/{shop}' }, parts({ shop: v }), 'k'), problem(`The path parameter shop is ${JSON.stringify(v)}, a dot segment that would move the request to another path; it is refused`));
+      assert.throws(
+        () => buildCall({ method: 'GET', path: '/shops/{shop}' }, parts({ shop: v }), 'k'),
+        problem(`The path parameter shop is ${JSON.stringify(v)}, a dot segment that would move the request to another path; it is refused`),
+      );
     }
   });
 
@@ -75,7 +98,10 @@ describe('buildCall with method and path', () => {
   it('fills a placeholder in the query the path carries as a plain query value', () => {
     assert.equal(buildCall({ method: 'GET', path: '/find/{a}?q={b}&r={b}' }, parts({ a: 'x', b: '../&=' }), 'k').path, '/find/x?q=..%2F%26%3D&r=..%2F%26%3D');
     assert.equal(buildCall({ method: 'GET', path: '/find?q={b}' }, parts({ b: '' }), 'k').path, '/find?q=');
-    assert.throws(() => buildCall({ method: 'GET', path: '/find?q={b}' }, parts({}), 'k'), problem('The path needs the path parameter b, and params gave no value for it'));
+    assert.throws(
+      () => buildCall({ method: 'GET', path: '/find?q={b}' }, parts({}), 'k'),
+      problem('The path needs the path parameter b, and params gave no value for it'),
+    );
   });
 });
 
@@ -93,7 +119,11 @@ describe('buildCall with an operation', () => {
   };
 
   it('puts each parameter where the operation declares it', () => {
-    const call = buildCall({ operation: op }, parts({ shop: 's/1', dry_run: 'true', 'X-Request-Id': 'r1', page: '2' }, { query: { page: '9', extra: 'e' }, headers: { 'X-B': 'b' }, body: 'raw' }), 'k');
+    const call = buildCall(
+      { operation: op },
+      parts({ shop: 's/1', dry_run: 'true', 'X-Request-Id': 'r1', page: '2' }, { query: { page: '9', extra: 'e' }, headers: { 'X-B': 'b' }, body: 'raw' }),
+      'k',
+    );
     assert.deepEqual(call, {
       method: 'POST',
       path: '/shops/s%2F1/orders',
@@ -108,13 +138,25 @@ describe('buildCall with an operation', () => {
   });
 
   it('refuses a missing required parameter and one the operation does not declare', () => {
-    assert.throws(() => buildCall({ operation: op }, parts({ shop: 's' }), 'k'), problem('The operation createOrder requires page (query), and params gave no value for it'));
-    assert.throws(() => buildCall({ operation: op }, parts({ page: '1' }), 'k'), problem('The operation createOrder requires shop (path), and params gave no value for it'));
-    assert.throws(() => buildCall({ operation: op }, parts({ shop: 's', page: '1', limit: '5' }), 'k'), problem('limit is not a parameter of the operation createOrder'));
+    assert.throws(
+      () => buildCall({ operation: op }, parts({ shop: 's' }), 'k'),
+      problem('The operation createOrder requires page (query), and params gave no value for it'),
+    );
+    assert.throws(
+      () => buildCall({ operation: op }, parts({ page: '1' }), 'k'),
+      problem('The operation createOrder requires shop (path), and params gave no value for it'),
+    );
+    assert.throws(
+      () => buildCall({ operation: op }, parts({ shop: 's', page: '1', limit: '5' }), 'k'),
+      problem('limit is not a parameter of the operation createOrder'),
+    );
     assert.throws(() => buildCall({ operation: op }, parts({ shop: '..', page: '1' }), 'k'), problem(/^The path parameter shop is "\.\.", a dot segment/));
     // A placeholder the operation's parameters leave out is named with the operation.
     const undeclared: SpecOperation = { operation_ref: 'odd', method: 'GET', path: '/x/{id}', params: [] };
-    assert.throws(() => buildCall({ operation: undeclared }, parts({}), 'k'), problem('The operation odd needs the path parameter id, and params gave no value for it'));
+    assert.throws(
+      () => buildCall({ operation: undeclared }, parts({}), 'k'),
+      problem('The operation odd needs the path parameter id, and params gave no value for it'),
+    );
   });
 });
 
@@ -128,7 +170,10 @@ describe('buildUrl', () => {
   });
 
   it('refuses a path that leaves the base URL or its path', () => {
-    assert.throws(() => buildUrl('https://api.example.com/v1', '///evil.example/x', undefined), (e: unknown) => e instanceof ConnectorConfigError && e.message === `The path "///evil.example/x" leaves the connector's base URL`);
+    assert.throws(
+      () => buildUrl('https://api.example.com/v1', '///evil.example/x', undefined),
+      (e: unknown) => e instanceof ConnectorConfigError && e.message === `The path "///evil.example/x" leaves the connector's base URL`,
+    );
     assert.throws(() => buildUrl('https://api.example.com/v1', 'https://evil.example/x', undefined), ConnectorConfigError);
     assert.throws(() => buildUrl('https://api.example.com/v1', '/../admin', undefined), problem(`The path "/../admin" leaves the base URL's path /v1/`));
     assert.throws(() => buildUrl('https://api.example.com/v1/', '/%2e%2e/admin', undefined), problem(/leaves the base URL's path \/v1\//));
@@ -136,7 +181,10 @@ describe('buildUrl', () => {
   });
 
   it('refuses a path that does not keep the shape of its template', () => {
-    assert.throws(() => buildUrl('https://api.example.com/v1', '/s/a/b/o', undefined, '/s/{x}/o'), problem('The path "/s/a/b/o" does not keep the shape of "/s/{x}/o"'));
+    assert.throws(
+      () => buildUrl('https://api.example.com/v1', '/s/a/b/o', undefined, '/s/{x}/o'),
+      problem('The path "/s/a/b/o" does not keep the shape of "/s/{x}/o"'),
+    );
     assert.throws(() => buildUrl('https://api.example.com/v1', '/s/./o', undefined, '/s/{x}/o'), problem(/does not keep the shape/));
     assert.throws(() => buildUrl('https://api.example.com/v1', '/s/x/../o', undefined, '/s/{x}/o'), problem(/does not keep the shape/));
     // The template's own query is not part of its shape.
@@ -145,8 +193,20 @@ describe('buildUrl', () => {
 });
 
 // Values a step may compute: the characters URL parsing, percent-decoding and dot segments turn on.
-const VALUE = fc.string({ unit: fc.oneof(fc.constantFrom('.', '%', '2', 'e', 'E', '5', '/', '\\', '?', '#', ';', '&', '=', ' ', '\t', '@', ':'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 12 });
-const BASE = fc.constantFrom('https://api.example.com', 'https://api.example.com/', 'https://api.example.com/v1', 'https://api.example.com/v1/', 'http://10.0.0.1:8080/a/b/');
+const VALUE = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('.', '%', '2', 'e', 'E', '5', '/', '\\', '?', '#', ';', '&', '=', ' ', '\t', '@', ':'),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+  ),
+  maxLength: 12,
+});
+const BASE = fc.constantFrom(
+  'https://api.example.com',
+  'https://api.example.com/',
+  'https://api.example.com/v1',
+  'https://api.example.com/v1/',
+  'http://10.0.0.1:8080/a/b/',
+);
 const TEMPLATE = fc.constantFrom('/shops/{a}', '/shops/{a}/orders/{b}', '/{a}', '/{a}/{b}/x', '/x/{a}?page={b}');
 
 describe('properties', () => {

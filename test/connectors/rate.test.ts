@@ -74,7 +74,10 @@ async function spendsWithinBudget(counter: (clock: BudgetClock) => WindowCounter
   const waits = await Promise.all(Array.from({ length: callers }, () => takeBudget(w.counter, id, limit, clock.now)));
   assert.deepEqual([...w.keys], [`connector:${id}`]);
   // Every call went through: over the budget, a call waits.
-  assert.equal([...w.admitted.values()].reduce((a, b) => a + b, 0), callers);
+  assert.equal(
+    [...w.admitted.values()].reduce((a, b) => a + b, 0),
+    callers,
+  );
   for (const [window, n] of w.admitted) assert.ok(n <= limit.requests, `window ${window} admitted ${n}`);
   assert.equal(w.admitted.get(Math.floor(EPOCH / windowMs)), 3);
   assert.ok(w.admitted.size >= Math.ceil(callers / limit.requests));
@@ -88,7 +91,8 @@ describe('rateLimitOf', () => {
   it('reads {requests, per_seconds}, or nothing when it is absent or malformed', () => {
     assert.deepEqual(rateLimitOf({ rate_limit: { requests: 5, per_seconds: 1 } }), { requests: 5, perSeconds: 1 });
     assert.deepEqual(rateLimitOf({ base_url: 'x', rate_limit: { requests: 1, per_seconds: 0.5 } }), { requests: 1, perSeconds: 0.5 });
-    for (const config of [null, {}, { rate_limit: null }, { rate_limit: [5, 1] }, { rate_limit: { requests: 5 } }, { rate_limit: { per_seconds: 1 } }]) assert.equal(rateLimitOf(config as Record<string, unknown> | null), undefined);
+    for (const config of [null, {}, { rate_limit: null }, { rate_limit: [5, 1] }, { rate_limit: { requests: 5 } }, { rate_limit: { per_seconds: 1 } }])
+      assert.equal(rateLimitOf(config as Record<string, unknown> | null), undefined);
     for (const [requests, per_seconds] of [
       [0, 1],
       [-1, 1],

@@ -34,7 +34,13 @@ async function sentForms(c: ConnectorRecord, accessToken: string): Promise<strin
     close: async () => {},
   };
   const req: OutboundRequest = { method: 'POST', url: new URL('https://api.example.com/x'), headers: { accept: 'application/json' }, body: '{"a":1}' };
-  const { request } = await authorize(c, req, tokenCache(http, true, () => 0), 'msg-1', 1_700_000_000);
+  const { request } = await authorize(
+    c,
+    req,
+    tokenCache(http, true, () => 0),
+    'msg-1',
+    1_700_000_000,
+  );
   const forms: string[] = [];
   for (const [name, value] of Object.entries(request.headers)) {
     // A Standard Webhooks signature is a MAC of the message, not the key: it need not be hidden.
@@ -53,13 +59,22 @@ async function sentForms(c: ConnectorRecord, accessToken: string): Promise<strin
   return forms;
 }
 
-const record = (auth_type: string, secret: string, config: Record<string, unknown>): ConnectorRecord => ({ id: 'c1', auth_type, type: 'http', config, secret, updated_at: new Date(0) });
+const record = (auth_type: string, secret: string, config: Record<string, unknown>): ConnectorRecord => ({
+  id: 'c1',
+  auth_type,
+  type: 'http',
+  config,
+  secret,
+  updated_at: new Date(0),
+});
 
 const connectorArb = fc.oneof(
   secretArb.map((s) => record('api_key', s, { header_name: 'X-Key' })),
   secretArb.map((s) => record('bearer_token', s, {})),
   fc.tuple(secretArb, fc.string({ unit: UNIT, minLength: 1, maxLength: 20 })).map(([s, user]) => record('basic_auth', s, { username: user })),
-  fc.tuple(secretArb, fc.string({ unit: UNIT, minLength: 1, maxLength: 20 }), fc.array(secretArb, { maxLength: 2 })).map(([s, id, scopes]) => record('oauth2', s, { token_url: 'https://auth.example.com/t', client_id: id, scopes })),
+  fc
+    .tuple(secretArb, fc.string({ unit: UNIT, minLength: 1, maxLength: 20 }), fc.array(secretArb, { maxLength: 2 }))
+    .map(([s, id, scopes]) => record('oauth2', s, { token_url: 'https://auth.example.com/t', client_id: id, scopes })),
   fc.uint8Array({ minLength: 16, maxLength: 48 }).map((key) => record('hmac', `whsec_${Buffer.from(key).toString('base64')}`, {})),
 );
 
@@ -81,7 +96,8 @@ test('no form the service sent survives redaction, however the answer spells it'
           const red = redact(answer);
           const strings = [red.text, ...red.nested, ...Object.keys(red)];
           for (const f of forms) {
-            for (const spelling of spelled(f)) assert.ok(!strings.some((x) => x.includes(spelling)), `${JSON.stringify(spelling)} survived in ${JSON.stringify(strings)}`);
+            for (const spelling of spelled(f))
+              assert.ok(!strings.some((x) => x.includes(spelling)), `${JSON.stringify(spelling)} survived in ${JSON.stringify(strings)}`);
           }
           assert.ok(red.text.includes('[redacted]'));
           assert.ok(!providerExcerpt(answer, redact).includes(JSON.stringify(c.secret).slice(1, -1)));

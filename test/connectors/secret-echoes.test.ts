@@ -19,7 +19,9 @@ const member = jsonApi(f.t, await tokenFor(f.t, await seedAccount(f.t.deps, f.te
 const SECRET = 'pä ss+wo/rd=&%2Fx:y';
 
 async function connector(attributes: Record<string, unknown>): Promise<string> {
-  const r = await f.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: 'Echo', type: 'http', direction: 'outbound', ...attributes } } });
+  const r = await f.api.post(`${API}/external_connectors`, {
+    data: { type: 'external_connector', attributes: { name: 'Echo', type: 'http', direction: 'outbound', ...attributes } },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.data.id;
 }
@@ -35,7 +37,9 @@ async function run(steps: unknown[]): Promise<any> {
 async function everywhere(runId: string): Promise<string> {
   const read = await member.get(`${API}/workflow_runs/${runId}`);
   assert.equal(read.status, 200, read.text);
-  const stored = await sql<{ t: string }>`select t::text as t from workflow_runs as t union all select c::text from external_connectors as c`.execute(f.t.deps.db);
+  const stored = await sql<{ t: string }>`select t::text as t from workflow_runs as t union all select c::text from external_connectors as c`.execute(
+    f.t.deps.db,
+  );
   return [read.text, ...stored.rows.map((r) => r.t)].join('\n');
 }
 
@@ -45,7 +49,13 @@ const form = (s: string) => new URLSearchParams({ s }).toString().slice(2);
 describe('a provider echoing its request', () => {
   it('basic_auth: neither "Basic <base64>" nor the base64 of user:secret is kept in the run record', async () => {
     const id = await connector({ auth_type: 'basic_auth', secret: SECRET, config: { base_url: mock.url, username: 'loader' } });
-    const runId = await run([{ key: 'echo', type: 'http_request', config: { connector_id: id, method: 'POST', path: '/echo/request', query: { s: JSON.stringify(SECRET) }, body: '{"note": "hello"}' } }]);
+    const runId = await run([
+      {
+        key: 'echo',
+        type: 'http_request',
+        config: { connector_id: id, method: 'POST', path: '/echo/request', query: { s: JSON.stringify(SECRET) }, body: '{"note": "hello"}' },
+      },
+    ]);
     const sent = mock.requests.filter((r) => r.path.startsWith('/echo/request')).at(-1)!;
     assert.equal(sent.headers.authorization, `Basic ${b64(`loader:${SECRET}`)}`, 'the provider got the credentials');
     const text = await everywhere(runId);
@@ -67,17 +77,31 @@ describe('a provider echoing its request', () => {
       await connector({ auth_type: 'hmac', secret: whsec, config: { base_url: mock.url } }),
       await connector({ auth_type: 'oauth2', secret: SECRET, config: { base_url: mock.url, token_url: `${mock.url}/oauth/token`, client_id: 'cid' } }),
     ];
-    const runId = await run(ids.map((id, i) => ({ key: `e${i}`, type: 'http_request', config: { connector_id: id, method: 'POST', path: '/echo/request', body: '{"n": 1}' } })));
+    const runId = await run(
+      ids.map((id, i) => ({ key: `e${i}`, type: 'http_request', config: { connector_id: id, method: 'POST', path: '/echo/request', body: '{"n": 1}' } })),
+    );
     const text = await everywhere(runId);
     assert.equal(JSON.parse(text.split('\n')[0]!).data.attributes.status, 'succeeded');
     const key = whsec.slice(6);
-    for (const leak of [SECRET, `Bearer ${SECRET}`, encodeURIComponent(SECRET), key, Buffer.from(key, 'base64').toString('base64url'), 'at-Zq9/+=secret-token', encodeURIComponent('at-Zq9/+=secret-token')]) {
+    for (const leak of [
+      SECRET,
+      `Bearer ${SECRET}`,
+      encodeURIComponent(SECRET),
+      key,
+      Buffer.from(key, 'base64').toString('base64url'),
+      'at-Zq9/+=secret-token',
+      encodeURIComponent('at-Zq9/+=secret-token'),
+    ]) {
       assert.ok(!text.includes(leak), `${leak} is in the run record or the database`);
     }
   });
 
   it('oauth2: a token endpoint quoting the request body leaves no client_secret in the run error nor in last_error as a member reads it', async () => {
-    const id = await connector({ auth_type: 'oauth2', secret: SECRET, config: { base_url: mock.url, token_url: `${mock.url}/echo/token`, client_id: 'cid', scopes: ['read'] } });
+    const id = await connector({
+      auth_type: 'oauth2',
+      secret: SECRET,
+      config: { base_url: mock.url, token_url: `${mock.url}/echo/token`, client_id: 'cid', scopes: ['read'] },
+    });
     const runId = await run([{ key: 'call', type: 'http_request', config: { connector_id: id, method: 'GET', path: '/anything' } }]);
     const sent = mock.requests.filter((r) => r.path === '/echo/token').at(-1)!;
     assert.match(sent.body, /client_secret=/, 'the token endpoint got the client secret');

@@ -18,18 +18,42 @@ export interface TestModel {
   fields: Array<{ name: string; type: FieldType | null; is_primary_key: boolean; is_required: boolean }>;
 }
 
-export async function createModel(db: Kysely<DB>, tenant: Pick<Tenant, 'organizationId' | 'workspaceId'>, fields: FieldSpec[], opts: { slug?: string; retentionDays?: number | null } = {}): Promise<TestModel> {
+export async function createModel(
+  db: Kysely<DB>,
+  tenant: Pick<Tenant, 'organizationId' | 'workspaceId'>,
+  fields: FieldSpec[],
+  opts: { slug?: string; retentionDays?: number | null } = {},
+): Promise<TestModel> {
   const id = uuidv7();
   const slug = opts.slug ?? `m-${randomBytes(5).toString('hex')}`;
   await db
     .insertInto('data_models')
-    .values({ id, organization_id: tenant.organizationId, workspace_id: tenant.workspaceId, name: slug, slug, description: null, retention_days: opts.retentionDays ?? null })
+    .values({
+      id,
+      organization_id: tenant.organizationId,
+      workspace_id: tenant.workspaceId,
+      name: slug,
+      slug,
+      description: null,
+      retention_days: opts.retentionDays ?? null,
+    })
     .execute();
   const full = fields.map((f) => ({ name: f.name, type: f.type, is_primary_key: f.is_primary_key ?? false, is_required: f.is_required ?? false }));
   if (full.length > 0) {
     await db
       .insertInto('data_model_fields')
-      .values(full.map((f) => ({ id: uuidv7(), organization_id: tenant.organizationId, workspace_id: tenant.workspaceId, data_model_id: id, label: f.name, description: null, constraints: null, ...f })))
+      .values(
+        full.map((f) => ({
+          id: uuidv7(),
+          organization_id: tenant.organizationId,
+          workspace_id: tenant.workspaceId,
+          data_model_id: id,
+          label: f.name,
+          description: null,
+          constraints: null,
+          ...f,
+        })),
+      )
       .execute();
   }
   return { id, slug, fields: full };

@@ -70,7 +70,10 @@ function generate(lineCount: number): Expected {
   const out: string[] = [];
   const exp: Expected = { text: '', lines: lineCount, written: 0, duplicates: 0, rejected: [] };
   for (let n = 1; n <= lineCount; n++) {
-    const fact = { observed_at: new Date(Date.UTC(2025, 0, 1) + ((n * 7919) % 100_000) * 60_000).toISOString(), data: { k: `e${n % 500}`, amount: n, at: '2025-01-01T01:00:00+01:00' } };
+    const fact = {
+      observed_at: new Date(Date.UTC(2025, 0, 1) + ((n * 7919) % 100_000) * 60_000).toISOString(),
+      data: { k: `e${n % 500}`, amount: n, at: '2025-01-01T01:00:00+01:00' },
+    };
     let line: string;
     if (n % 1000 === 500) {
       line = `{"observed_at": "2025-01-01T00:00:00Z", "data": {`;
@@ -108,7 +111,7 @@ describe('POST /admin/v1/facts/import', () => {
     assert.equal(unknownModel.status, 404);
     const other = await seedTenant(t.deps);
     const otherWorkspace = await postNdjson(importUrl(other.workspaceId, model.slug), line);
-    assert.equal(otherWorkspace.status, 404, "a model of another workspace is not found");
+    assert.equal(otherWorkspace.status, 404, 'a model of another workspace is not found');
     const badId = await postNdjson(importUrl('nope', model.slug), line);
     assert.equal(badId.status, 400);
     assert.deepEqual(badId.body.errors[0].source, { parameter: 'workspace_id' });
@@ -146,7 +149,9 @@ describe('POST /admin/v1/facts/import', () => {
   });
 
   test('lists the first 1000 errors and counts the rest', async () => {
-    const text = Array.from({ length: 1_200 }, (_, i) => (i === 600 ? '{"observed_at":"2025-01-01T00:00:00Z","data":{"k":"cap","amount":1}}' : `not json ${i}`)).join('\n');
+    const text = Array.from({ length: 1_200 }, (_, i) =>
+      i === 600 ? '{"observed_at":"2025-01-01T00:00:00Z","data":{"k":"cap","amount":1}}' : `not json ${i}`,
+    ).join('\n');
     const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), text);
     assert.equal(res.status, 200);
     const d = res.body.data;
@@ -154,7 +159,10 @@ describe('POST /admin/v1/facts/import', () => {
     assert.equal(d.rejected, 1_199);
     assert.equal(d.errors.length, 1_000);
     assert.equal(d.errors_omitted, 199);
-    assert.deepEqual(d.errors.slice(599, 602).map((e: { line: number }) => e.line), [600, 602, 603]);
+    assert.deepEqual(
+      d.errors.slice(599, 602).map((e: { line: number }) => e.line),
+      [600, 602, 603],
+    );
   });
 
   test('a line over 1 MiB is rejected by its number, unread, and the lines around it are imported', async () => {
@@ -162,7 +170,14 @@ describe('POST /admin/v1/facts/import', () => {
     const fact = (k: string, pad = '') => JSON.stringify({ observed_at: '2025-02-01T00:00:00Z', data: { k, amount: 1, note: pad } });
     // The longest line read is 1,048,576 bytes (its CRLF ending aside): pad a fact to exactly that.
     const exact = (k: string) => fact(k, 'x'.repeat(1024 * 1024 - Buffer.byteLength(fact(k))));
-    const lines = [fact('long-1'), fact('long-2', 'y'.repeat(3 * 1024 * 1024)), `${exact('long-3')}\r`, `${exact('long-4')}é`, fact('long-5'), `${'['.repeat(1024 * 1024 + 1)}`];
+    const lines = [
+      fact('long-1'),
+      fact('long-2', 'y'.repeat(3 * 1024 * 1024)),
+      `${exact('long-3')}\r`,
+      `${exact('long-4')}é`,
+      fact('long-5'),
+      `${'['.repeat(1024 * 1024 + 1)}`,
+    ];
     assert.equal(Buffer.byteLength(exact('long-3')), 1024 * 1024);
     const res = await postNdjson(importUrl(tenant.workspaceId, model.slug), lines.join('\n'));
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -185,14 +200,32 @@ describe('POST /admin/v1/facts/import', () => {
 
 describe('tributary facts import', () => {
   test('streams a file and prints one JSON document with --json', async () => {
-    const cliModel = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'amount', type: 'integer' }]);
+    const cliModel = await createModel(t.deps.db, tenant, [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'amount', type: 'integer' },
+    ]);
     const file = path.join(tmp, 'facts.ndjson');
-    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ observed_at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString(), data: { k: `c${i % 50}`, amount: i } }));
+    const lines = Array.from({ length: 3000 }, (_, i) =>
+      JSON.stringify({ observed_at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString(), data: { k: `c${i % 50}`, amount: i } }),
+    );
     lines[41] = '{"observed_at": "soon", "data": {"k": "x"}}';
     lines[2999] = 'oops';
     fs.writeFileSync(file, `${lines.join('\n')}\n`);
 
-    const r = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', cliModel.slug, file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
+    const r = await runCli([
+      'facts',
+      'import',
+      '--workspace',
+      tenant.workspaceId,
+      '--data-model',
+      cliModel.slug,
+      file,
+      '--json',
+      '--url',
+      t.url,
+      '--admin-token',
+      t.adminToken,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stderr, '', 'no progress bar when stderr is not a terminal');
     const docs = r.stdout.trim().split('\n');
@@ -200,11 +233,26 @@ describe('tributary facts import', () => {
     const d = JSON.parse(docs[0]!);
     assert.equal(d.written, 2998);
     assert.equal(d.rejected, 2);
-    assert.deepEqual(d.errors.map((e: { line: number }) => e.line), [42, 3000]);
+    assert.deepEqual(
+      d.errors.map((e: { line: number }) => e.line),
+      [42, 3000],
+    );
     assert.equal(await factCount(t.deps.db, cliModel.id), 2998);
 
     // Without --json: the summary for a person, every rejected line with its pointer and reason.
-    const human = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', cliModel.slug, file, '--url', t.url, '--admin-token', t.adminToken]);
+    const human = await runCli([
+      'facts',
+      'import',
+      '--workspace',
+      tenant.workspaceId,
+      '--data-model',
+      cliModel.slug,
+      file,
+      '--url',
+      t.url,
+      '--admin-token',
+      t.adminToken,
+    ]);
     assert.equal(human.code, 0, human.stderr);
     assert.equal(
       human.stdout,
@@ -218,7 +266,20 @@ describe('tributary facts import', () => {
       ].join('\n'),
     );
 
-    const missing = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', 'no-such-model', file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
+    const missing = await runCli([
+      'facts',
+      'import',
+      '--workspace',
+      tenant.workspaceId,
+      '--data-model',
+      'no-such-model',
+      file,
+      '--json',
+      '--url',
+      t.url,
+      '--admin-token',
+      t.adminToken,
+    ]);
     assert.equal(missing.code, 1);
     const err = JSON.parse(missing.stdout.trim());
     assert.equal(err.status, 404);
@@ -231,7 +292,20 @@ test('refused before the file is sent (an unknown model), the CLI stops sending 
   // sending would wait for the server's idle timeout (72 s) before it could exit.
   const file = path.join(tmp, 'refused.ndjson');
   fs.writeFileSync(file, `${JSON.stringify({ observed_at: '2025-03-01T00:00:00Z', data: { k: 'x'.repeat(1000) } })}\n`.repeat(16_000));
-  const r = await runCli(['facts', 'import', '--workspace', tenant.workspaceId, '--data-model', 'no-such-model', file, '--json', '--url', t.url, '--admin-token', t.adminToken]);
+  const r = await runCli([
+    'facts',
+    'import',
+    '--workspace',
+    tenant.workspaceId,
+    '--data-model',
+    'no-such-model',
+    file,
+    '--json',
+    '--url',
+    t.url,
+    '--admin-token',
+    t.adminToken,
+  ]);
   assert.equal(r.code, 1, r.stderr);
   assert.equal(JSON.parse(r.stdout).status, 404);
 });
@@ -241,7 +315,11 @@ test('on a terminal, a progress bar is drawn in place on stderr and cleared befo
   const file = path.join(tmp, 'progress.ndjson');
   fs.writeFileSync(file, Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ observed_at: '2025-03-01T00:00:00Z', data: { k: `p${i}` } })).join('\n'));
   let err = '';
-  const answer = await upload({ url: t.url, adminToken: t.adminToken }, tenant.workspaceId, m.slug, file, { out: () => {}, err: (x) => (err += x), errIsTTY: () => true });
+  const answer = await upload({ url: t.url, adminToken: t.adminToken }, tenant.workspaceId, m.slug, file, {
+    out: () => {},
+    err: (x) => (err += x),
+    errIsTTY: () => true,
+  });
   assert.equal(answer.written, 20_000);
   const size = fs.statSync(file).size;
   const ERASE = '\r\x1b[2K';
@@ -250,7 +328,10 @@ test('on a terminal, a progress bar is drawn in place on stderr and cleared befo
   assert.ok(err.includes(`${progressLine(size, size)} sent; waiting for the server to finish`));
   assert.ok(err.endsWith(ERASE), 'cleared at the end');
   assert.equal(progressLine(512, 2048, 8), '[##------]  25% 512 B / 2.0 KiB');
-  assert.equal(renderImportSummary({ written: 1, duplicates: 0, rejected: 1001, errors: [{ line: 7, detail: 'bad' }], errors_omitted: 1000 }), 'written: 1\nduplicates: 0\nrejected: 1001\n  line 7: bad\n  ... and 1000 more errors\n');
+  assert.equal(
+    renderImportSummary({ written: 1, duplicates: 0, rejected: 1001, errors: [{ line: 7, detail: 'bad' }], errors_omitted: 1000 }),
+    'written: 1\nduplicates: 0\nrejected: 1001\n  line 7: bad\n  ... and 1000 more errors\n',
+  );
 });
 
 // The CLI sends from another process, so the whole body is there to be read at once: on
@@ -260,11 +341,16 @@ test('on a terminal, a progress bar is drawn in place on stderr and cleared befo
 test('/healthz and an authenticated read are answered while an import is still running', async () => {
   // About 480 kB: read from the socket in one go, and many batches on either engine.
   const LINES = 6000;
-  const m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'amount', type: 'integer' }]);
+  const m = await createModel(t.deps.db, tenant, [
+    { name: 'k', type: 'string', is_primary_key: true },
+    { name: 'amount', type: 'integer' },
+  ]);
   const token = await tokenFor(t, tenant);
   const file = path.join(tmp, 'interleave.ndjson');
   // One entity per line, so the latest-per-entity count is the number of facts stored.
-  const lines = Array.from({ length: LINES }, (_, i) => JSON.stringify({ observed_at: new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(), data: { k: `e${i}`, amount: i } }));
+  const lines = Array.from({ length: LINES }, (_, i) =>
+    JSON.stringify({ observed_at: new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(), data: { k: `e${i}`, amount: i } }),
+  );
   fs.writeFileSync(file, `${lines.join('\n')}\n`);
 
   let importAnswered = false;
@@ -280,7 +366,21 @@ test('/healthz and an authenticated read are answered while an import is still r
 
   const cli = spawn(
     process.execPath,
-    ['src/main.ts', 'facts', 'import', '--workspace', tenant.workspaceId, '--data-model', m.slug, file, '--json', '--url', t.url, '--admin-token', t.adminToken],
+    [
+      'src/main.ts',
+      'facts',
+      'import',
+      '--workspace',
+      tenant.workspaceId,
+      '--data-model',
+      m.slug,
+      file,
+      '--json',
+      '--url',
+      t.url,
+      '--admin-token',
+      t.adminToken,
+    ],
     { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';

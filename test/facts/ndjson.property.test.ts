@@ -43,10 +43,15 @@ const piece = fc.constantFrom('a', 'bc', '{"k":1}', ' ', 'é', '€', '😀', '\
 
 test('ndjsonLines agrees with splitting the whole text, for any chunking and limit', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(piece, { maxLength: 60 }), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 12 }), fc.integer({ min: 0, max: 24 }), async (pieces, at, max) => {
-      const text = pieces.join('');
-      assert.deepEqual(await collect(cut(Buffer.from(text), at), max), reference(text, max));
-    }),
+    fc.asyncProperty(
+      fc.array(piece, { maxLength: 60 }),
+      fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 12 }),
+      fc.integer({ min: 0, max: 24 }),
+      async (pieces, at, max) => {
+        const text = pieces.join('');
+        assert.deepEqual(await collect(cut(Buffer.from(text), at), max), reference(text, max));
+      },
+    ),
     { numRuns: runs(1000) },
   );
 });

@@ -25,7 +25,10 @@ after(async () => {
 });
 
 const scopeOf = (x: Tenant): FactScope => ({ organizationId: x.organizationId, workspaceId: x.workspaceId });
-const PK = [{ name: 'k', type: 'string' as const, is_primary_key: true }, { name: 'v', type: 'integer' as const }];
+const PK = [
+  { name: 'k', type: 'string' as const, is_primary_key: true },
+  { name: 'v', type: 'integer' as const },
+];
 
 async function write(m: TestModel, s: FactScope, k: string | null, observedAt: string, v: number): Promise<string> {
   const r = await writeFacts(t.deps.db, s, m, [{ observed_at: observedAt, data: k === null ? { v } : { k, v } }]);
@@ -115,7 +118,10 @@ test('the sweep (admin API, and the scheduler under its lock) deletes expired fa
   assert.equal(res.body.data.facts_deleted, 12);
   assert.ok(res.body.data.idempotency_keys_deleted >= 1);
   const keys = await t.deps.db.selectFrom('idempotency_keys').select('key').where('credential_id', '=', tenant.credentialId).execute();
-  assert.deepEqual(keys.map((k) => k.key), ['live-key']);
+  assert.deepEqual(
+    keys.map((k) => k.key),
+    ['live-key'],
+  );
   assert.equal(await factCount(t.deps.db, m.id), 1);
   assert.equal(await current(m, 'observed_at', 'e0'), keep);
   assert.equal(await current(m, 'inserted_at', 'e1'), undefined);
@@ -162,10 +168,15 @@ test('sweeps asked for at once: each is done or refused with 409, and fact_curre
   // observed order: each entity's inserted_at row moves from fact to fact as they go.
   const kept = Array.from({ length: 40 }, (_, i) => ({ observed_at: daysAgo(1, i), data: { k: `e${i}`, v: 0 } }));
   assert.equal((await writeFacts(t.deps.db, scope, m, kept)).written, 40);
-  const expired = Array.from({ length: 20 }, (_, j) => kept.map((_, i) => ({ observed_at: daysAgo(20 + ((i * 7 + j * 13) % 30), j), data: { k: `e${i}`, v: j + 1 } }))).flat();
+  const expired = Array.from({ length: 20 }, (_, j) =>
+    kept.map((_, i) => ({ observed_at: daysAgo(20 + ((i * 7 + j * 13) % 30), j), data: { k: `e${i}`, v: j + 1 } })),
+  ).flat();
   assert.equal((await writeFacts(t.deps.db, scope, m, expired)).written, 800);
   // Small batches, so that unlocked sweeps would overlap for many batches.
-  const results = await Promise.all([...Array.from({ length: 6 }, () => sweepExclusive(t.deps.db, { now: new Date(), factBatch: 10, guardDays: 7, runRetentionDays: 30 })), adminCall(t, 'POST', '/sweep')]);
+  const results = await Promise.all([
+    ...Array.from({ length: 6 }, () => sweepExclusive(t.deps.db, { now: new Date(), factBatch: 10, guardDays: 7, runRetentionDays: 30 })),
+    adminCall(t, 'POST', '/sweep'),
+  ]);
   const answer = results.pop() as Awaited<ReturnType<typeof adminCall>>;
   assert.ok(answer.status === 200 || answer.status === 409, `${answer.status} ${answer.text}`);
   assert.ok(results.some((r) => r !== undefined));

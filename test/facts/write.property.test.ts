@@ -16,14 +16,23 @@ import { runs } from '../helpers/property.ts';
 const { t, tenant } = await appWithTenant();
 
 // Several spellings of few instants, so equal observed_at values are common.
-const VALID_TS = ['2025-01-01T00:00:00Z', '2025-01-01T02:00:00+02:00', '2024-12-31T23:00:00.000-01:00', '2025-01-02T00:00:00Z', '2025-01-02T00:00:00.000Z', '2025-01-03T10:00:00.5Z'];
+const VALID_TS = [
+  '2025-01-01T00:00:00Z',
+  '2025-01-01T02:00:00+02:00',
+  '2024-12-31T23:00:00.000-01:00',
+  '2025-01-02T00:00:00Z',
+  '2025-01-02T00:00:00.000Z',
+  '2025-01-03T10:00:00.5Z',
+];
 const INVALID_TS = ['2025-01-01', '2025-01-01T00:00:00', 'soon', '2025-13-01T00:00:00Z'];
 
 // ---- the reference: written independently of src/facts/validate.ts ----
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const refDateTime = (v: unknown): number | undefined =>
-  typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)) ? Date.parse(v) : undefined;
+  typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))
+    ? Date.parse(v)
+    : undefined;
 
 function refTypeOk(type: FieldType | null, v: unknown): boolean {
   switch (type) {
@@ -60,7 +69,15 @@ function refValid(fields: FieldSpec[], item: Record<string, unknown>): boolean {
 }
 
 const sortedJson = (v: unknown): string =>
-  JSON.stringify(v, (_k, x) => (isObject(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
+  JSON.stringify(v, (_k, x) =>
+    isObject(x)
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, x[k]]),
+        )
+      : x,
+  );
 
 /** What makes two valid items the same fact: the given key, else the instant and the data with datetimes as instants. */
 function refKey(fields: FieldSpec[], item: Record<string, unknown>): string {
@@ -132,7 +149,10 @@ const slotArb = (f: FieldSpec): fc.Arbitrary<Slot> =>
 const itemArb = (fields: FieldSpec[]): fc.Arbitrary<Record<string, unknown>> =>
   fc
     .record({
-      observed: fc.oneof({ weight: 12, arbitrary: fc.constantFrom<unknown>(...VALID_TS) }, { weight: 1, arbitrary: fc.constantFrom<unknown>(...INVALID_TS, undefined) }),
+      observed: fc.oneof(
+        { weight: 12, arbitrary: fc.constantFrom<unknown>(...VALID_TS) },
+        { weight: 1, arbitrary: fc.constantFrom<unknown>(...INVALID_TS, undefined) },
+      ),
       slots: fc.tuple(...fields.map(slotArb)),
       extraData: fc.oneof({ weight: 15, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
       extraMember: fc.oneof({ weight: 30, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),

@@ -58,10 +58,21 @@ describe('validation', () => {
 
   test('observed_at is required and must be an ISO 8601 date-time with an offset', async () => {
     assert.deepEqual(await rejectionOf({ data: { id: 'x', amount: 1 } }), [{ pointer: '/observed_at', detail: 'is required' }]);
-    for (const bad of ['2025-03-01', '2025-03-01T12:00:00', '2025-02-30T00:00:00Z', '2025-03-01T24:00:00Z', '2025-03-01T12:00:00+25:00', 'yesterday', 1740830400000, true]) {
-      assert.deepEqual(await rejectionOf({ observed_at: bad, data: { id: 'x', amount: 1 } }), [
-        { pointer: '/observed_at', detail: 'must be an ISO 8601 date-time with Z or a UTC offset' },
-      ], String(bad));
+    for (const bad of [
+      '2025-03-01',
+      '2025-03-01T12:00:00',
+      '2025-02-30T00:00:00Z',
+      '2025-03-01T24:00:00Z',
+      '2025-03-01T12:00:00+25:00',
+      'yesterday',
+      1740830400000,
+      true,
+    ]) {
+      assert.deepEqual(
+        await rejectionOf({ observed_at: bad, data: { id: 'x', amount: 1 } }),
+        [{ pointer: '/observed_at', detail: 'must be an ISO 8601 date-time with Z or a UTC offset' }],
+        String(bad),
+      );
     }
   });
 
@@ -132,14 +143,19 @@ describe('validation', () => {
   });
 
   test('members of an item other than observed_at, data and source_key are rejected', async () => {
-    assert.deepEqual(await rejectionOf({ ...ok(), entity_id: 'x' }), [{ pointer: '/entity_id', detail: 'is not a member of a fact (observed_at, data, source_key)' }]);
+    assert.deepEqual(await rejectionOf({ ...ok(), entity_id: 'x' }), [
+      { pointer: '/entity_id', detail: 'is not a member of a fact (observed_at, data, source_key)' },
+    ]);
   });
 
   test('source_key, when given, is a string of 1 to 512 characters', async () => {
     for (const bad of [5, '', 'k'.repeat(513), {}]) {
       assert.deepEqual(await rejectionOf({ ...ok(), source_key: bad }), [{ pointer: '/source_key', detail: 'must be a string of 1 to 512 characters' }]);
     }
-    const r = await writeFacts(t.deps.db, scope, model, [{ ...ok(), source_key: 'k'.repeat(512) }, { ...ok(), source_key: null as never }]);
+    const r = await writeFacts(t.deps.db, scope, model, [
+      { ...ok(), source_key: 'k'.repeat(512) },
+      { ...ok(), source_key: null as never },
+    ]);
     assert.equal(r.written, 2);
   });
 
@@ -170,20 +186,38 @@ describe('validation', () => {
 
   test('values are stored normalized: datetimes in UTC with Z, maps as given', async () => {
     const r = await writeFacts(t.deps.db, scope, model, [
-      { observed_at: T0, data: { id: 'norm-1', amount: 5, at: '2025-01-01T01:00:00+01:00', meta: { z: 1, a: [1, { b: null }] }, anything: 'x', active: false, price: 0.5 } },
+      {
+        observed_at: T0,
+        data: { id: 'norm-1', amount: 5, at: '2025-01-01T01:00:00+01:00', meta: { z: 1, a: [1, { b: null }] }, anything: 'x', active: false, price: 0.5 },
+      },
     ]);
     const row = await t.deps.db.selectFrom('facts').select('data').where('id', '=', r.ids[0]!).executeTakeFirstOrThrow();
-    assert.deepEqual(row.data, { id: 'norm-1', amount: 5, at: '2025-01-01T00:00:00.000Z', meta: { z: 1, a: [1, { b: null }] }, anything: 'x', active: false, price: 0.5 });
+    assert.deepEqual(row.data, {
+      id: 'norm-1',
+      amount: 5,
+      at: '2025-01-01T00:00:00.000Z',
+      meta: { z: 1, a: [1, { b: null }] },
+      anything: 'x',
+      active: false,
+      price: 0.5,
+    });
   });
 
   test('any text survives the trip to the database, in entity ids, values and member names', async () => {
     // The rows travel as arrays (one per column): array-literal syntax in the text must not leak.
     const texts = ['NULL', 'null', '', ' ', '"', '\\', '\\"', 'a,b', '{}', '{a,b}', '{"a":1}', "it's", 'line\nbreak\ttab', 'é 😀 \u2028', '\u0001'];
-    const items = texts.map((text, i) => ({ observed_at: T0, data: { id: `${text}#${i}`, amount: i, anything: { [text]: text, list: [text] }, constructor: text } }));
+    const items = texts.map((text, i) => ({
+      observed_at: T0,
+      data: { id: `${text}#${i}`, amount: i, anything: { [text]: text, list: [text] }, constructor: text },
+    }));
     const r = await writeFacts(t.deps.db, scope, model, items);
     assert.deepEqual(r.errors, []);
     assert.equal(r.written, texts.length);
-    const stored = await t.deps.db.selectFrom('facts').select(['id', 'entity_id', 'data']).where('id', 'in', r.ids as string[]).execute();
+    const stored = await t.deps.db
+      .selectFrom('facts')
+      .select(['id', 'entity_id', 'data'])
+      .where('id', 'in', r.ids as string[])
+      .execute();
     const byId = new Map(stored.map((row) => [row.id, row]));
     items.forEach((item, i) => {
       const row = byId.get(r.ids[i]!)!;
@@ -191,7 +225,13 @@ describe('validation', () => {
       assert.deepEqual(row.data, item.data);
     });
     const current = (await storedCurrent(t.deps.db, model.id)).filter((c) => r.ids.includes(c.fact_id));
-    assert.deepEqual(current.filter((c) => c.axis === 'observed_at').map((c) => c.entity_key).sort(), items.map((item) => item.data.id).sort());
+    assert.deepEqual(
+      current
+        .filter((c) => c.axis === 'observed_at')
+        .map((c) => c.entity_key)
+        .sort(),
+      items.map((item) => item.data.id).sort(),
+    );
   });
 });
 
@@ -216,7 +256,10 @@ describe('entity id', () => {
   });
 
   test('is at most 512 characters as text (a btree key): a longer one is rejected per item, the rest written', async () => {
-    const m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'note', type: 'string' }]);
+    const m = await createModel(t.deps.db, tenant, [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'note', type: 'string' },
+    ]);
     const detail = 'is the primary key: at most 512 characters as text';
     const r = await writeFacts(t.deps.db, scope, m, [
       { observed_at: T0, data: { k: '€'.repeat(512), note: 'x'.repeat(100_000) } },
@@ -241,11 +284,20 @@ describe('entity id', () => {
   });
 
   test('is null when a primary key that is not required is absent or null; a required one is reported', async () => {
-    const optional = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'v', type: 'integer' }]);
-    const r = await writeFacts(t.deps.db, scope, optional, [{ observed_at: T0, data: { v: 1 } }, { observed_at: T0, data: { k: null, v: 2 } }]);
+    const optional = await createModel(t.deps.db, tenant, [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'v', type: 'integer' },
+    ]);
+    const r = await writeFacts(t.deps.db, scope, optional, [
+      { observed_at: T0, data: { v: 1 } },
+      { observed_at: T0, data: { k: null, v: 2 } },
+    ]);
     assert.equal(r.written, 2);
     const rows = await t.deps.db.selectFrom('facts').select('entity_id').where('data_model_id', '=', optional.id).execute();
-    assert.deepEqual(rows.map((x) => x.entity_id), [null, null]);
+    assert.deepEqual(
+      rows.map((x) => x.entity_id),
+      [null, null],
+    );
 
     const required = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true, is_required: true }]);
     const r2 = await writeFacts(t.deps.db, scope, required, [{ observed_at: T0, data: {} }]);
@@ -258,7 +310,11 @@ type FieldSpecType = TestModel['fields'][number]['type'];
 describe('duplicates', () => {
   let m: TestModel;
   before(async () => {
-    m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'v', type: 'integer' }, { name: 'at', type: 'datetime' }]);
+    m = await createModel(t.deps.db, tenant, [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'v', type: 'integer' },
+      { name: 'at', type: 'datetime' },
+    ]);
   });
 
   test('a source key already stored is a duplicate, not an error', async () => {
@@ -302,7 +358,10 @@ describe('duplicates', () => {
 describe('current state', () => {
   let m: TestModel;
   before(async () => {
-    m = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'v', type: 'integer' }]);
+    m = await createModel(t.deps.db, tenant, [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'v', type: 'integer' },
+    ]);
   });
   const fact = (k: string | null, observed: string, v: number) => ({ observed_at: observed, data: k === null ? { v } : { k, v } });
 
@@ -339,7 +398,11 @@ describe('current state', () => {
     assert.equal((await currentOf(m.id, 'observed_at', 'tie'))?.fact_id, second.ids[0]);
     assert.equal((await currentOf(m.id, 'inserted_at', 'tie'))?.fact_id, second.ids[0]);
 
-    const same = await writeFacts(t.deps.db, scope, m, [fact('tie2', '2025-02-01T00:00:00Z', 1), fact('tie2', '2025-02-01T00:00:00Z', 2), fact('tie2', '2025-02-01T00:00:00Z', 3)]);
+    const same = await writeFacts(t.deps.db, scope, m, [
+      fact('tie2', '2025-02-01T00:00:00Z', 1),
+      fact('tie2', '2025-02-01T00:00:00Z', 2),
+      fact('tie2', '2025-02-01T00:00:00Z', 3),
+    ]);
     const maxId = [...same.ids].sort().at(-1);
     assert.equal((await currentOf(m.id, 'observed_at', 'tie2'))?.fact_id, maxId);
     assert.equal((await currentOf(m.id, 'inserted_at', 'tie2'))?.fact_id, maxId);
@@ -381,7 +444,10 @@ describe('current state', () => {
   });
 
   test(`concurrent writers of the same entities leave the current state equal to history (${ENGINE})`, async () => {
-    const c = await createModel(t.deps.db, tenant, [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'v', type: 'integer' }]);
+    const c = await createModel(t.deps.db, tenant, [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'v', type: 'integer' },
+    ]);
     const entities = Array.from({ length: 10 }, (_, i) => `conc-${i}`);
     let n = 0;
     const call = (w: number) =>
@@ -396,7 +462,10 @@ describe('current state', () => {
         }),
       );
     const results: WriteResult[] = await Promise.all(Array.from({ length: 20 }, (_, w) => call(w)));
-    assert.equal(results.reduce((s, r) => s + r.written + r.duplicates, 0), 600);
+    assert.equal(
+      results.reduce((s, r) => s + r.written + r.duplicates, 0),
+      600,
+    );
     assert.ok(results.every((r) => r.errors.length === 0));
     const stored = await storedCurrent(t.deps.db, c.id);
     assert.deepEqual(stored, await recomputedCurrent(t.deps.db, c.id));

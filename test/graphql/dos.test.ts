@@ -9,7 +9,6 @@ import { seedTenant, startApp, tokenFor, type TestApp } from '../helpers/app.ts'
 import { createModel, FACT_FIELDS, gql, gqlClient, uniqueSlug, type GqlResponse } from './helpers.ts';
 import { RUNAWAY_MS } from '../helpers/runaway.ts';
 
-
 let t: TestApp;
 let client: ReturnType<typeof gqlClient>;
 let anon: ReturnType<typeof gqlClient>;
@@ -171,11 +170,22 @@ describe('hostile documents', () => {
   });
 
   test('a huge filters string, deep filter JSON, huge in-lists: graphql_validation, quickly', async () => {
-    const q = 'query($f: String, $j: String) { factQuery(dataModelSlug: "' + slug + '", filters: $f, joinDataModelSlug: "' + joinSlug + '", joinFilters: $j) { count } }';
+    const q =
+      'query($f: String, $j: String) { factQuery(dataModelSlug: "' +
+      slug +
+      '", filters: $f, joinDataModelSlug: "' +
+      joinSlug +
+      '", joinFilters: $j) { count } }';
     assertRefused(await timed(client, q, { f: 'x'.repeat(900_000) }), 'graphql_validation');
-    assertRefused(await timed(client, q, { f: JSON.stringify([{ field: 'k', op: 'in', value: Array.from({ length: 60_000 }, (_, i) => `v${i}`) }]) }), 'graphql_validation');
+    assertRefused(
+      await timed(client, q, { f: JSON.stringify([{ field: 'k', op: 'in', value: Array.from({ length: 60_000 }, (_, i) => `v${i}`) }]) }),
+      'graphql_validation',
+    );
     assertRefused(await timed(client, q, { f: '['.repeat(100_000) }), 'graphql_validation');
-    assertRefused(await timed(client, q, { j: JSON.stringify(Array.from({ length: 5000 }, () => ({ field: 'k', op: 'eq', value: 'x' }))) }), 'graphql_validation');
+    assertRefused(
+      await timed(client, q, { j: JSON.stringify(Array.from({ length: 5000 }, () => ({ field: 'k', op: 'eq', value: 'x' }))) }),
+      'graphql_validation',
+    );
     // A long value inside the size limit is just a value.
     const long = await timed(client, q, { f: JSON.stringify([{ field: 'k', op: 'eq', value: 'x'.repeat(150_000) }]) });
     assert.deepEqual(long.data, { factQuery: { count: 0 } });
@@ -193,7 +203,11 @@ describe('hostile documents', () => {
   });
 
   test('a body over the limit is 413, not 5xx', async () => {
-    const res = await fetch(`${t.url}/api/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `# ${'x'.repeat(1_100_000)}\n{ health }` }) });
+    const res = await fetch(`${t.url}/api/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `# ${'x'.repeat(1_100_000)}\n{ health }` }),
+    });
     assert.equal(res.status, 413);
     assert.equal(res.headers.get('x-graphql-schema-version'), '2026-07-05');
     assert.equal(((await res.json()) as any).errors[0].extensions.code, 'payload_too_large');
@@ -208,7 +222,12 @@ describe('hostile documents', () => {
       }
     }
     // Quotes, backslashes and SQL in values are just values.
-    const sqlish = await gql(client, q, { f: JSON.stringify([{ field: 'k', op: 'eq', value: "x'; drop table facts; --" }, { field: 'k', op: 'contains', value: '\\%_' }]) });
+    const sqlish = await gql(client, q, {
+      f: JSON.stringify([
+        { field: 'k', op: 'eq', value: "x'; drop table facts; --" },
+        { field: 'k', op: 'contains', value: '\\%_' },
+      ]),
+    });
     assert.deepEqual(sqlish.data, { factQuery: { count: 0 } });
   });
 });

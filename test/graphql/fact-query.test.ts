@@ -10,7 +10,20 @@ import { clauseSql } from '../../src/facts/query/filters.sql.ts';
 import type { FactFilter } from '../../src/facts/query/filters.ts';
 import assert from 'node:assert/strict';
 import { seedTenant, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
-import { createModel, FACT_FIELDS, gql, gqlClient, insertFacts, onFactStatements, onlyCode, uniqueSlug, type ApiFact, type GqlResponse, type Model, type StoredFact } from './helpers.ts';
+import {
+  createModel,
+  FACT_FIELDS,
+  gql,
+  gqlClient,
+  insertFacts,
+  onFactStatements,
+  onlyCode,
+  uniqueSlug,
+  type ApiFact,
+  type GqlResponse,
+  type Model,
+  type StoredFact,
+} from './helpers.ts';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -46,13 +59,37 @@ before(async () => {
   orders = await createModel(t.deps, tenant, uniqueSlug('orders'), ORDER_FIELDS);
   const seeded = await insertFacts(t.deps, orders, [
     // o1: observed in the order open, pending, closed, but pending was stored last.
-    { id: ID(1), entity_id: 'o1', observed_at: T0, inserted_at: I0, data: { order_id: 'o1', status: 'open', amount: 10, price: 1.5, paid: false, due: '2026-04-01T00:00:00.000Z', meta: { a: 1 } } },
-    { id: ID(2), entity_id: 'o1', observed_at: T0 + 2 * HOUR, inserted_at: I0 + 60_000, data: { order_id: 'o1', status: 'closed', amount: 12, price: 2.25, paid: true, due: '2026-04-02T00:00:00.000Z', meta: { a: 2 }, note: 'x' } },
+    {
+      id: ID(1),
+      entity_id: 'o1',
+      observed_at: T0,
+      inserted_at: I0,
+      data: { order_id: 'o1', status: 'open', amount: 10, price: 1.5, paid: false, due: '2026-04-01T00:00:00.000Z', meta: { a: 1 } },
+    },
+    {
+      id: ID(2),
+      entity_id: 'o1',
+      observed_at: T0 + 2 * HOUR,
+      inserted_at: I0 + 60_000,
+      data: { order_id: 'o1', status: 'closed', amount: 12, price: 2.25, paid: true, due: '2026-04-02T00:00:00.000Z', meta: { a: 2 }, note: 'x' },
+    },
     { id: ID(3), entity_id: 'o1', observed_at: T0 + HOUR, inserted_at: I0 + 120_000, data: { order_id: 'o1', status: 'pending', amount: 11 } },
-    { id: ID(4), entity_id: 'o2', observed_at: T0 + HOUR, inserted_at: I0, data: { order_id: 'o2', status: 'open', amount: 5, price: 0.5, paid: false, due: '2026-03-15T12:00:00Z', note: 7 } },
+    {
+      id: ID(4),
+      entity_id: 'o2',
+      observed_at: T0 + HOUR,
+      inserted_at: I0,
+      data: { order_id: 'o2', status: 'open', amount: 5, price: 0.5, paid: false, due: '2026-03-15T12:00:00Z', note: 7 },
+    },
     // o3: equal observed_at; the later inserted_at wins.
     { id: ID(6), entity_id: 'o3', observed_at: T0 + 3 * HOUR, inserted_at: I0, data: { order_id: 'o3', status: 'first' } },
-    { id: ID(5), entity_id: 'o3', observed_at: T0 + 3 * HOUR, inserted_at: I0 + 1, data: { order_id: 'o3', status: 'second', amount: -1, meta: { b: [1, 2], a: null } } },
+    {
+      id: ID(5),
+      entity_id: 'o3',
+      observed_at: T0 + 3 * HOUR,
+      inserted_at: I0 + 1,
+      data: { order_id: 'o3', status: 'second', amount: -1, meta: { b: [1, 2], a: null } },
+    },
     // o4: equal observed_at and inserted_at; the greater id wins.
     { id: ID(8), entity_id: 'o4', observed_at: T0 + 4 * HOUR, inserted_at: I0, data: { order_id: 'o4', status: 'greater-id', note: { k: 'v' } } },
     { id: ID(7), entity_id: 'o4', observed_at: T0 + 4 * HOUR, inserted_at: I0, data: { order_id: 'o4', status: 'smaller-id' } },
@@ -77,7 +114,10 @@ interface Page {
 }
 
 /** factQuery on the orders model (or `slug`) with these arguments, selecting everything. */
-async function fq(args: Record<string, unknown>, selection = `count lastPage hasNextPage hasPreviousPage pageNumber limit results { ${FACT_FIELDS} }`): Promise<GqlResponse<{ factQuery: Page }>> {
+async function fq(
+  args: Record<string, unknown>,
+  selection = `count lastPage hasNextPage hasPreviousPage pageNumber limit results { ${FACT_FIELDS} }`,
+): Promise<GqlResponse<{ factQuery: Page }>> {
   const vars = { slug: orders.slug, ...args };
   const defs = Object.keys(vars).map((k) => `$${k}: ${VAR_TYPES[k] ?? 'String'}`);
   const uses = Object.keys(vars).map((k) => `${ARG_NAMES[k] ?? k}: $${k}`);
@@ -126,7 +166,20 @@ describe('latest mode', () => {
   test('the defaults are what explicit default values and explicit nulls give', async () => {
     const implicit = await page({});
     const explicit = await page({ mode: 'latest', axis: 'observed_at', sort: 'observed_at', dir: 'desc', limit: 50, offset: 0, joinType: 'left' });
-    const nulls = await page({ mode: null, axis: null, sort: null, dir: null, limit: null, offset: null, since: null, until: null, filters: null, join: null, joinType: null, joinFilters: null });
+    const nulls = await page({
+      mode: null,
+      axis: null,
+      sort: null,
+      dir: null,
+      limit: null,
+      offset: null,
+      since: null,
+      until: null,
+      filters: null,
+      join: null,
+      joinType: null,
+      joinFilters: null,
+    });
     assert.deepEqual(explicit, implicit);
     assert.deepEqual(nulls, implicit);
   });
@@ -242,7 +295,13 @@ describe('timeline mode', () => {
       await insertFacts(
         t.deps,
         recent,
-        [1, 89, 91, 200, 360, 370].map((days) => ({ id: ID(1000 + days), entity_id: null, observed_at: now - days * DAY, inserted_at: now - days * DAY, data: { n: days } })),
+        [1, 89, 91, 200, 360, 370].map((days) => ({
+          id: ID(1000 + days),
+          entity_id: null,
+          observed_at: now - days * DAY,
+          inserted_at: now - days * DAY,
+          data: { n: days },
+        })),
       );
     });
     const days = (p: Page) => p.results!.map((f) => JSON.parse(f.data).n);
@@ -277,9 +336,14 @@ describe('as of until: which SQL answers', () => {
   let hist: Model;
   const LAST = T0 + 39 * HOUR;
   before(async () => {
-    hist = await createModel(t.deps, tenant, uniqueSlug('hist'), [{ name: 'k', type: 'string', is_primary_key: true }, { name: 'n', type: 'integer' }]);
+    hist = await createModel(t.deps, tenant, uniqueSlug('hist'), [
+      { name: 'k', type: 'string', is_primary_key: true },
+      { name: 'n', type: 'integer' },
+    ]);
     const rows = [];
-    for (let e = 0; e < 30; e++) for (let h = 0; h < 40; h++) rows.push({ entity_id: `e${String(e).padStart(2, '0')}`, observed_at: T0 + h * HOUR + e * 1000, data: { k: `e${e}`, n: h } });
+    for (let e = 0; e < 30; e++)
+      for (let h = 0; h < 40; h++)
+        rows.push({ entity_id: `e${String(e).padStart(2, '0')}`, observed_at: T0 + h * HOUR + e * 1000, data: { k: `e${e}`, n: h } });
     rows.push({ entity_id: 'e00', observed_at: LAST + HOUR, data: { k: 'e00', n: 40 } });
     rows.push({ entity_id: 'old', observed_at: T0 - HOUR, data: { k: 'old', n: 40 } });
     await insertFacts(t.deps, hist, rows);
@@ -290,10 +354,19 @@ describe('as of until: which SQL answers', () => {
     const seen = await capture(async () => {
       p = await page({ slug: hist.slug, until: at(LAST + 59 * 1000), limit: 3 });
     });
-    assert.deepEqual(p!.results!.map((f) => JSON.parse(f.data).n), [39, 39, 39]);
+    assert.deepEqual(
+      p!.results!.map((f) => JSON.parse(f.data).n),
+      [39, 39, 39],
+    );
     assert.equal(p!.count, 31);
-    assert.ok(seen.some((q) => /with w as materialized/.test(q)), 'the page is walked');
-    assert.ok(seen.some((q) => /count\(\*\)/.test(q) && /cross join lateral/.test(q)), 'the count reads the current state');
+    assert.ok(
+      seen.some((q) => /with w as materialized/.test(q)),
+      'the page is walked',
+    );
+    assert.ok(
+      seen.some((q) => /count\(\*\)/.test(q) && /cross join lateral/.test(q)),
+      'the count reads the current state',
+    );
     assert.ok(!seen.some((q) => /distinct on/.test(q)), seen.join('\n'));
   });
 
@@ -302,7 +375,13 @@ describe('as of until: which SQL answers', () => {
     const seen = await capture(async () => {
       p = await page({ slug: hist.slug, until: at(T0 + HOUR + 59 * 1000), dir: 'asc', limit: 2 });
     });
-    assert.deepEqual(p!.results!.map((f) => JSON.parse(f.data)), [{ k: 'old', n: 40 }, { k: 'e0', n: 1 }]);
+    assert.deepEqual(
+      p!.results!.map((f) => JSON.parse(f.data)),
+      [
+        { k: 'old', n: 40 },
+        { k: 'e0', n: 1 },
+      ],
+    );
     assert.equal(p!.count, 31);
     assert.ok(seen.some((q) => /distinct on/.test(q)));
     assert.ok(!seen.some((q) => /with w as materialized|cross join lateral/.test(q)), seen.join('\n'));
@@ -315,9 +394,21 @@ describe('as of until: which SQL answers', () => {
     const seen = await capture(async () => {
       r = await fq({ slug: hist.slug, until: at(LAST + 2 * HOUR), filters, limit: 2 }, `results { entityId data }`);
     });
-    assert.deepEqual(r!.data!.factQuery.results!.map((f) => [f.entityId, JSON.parse(f.data).n]), [['e00', 40], ['old', 40]]);
-    assert.ok(seen.some((q) => /with w as materialized/.test(q)), 'walked first');
-    assert.ok(seen.some((q) => /cross join lateral|distinct on/.test(q) && /order by/.test(q)), 'then read from a source');
+    assert.deepEqual(
+      r!.data!.factQuery.results!.map((f) => [f.entityId, JSON.parse(f.data).n]),
+      [
+        ['e00', 40],
+        ['old', 40],
+      ],
+    );
+    assert.ok(
+      seen.some((q) => /with w as materialized/.test(q)),
+      'walked first',
+    );
+    assert.ok(
+      seen.some((q) => /cross join lateral|distinct on/.test(q) && /order by/.test(q)),
+      'then read from a source',
+    );
   });
 });
 
@@ -328,21 +419,29 @@ describe('pages', () => {
     await insertFacts(
       t.deps,
       many,
-      Array.from({ length: 260 }, (_, i) => ({ id: ID(5000 + i), entity_id: `k${String(i).padStart(3, '0')}`, observed_at: T0 + i * 1000, data: { k: `k${i}` } })),
+      Array.from({ length: 260 }, (_, i) => ({
+        id: ID(5000 + i),
+        entity_id: `k${String(i).padStart(3, '0')}`,
+        observed_at: T0 + i * 1000,
+        data: { k: `k${i}` },
+      })),
     );
   });
 
   test('limit defaults to 50; the page fields follow count, limit and offset', async () => {
     const p = await page({ slug: many.slug });
     assert.equal(p.results!.length, 50);
-    assert.deepEqual({ count: p.count, lastPage: p.lastPage, pageNumber: p.pageNumber, hasNextPage: p.hasNextPage, hasPreviousPage: p.hasPreviousPage, limit: p.limit }, {
-      count: 260,
-      lastPage: 6,
-      pageNumber: 1,
-      hasNextPage: true,
-      hasPreviousPage: false,
-      limit: 50,
-    });
+    assert.deepEqual(
+      { count: p.count, lastPage: p.lastPage, pageNumber: p.pageNumber, hasNextPage: p.hasNextPage, hasPreviousPage: p.hasPreviousPage, limit: p.limit },
+      {
+        count: 260,
+        lastPage: 6,
+        pageNumber: 1,
+        hasNextPage: true,
+        hasPreviousPage: false,
+        limit: 50,
+      },
+    );
     const last = await page({ slug: many.slug, offset: 250 });
     assert.equal(last.results!.length, 10);
     assert.equal(last.pageNumber, 6);
@@ -364,7 +463,10 @@ describe('pages', () => {
     const p = await page({ slug: many.slug, limit: 7, offset: 15 });
     assert.equal(p.pageNumber, 3);
     assert.equal(p.lastPage, 38);
-    assert.deepEqual(ids(p), Array.from({ length: 7 }, (_, i) => ID(5000 + 259 - 15 - i)));
+    assert.deepEqual(
+      ids(p),
+      Array.from({ length: 7 }, (_, i) => ID(5000 + 259 - 15 - i)),
+    );
     const beyond = await page({ slug: many.slug, limit: 10, offset: 1000 });
     assert.deepEqual(beyond.results, []);
     assert.equal(beyond.pageNumber, 101);
@@ -488,7 +590,7 @@ describe('filters', () => {
     await insertFacts(t.deps, mixed, [
       { id: ID(301), entity_id: 'a', observed_at: T0, data: { k: 'a', n: 5, s: '5', b: true } },
       { id: ID(302), entity_id: 'b', observed_at: T0, data: { k: 'b', n: '5', s: 5, b: 'true' } },
-      { id: ID(303), entity_id: 'c', observed_at: T0, data: { k: 'c', n: 5.0e0, s: ['5'], b: 1 } },
+      { id: ID(303), entity_id: 'c', observed_at: T0, data: { k: 'c', n: 5.0, s: ['5'], b: 1 } },
       { id: ID(304), entity_id: 'd', observed_at: T0, data: { k: 'd' } },
       { id: ID(305), entity_id: 'e', observed_at: T0, data: { k: 'e', s: 'say "hi" \\ $.x' } },
     ]);
@@ -526,14 +628,25 @@ describe('filters', () => {
       { name: 'k', type: 'string', is_primary_key: true },
       { name: 'd', type: 'datetime' },
     ]);
-    const stored = ['2026-03-01T10:00:00.000Z', '2026-02-30T10:00:00.000Z', '2026-13-01T00:00:00Z', '2026-01-01T25:00:00Z', '0000-01-01T00:00:00Z', 'soon', '2026-03-01 11:00+01:00'];
+    const stored = [
+      '2026-03-01T10:00:00.000Z',
+      '2026-02-30T10:00:00.000Z',
+      '2026-13-01T00:00:00Z',
+      '2026-01-01T25:00:00Z',
+      '0000-01-01T00:00:00Z',
+      'soon',
+      '2026-03-01 11:00+01:00',
+    ];
     await insertFacts(
       t.deps,
       dated,
       stored.map((d, i) => ({ id: ID(321 + i), entity_id: `d${i}`, observed_at: T0, data: { k: `d${i}`, d } })),
     );
     const q = async (clause: unknown) => {
-      const r = await gql(client, `query($s: String!, $f: String) { factQuery(dataModelSlug: $s, filters: $f) { count results { id } } }`, { s: dated.slug, f: f(clause) });
+      const r = await gql(client, `query($s: String!, $f: String) { factQuery(dataModelSlug: $s, filters: $f) { count results { id } } }`, {
+        s: dated.slug,
+        f: f(clause),
+      });
       assert.equal(r.errors, undefined, JSON.stringify(r.errors));
       return (r.data.factQuery.results as { id: string }[]).map((x) => x.id).sort();
     };
@@ -560,7 +673,12 @@ describe('filters', () => {
     }
     assert.doesNotMatch(await plan({ field: 'x', type: 'string', op: 'ne', value: 'open' }), byIndex);
     const list = (type: FactFilter['type'], op: 'in' | 'nin', value: unknown[]): FactFilter => ({ field: 'x', type, op, value });
-    for (const clause of [list('string', 'in', ['a', 'b']), list('integer', 'in', [1, 2, 3, 4, 5, 6, 7, 8]), list('boolean', 'in', [true]), list(null, 'in', ['a', 1])]) {
+    for (const clause of [
+      list('string', 'in', ['a', 'b']),
+      list('integer', 'in', [1, 2, 3, 4, 5, 6, 7, 8]),
+      list('boolean', 'in', [true]),
+      list(null, 'in', ['a', 1]),
+    ]) {
       assert.match(await plan(clause), byIndex, JSON.stringify(clause));
     }
     for (const clause of [list('string', 'nin', ['a', 'b']), list('integer', 'in', [1, 2, 3, 4, 5, 6, 7, 8, 9]), list(null, 'in', ['a', { b: 1 }])]) {
@@ -584,7 +702,10 @@ describe('filters', () => {
       ['not json', /not valid JSON/],
       ['{"field":"status","op":"eq","value":"x"}', /must be a JSON array/],
       ['[1]', /must be an object/],
-      [f({ field: 'nope', op: 'eq', value: 1 }), /\.field "nope" is not a field of data model [a-z0-9-]+; its fields: amount, due, meta, note, order_id, paid, price, status$/],
+      [
+        f({ field: 'nope', op: 'eq', value: 1 }),
+        /\.field "nope" is not a field of data model [a-z0-9-]+; its fields: amount, due, meta, note, order_id, paid, price, status$/,
+      ],
       [f({ field: 'status', op: 'like', value: 'x' }), /op must be one of/],
       [f({ field: 'status', op: 'gt', value: 'x' }), /does not apply/],
       [f({ field: 'amount', op: 'contains', value: '1' }), /does not apply/],
@@ -701,7 +822,10 @@ describe('joins', () => {
   });
 
   test('a join slug that equals a field name replaces that member', async () => {
-    const status = await createModel(t.deps, tenant, 'status', [{ name: 'order_id', type: 'string', is_primary_key: true }, { name: 'label', type: 'string' }]);
+    const status = await createModel(t.deps, tenant, 'status', [
+      { name: 'order_id', type: 'string', is_primary_key: true },
+      { name: 'label', type: 'string' },
+    ]);
     await insertFacts(t.deps, status, [{ entity_id: 'o2', observed_at: T0, data: { order_id: 'o2', label: 'L' } }]);
     const p = await page({ join: status.slug, joinType: 'inner' });
     assert.deepEqual(JSON.parse(p.results![0]!.data).status, { order_id: 'o2', label: 'L' });
@@ -732,7 +856,10 @@ describe('joins', () => {
     await expectInvalid({ joinFilters: '[]' }, 'joinFilters');
     const unknown = await expectInvalid({ join: customers.slug, joinFilters: JSON.stringify([{ field: 'status', op: 'eq', value: 'x' }]) }, 'joinFilters');
     assert.match(unknown, /^joinFilters\[0\]\.field "status" is not a field of data model [a-z0-9-]+; its fields: /);
-    await expectInvalid({ join: customers.slug, joinFilters: JSON.stringify(Array.from({ length: 21 }, () => ({ field: 'tier', op: 'eq', value: 'x' }))) }, 'joinFilters');
+    await expectInvalid(
+      { join: customers.slug, joinFilters: JSON.stringify(Array.from({ length: 21 }, () => ({ field: 'tier', op: 'eq', value: 'x' }))) },
+      'joinFilters',
+    );
     await expectInvalid({ join: customers.slug, joinFilters: 'nope' }, 'joinFilters');
   });
 });
@@ -752,11 +879,23 @@ describe('argument errors', () => {
   });
 
   test('a DateTime without a zone or impossible is refused naming the argument', async () => {
-    for (const [name, value] of [['until', '2026-03-01T00:00:00'], ['until', '2026-03-01'], ['since', '2026-13-01T00:00:00Z'], ['until', '2026-02-29T00:00:00Z'], ['since', 'now'], ['until', '2026-03-01T24:00:00Z'], ['since', 5]] as const) {
+    for (const [name, value] of [
+      ['until', '2026-03-01T00:00:00'],
+      ['until', '2026-03-01'],
+      ['since', '2026-13-01T00:00:00Z'],
+      ['until', '2026-02-29T00:00:00Z'],
+      ['since', 'now'],
+      ['until', '2026-03-01T24:00:00Z'],
+      ['since', 5],
+    ] as const) {
       const message = await expectInvalid({ [name]: value }, name);
       assert.match(message, new RegExp(`^${name} must be an ISO 8601 date-time with a zone`), `${name} ${value}`);
     }
-    for (const [name, literal] of [['until', '5'], ['since', '"yesterday"'], ['until', 'true']]) {
+    for (const [name, literal] of [
+      ['until', '5'],
+      ['since', '"yesterday"'],
+      ['until', 'true'],
+    ]) {
       const r = await gql(client, `{ factQuery(dataModelSlug: "${orders.slug}", ${name}: ${literal}) { count } }`);
       assert.equal(onlyCode(r), 'graphql_validation');
       assert.equal(r.errors![0]!.extensions!.argument, name);
@@ -765,15 +904,23 @@ describe('argument errors', () => {
   });
 
   test('DateTimes from year 1 to 9999 are accepted, windows near year 1 stop there; outside is refused', async () => {
-    for (const until of ['0000-12-31T23:59:59Z', '0001-01-01T00:30:00+01:00', '10000-01-01T00:00:00Z']) assert.equal(onlyCode(await fq({ until })), 'graphql_validation', until);
+    for (const until of ['0000-12-31T23:59:59Z', '0001-01-01T00:30:00+01:00', '10000-01-01T00:00:00Z'])
+      assert.equal(onlyCode(await fq({ until })), 'graphql_validation', until);
     assert.equal((await page({ mode: 'timeline', until: '0001-01-02T00:00:00Z' })).count, 0);
     assert.equal((await page({ mode: 'timeline', since: '0001-01-01T00:00:00Z', until: '0001-06-01T00:00:00Z' })).count, 0);
     assert.equal((await page({ until: '9999-12-31T23:59:59.999Z' })).count, 6);
-    assert.equal((await page({ mode: 'timeline', since: '2026-03-01T00:00:00.000999Z', until: '2026-03-01T01:00:00.5Z', dir: 'asc' })).results![0]!.id, ID(1), 'digits past milliseconds are dropped');
+    assert.equal(
+      (await page({ mode: 'timeline', since: '2026-03-01T00:00:00.000999Z', until: '2026-03-01T01:00:00.5Z', dir: 'asc' })).results![0]!.id,
+      ID(1),
+      'digits past milliseconds are dropped',
+    );
   });
 
   test('an error in one aliased factQuery leaves the others answered', async () => {
-    const r = await gql(client, `{ ok: factQuery(dataModelSlug: "${orders.slug}") { count } bad: factQuery(dataModelSlug: "${orders.slug}", limit: 0) { count } }`);
+    const r = await gql(
+      client,
+      `{ ok: factQuery(dataModelSlug: "${orders.slug}") { count } bad: factQuery(dataModelSlug: "${orders.slug}", limit: 0) { count } }`,
+    );
     assert.equal(r.status, 200);
     assert.deepEqual(r.data, { ok: { count: 6 }, bad: null });
     assert.equal(onlyCode(r), 'graphql_validation');

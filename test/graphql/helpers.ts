@@ -166,7 +166,9 @@ function currentFromHistory(modelId: string) {
 
 export async function rebuildCurrent(db: Db, modelId: string): Promise<void> {
   await sql`delete from fact_current where data_model_id = ${modelId}`.execute(db);
-  await sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data) ${currentFromHistory(modelId)}`.execute(db);
+  await sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data) ${currentFromHistory(modelId)}`.execute(
+    db,
+  );
 }
 
 export interface CurrentRow {
@@ -177,7 +179,9 @@ export interface CurrentRow {
 
 /** [stored, expected] fact_current rows of a model, sorted, for comparing a writer's result with the definition. */
 export async function currentVersusHistory(db: Db, modelId: string): Promise<[CurrentRow[], CurrentRow[]]> {
-  const stored = await sql<CurrentRow>`select axis, entity_key, fact_id from fact_current where data_model_id = ${modelId} order by axis, entity_key`.execute(db);
+  const stored = await sql<CurrentRow>`select axis, entity_key, fact_id from fact_current where data_model_id = ${modelId} order by axis, entity_key`.execute(
+    db,
+  );
   const expected = await sql<CurrentRow>`select axis, entity_key, fact_id from (${currentFromHistory(modelId)}) c order by axis, entity_key`.execute(db);
   return [stored.rows, expected.rows];
 }

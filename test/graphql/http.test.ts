@@ -82,7 +82,14 @@ describe('who may ask', () => {
   });
 
   test('anything else without a token is 401: introspection, factQuery beside health, unknown fields, mutations', async () => {
-    for (const q of ['{ __schema { queryType { name } } }', '{ __type(name: "Fact") { name } }', `{ health ${FQ(slug).slice(1, -1)} }`, '{ nope }', 'mutation { health }', '{ ...F } fragment F on Query { factQuery(dataModelSlug: "x") { count } }']) {
+    for (const q of [
+      '{ __schema { queryType { name } } }',
+      '{ __type(name: "Fact") { name } }',
+      `{ health ${FQ(slug).slice(1, -1)} }`,
+      '{ nope }',
+      'mutation { health }',
+      '{ ...F } fragment F on Query { factQuery(dataModelSlug: "x") { count } }',
+    ]) {
       assertHttpError(await gql(gqlClient(t), q), 401, 'unauthorized');
     }
   });
@@ -163,7 +170,14 @@ describe('the request envelope', () => {
   });
 
   test('missing or ill-typed query, variables or operationName: 200 graphql_validation', async () => {
-    for (const body of [{}, { query: 42 }, { query: '' }, { query: '{ health }', variables: [1] }, { query: '{ health }', variables: 'x' }, { query: '{ health }', operationName: 7 }]) {
+    for (const body of [
+      {},
+      { query: 42 },
+      { query: '' },
+      { query: '{ health }', variables: [1] },
+      { query: '{ health }', variables: 'x' },
+      { query: '{ health }', operationName: 7 },
+    ]) {
       assertHttpError(await post(JSON.stringify(body)), 200, 'graphql_validation');
     }
     const nullVars = await post(JSON.stringify({ query: '{ health }', variables: null, operationName: null }));
@@ -219,7 +233,7 @@ describe('the request envelope', () => {
   });
 });
 
-describe('failures that are not the caller\'s', () => {
+describe("failures that are not the caller's", () => {
   /** Runs `fn` while every statement on the fact tables fails with `error`. */
   function failing(error: Error, fn: () => Promise<void>): Promise<void> {
     return onFactStatements(

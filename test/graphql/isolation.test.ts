@@ -56,7 +56,9 @@ const Q = 'query($s: String!, $j: String) { factQuery(dataModelSlug: $s, joinDat
 /** Everything of the response a caller can observe, minus the request id. */
 async function observe(client: ReturnType<typeof gqlClient>, vars: Record<string, unknown>) {
   const r = await gql(client, Q, vars);
-  const headers = Object.fromEntries([...r.headers].filter(([k]) => !['x-request-id', 'date', 'ratelimit', 'content-length', 'keep-alive', 'connection'].includes(k)));
+  const headers = Object.fromEntries(
+    [...r.headers].filter(([k]) => !['x-request-id', 'date', 'ratelimit', 'content-length', 'keep-alive', 'connection'].includes(k)),
+  );
   return { status: r.status, headers, data: r.data, errors: r.errors };
 }
 
@@ -129,5 +131,8 @@ test('slugs named through aliases, fragments, variables and variable defaults re
   assert.equal(r.data.byDefault.results[0].dataModelId, sameSlugA.id);
   assert.deepEqual(JSON.parse(r.data.joined.results[0].data)[sameSlugA.slug], { k: 'e1', owner: 'a' });
   assert.equal(r.data.unknown, null);
-  assert.deepEqual(r.errors?.map((e) => [e.path, e.extensions?.code]), [[['unknown'], 'graphql_validation']]);
+  assert.deepEqual(
+    r.errors?.map((e) => [e.path, e.extensions?.code]),
+    [[['unknown'], 'graphql_validation']],
+  );
 });

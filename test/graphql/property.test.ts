@@ -51,7 +51,13 @@ const values: Record<string, fc.Arbitrary<unknown>> = {
   integer: fc.integer({ min: -3, max: 3 }),
   float: fc.constantFrom(-1.5, 0, 0.25, 1, 2.75),
   boolean: fc.boolean(),
-  datetime: fc.constantFrom('2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00Z', '2026-01-01T01:00:00.000Z', '2026-01-02T00:00:00.000Z', '2025-12-31T23:59:59.999Z'),
+  datetime: fc.constantFrom(
+    '2026-01-01T00:00:00.000Z',
+    '2026-01-01T00:00:00Z',
+    '2026-01-01T01:00:00.000Z',
+    '2026-01-02T00:00:00.000Z',
+    '2025-12-31T23:59:59.999Z',
+  ),
   map: fc.constantFrom({}, { a: 1 }, { a: 1, b: [1, 2] }, { b: [1, 2], a: 1 }, { x: { y: null } }),
 };
 const valueOf = (type: FieldType | null): fc.Arbitrary<unknown> =>
@@ -76,21 +82,26 @@ function factsArb(fields: FieldGen[]): fc.Arbitrary<Omit<RefFact, 'id'>[]> {
     ),
   );
   const when = (recent: number[], unit: number) =>
-    fc.oneof({ weight: 9, arbitrary: fc.constantFrom(...recent).map((k) => BASE + k * unit) }, { weight: 1, arbitrary: fc.constantFrom(BASE - 100 * DAY, BASE - 380 * DAY) });
+    fc.oneof(
+      { weight: 9, arbitrary: fc.constantFrom(...recent).map((k) => BASE + k * unit) },
+      { weight: 1, arbitrary: fc.constantFrom(BASE - 100 * DAY, BASE - 380 * DAY) },
+    );
   return fc.array(
-    fc.record({
-      entity_id: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ENTITIES) }, { weight: 1, arbitrary: fc.constant(null) }),
-      observed_at: when([0, 1, 2, 3, 4], HOUR),
-      inserted_at: when([0, 1, 2, 3], 60_000),
-      values: data,
-    }).map((r) => {
-      const d: Record<string, unknown> = {};
-      fields.forEach((f, i) => {
-        if (r.values[i] !== undefined) d[f.name] = r.values[i];
-      });
-      if (r.entity_id !== null) d.k = r.entity_id;
-      return { entity_id: r.entity_id, observed_at: r.observed_at, inserted_at: r.inserted_at, data: d };
-    }),
+    fc
+      .record({
+        entity_id: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ENTITIES) }, { weight: 1, arbitrary: fc.constant(null) }),
+        observed_at: when([0, 1, 2, 3, 4], HOUR),
+        inserted_at: when([0, 1, 2, 3], 60_000),
+        values: data,
+      })
+      .map((r) => {
+        const d: Record<string, unknown> = {};
+        fields.forEach((f, i) => {
+          if (r.values[i] !== undefined) d[f.name] = r.values[i];
+        });
+        if (r.entity_id !== null) d.k = r.entity_id;
+        return { entity_id: r.entity_id, observed_at: r.observed_at, inserted_at: r.inserted_at, data: d };
+      }),
     { maxLength: 25 },
   );
 }
@@ -139,7 +150,10 @@ function queryArb(fields: FieldGen[], joinFields: FieldGen[]): fc.Arbitrary<Quer
       direction: fc.constantFrom('asc', 'desc') as fc.Arbitrary<'asc' | 'desc'>,
       limit: fc.integer({ min: 1, max: 8 }),
       offset: fc.integer({ min: 0, max: 10 }),
-      join: fc.option(fc.record({ type: fc.constantFrom('left', 'inner') as fc.Arbitrary<'left' | 'inner'>, filters: fc.array(clauseArb(joinFields), { maxLength: 2 }) }), { nil: undefined }),
+      join: fc.option(
+        fc.record({ type: fc.constantFrom('left', 'inner') as fc.Arbitrary<'left' | 'inner'>, filters: fc.array(clauseArb(joinFields), { maxLength: 2 }) }),
+        { nil: undefined },
+      ),
       offsetForm: fc.boolean(),
       withCount: fc.boolean(),
     })

@@ -175,7 +175,9 @@ export function referenceQuery(model: RefModel, args: RefArgs, now: number): Ref
       const candidates =
         r.entity_id === null
           ? []
-          : j.model.facts.filter((f) => f.entity_id === r.entity_id && (until === undefined || axisOf(f, args.axis) <= until) && allMatch(j.filters, j.model, f.data));
+          : j.model.facts.filter(
+              (f) => f.entity_id === r.entity_id && (until === undefined || axisOf(f, args.axis) <= until) && allMatch(j.filters, j.model, f.data),
+            );
       const match = newest(candidates, args.axis);
       if (!match && j.type === 'inner') continue;
       const obj: Record<string, unknown> = {};

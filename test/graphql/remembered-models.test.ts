@@ -45,7 +45,10 @@ async function statements(fn: () => Promise<unknown>): Promise<string[]> {
 test('the second factQuery of a document is one statement and answers the same', async () => {
   const slug = uniqueSlug();
   const model = await createModel(t.deps, tenant, slug, [{ name: 'k', type: 'string', is_primary_key: true }]);
-  await insertFacts(t.deps, model, [{ entity_id: 'a', observed_at: T0, data: { k: 'a' } }, { entity_id: 'b', observed_at: T0 + 1, data: { k: 'b' } }]);
+  await insertFacts(t.deps, model, [
+    { entity_id: 'a', observed_at: T0, data: { k: 'a' } },
+    { entity_id: 'b', observed_at: T0 + 1, data: { k: 'b' } },
+  ]);
   const client = gqlClient(t, await tokenFor(t, tenant));
   const first = await gql(client, query(slug));
   assert.equal(first.status, 200, JSON.stringify(first.errors));
@@ -89,7 +92,19 @@ test('a field added after the models were remembered can be filtered on at once'
   assert.equal(onlyCode(refused), 'graphql_validation', 'not a field yet');
   await t.deps.db
     .insertInto('data_model_fields')
-    .values({ id: uuidv7(), organization_id: tenant.organizationId, workspace_id: tenant.workspaceId, data_model_id: model.id, name: 'tier', label: 'tier', description: null, type: 'string', is_primary_key: false, is_required: false, constraints: null })
+    .values({
+      id: uuidv7(),
+      organization_id: tenant.organizationId,
+      workspace_id: tenant.workspaceId,
+      data_model_id: model.id,
+      name: 'tier',
+      label: 'tier',
+      description: null,
+      type: 'string',
+      is_primary_key: false,
+      is_required: false,
+      constraints: null,
+    })
     .execute();
   const found = await gql(client, query(slug, [{ field: 'tier', op: 'eq', value: 'gold' }]));
   assert.equal(found.status, 200, JSON.stringify(found.errors));

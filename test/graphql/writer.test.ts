@@ -56,45 +56,62 @@ const QUERY = `query($slug: String!, $mode: String, $axis: String, $f: String, $
   factQuery(dataModelSlug: $slug, mode: $mode, timeAxis: $axis, filters: $f, since: $since, until: $until, limit: 250) {
     count results { ${FACT_FIELDS} } } }`;
 
-test('facts written by writeFacts: fact_current matches the history and queries match the reference', { skip: writer ? false : 'src/facts/write.ts has not landed yet', timeout: 600_000 }, async () => {
-  const write: WriteFacts = writer!;
-  await fc.assert(
-    fc.asyncProperty(batches, async (bs) => {
-      const model = await createModel(t.deps, tenant, uniqueSlug('w'), FIELDS);
-      let seq = 0;
-      for (const batch of bs) {
-        const items = batch.map((b) => ({
-          observed_at: new Date(BASE + b.hour * 3_600_000).toISOString(),
-          data: { ...(b.k === undefined ? {} : { k: b.k }), n: b.n, s: b.s },
-          source_key: `w-${seq++}`,
-        }));
-        const result = (await write(t.deps.db, tenant, { id: model.id, fields: FIELDS }, items)) as { errors?: unknown[] };
-        assert.deepEqual(result.errors ?? [], []);
-        const [stored, expected] = await currentVersusHistory(t.deps.db, model.id);
-        assert.deepEqual(stored, expected);
-      }
-      const ref: RefModel = { slug: model.slug, fields: FIELDS.map((f) => ({ name: f.name, type: f.type })), facts: await storedFacts(model.id) };
-      for (const args of [
-        { mode: 'latest', axis: 'observed_at' },
-        { mode: 'latest', axis: 'inserted_at' },
-        { mode: 'latest', axis: 'observed_at', f: JSON.stringify([{ field: 'n', op: 'gte', value: 2 }]) },
-        { mode: 'latest', axis: 'observed_at', until: new Date(BASE + 3_600_000).toISOString() },
-        { mode: 'timeline', axis: 'observed_at', f: JSON.stringify([{ field: 's', op: 'eq', value: 'x' }]) },
-      ]) {
-        const filters = args.f ? JSON.parse(args.f) : [];
-        const expected = referenceQuery(
-          ref,
-          { mode: args.mode as 'latest', axis: args.axis as 'observed_at', filters, sort: 'observed_at', direction: 'desc', limit: 250, offset: 0, until: args.until ? Date.parse(args.until) : undefined },
-          Date.now(),
-        );
-        assert.notEqual(expected, 'invalid');
-        const r = await gql(client, QUERY, { slug: model.slug, ...args });
-        assert.equal(r.errors, undefined, JSON.stringify(r.errors));
-        const got = (r.data.factQuery.results as ApiFact[]).map((f) => f.id);
-        assert.deepEqual(got, (expected as Exclude<typeof expected, 'invalid'>).rows.map((f) => f.id), JSON.stringify({ args, facts: ref.facts }));
-        assert.equal(r.data.factQuery.count, (expected as Exclude<typeof expected, 'invalid'>).count);
-      }
-    }),
-    { numRuns: RUNS },
-  );
-});
+test(
+  'facts written by writeFacts: fact_current matches the history and queries match the reference',
+  { skip: writer ? false : 'src/facts/write.ts has not landed yet', timeout: 600_000 },
+  async () => {
+    const write: WriteFacts = writer!;
+    await fc.assert(
+      fc.asyncProperty(batches, async (bs) => {
+        const model = await createModel(t.deps, tenant, uniqueSlug('w'), FIELDS);
+        let seq = 0;
+        for (const batch of bs) {
+          const items = batch.map((b) => ({
+            observed_at: new Date(BASE + b.hour * 3_600_000).toISOString(),
+            data: { ...(b.k === undefined ? {} : { k: b.k }), n: b.n, s: b.s },
+            source_key: `w-${seq++}`,
+          }));
+          const result = (await write(t.deps.db, tenant, { id: model.id, fields: FIELDS }, items)) as { errors?: unknown[] };
+          assert.deepEqual(result.errors ?? [], []);
+          const [stored, expected] = await currentVersusHistory(t.deps.db, model.id);
+          assert.deepEqual(stored, expected);
+        }
+        const ref: RefModel = { slug: model.slug, fields: FIELDS.map((f) => ({ name: f.name, type: f.type })), facts: await storedFacts(model.id) };
+        for (const args of [
+          { mode: 'latest', axis: 'observed_at' },
+          { mode: 'latest', axis: 'inserted_at' },
+          { mode: 'latest', axis: 'observed_at', f: JSON.stringify([{ field: 'n', op: 'gte', value: 2 }]) },
+          { mode: 'latest', axis: 'observed_at', until: new Date(BASE + 3_600_000).toISOString() },
+          { mode: 'timeline', axis: 'observed_at', f: JSON.stringify([{ field: 's', op: 'eq', value: 'x' }]) },
+        ]) {
+          const filters = args.f ? JSON.parse(args.f) : [];
+          const expected = referenceQuery(
+            ref,
+            {
+              mode: args.mode as 'latest',
+              axis: args.axis as 'observed_at',
+              filters,
+              sort: 'observed_at',
+              direction: 'desc',
+              limit: 250,
+              offset: 0,
+              until: args.until ? Date.parse(args.until) : undefined,
+            },
+            Date.now(),
+          );
+          assert.notEqual(expected, 'invalid');
+          const r = await gql(client, QUERY, { slug: model.slug, ...args });
+          assert.equal(r.errors, undefined, JSON.stringify(r.errors));
+          const got = (r.data.factQuery.results as ApiFact[]).map((f) => f.id);
+          assert.deepEqual(
+            got,
+            (expected as Exclude<typeof expected, 'invalid'>).rows.map((f) => f.id),
+            JSON.stringify({ args, facts: ref.facts }),
+          );
+          assert.equal(r.data.factQuery.count, (expected as Exclude<typeof expected, 'invalid'>).count);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  },
+);

@@ -62,7 +62,9 @@ export async function startApp(env: Record<string, string> = {}, opts: StartOpti
   if (process.env.REDIS_URL) vars.REDIS_URL = process.env.REDIS_URL;
   const config = loadConfig({ ...vars, ...env });
   const log = opts.log ? { log: opts.log } : {};
-  const deps = config.databaseUrl ? await createDeps(config, { dataDir, ...log }) : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate(), ...log });
+  const deps = config.databaseUrl
+    ? await createDeps(config, { dataDir, ...log })
+    : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate(), ...log });
   const app = await buildApp(deps);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const worker = opts.worker ? startWorker(deps) : undefined;
@@ -121,8 +123,21 @@ export async function seedTenant(deps: Deps, opts: { role?: Role; scopes?: Scope
   const ws = await admin.createWorkspace(deps.db, { organization_id: org.id, name: 'Main' });
   const user = await admin.createUser(deps.db, { email: `user-${n}@example.com` });
   const member = await admin.addMember(deps.db, { organization_id: org.id, user_id: user.id, role: opts.role ?? 'owner' });
-  const cred = await admin.createCredential(deps.db, { workspace_id: ws.id, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write', 'webhooks', 'embed'] });
-  return { organizationId: org.id, workspaceId: ws.id, userId: user.id, membershipId: member.id, credentialId: cred.id, clientId: cred.client_id, clientSecret: cred.client_secret };
+  const cred = await admin.createCredential(deps.db, {
+    workspace_id: ws.id,
+    run_as_membership_id: member.id,
+    name: `sa ${n}`,
+    scopes: opts.scopes ?? ['api_read', 'api_write', 'webhooks', 'embed'],
+  });
+  return {
+    organizationId: org.id,
+    workspaceId: ws.id,
+    userId: user.id,
+    membershipId: member.id,
+    credentialId: cred.id,
+    clientId: cred.client_id,
+    clientSecret: cred.client_secret,
+  };
 }
 
 /** Another service account in the same workspace, running as a new user of `role`. */
@@ -130,7 +145,12 @@ export async function seedAccount(deps: Deps, tenant: Tenant, opts: { role?: Rol
   const n = `${process.pid}-${++seq}-${randomBytes(3).toString('hex')}`;
   const user = await admin.createUser(deps.db, { email: `user-${n}@example.com` });
   const member = await admin.addMember(deps.db, { organization_id: tenant.organizationId, user_id: user.id, role: opts.role ?? 'member' });
-  const cred = await admin.createCredential(deps.db, { workspace_id: tenant.workspaceId, run_as_membership_id: member.id, name: `sa ${n}`, scopes: opts.scopes ?? ['api_read', 'api_write'] });
+  const cred = await admin.createCredential(deps.db, {
+    workspace_id: tenant.workspaceId,
+    run_as_membership_id: member.id,
+    name: `sa ${n}`,
+    scopes: opts.scopes ?? ['api_read', 'api_write'],
+  });
   return { ...tenant, userId: user.id, membershipId: member.id, credentialId: cred.id, clientId: cred.client_id, clientSecret: cred.client_secret };
 }
 

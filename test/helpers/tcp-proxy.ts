@@ -69,4 +69,3 @@ export async function tcpProxy(target: { host: string; port: number }) {
     },
   };
 }
-

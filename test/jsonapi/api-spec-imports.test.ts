@@ -73,9 +73,19 @@ describe('budgets', async () => {
   test('a shared schema that many operations reference, written out past 16 MiB: 422, and nothing of it reaches this process', async () => {
     const paths: Record<string, unknown> = {};
     for (let i = 0; i < 60; i++) {
-      paths[`/p${i}`] = { get: { operationId: `op${i}`, responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Big' } } } } } } };
+      paths[`/p${i}`] = {
+        get: {
+          operationId: `op${i}`,
+          responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Big' } } } } },
+        },
+      };
     }
-    const doc = JSON.stringify({ openapi: '3.0.3', info: { title: 'fan-out', version: '1' }, paths, components: { schemas: { Big: { type: 'string', description: 'd'.repeat(300_000) } } } });
+    const doc = JSON.stringify({
+      openapi: '3.0.3',
+      info: { title: 'fan-out', version: '1' },
+      paths,
+      components: { schemas: { Big: { type: 'string', description: 'd'.repeat(300_000) } } },
+    });
     const r = await capped.api.post(PATH, upload(doc, 'json'));
     assertJsonApiError(r, 422, 'invalid_request', RAW);
     assert.match(r.body.errors[0].detail, /operations take more than 16777216 bytes once their \$refs are written out/);

@@ -54,8 +54,20 @@ describe('upload', () => {
     const a = r.body.data.attributes;
     assert.equal(r.headers.get('location'), `${PATH}/${r.body.data.id}`);
     assert.deepEqual(Object.keys(a).sort(), [
-      'external_connector_id', 'format', 'inserted_at', 'name', 'openapi_version', 'operations', 'organization_id', 'provider_slug', 'raw_document',
-      'security_schemes', 'servers', 'title', 'updated_at', 'version',
+      'external_connector_id',
+      'format',
+      'inserted_at',
+      'name',
+      'openapi_version',
+      'operations',
+      'organization_id',
+      'provider_slug',
+      'raw_document',
+      'security_schemes',
+      'servers',
+      'title',
+      'updated_at',
+      'version',
     ]);
     assert.equal(a.raw_document, shopYaml);
     assert.equal(a.openapi_version, '3.0.3');
@@ -64,8 +76,21 @@ describe('upload', () => {
     assert.equal(a.provider_slug, null);
     assert.deepEqual(a.servers[0], { url: 'https://eu.shop.example.com/api', description: 'Regional' });
     assert.deepEqual(a.security_schemes, { bearer: { type: 'http', scheme: 'bearer' } });
-    assert.deepEqual(a.operations.map((o: any) => o.operation_ref), ['createProduct', 'GET /products/{id}', 'getTree']);
-    for (const o of a.operations) assert.deepEqual(Object.keys(o).sort(), ['method', 'operation_ref', 'params', 'path', 'request_fingerprint', 'request_schema', 'response_fingerprint', 'response_schema']);
+    assert.deepEqual(
+      a.operations.map((o: any) => o.operation_ref),
+      ['createProduct', 'GET /products/{id}', 'getTree'],
+    );
+    for (const o of a.operations)
+      assert.deepEqual(Object.keys(o).sort(), [
+        'method',
+        'operation_ref',
+        'params',
+        'path',
+        'request_fingerprint',
+        'request_schema',
+        'response_fingerprint',
+        'response_schema',
+      ]);
     const read = await api.get(`${PATH}/${r.body.data.id}`);
     assert.deepEqual(read.body.data.attributes, a);
   });
@@ -87,7 +112,7 @@ describe('upload', () => {
       [{ raw_document: shopYaml.replace("$ref: '#/components/schemas/Node'", "$ref: 'https://evil.example/node.json'") }, /points outside the document/],
       [{ raw_document: shopYaml.replace("$ref: '#/components/schemas/Node'", "$ref: '#/components/schemas/Nope'") }, /points at nothing/],
       [{ raw_document: shopYaml.replace('operationId: getTree', 'operationId: createProduct') }, /operationIds must be unique/],
-      [{ raw_document: shopYaml.replace("url: https://{region}.shop.example.com/{base}", 'url: http://169.254.169.254/{base}') }, /points at a loopback/],
+      [{ raw_document: shopYaml.replace('url: https://{region}.shop.example.com/{base}', 'url: http://169.254.169.254/{base}') }, /points at a loopback/],
     ];
     for (const [extra, pattern] of cases) {
       const r = await api.post(PATH, upload(extra));
@@ -103,11 +128,18 @@ describe('upload', () => {
     // Headers only: the 413 must come before any of the 50 MB is sent (a server waiting for it would answer 408).
     const token = await tokenFor(t, owner);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request(`${t.url}${PATH}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/vnd.api+json', 'content-length': String(50 * 1024 * 1024) } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-        req.destroy();
-      });
+      const req = http.request(
+        `${t.url}${PATH}`,
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/vnd.api+json', 'content-length': String(50 * 1024 * 1024) },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+          req.destroy();
+        },
+      );
       req.on('error', reject);
       req.flushHeaders();
     });
@@ -115,27 +147,42 @@ describe('upload', () => {
   });
 
   test('external_connector_id must name a connector of the workspace; include=external_connector', async () => {
-    const c = await jsonApi(t, await tokenFor(t, owner)).post('/api/json/v1/external_connectors', { data: { type: 'external_connector', attributes: { name: 'Shop', auth_type: 'none', type: 'http' } } });
+    const c = await jsonApi(t, await tokenFor(t, owner)).post('/api/json/v1/external_connectors', {
+      data: { type: 'external_connector', attributes: { name: 'Shop', auth_type: 'none', type: 'http' } },
+    });
     assert.equal(c.status, 201, c.text);
     const stranger = await seedTenant(t.deps);
-    const foreign = await jsonApi(t, await tokenFor(t, stranger)).post('/api/json/v1/external_connectors', { data: { type: 'external_connector', attributes: { name: 'Theirs', auth_type: 'none' } } });
+    const foreign = await jsonApi(t, await tokenFor(t, stranger)).post('/api/json/v1/external_connectors', {
+      data: { type: 'external_connector', attributes: { name: 'Theirs', auth_type: 'none' } },
+    });
     for (const id of [foreign.body.data.id, '00000000-0000-7000-8000-000000000000', 'nope']) {
-      assertJsonApiError(await api.post(PATH, upload({ external_connector_id: id })), 422, 'invalid_request', { pointer: '/data/attributes/external_connector_id' });
+      assertJsonApiError(await api.post(PATH, upload({ external_connector_id: id })), 422, 'invalid_request', {
+        pointer: '/data/attributes/external_connector_id',
+      });
     }
     const r = await api.post(`${PATH}?include=external_connector`, upload({ external_connector_id: c.body.data.id }));
     assert.equal(r.status, 201, r.text);
     assert.deepEqual(r.body.data.relationships.external_connector.data, { type: 'external_connector', id: c.body.data.id });
     assert.equal(r.body.included[0].id, c.body.data.id);
     const listed = await api.get(`${PATH}?filter[external_connector_id]=${c.body.data.id}&include=external_connector`);
-    assert.deepEqual(listed.body.data.map((d: any) => d.id), [r.body.data.id]);
+    assert.deepEqual(
+      listed.body.data.map((d: any) => d.id),
+      [r.body.data.id],
+    );
   });
 
   test('list filters on name, format, openapi_version and provider_slug', async () => {
     const pet = await api.post(PATH, doc({ name: 'Pets', format: 'json', raw_document: petJson }));
     assert.equal(pet.status, 201, pet.text);
-    assert.deepEqual((await api.get(`${PATH}?filter[openapi_version]=2.0`)).body.data.map((d: any) => d.id), [pet.body.data.id]);
+    assert.deepEqual(
+      (await api.get(`${PATH}?filter[openapi_version]=2.0`)).body.data.map((d: any) => d.id),
+      [pet.body.data.id],
+    );
     assert.ok((await api.get(`${PATH}?filter[format]=json`)).body.data.every((d: any) => d.attributes.format === 'json'));
-    assert.deepEqual((await api.get(`${PATH}?filter[name]=Pets`)).body.data.map((d: any) => d.id), [pet.body.data.id]);
+    assert.deepEqual(
+      (await api.get(`${PATH}?filter[name]=Pets`)).body.data.map((d: any) => d.id),
+      [pet.body.data.id],
+    );
     const fields = await api.get(`${PATH}/${pet.body.data.id}?fields[api_spec]=name,title`);
     assert.deepEqual(Object.keys(fields.body.data.attributes).sort(), ['name', 'title']);
   });
@@ -159,7 +206,10 @@ describe('a new document', () => {
       ],
     });
     assert.equal(r.body.data.attributes.raw_document, changed);
-    assert.deepEqual(r.body.data.attributes.operations.map((o: any) => o.operation_ref), ['createProduct', 'GET /products/{id}', 'getForest']);
+    assert.deepEqual(
+      r.body.data.attributes.operations.map((o: any) => o.operation_ref),
+      ['createProduct', 'GET /products/{id}', 'getForest'],
+    );
     const renamed = await api.patch(`${PATH}/${id}`, doc({ name: 'Shop v2' }, id));
     assert.equal(renamed.status, 200);
     assert.equal(renamed.body.meta, undefined);
@@ -173,7 +223,10 @@ describe('bundled providers', () => {
   test('GET /providers lists the catalog; /providers/{slug} reads one; an unknown slug is 404', async () => {
     const list = await api.get('/api/json/v1/providers');
     assert.equal(list.status, 200, list.text);
-    assert.deepEqual(list.body.data.map((p: any) => p.id), ['tributary-orders', 'acme-ledger', 's3-bucket', 'snowflake-sql']);
+    assert.deepEqual(
+      list.body.data.map((p: any) => p.id),
+      ['tributary-orders', 'acme-ledger', 's3-bucket', 'snowflake-sql'],
+    );
     const orders = await api.get('/api/json/v1/providers/tributary-orders');
     assert.equal(orders.body.data.type, 'provider');
     assert.equal(orders.body.data.attributes.connector_type, 'http');
@@ -190,7 +243,10 @@ describe('bundled providers', () => {
     assert.equal(a.provider_slug, 'acme-ledger');
     assert.equal(a.name, 'Acme Ledger API');
     assert.equal(a.security_schemes.oauth.type, 'oauth2');
-    assert.deepEqual(a.operations.map((o: any) => o.operation_ref), ['listAccounts', 'listEntries', 'createEntry']);
+    assert.deepEqual(
+      a.operations.map((o: any) => o.operation_ref),
+      ['listAccounts', 'listEntries', 'createEntry'],
+    );
     assertJsonApiError(await api.post(PATH, doc({ provider_slug: 'acme-ledger', format: 'yaml', raw_document: shopYaml })), 422, 'invalid_request');
     assertJsonApiError(await api.post(PATH, doc({ provider_slug: 'no-such-provider' })), 422, 'invalid_request', { pointer: '/data/attributes/provider_slug' });
     // A tag, not an identity: a second install is fine.
@@ -198,7 +254,12 @@ describe('bundled providers', () => {
   });
 
   test("a connector with a provider's slug takes its settings and gets its specification attached", async () => {
-    const r = await api.post('/api/json/v1/external_connectors', { data: { type: 'external_connector', attributes: { name: 'Orders', provider_slug: 'tributary-orders', secret: 'k'.repeat(40), config: { base_url: 'https://shop-orders.example.net/v1' } } } });
+    const r = await api.post('/api/json/v1/external_connectors', {
+      data: {
+        type: 'external_connector',
+        attributes: { name: 'Orders', provider_slug: 'tributary-orders', secret: 'k'.repeat(40), config: { base_url: 'https://shop-orders.example.net/v1' } },
+      },
+    });
     assert.equal(r.status, 201, r.text);
     const c = r.body.data.attributes;
     assert.equal(c.type, 'http');
@@ -210,7 +271,9 @@ describe('bundled providers', () => {
     assert.equal(specs.body.data[0].attributes.provider_slug, 'tributary-orders');
     assert.ok(specs.body.data[0].attributes.operations.some((o: any) => o.operation_ref === 'createOrder'));
     // Not a bundled slug: only a tag, nothing installed.
-    const tagged = await api.post('/api/json/v1/external_connectors', { data: { type: 'external_connector', attributes: { name: 'Own', auth_type: 'none', provider_slug: 'our-own-erp' } } });
+    const tagged = await api.post('/api/json/v1/external_connectors', {
+      data: { type: 'external_connector', attributes: { name: 'Own', auth_type: 'none', provider_slug: 'our-own-erp' } },
+    });
     assert.equal(tagged.status, 201, tagged.text);
     assert.equal((await api.get(`${PATH}?filter[external_connector_id]=${tagged.body.data.id}`)).body.data.length, 0);
   });

@@ -100,7 +100,12 @@ before(async () => {
   assert.equal(m.status, 201, m.text);
   modelId = m.body.data.id;
   createdModels.add(modelId);
-  const f = await api.post(FIELDS, { data: { type: 'data_model_field', attributes: { data_model_id: modelId, name: 'order_id', type: 'string', is_primary_key: true, constraints: { max_length: 10 } } } });
+  const f = await api.post(FIELDS, {
+    data: {
+      type: 'data_model_field',
+      attributes: { data_model_id: modelId, name: 'order_id', type: 'string', is_primary_key: true, constraints: { max_length: 10 } },
+    },
+  });
   assert.equal(f.status, 201, f.text);
   fieldId = f.body.data.id;
   createdFields.add(fieldId);
@@ -126,7 +131,13 @@ interface Write {
 const WRITES: readonly Write[] = [
   { label: 'POST data_models', method: 'POST', path: () => MODELS, type: 'data_model', base: () => ({ name: 'Never created', slug: 'never-created' }) },
   { label: 'PATCH data_models/{id}', method: 'PATCH', path: () => `${MODELS}/${modelId}`, type: 'data_model', id: () => modelId, base: () => ({}) },
-  { label: 'POST data_model_fields', method: 'POST', path: () => FIELDS, type: 'data_model_field', base: () => ({ data_model_id: modelId, name: 'never_created' }) },
+  {
+    label: 'POST data_model_fields',
+    method: 'POST',
+    path: () => FIELDS,
+    type: 'data_model_field',
+    base: () => ({ data_model_id: modelId, name: 'never_created' }),
+  },
   { label: 'PATCH data_model_fields/{id}', method: 'PATCH', path: () => `${FIELDS}/${fieldId}`, type: 'data_model_field', id: () => fieldId, base: () => ({}) },
 ];
 
@@ -168,7 +179,21 @@ const NOT_WRITABLE: Record<Write['type'], readonly string[]> = {
 for (const w of WRITES) {
   describe(w.label, () => {
     test('malformed JSON is 400 bad_request', async () => {
-      const bodies = ['{', '{"data":', '{"data": }', "{'data': {}}", '{"data":{"type":"x"},}', '{"data":{}} trailing', 'nul', 'NaN', '[1,]', '{"a":1 "b":2}', '\u0000', '{"data":{"type":"x"}}}', '"unterminated'];
+      const bodies = [
+        '{',
+        '{"data":',
+        '{"data": }',
+        "{'data': {}}",
+        '{"data":{"type":"x"},}',
+        '{"data":{}} trailing',
+        'nul',
+        'NaN',
+        '[1,]',
+        '{"a":1 "b":2}',
+        '\u0000',
+        '{"data":{"type":"x"}}}',
+        '"unterminated',
+      ];
       for (const body of bodies) assertError(await send(w, body), 400, 'bad_request', `${w.label} ${JSON.stringify(body)}`);
     });
 
@@ -183,7 +208,17 @@ for (const w of WRITES) {
     });
 
     test('a missing or non-object data member is 422 at /data', async () => {
-      for (const body of [{}, { meta: {} }, { data: null }, { data: [] }, { data: [doc(w).data] }, { data: 'x' }, { data: 1 }, { data: true }, { Data: doc(w).data }]) {
+      for (const body of [
+        {},
+        { meta: {} },
+        { data: null },
+        { data: [] },
+        { data: [doc(w).data] },
+        { data: 'x' },
+        { data: 1 },
+        { data: true },
+        { Data: doc(w).data },
+      ]) {
         assertError(await send(w, body), 422, 'invalid_request', `${w.label} ${JSON.stringify(body)}`, body && 'Data' in body ? '/Data' : '/data');
       }
     });
@@ -257,7 +292,13 @@ for (const w of WRITES) {
 
     test('attributes that are not an object are 422 at /data/attributes', async () => {
       for (const attributes of [[], ['name'], 'name', 1, true]) {
-        assertError(await send(w, doc(w, {}, { attributes })), 422, 'invalid_request', `${w.label} attributes ${JSON.stringify(attributes)}`, '/data/attributes');
+        assertError(
+          await send(w, doc(w, {}, { attributes })),
+          422,
+          'invalid_request',
+          `${w.label} attributes ${JSON.stringify(attributes)}`,
+          '/data/attributes',
+        );
       }
     });
 
@@ -271,7 +312,13 @@ for (const w of WRITES) {
     test('wrong types, out-of-range values and too-long strings are 422 at the attribute', async () => {
       for (const [name, values] of Object.entries(BAD_VALUES[w.type])) {
         for (const value of values) {
-          assertError(await send(w, doc(w, { [name]: value })), 422, 'invalid_request', `${w.label} ${name}=${JSON.stringify(value)?.slice(0, 40)}`, `/data/attributes/${name}`);
+          assertError(
+            await send(w, doc(w, { [name]: value })),
+            422,
+            'invalid_request',
+            `${w.label} ${name}=${JSON.stringify(value)?.slice(0, 40)}`,
+            `/data/attributes/${name}`,
+          );
         }
       }
     });
@@ -297,7 +344,13 @@ for (const w of WRITES) {
         for (const name of Object.keys(w.base())) {
           const attrs = w.base();
           delete attrs[name];
-          assertError(await send(w, { data: { type: w.type, attributes: attrs } }), 422, 'invalid_request', `${w.label} without ${name}`, `/data/attributes/${name}`);
+          assertError(
+            await send(w, { data: { type: w.type, attributes: attrs } }),
+            422,
+            'invalid_request',
+            `${w.label} without ${name}`,
+            `/data/attributes/${name}`,
+          );
         }
         assertError(await send(w, { data: { type: w.type } }), 422, 'invalid_request', `${w.label} without attributes`);
         assertError(await send(w, { data: { type: w.type, attributes: null } }), 422, 'invalid_request', `${w.label} attributes null`);
@@ -370,9 +423,27 @@ describe('__proto__ and constructor members never reach an object', () => {
 
   test('a __proto__ member cannot supply data or data.type', async () => {
     const attrs = `{"name":"Proto","slug":"proto-never"}`;
-    assertError(await api.post(MODELS, `{"__proto__":{"data":{"type":"data_model","attributes":${attrs}}}}`), 422, 'invalid_request', 'top-level __proto__', '/data');
-    assertError(await api.post(MODELS, `{"data":{"__proto__":{"type":"data_model"},"attributes":${attrs}}}`), 422, 'invalid_request', 'data.__proto__', '/data/type');
-    assertError(await api.post(MODELS, `{"data":{"constructor":{"type":"data_model"},"attributes":${attrs}}}`), 422, 'invalid_request', 'data.constructor', '/data/type');
+    assertError(
+      await api.post(MODELS, `{"__proto__":{"data":{"type":"data_model","attributes":${attrs}}}}`),
+      422,
+      'invalid_request',
+      'top-level __proto__',
+      '/data',
+    );
+    assertError(
+      await api.post(MODELS, `{"data":{"__proto__":{"type":"data_model"},"attributes":${attrs}}}`),
+      422,
+      'invalid_request',
+      'data.__proto__',
+      '/data/type',
+    );
+    assertError(
+      await api.post(MODELS, `{"data":{"constructor":{"type":"data_model"},"attributes":${attrs}}}`),
+      422,
+      'invalid_request',
+      'data.constructor',
+      '/data/type',
+    );
     assert.equal(({} as any).type, undefined);
     assert.equal(({} as any).data, undefined);
   });
@@ -470,7 +541,8 @@ describe('property: arbitrary bodies never give 5xx', () => {
     // Strings a database may refuse or alter (NUL, lone surrogates, odd whitespace) come often.
     const hostile = fc.constantFrom('a\u0000b', '\u0000', '\ud800', 'x\udfff', '\ud83d\ude00', ' padded ', '\u00a0nbsp\u2028', 'é', '\\u0000', '');
     const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 24 }), fc.string({ maxLength: 24 }), hostile);
-    const typeOf = (own: string) => fc.oneof({ weight: 8, arbitrary: fc.constant(own) }, { weight: 1, arbitrary: fc.constantFrom('data_model', 'data_model_field', 'x') });
+    const typeOf = (own: string) =>
+      fc.oneof({ weight: 8, arbitrary: fc.constant(own) }, { weight: 1, arbitrary: fc.constantFrom('data_model', 'data_model_field', 'x') });
     const modelDoc = fc.record({
       data: fc.record({
         type: typeOf('data_model'),
@@ -491,14 +563,30 @@ describe('property: arbitrary bodies never give 5xx', () => {
         type: typeOf('data_model_field'),
         attributes: fc.record(
           {
-            data_model_id: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(modelId, modelId.toUpperCase()) }, { weight: 1, arbitrary: fc.uuid() }, { weight: 1, arbitrary: anyJson }),
-            name: fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[a-z][a-z0-9_]{0,10}$/) }, { weight: 1, arbitrary: text }, { weight: 1, arbitrary: anyJson }),
+            data_model_id: fc.oneof(
+              { weight: 6, arbitrary: fc.constantFrom(modelId, modelId.toUpperCase()) },
+              { weight: 1, arbitrary: fc.uuid() },
+              { weight: 1, arbitrary: anyJson },
+            ),
+            name: fc.oneof(
+              { weight: 4, arbitrary: fc.stringMatching(/^[a-z][a-z0-9_]{0,10}$/) },
+              { weight: 1, arbitrary: text },
+              { weight: 1, arbitrary: anyJson },
+            ),
             label: fc.oneof(fc.constant(null), text, anyJson),
             description: fc.oneof(fc.constant(null), text, anyJson),
             type: fc.oneof(fc.constantFrom(null, 'text', ...FIELD_TYPES), anyJson),
-            is_primary_key: fc.oneof({ weight: 1, arbitrary: fc.constant(true) }, { weight: 4, arbitrary: fc.constantFrom(false, null) }, { weight: 1, arbitrary: anyJson }),
+            is_primary_key: fc.oneof(
+              { weight: 1, arbitrary: fc.constant(true) },
+              { weight: 4, arbitrary: fc.constantFrom(false, null) },
+              { weight: 1, arbitrary: anyJson },
+            ),
             is_required: fc.oneof(fc.boolean(), fc.constant(null), anyJson),
-            constraints: fc.oneof(fc.constant(null), fc.dictionary(fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }), hostile), fc.oneof(fc.jsonValue({ maxDepth: 3 }), hostile)), anyJson),
+            constraints: fc.oneof(
+              fc.constant(null),
+              fc.dictionary(fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }), hostile), fc.oneof(fc.jsonValue({ maxDepth: 3 }), hostile)),
+              anyJson,
+            ),
           },
           { requiredKeys: [] },
         ),
@@ -533,8 +621,14 @@ describe('nothing was written', () => {
     assert.deepEqual(new Set(fields.map((r) => r.id)), createdFields);
     assert.equal(models.length, createdModels.size);
     assert.equal(fields.length, createdFields.size);
-    assert.deepEqual(models.find((r) => r.id === modelId), modelBefore);
-    assert.deepEqual(fields.find((r) => r.id === fieldId), fieldBefore);
+    assert.deepEqual(
+      models.find((r) => r.id === modelId),
+      modelBefore,
+    );
+    assert.deepEqual(
+      fields.find((r) => r.id === fieldId),
+      fieldBefore,
+    );
     // The API shows the same.
     const list = await api.get(`${MODELS}?page[count]=true&page[limit]=250`);
     assert.equal(list.status, 200);
@@ -569,7 +663,11 @@ describe('a body above BODY_LIMIT_BYTES', () => {
     const cases = [
       { method: 'POST', path: MODELS, doc: (d: string) => dataModelDoc({ name: 'Big', slug: 'big', description: d }) },
       { method: 'PATCH', path: `${MODELS}/${mId}`, doc: (d: string) => ({ data: { type: 'data_model', id: mId, attributes: { description: d } } }) },
-      { method: 'POST', path: FIELDS, doc: (d: string) => ({ data: { type: 'data_model_field', attributes: { data_model_id: mId, name: 'big', description: d } } }) },
+      {
+        method: 'POST',
+        path: FIELDS,
+        doc: (d: string) => ({ data: { type: 'data_model_field', attributes: { data_model_id: mId, name: 'big', description: d } } }),
+      },
       { method: 'PATCH', path: `${FIELDS}/${fId}`, doc: (d: string) => ({ data: { type: 'data_model_field', id: fId, attributes: { description: d } } }) },
     ];
     for (const c of cases) {
@@ -586,7 +684,13 @@ describe('a body above BODY_LIMIT_BYTES', () => {
     }
     const models = await small.deps.db.selectFrom('data_models').selectAll().where('workspace_id', '=', smallTenant.workspaceId).execute();
     const fields = await small.deps.db.selectFrom('data_model_fields').selectAll().where('workspace_id', '=', smallTenant.workspaceId).execute();
-    assert.deepEqual(models.map((r) => [r.id, r.description]), [[mId, null]]);
-    assert.deepEqual(fields.map((r) => [r.id, r.description]), [[fId, null]]);
+    assert.deepEqual(
+      models.map((r) => [r.id, r.description]),
+      [[mId, null]],
+    );
+    assert.deepEqual(
+      fields.map((r) => [r.id, r.description]),
+      [[fId, null]],
+    );
   });
 });

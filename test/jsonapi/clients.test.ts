@@ -38,7 +38,13 @@ before(async () => {
   tenant = await seedTenant(t.deps);
   token = await tokenFor(t, tenant);
   api = jsonApi(t, token);
-  kitsu = new Kitsu({ baseURL: `${t.url}/api/json/v1`, headers: { Authorization: `Bearer ${token}` }, camelCaseTypes: false, resourceCase: 'none', pluralize: false });
+  kitsu = new Kitsu({
+    baseURL: `${t.url}/api/json/v1`,
+    headers: { Authorization: `Bearer ${token}` },
+    camelCaseTypes: false,
+    resourceCase: 'none',
+    pluralize: false,
+  });
   modelId = await createModel('orders');
   otherModelId = await createModel('customers');
 });
@@ -119,7 +125,13 @@ describe('kitsu', () => {
   });
 
   test("a field's type attribute goes through kitsu's own axios with a written-out document", async () => {
-    const doc = { data: { type: 'data_model_field', attributes: { name: 'qty', type: 'integer' }, relationships: { data_model: { data: { type: 'data_model', id: modelId } } } } };
+    const doc = {
+      data: {
+        type: 'data_model_field',
+        attributes: { name: 'qty', type: 'integer' },
+        relationships: { data_model: { data: { type: 'data_model', id: modelId } } },
+      },
+    };
     const res = await kitsu.axios.post('data_model_fields', doc, { headers: kitsu.headers });
     assert.equal(res.status, 201);
     assert.equal(res.data.data.attributes.type, 'integer');

@@ -15,10 +15,19 @@ test.after(() => t.close());
 const tenant = await seedTenant(t.deps);
 
 function principalOf(x: Tenant): Principal {
-  return { credentialId: x.credentialId, organizationId: x.organizationId, workspaceId: x.workspaceId, membershipId: x.membershipId, userId: x.userId, role: 'owner', scopes: new Set(['api_read', 'api_write']) };
+  return {
+    credentialId: x.credentialId,
+    organizationId: x.organizationId,
+    workspaceId: x.workspaceId,
+    membershipId: x.membershipId,
+    userId: x.userId,
+    role: 'owner',
+    scopes: new Set(['api_read', 'api_write']),
+  };
 }
 
-const modelsNamed = (slug: string) => t.deps.db.selectFrom('data_models').select('id').where('workspace_id', '=', tenant.workspaceId).where('slug', '=', slug).execute();
+const modelsNamed = (slug: string) =>
+  t.deps.db.selectFrom('data_models').select('id').where('workspace_id', '=', tenant.workspaceId).where('slug', '=', slug).execute();
 
 test('a data model and its field created in one transaction that fails leave nothing behind', async () => {
   const principal = principalOf(tenant);

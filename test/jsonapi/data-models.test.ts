@@ -3,7 +3,18 @@ import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as admin from '../../src/admin/service.ts';
-import { dataModelDoc, JSONAPI, jsonApi, seedAccount, seedTenant, tokenFor, type ApiResponse, type Tenant, assertJsonApiError, appWithTenant } from '../helpers/app.ts';
+import {
+  dataModelDoc,
+  JSONAPI,
+  jsonApi,
+  seedAccount,
+  seedTenant,
+  tokenFor,
+  type ApiResponse,
+  type Tenant,
+  assertJsonApiError,
+  appWithTenant,
+} from '../helpers/app.ts';
 
 const P = '/api/json/v1';
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -66,14 +77,18 @@ describe('auth openers', () => {
     assert.equal((await api.get(`${P}/data_models/${dm.id}`)).body.data.attributes.name, 'Scopes');
   });
 
-  test('another tenant\'s data model is 404 for GET and PATCH, and its slug is free here', async () => {
+  test("another tenant's data model is 404 for GET and PATCH, and its slug is free here", async () => {
     const other = await freshApi();
     const theirs = await create(other.api, { name: 'Theirs', slug: 'theirs' });
     const get = await api.get(`${P}/data_models/${theirs.id}`);
     assertError(get, 404, 'not_found');
     const random = await api.get(`${P}/data_models/${randomUUID()}`);
     assert.equal(get.body.errors[0].detail, random.body.errors[0].detail);
-    assertError(await api.patch(`${P}/data_models/${theirs.id}`, { data: { type: 'data_model', id: theirs.id, attributes: { name: 'Mine' } } }), 404, 'not_found');
+    assertError(
+      await api.patch(`${P}/data_models/${theirs.id}`, { data: { type: 'data_model', id: theirs.id, attributes: { name: 'Mine' } } }),
+      404,
+      'not_found',
+    );
     assert.equal((await other.api.get(`${P}/data_models/${theirs.id}`)).body.data.attributes.name, 'Theirs');
     // Slugs are unique per organization, not globally.
     await create(api, { name: 'Mine', slug: 'theirs' });
@@ -100,7 +115,10 @@ describe('create, read, update', () => {
     assert.equal(data.links.self, `${P}/data_models/${data.id}`);
     assert.deepEqual(data.relationships, { fields: { meta: { included: false } } });
 
-    const full = await api.post(`${P}/data_models`, dataModelDoc({ name: 'Orders', slug: 'orders', description: 'All orders', organization_id: tenant.organizationId, retention_days: 30 }));
+    const full = await api.post(
+      `${P}/data_models`,
+      dataModelDoc({ name: 'Orders', slug: 'orders', description: 'All orders', organization_id: tenant.organizationId, retention_days: 30 }),
+    );
     assert.equal(full.status, 201, full.text);
     const { inserted_at: _i, updated_at: _u, ...attrs } = full.body.data.attributes;
     assert.deepEqual(attrs, { name: 'Orders', slug: 'orders', description: 'All orders', organization_id: tenant.organizationId, retention_days: 30 });
@@ -119,10 +137,15 @@ describe('create, read, update', () => {
     const list = await a.get(`${P}/data_models`);
     assert.equal(list.status, 200);
     assert.deepEqual(new Set(ids(list)), new Set([one.id, two.id]));
-    assert.deepEqual(list.body.data.find((r: { id: string }) => r.id === two.id), two);
+    assert.deepEqual(
+      list.body.data.find((r: { id: string }) => r.id === two.id),
+      two,
+    );
 
     await sleep(20);
-    const res = await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { name: 'Uno', description: 'first', retention_days: 90 } } });
+    const res = await a.patch(`${P}/data_models/${one.id}`, {
+      data: { type: 'data_model', id: one.id, attributes: { name: 'Uno', description: 'first', retention_days: 90 } },
+    });
     assert.equal(res.status, 200, res.text);
     const attrs = res.body.data.attributes;
     assert.equal(attrs.name, 'Uno');
@@ -134,14 +157,20 @@ describe('create, read, update', () => {
     assert.ok(Date.parse(attrs.updated_at) > Date.parse(one.attributes.updated_at), `${attrs.updated_at} after ${one.attributes.updated_at}`);
     assert.deepEqual((await a.get(`${P}/data_models/${one.id}`)).body.data, res.body.data);
 
-    const cleared = await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { retention_days: null, description: null } } });
+    const cleared = await a.patch(`${P}/data_models/${one.id}`, {
+      data: { type: 'data_model', id: one.id, attributes: { retention_days: null, description: null } },
+    });
     assert.equal(cleared.status, 200, cleared.text);
     assert.equal(cleared.body.data.attributes.retention_days, null);
     assert.equal(cleared.body.data.attributes.description, null);
     assert.equal(cleared.body.data.attributes.name, 'Uno');
 
-    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: two.id, attributes: { name: 'x' } } }), 409, 'conflict', { pointer: '/data/id' });
-    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', attributes: { name: 'x' } } }), 409, 'conflict', { pointer: '/data/id' });
+    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: two.id, attributes: { name: 'x' } } }), 409, 'conflict', {
+      pointer: '/data/id',
+    });
+    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', attributes: { name: 'x' } } }), 409, 'conflict', {
+      pointer: '/data/id',
+    });
     // UUIDs compare case-insensitively: an uppercase id in the URL and the body names the same model.
     const upper = one.id.toUpperCase();
     const byUpper = await a.patch(`${P}/data_models/${upper}`, { data: { type: 'data_model', id: upper, attributes: { name: 'Uno!' } } });
@@ -150,18 +179,41 @@ describe('create, read, update', () => {
     assert.equal(byUpper.body.data.attributes.name, 'Uno!');
     const mixed = await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: upper, attributes: { name: 'Uno' } } });
     assert.equal(mixed.status, 200, mixed.text);
-    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { slug: 'two' } } }), 422, 'invalid_request', { pointer: '/data/attributes/slug' });
-    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { organization_id: randomUUID() } } }), 422, 'invalid_request', { pointer: '/data/attributes/organization_id' });
-    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { name: '' } } }), 422, 'invalid_request', { pointer: '/data/attributes/name' });
+    assertError(
+      await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { slug: 'two' } } }),
+      422,
+      'invalid_request',
+      { pointer: '/data/attributes/slug' },
+    );
+    assertError(
+      await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { organization_id: randomUUID() } } }),
+      422,
+      'invalid_request',
+      { pointer: '/data/attributes/organization_id' },
+    );
+    assertError(await a.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { name: '' } } }), 422, 'invalid_request', {
+      pointer: '/data/attributes/name',
+    });
   });
 
   test('create input: data.type, unknown and read-only attributes, required members', async () => {
-    assertError(await api.post(`${P}/data_models`, { data: { type: 'data_model_field', attributes: { name: 'X', slug: 'type-x' } } }), 409, 'type_mismatch', { pointer: '/data/type' });
-    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'X', slug: 'x-ws', workspace_id: tenant.workspaceId })), 422, 'invalid_request', { pointer: '/data/attributes/workspace_id' });
-    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'X', slug: 'x-ins', inserted_at: '2020-01-01T00:00:00Z' })), 422, 'invalid_request', { pointer: '/data/attributes/inserted_at' });
+    assertError(await api.post(`${P}/data_models`, { data: { type: 'data_model_field', attributes: { name: 'X', slug: 'type-x' } } }), 409, 'type_mismatch', {
+      pointer: '/data/type',
+    });
+    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'X', slug: 'x-ws', workspace_id: tenant.workspaceId })), 422, 'invalid_request', {
+      pointer: '/data/attributes/workspace_id',
+    });
+    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'X', slug: 'x-ins', inserted_at: '2020-01-01T00:00:00Z' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/inserted_at',
+    });
     assertError(await api.post(`${P}/data_models`, dataModelDoc({ slug: 'no-name' })), 422, 'invalid_request', { pointer: '/data/attributes/name' });
     assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'No slug' })), 422, 'invalid_request', { pointer: '/data/attributes/slug' });
-    assertError(await api.post(`${P}/data_models`, { data: { type: 'data_model', id: randomUUID(), attributes: { name: 'X', slug: 'x-id' } } }), 403, 'forbidden', { pointer: '/data/id' });
+    assertError(
+      await api.post(`${P}/data_models`, { data: { type: 'data_model', id: randomUUID(), attributes: { name: 'X', slug: 'x-id' } } }),
+      403,
+      'forbidden',
+      { pointer: '/data/id' },
+    );
     assert.equal((await api.get(`${P}/data_models?filter[slug][in]=type-x,x-ws,x-ins,no-name,x-id`)).body.data.length, 0);
   });
 });
@@ -180,7 +232,9 @@ describe('validation', () => {
 
   test('a duplicate slug in the organization is 422 at /data/attributes/slug, also from a second workspace', async () => {
     await create(api, { name: 'Dup', slug: 'dup' });
-    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Dup again', slug: 'dup' })), 422, 'invalid_request', { pointer: '/data/attributes/slug' });
+    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Dup again', slug: 'dup' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/slug',
+    });
 
     const ws = await admin.createWorkspace(t.deps.db, { organization_id: tenant.organizationId, name: 'Second' });
     const second = jsonApi(t, await tokenFor(t, await seedAccount(t.deps, { ...tenant, workspaceId: ws.id })));
@@ -190,20 +244,29 @@ describe('validation', () => {
     assert.ok(!res.text.includes(tenant.workspaceId));
     assert.equal((await second.get(`${P}/data_models`)).body.data.length, 0);
     await create(second, { name: 'Own', slug: 'dup-2' });
-    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Dup 2', slug: 'dup-2' })), 422, 'invalid_request', { pointer: '/data/attributes/slug' });
+    assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Dup 2', slug: 'dup-2' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/slug',
+    });
     assert.equal((await api.get(`${P}/data_models?filter[slug]=dup`)).body.data.length, 1);
   });
 
   test('retention_days: positive whole numbers or null', async () => {
     for (const retention_days of [0, -1, 1.5, '7', true, {}]) {
-      assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Retention', slug: 'retention-bad', retention_days })), 422, 'invalid_request', { pointer: '/data/attributes/retention_days' });
+      assertError(await api.post(`${P}/data_models`, dataModelDoc({ name: 'Retention', slug: 'retention-bad', retention_days })), 422, 'invalid_request', {
+        pointer: '/data/attributes/retention_days',
+      });
     }
     assert.equal((await api.get(`${P}/data_models?filter[slug]=retention-bad`)).body.data.length, 0);
     const none = await create(api, { name: 'Keep all', slug: 'retention-null', retention_days: null });
     assert.equal(none.attributes.retention_days, null);
     const one = await create(api, { name: 'One day', slug: 'retention-one', retention_days: 1 });
     assert.equal(one.attributes.retention_days, 1);
-    assertError(await api.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { retention_days: 0 } } }), 422, 'invalid_request', { pointer: '/data/attributes/retention_days' });
+    assertError(
+      await api.patch(`${P}/data_models/${one.id}`, { data: { type: 'data_model', id: one.id, attributes: { retention_days: 0 } } }),
+      422,
+      'invalid_request',
+      { pointer: '/data/attributes/retention_days' },
+    );
   });
 
   test('a run-as member (role member) can create and update data models', async () => {
@@ -226,8 +289,13 @@ describe('query language', () => {
     ({ api: a } = await freshApi());
     models = [];
     const specs: [string, string, number | null][] = [
-      ['Beta', 'b-1', 30], ['Alpha', 'a-1', 7], ['Beta', 'b-0', null], ['Gamma', 'g-1', 365],
-      ['Delta', 'd-1', 1], ['Beta', 'b-2', 90], ['Epsilon', 'e-1', null],
+      ['Beta', 'b-1', 30],
+      ['Alpha', 'a-1', 7],
+      ['Beta', 'b-0', null],
+      ['Gamma', 'g-1', 365],
+      ['Delta', 'd-1', 1],
+      ['Beta', 'b-2', 90],
+      ['Epsilon', 'e-1', null],
     ];
     for (const [name, slug, retention_days] of specs) models.push(await create(a, { name, slug, retention_days }));
     const dm = models[0]!;
@@ -290,9 +358,15 @@ describe('query language', () => {
     assert.deepEqual(ids(bySlug), [models[3]!.id]);
     assert.deepEqual(ids(await a.get(`${P}/data_models?filter[slug][eq]=g-1`)), [models[3]!.id]);
     const gte = await a.get(`${P}/data_models?filter[retention_days][gte]=30&sort=retention_days`);
-    assert.deepEqual(gte.body.data.map((r: any) => r.attributes.retention_days), [30, 90, 365]);
+    assert.deepEqual(
+      gte.body.data.map((r: any) => r.attributes.retention_days),
+      [30, 90, 365],
+    );
     const lt = await a.get(`${P}/data_models?filter[retention_days][lt]=30&sort=retention_days`);
-    assert.deepEqual(lt.body.data.map((r: any) => r.attributes.retention_days), [1, 7]);
+    assert.deepEqual(
+      lt.body.data.map((r: any) => r.attributes.retention_days),
+      [1, 7],
+    );
     const nulls = await a.get(`${P}/data_models?filter[retention_days][is_null]=true`);
     assert.deepEqual(new Set(ids(nulls)), new Set([models[2]!.id, models[6]!.id]));
     const inSlugs = await a.get(`${P}/data_models?filter[slug][in]=a-1,d-1,zz`);
@@ -306,9 +380,16 @@ describe('query language', () => {
   test('sort=-name,slug', async () => {
     const res = await a.get(`${P}/data_models?sort=-name,slug`);
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.body.data.map((r: any) => `${r.attributes.name}/${r.attributes.slug}`), ['Gamma/g-1', 'Epsilon/e-1', 'Delta/d-1', 'Beta/b-0', 'Beta/b-1', 'Beta/b-2', 'Alpha/a-1']);
+    assert.deepEqual(
+      res.body.data.map((r: any) => `${r.attributes.name}/${r.attributes.slug}`),
+      ['Gamma/g-1', 'Epsilon/e-1', 'Delta/d-1', 'Beta/b-0', 'Beta/b-1', 'Beta/b-2', 'Alpha/a-1'],
+    );
     const def = await a.get(`${P}/data_models`);
-    assert.deepEqual(ids(def), [...models].reverse().map((m) => m.id), 'default sort is -inserted_at');
+    assert.deepEqual(
+      ids(def),
+      [...models].reverse().map((m) => m.id),
+      'default sort is -inserted_at',
+    );
     assertError(await a.get(`${P}/data_models?sort=workspace_id`), 400, 'invalid_query', { parameter: 'sort' });
     assertError(await a.get(`${P}/data_models?sort=description`), 400, 'invalid_query', { parameter: 'sort' });
   });
@@ -374,7 +455,11 @@ describe('query language', () => {
         assert.equal(res.status, 200, res.text);
         assert.ok(res.body.data.length <= 2);
         if (pages.length > 0) assert.ok(new URL(next, t.url).searchParams.get('page[after]'), 'links.next is a keyset link');
-        assert.deepEqual(Object.fromEntries(new URL(res.body.links.self, t.url).searchParams), Object.fromEntries(new URL(next, t.url).searchParams), 'links.self is the page asked for');
+        assert.deepEqual(
+          Object.fromEntries(new URL(res.body.links.self, t.url).searchParams),
+          Object.fromEntries(new URL(next, t.url).searchParams),
+          'links.self is the page asked for',
+        );
         pages.push(ids(res));
         seen.push(...ids(res));
         next = res.body.links.next;

@@ -15,7 +15,8 @@ const owner = await seedTenant(t.deps);
 const api = jsonApi(t, await tokenFor(t, owner));
 
 const doc = (attributes: Record<string, unknown>) => ({ data: { type: 'external_connector', attributes } });
-const connector = (extra: Record<string, unknown> = {}) => doc({ name: 'Billing', auth_type: 'api_key', type: 'http', direction: 'outbound', config: { base_url: 'https://api.billing.example/v2' }, ...extra });
+const connector = (extra: Record<string, unknown> = {}) =>
+  doc({ name: 'Billing', auth_type: 'api_key', type: 'http', direction: 'outbound', config: { base_url: 'https://api.billing.example/v2' }, ...extra });
 
 async function accountWith(role: 'member' | 'admin', scopes: Array<'api_read' | 'api_write'> = ['api_read', 'api_write'], tenant: Tenant = owner) {
   return jsonApi(t, await tokenFor(t, await seedAccount(t.deps, tenant, { role, scopes })));
@@ -35,7 +36,9 @@ describe('who may', () => {
     assert.equal(created.status, 201, created.text);
     const other = jsonApi(t, await tokenFor(t, await seedTenant(t.deps)));
     assert.equal((await other.get(`${PATH}/${created.body.data.id}`)).status, 404);
-    const patched = await other.patch(`${PATH}/${created.body.data.id}`, { data: { type: 'external_connector', id: created.body.data.id, attributes: { name: 'Mine' } } });
+    const patched = await other.patch(`${PATH}/${created.body.data.id}`, {
+      data: { type: 'external_connector', id: created.body.data.id, attributes: { name: 'Mine' } },
+    });
     assert.equal(patched.status, 404);
     assert.deepEqual((await other.get(PATH)).body.data, []);
   });
@@ -95,7 +98,16 @@ describe('the secret', () => {
   test('an hmac secret is a Standard Webhooks key (whsec_ and base64 of 24 to 64 bytes), or 422 at /data/attributes/secret', async () => {
     const key = (bytes: number) => `whsec_${Buffer.alloc(bytes, 7).toString('base64')}`;
     const hmac = (secret: unknown) => connector({ auth_type: 'hmac', direction: 'inbound', type: null, config: null, secret });
-    for (const secret of ['not-a-whsec-key', 'ak_c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9', 'whsec_', 'whsec_!!not*base64!!', `whsec_${'q'.repeat(43)} `, key(16), key(65), Buffer.alloc(32, 7).toString('base64')]) {
+    for (const secret of [
+      'not-a-whsec-key',
+      'ak_c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9',
+      'whsec_',
+      'whsec_!!not*base64!!',
+      `whsec_${'q'.repeat(43)} `,
+      key(16),
+      key(65),
+      Buffer.alloc(32, 7).toString('base64'),
+    ]) {
       assertJsonApiError(await api.post(PATH, hmac(secret)), 422, 'invalid_request', { pointer: '/data/attributes/secret' });
     }
     for (const bytes of [24, 32, 64]) assert.equal((await api.post(PATH, hmac(key(bytes)))).status, 201, String(bytes));
@@ -109,7 +121,9 @@ describe('the secret', () => {
     const other = await api.post(PATH, connector({ secret: 'plain' }));
     assert.equal(other.status, 201, 'other auth types take any secret');
     const otherId = other.body.data.id;
-    const toHmac = await api.patch(`${PATH}/${otherId}`, { data: { type: 'external_connector', id: otherId, attributes: { auth_type: 'hmac', secret: 'plain' } } });
+    const toHmac = await api.patch(`${PATH}/${otherId}`, {
+      data: { type: 'external_connector', id: otherId, attributes: { auth_type: 'hmac', secret: 'plain' } },
+    });
     assertJsonApiError(toHmac, 422, 'invalid_request', { pointer: '/data/attributes/secret' });
     assert.equal((await patch({ secret: key(48) })).status, 200);
   });
@@ -124,7 +138,17 @@ describe('the secret', () => {
 
 describe('input', () => {
   test('a base_url on a private, loopback, link-local or metadata address, in any spelling, is 422', async () => {
-    for (const base_url of ['http://127.0.0.1:8080', 'http://2130706433/', 'http://0x7f.1/', 'http://[::1]/', 'http://[::ffff:10.0.0.1]/', 'http://169.254.169.254/latest/meta-data', 'http://192.168.0.10', 'http://localhost/', 'http://metadata.google.internal/']) {
+    for (const base_url of [
+      'http://127.0.0.1:8080',
+      'http://2130706433/',
+      'http://0x7f.1/',
+      'http://[::1]/',
+      'http://[::ffff:10.0.0.1]/',
+      'http://169.254.169.254/latest/meta-data',
+      'http://192.168.0.10',
+      'http://localhost/',
+      'http://metadata.google.internal/',
+    ]) {
       const r = await api.post(PATH, connector({ config: { base_url } }));
       assert.equal(r.status, 422, `${base_url}: ${r.text}`);
       assert.equal(r.body.errors[0].source.pointer, '/data/attributes/config/base_url');

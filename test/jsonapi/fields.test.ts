@@ -69,7 +69,7 @@ describe('auth openers', () => {
     assert.equal((await api.get(`${P}/data_model_fields/${f.id}`)).body.data.attributes.label, 'a');
   });
 
-  test('another tenant\'s field is 404 for GET and PATCH; its model cannot take fields from here', async () => {
+  test("another tenant's field is 404 for GET and PATCH; its model cannot take fields from here", async () => {
     const other = await seedTenant(t.deps);
     const otherApi = jsonApi(t, await tokenFor(t, other));
     const theirModel = await model(otherApi);
@@ -78,9 +78,14 @@ describe('auth openers', () => {
     assertError(get, 404, 'not_found');
     assert.equal(get.body.errors[0].detail, (await api.get(`${P}/data_model_fields/${randomUUID()}`)).body.errors[0].detail);
     assertError(await api.patch(`${P}/data_model_fields/${theirs.id}`, patchDoc(theirs.id, { label: 'mine' })), 404, 'not_found');
-    assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: theirModel, name: 'intruder' })), 422, 'invalid_request', { pointer: '/data/attributes/data_model_id' });
+    assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: theirModel, name: 'intruder' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/data_model_id',
+    });
     const still = await otherApi.get(`${P}/data_model_fields?filter[data_model_id]=${theirModel}`);
-    assert.deepEqual(still.body.data.map((r: any) => [r.attributes.name, r.attributes.label]), [['secret', 'secret']]);
+    assert.deepEqual(
+      still.body.data.map((r: any) => [r.attributes.name, r.attributes.label]),
+      [['secret', 'secret']],
+    );
   });
 });
 
@@ -94,23 +99,53 @@ describe('create', () => {
     assert.equal(data.type, 'data_model_field');
     assert.equal(res.headers.get('location'), `${P}/data_model_fields/${data.id}`);
     const { inserted_at, updated_at, ...attrs } = data.attributes;
-    assert.deepEqual(attrs, { data_model_id: dm, name: 'order_id', label: 'order_id', description: null, type: null, is_primary_key: false, is_required: false, constraints: null });
+    assert.deepEqual(attrs, {
+      data_model_id: dm,
+      name: 'order_id',
+      label: 'order_id',
+      description: null,
+      type: null,
+      is_primary_key: false,
+      is_required: false,
+      constraints: null,
+    });
     assert.match(inserted_at, ISO_Z);
     assert.match(updated_at, ISO_Z);
     assert.deepEqual(data.relationships, { data_model: { data: { type: 'data_model', id: dm } } });
     assert.deepEqual((await api.get(res.headers.get('location')!)).body.data, data);
 
     const full = await field(api, {
-      data_model_id: dm, name: 'total', label: 'Order total', description: 'Gross', type: 'float', is_primary_key: false, is_required: true,
+      data_model_id: dm,
+      name: 'total',
+      label: 'Order total',
+      description: 'Gross',
+      type: 'float',
+      is_primary_key: false,
+      is_required: true,
       constraints: { min: 0, max: 1e6, regex: '^[0-9]+$', nested: { past_only: true, list: [1, 'two', null] } },
     });
     const { inserted_at: _i, updated_at: _u, ...fullAttrs } = full.attributes;
     assert.deepEqual(fullAttrs, {
-      data_model_id: dm, name: 'total', label: 'Order total', description: 'Gross', type: 'float', is_primary_key: false, is_required: true,
+      data_model_id: dm,
+      name: 'total',
+      label: 'Order total',
+      description: 'Gross',
+      type: 'float',
+      is_primary_key: false,
+      is_required: true,
       constraints: { min: 0, max: 1e6, regex: '^[0-9]+$', nested: { past_only: true, list: [1, 'two', null] } },
     });
     // Explicit nulls take the defaults as well.
-    const nulls = await field(api, { data_model_id: dm, name: 'nulls', label: null, type: null, is_primary_key: null, is_required: null, constraints: null, description: null });
+    const nulls = await field(api, {
+      data_model_id: dm,
+      name: 'nulls',
+      label: null,
+      type: null,
+      is_primary_key: null,
+      is_required: null,
+      constraints: null,
+      description: null,
+    });
     assert.equal(nulls.attributes.label, 'nulls');
     assert.equal(nulls.attributes.is_primary_key, false);
     assert.equal(nulls.attributes.is_required, false);
@@ -122,7 +157,9 @@ describe('create', () => {
   test('name rules: 422 at /data/attributes/name', async () => {
     const dm = await model();
     for (const name of ['Name', '1a', 'a-b', '_a', 'a b', ' a', 'a.b', 'é', '', 'a'.repeat(64), 7, null]) {
-      assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name })), 422, 'invalid_request', { pointer: '/data/attributes/name' });
+      assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name })), 422, 'invalid_request', {
+        pointer: '/data/attributes/name',
+      });
     }
     assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm })), 422, 'invalid_request', { pointer: '/data/attributes/name' });
     assert.deepEqual(await namesOf(dm), []);
@@ -133,7 +170,9 @@ describe('create', () => {
   test('type must be one of the enum', async () => {
     const dm = await model();
     for (const type of ['text', 'String', 'int', 'decimal', '', 1, true, {}]) {
-      assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'f', type })), 422, 'invalid_request', { pointer: '/data/attributes/type' });
+      assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'f', type })), 422, 'invalid_request', {
+        pointer: '/data/attributes/type',
+      });
     }
     for (const type of ['string', 'integer', 'boolean', 'datetime', 'float', 'map']) {
       const f = await field(api, { data_model_id: dm, name: `f_${type}`, type });
@@ -153,13 +192,28 @@ describe('create', () => {
       [{ organization_id: tenant.organizationId }, 'organization_id'],
     ];
     for (const [extra, attr] of cases) {
-      assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'f', ...extra })), 422, 'invalid_request', { pointer: `/data/attributes/${attr}` });
+      assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'f', ...extra })), 422, 'invalid_request', {
+        pointer: `/data/attributes/${attr}`,
+      });
     }
     assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ name: 'f' })), 422, 'invalid_request', { pointer: '/data/attributes/data_model_id' });
-    assertError(await api.post(`${P}/data_model_fields`, { data: { type: 'data_model', attributes: { data_model_id: dm, name: 'f' } } }), 409, 'type_mismatch', { pointer: '/data/type' });
     assertError(
-      await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: dm, name: 'f' }, relationships: { data_model: { data: { type: 'data_model', id: randomUUID() } } } } }),
-      422, 'invalid_request', { pointer: '/data/relationships/data_model' },
+      await api.post(`${P}/data_model_fields`, { data: { type: 'data_model', attributes: { data_model_id: dm, name: 'f' } } }),
+      409,
+      'type_mismatch',
+      { pointer: '/data/type' },
+    );
+    assertError(
+      await api.post(`${P}/data_model_fields`, {
+        data: {
+          type: 'data_model_field',
+          attributes: { data_model_id: dm, name: 'f' },
+          relationships: { data_model: { data: { type: 'data_model', id: randomUUID() } } },
+        },
+      }),
+      422,
+      'invalid_request',
+      { pointer: '/data/relationships/data_model' },
     );
     assert.deepEqual(await namesOf(dm), []);
   });
@@ -168,13 +222,17 @@ describe('create', () => {
     const dm = await model();
     const pk = await field(api, { data_model_id: dm, name: 'id', is_primary_key: true });
     assert.equal(pk.attributes.is_primary_key, true);
-    assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'other_id', is_primary_key: true })), 422, 'invalid_request', { pointer: '/data/attributes/is_primary_key' });
+    assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'other_id', is_primary_key: true })), 422, 'invalid_request', {
+      pointer: '/data/attributes/is_primary_key',
+    });
     assert.deepEqual(await namesOf(dm), ['id']);
     // Non-key fields are fine, and so is a key in another model.
     const plain = await field(api, { data_model_id: dm, name: 'other_id', is_primary_key: false });
     await field(api, { data_model_id: await model(), name: 'id', is_primary_key: true });
     // Turning a second field into the key by PATCH is refused the same way.
-    assertError(await api.patch(`${P}/data_model_fields/${plain.id}`, patchDoc(plain.id, { is_primary_key: true })), 422, 'invalid_request', { pointer: '/data/attributes/is_primary_key' });
+    assertError(await api.patch(`${P}/data_model_fields/${plain.id}`, patchDoc(plain.id, { is_primary_key: true })), 422, 'invalid_request', {
+      pointer: '/data/attributes/is_primary_key',
+    });
     // Moving the key: unset first, then set elsewhere.
     const unset = await api.patch(`${P}/data_model_fields/${pk.id}`, patchDoc(pk.id, { is_primary_key: false }));
     assert.equal(unset.status, 200, unset.text);
@@ -186,7 +244,9 @@ describe('create', () => {
   test('names are unique within a model, not across models', async () => {
     const dm = await model();
     await field(api, { data_model_id: dm, name: 'email' });
-    assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'email', label: 'Another' })), 422, 'invalid_request', { pointer: '/data/attributes/name' });
+    assertError(await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 'email', label: 'Another' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/name',
+    });
     const dm2 = await model();
     const same = await field(api, { data_model_id: dm2, name: 'email' });
     assert.equal(same.attributes.data_model_id, dm2);
@@ -194,7 +254,9 @@ describe('create', () => {
     assert.deepEqual(await namesOf(dm2), ['email']);
     // Renaming onto a taken name is refused too.
     const other = await field(api, { data_model_id: dm, name: 'phone' });
-    assertError(await api.patch(`${P}/data_model_fields/${other.id}`, patchDoc(other.id, { name: 'email' })), 422, 'invalid_request', { pointer: '/data/attributes/name' });
+    assertError(await api.patch(`${P}/data_model_fields/${other.id}`, patchDoc(other.id, { name: 'email' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/name',
+    });
   });
 
   test('a run-as member can create fields', async () => {
@@ -218,7 +280,10 @@ describe('update', () => {
     assert.ok(Date.parse(updated_at) > Date.parse(before));
     assert.deepEqual((await api.get(`${P}/data_model_fields/${f.id}`)).body.data, res.body.data);
 
-    const constraints = await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { constraints: { max: 10, future_only: false }, type: null, description: 'd' }));
+    const constraints = await api.patch(
+      `${P}/data_model_fields/${f.id}`,
+      patchDoc(f.id, { constraints: { max: 10, future_only: false }, type: null, description: 'd' }),
+    );
     assert.equal(constraints.status, 200, constraints.text);
     assert.deepEqual(constraints.body.data.attributes.constraints, { max: 10, future_only: false });
     assert.equal(constraints.body.data.attributes.type, null);
@@ -227,8 +292,12 @@ describe('update', () => {
     assert.equal(cleared.body.data.attributes.constraints, null);
     assert.equal(cleared.body.data.attributes.label, 'amount', 'a null label falls back to the name');
 
-    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { type: 'money' })), 422, 'invalid_request', { pointer: '/data/attributes/type' });
-    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { name: 'Amount' })), 422, 'invalid_request', { pointer: '/data/attributes/name' });
+    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { type: 'money' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/type',
+    });
+    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { name: 'Amount' })), 422, 'invalid_request', {
+      pointer: '/data/attributes/name',
+    });
     assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(randomUUID(), { label: 'x' })), 409, 'conflict', { pointer: '/data/id' });
   });
 
@@ -236,8 +305,12 @@ describe('update', () => {
     const dm = await model();
     const dm2 = await model();
     const f = await field(api, { data_model_id: dm, name: 'mover' });
-    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { data_model_id: dm2 })), 422, 'invalid_request', { pointer: '/data/attributes/data_model_id' });
-    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { data_model_id: randomUUID() })), 422, 'invalid_request', { pointer: '/data/attributes/data_model_id' });
+    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { data_model_id: dm2 })), 422, 'invalid_request', {
+      pointer: '/data/attributes/data_model_id',
+    });
+    assertError(await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { data_model_id: randomUUID() })), 422, 'invalid_request', {
+      pointer: '/data/attributes/data_model_id',
+    });
     assert.deepEqual(await namesOf(dm), ['mover']);
     assert.deepEqual(await namesOf(dm2), []);
     const same = await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { data_model_id: dm, label: 'Mover' }));
@@ -262,7 +335,11 @@ describe('update', () => {
     });
     assert.equal(imported.status, 200, await imported.text());
 
-    for (const [f, type] of [[amount, 'string'], [amount, null], [note, 'integer']] as const) {
+    for (const [f, type] of [
+      [amount, 'string'],
+      [amount, null],
+      [note, 'integer'],
+    ] as const) {
       const refused = await api.patch(`${P}/data_model_fields/${f.id}`, patchDoc(f.id, { type }));
       assertError(refused, 409, 'conflict', { pointer: '/data/attributes/type' });
       assert.match(refused.body.errors[0].detail, /already has facts/);
@@ -316,11 +393,16 @@ describe('reads', () => {
     assert.equal(res.body.meta.page.total, 2);
     assert.deepEqual(ids(await api.get(`${P}/data_model_fields?filter[data_model_id]=${dm2}`)), [c.id]);
     assert.deepEqual(ids(await api.get(`${P}/data_model_fields?filter[data_model_id]=${dm.toUpperCase()}&filter[is_primary_key]=true`)), [b.id]);
-    assert.deepEqual(new Set(ids(await api.get(`${P}/data_model_fields?filter[data_model_id][in]=${dm},${dm2}&filter[type][is_null]=true`))), new Set([b.id, c.id]));
+    assert.deepEqual(
+      new Set(ids(await api.get(`${P}/data_model_fields?filter[data_model_id][in]=${dm},${dm2}&filter[type][is_null]=true`))),
+      new Set([b.id, c.id]),
+    );
     assert.deepEqual(ids(await api.get(`${P}/data_model_fields?filter[data_model_id]=${randomUUID()}`)), []);
     assertError(await api.get(`${P}/data_model_fields?filter[data_model_id]=nope`), 400, 'invalid_query', { parameter: 'filter[data_model_id]' });
     assertError(await api.get(`${P}/data_model_fields?filter[constraints]=x`), 400, 'invalid_query', { parameter: 'filter[constraints]' });
-    assertError(await api.get(`${P}/data_model_fields?filter[workspace_id]=${tenant.workspaceId}`), 400, 'invalid_query', { parameter: 'filter[workspace_id]' });
+    assertError(await api.get(`${P}/data_model_fields?filter[workspace_id]=${tenant.workspaceId}`), 400, 'invalid_query', {
+      parameter: 'filter[workspace_id]',
+    });
     assertError(await api.get(`${P}/data_model_fields?filter[type]=money`), 400, 'invalid_query', { parameter: 'filter[type]' });
   });
 });

@@ -77,7 +77,11 @@ describe('replay', () => {
     assert.equal(replayed(again), 'true');
 
     const rows = await modelsWithSlug('replay');
-    assert.deepEqual(rows.map((r) => r.id), [first.body.data.id], 'no second resource');
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      [first.body.data.id],
+      'no second resource',
+    );
     const row = await keyRow(tenant.credentialId, k);
     assert.equal(row?.state, 'done');
     assert.equal(row?.status, 201);
@@ -138,7 +142,11 @@ describe('replay', () => {
     assert.equal(again.text, first.text);
     assert.equal(replayed(again), 'true');
     const rows = await modelsWithSlug('patch-replay');
-    assert.deepEqual(rows.map((r) => r.name), ['Later'], 'the replay did not run the PATCH again');
+    assert.deepEqual(
+      rows.map((r) => r.name),
+      ['Later'],
+      'the replay did not run the PATCH again',
+    );
   });
 });
 
@@ -147,7 +155,11 @@ describe('fingerprint', () => {
     const k = key();
     const first = await api.post(MODELS, dataModelDoc({ name: 'Fp', slug: 'fp-one' }), { 'idempotency-key': k });
     assert.equal(first.status, 201);
-    for (const doc of [dataModelDoc({ name: 'Fp', slug: 'fp-two' }), dataModelDoc({ name: 'Fp ', slug: 'fp-one' }), dataModelDoc({ name: 'Fp', slug: 'fp-one', description: null })]) {
+    for (const doc of [
+      dataModelDoc({ name: 'Fp', slug: 'fp-two' }),
+      dataModelDoc({ name: 'Fp ', slug: 'fp-one' }),
+      dataModelDoc({ name: 'Fp', slug: 'fp-one', description: null }),
+    ]) {
       const res = await api.post(MODELS, doc, { 'idempotency-key': k });
       assertError(res, 409, 'idempotency_key_reused', `different body ${JSON.stringify(doc)}`);
       assert.equal(res.body.errors[0].source?.header, 'Idempotency-Key');
@@ -252,16 +264,20 @@ async function rawPost(path: string, body: string, idempotencyKey: string): Prom
   const http = await import('node:http');
   const token = await tokenFor(t, tenant);
   return new Promise((resolve, reject) => {
-    const req = http.request(`${t.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: JSONAPI, 'content-type': JSONAPI, 'idempotency-key': idempotencyKey } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
-        resolve({ status: res.statusCode ?? 0, headers, text, body: text ? JSON.parse(text) : undefined });
-      });
-    });
+    const req = http.request(
+      `${t.url}${path}`,
+      { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: JSONAPI, 'content-type': JSONAPI, 'idempotency-key': idempotencyKey } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+          resolve({ status: res.statusCode ?? 0, headers, text, body: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -284,7 +300,10 @@ describe('concurrency', () => {
       assert.equal(r.headers.get('retry-after'), '1');
     }
     const rows = await modelsWithSlug('race');
-    assert.deepEqual(rows.map((r) => r.id), [originals[0]!.body.data.id]);
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      [originals[0]!.body.data.id],
+    );
     // Once the first finished, the key replays.
     const later = await api.post(MODELS, doc, { 'idempotency-key': k });
     assert.equal(later.text, originals[0]!.text);
@@ -307,10 +326,20 @@ describe('concurrency', () => {
     assertError(busy, 409, 'idempotency_key_in_flight', 'in flight');
     assert.equal(busy.headers.get('retry-after'), '1');
     // Another body under the key is still a reuse, in flight or not.
-    assertError(await api.post(MODELS, dataModelDoc({ name: 'Lease', slug: 'lease-2' }), { 'idempotency-key': k }), 409, 'idempotency_key_reused', 'reuse while in flight');
+    assertError(
+      await api.post(MODELS, dataModelDoc({ name: 'Lease', slug: 'lease-2' }), { 'idempotency-key': k }),
+      409,
+      'idempotency_key_reused',
+      'reuse while in flight',
+    );
 
     // The holder crashed: its lease ran out, so the next request runs (and finds the slug taken).
-    await t.deps.db.updateTable('idempotency_keys').set({ locked_until: sql<Date>`now() - interval '1 second'` }).where('credential_id', '=', tenant.credentialId).where('key', '=', k).execute();
+    await t.deps.db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: sql<Date>`now() - interval '1 second'` })
+      .where('credential_id', '=', tenant.credentialId)
+      .where('key', '=', k)
+      .execute();
     const takeover = await api.post(MODELS, doc, { 'idempotency-key': k });
     assertError(takeover, 422, 'invalid_request', 'takeover runs the request');
     assert.equal(replayed(takeover), null);
@@ -333,7 +362,12 @@ describe('retention', () => {
     // Still live: another body is a reuse.
     assertError(await api.post(MODELS, dataModelDoc({ name: 'New', slug: 'expiry-new' }), { 'idempotency-key': k }), 409, 'idempotency_key_reused', 'live key');
 
-    await t.deps.db.updateTable('idempotency_keys').set({ expires_at: sql<Date>`now() - interval '1 second'` }).where('credential_id', '=', tenant.credentialId).where('key', '=', k).execute();
+    await t.deps.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: sql<Date>`now() - interval '1 second'` })
+      .where('credential_id', '=', tenant.credentialId)
+      .where('key', '=', k)
+      .execute();
     const reused = await api.post(MODELS, dataModelDoc({ name: 'New', slug: 'expiry-new' }), { 'idempotency-key': k });
     assert.equal(reused.status, 201, reused.text);
     assert.equal(replayed(reused), null);
@@ -342,7 +376,12 @@ describe('retention', () => {
     const again = await api.post(MODELS, dataModelDoc({ name: 'New', slug: 'expiry-new' }), { 'idempotency-key': k });
     assert.equal(again.text, reused.text);
     assert.equal(replayed(again), 'true');
-    assertError(await api.post(MODELS, dataModelDoc({ name: 'Old', slug: 'expiry-old' }), { 'idempotency-key': k }), 409, 'idempotency_key_reused', 'old body after reuse');
+    assertError(
+      await api.post(MODELS, dataModelDoc({ name: 'Old', slug: 'expiry-old' }), { 'idempotency-key': k }),
+      409,
+      'idempotency_key_reused',
+      'old body after reuse',
+    );
   });
 
   test('the sweep deletes expired keys and keeps live ones', async () => {
@@ -352,16 +391,31 @@ describe('retention', () => {
       const res = await api.post(MODELS, dataModelDoc({ name: 'Sweep', slug: `sweep-${i}` }), { 'idempotency-key': k });
       assert.equal(res.status, 201);
     }
-    await t.deps.db.updateTable('idempotency_keys').set({ expires_at: sql<Date>`now() - interval '1 hour'` }).where('credential_id', '=', tenant.credentialId).where('key', 'in', expired).execute();
-    const due = await t.deps.db.selectFrom('idempotency_keys').select(sql<number>`count(*)::int`.as('n')).where('expires_at', '<=', sql<Date>`now()`).executeTakeFirstOrThrow();
+    await t.deps.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: sql<Date>`now() - interval '1 hour'` })
+      .where('credential_id', '=', tenant.credentialId)
+      .where('key', 'in', expired)
+      .execute();
+    const due = await t.deps.db
+      .selectFrom('idempotency_keys')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('expires_at', '<=', sql<Date>`now()`)
+      .executeTakeFirstOrThrow();
     assert.equal(due.n, expired.length);
-    const total = await t.deps.db.selectFrom('idempotency_keys').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
+    const total = await t.deps.db
+      .selectFrom('idempotency_keys')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .executeTakeFirstOrThrow();
 
     const result = await sweep(t.deps.db, { now: new Date(), guardDays: 7, runRetentionDays: 30 });
     assert.equal(result.idempotency_keys_deleted, expired.length);
     for (const k of expired) assert.equal(await keyRow(tenant.credentialId, k), undefined, 'expired key deleted');
     for (const k of live) assert.ok(await keyRow(tenant.credentialId, k), 'live key kept');
-    const left = await t.deps.db.selectFrom('idempotency_keys').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
+    const left = await t.deps.db
+      .selectFrom('idempotency_keys')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .executeTakeFirstOrThrow();
     assert.equal(left.n, total.n - expired.length);
 
     // A second sweep finds nothing; live keys still replay.

@@ -31,10 +31,15 @@ test('a name that is not a string, too long or absent reads the same on both sur
   for (const [name, detail] of cases) {
     const viaAdmin = await refusal(() => admin.createOrganization(t.deps.db, { name, domain: 'vocabulary.example' }));
     assert.deepEqual(viaAdmin, { pointer: '/name', detail });
-    const viaJsonApi = await refusal(() => readAttributes({ data: { type: 'data_model', attributes: { name, slug: 'v' } } }, { type: 'data_model' }, dataModelInput));
+    const viaJsonApi = await refusal(() =>
+      readAttributes({ data: { type: 'data_model', attributes: { name, slug: 'v' } } }, { type: 'data_model' }, dataModelInput),
+    );
     assert.deepEqual(viaJsonApi, { pointer: '/data/attributes/name', detail });
   }
-  assert.deepEqual(await refusal(() => admin.createOrganization(t.deps.db, { domain: 'vocabulary.example' })), { pointer: '/name', detail: 'name is required' });
+  assert.deepEqual(await refusal(() => admin.createOrganization(t.deps.db, { domain: 'vocabulary.example' })), {
+    pointer: '/name',
+    detail: 'name is required',
+  });
   assert.deepEqual(await refusal(() => readAttributes({ data: { type: 'data_model', attributes: { slug: 'v' } } }, { type: 'data_model' }, dataModelInput)), {
     pointer: '/data/attributes/name',
     detail: 'name is required',
@@ -42,5 +47,8 @@ test('a name that is not a string, too long or absent reads the same on both sur
 });
 
 test('ids: the same rule for an admin member and a JSON:API attribute', async () => {
-  assert.deepEqual(await refusal(() => admin.createWorkspace(t.deps.db, { organization_id: 'not-an-id', name: 'W' })), { pointer: '/organization_id', detail: 'organization_id must be an id' });
+  assert.deepEqual(await refusal(() => admin.createWorkspace(t.deps.db, { organization_id: 'not-an-id', name: 'W' })), {
+    pointer: '/organization_id',
+    detail: 'organization_id must be an id',
+  });
 });

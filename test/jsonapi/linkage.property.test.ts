@@ -44,7 +44,11 @@ describe('relationship linkage', () => {
     fc.assert(
       fc.property(id, fc.option(id, { nil: null }), fc.boolean(), (parent, owner, withLinks) => {
         const extra = withLinks ? { links: { self: '/x' } } : {};
-        const viaLinkage = readAttributes(doc({ name: 'n' }, { parent: { data: { type: 'folder', id: parent } }, owner: { data: owner === null ? null : { type: 'user', id: owner } } }, extra), target, schema);
+        const viaLinkage = readAttributes(
+          doc({ name: 'n' }, { parent: { data: { type: 'folder', id: parent } }, owner: { data: owner === null ? null : { type: 'user', id: owner } } }, extra),
+          target,
+          schema,
+        );
         const viaAttributes = readAttributes(doc({ name: 'n', parent_id: parent, owner_id: owner }), target, schema);
         assert.deepEqual(viaLinkage, viaAttributes);
       }),

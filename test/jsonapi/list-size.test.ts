@@ -43,7 +43,10 @@ test('a default page holds what fits under LIST_MAX_BYTES and links to the rest;
 test('a page[limit] whose answer would pass LIST_MAX_BYTES is 400 naming what fits; fewer attributes fit', async () => {
   const r = await api.get(`${PATH}?page[limit]=6`);
   assertJsonApiError(r, 400, 'invalid_query', { parameter: 'page[limit]' });
-  assert.match(r.body.errors[0].detail, /larger than 65536 bytes \(LIST_MAX_BYTES\); (about )?[1-5] api_spec resources fit: ask for page\[limit\]=[1-5], or for fewer attributes with fields\[api_spec\]/);
+  assert.match(
+    r.body.errors[0].detail,
+    /larger than 65536 bytes \(LIST_MAX_BYTES\); (about )?[1-5] api_spec resources fit: ask for page\[limit\]=[1-5], or for fewer attributes with fields\[api_spec\]/,
+  );
   const narrow = await api.get(`${PATH}?page[limit]=6&fields[api_spec]=name,title`);
   assert.equal(narrow.status, 200);
   assert.equal(narrow.body.data.length, 6);
@@ -54,7 +57,10 @@ test('one resource larger than LIST_MAX_BYTES still makes a default page of one'
   assert.equal(big.status, 201);
   const r = await api.get(PATH);
   assert.equal(r.status, 200);
-  assert.deepEqual(r.body.data.map((d: any) => d.id), [big.body.data.id]);
+  assert.deepEqual(
+    r.body.data.map((d: any) => d.id),
+    [big.body.data.id],
+  );
   assert.ok(r.body.links.next);
 });
 
@@ -78,7 +84,10 @@ test('rows past the budget never leave the database: a page reads what fits, and
     const narrow = await api.get(`${PATH}?fields[api_spec]=name`);
     assert.equal(narrow.status, 200);
     assert.ok(narrow.body.data.length >= 6);
-    assert.ok(returned.flat().every((row) => !('raw_document' in row) && !('operations' in row)), 'no large column was selected');
+    assert.ok(
+      returned.flat().every((row) => !('raw_document' in row) && !('operations' in row)),
+      'no large column was selected',
+    );
   } finally {
     db.executeQuery = original;
   }

@@ -68,7 +68,11 @@ after(async () => {
 
 async function load(rows: readonly Row[]): Promise<void> {
   await db.deleteFrom('items').execute();
-  if (rows.length > 0) await db.insertInto('items').values([...rows]).execute();
+  if (rows.length > 0)
+    await db
+      .insertInto('items')
+      .values([...rows])
+      .execute();
 }
 
 async function fetchPage(q: ParsedQuery) {
@@ -195,11 +199,61 @@ function queryOf(filters: readonly [string, string][], sort: string | null, extr
 
 const at = (i: number) => DATES[i]!;
 const fixed: Row[] = [
-  { id: '00000000-0000-4000-8000-000000000001', name: 'apple', label_text: null, n: 1, flag: true, group: 'draft', owner_id: UUID_A, tags: ['red'], inserted_at: at(0) },
-  { id: '00000000-0000-4000-8000-000000000002', name: '50%_off', label_text: 'x', n: null, flag: false, group: 'active', owner_id: null, tags: null, inserted_at: at(1) },
-  { id: '00000000-0000-4000-8000-000000000003', name: '50 of', label_text: 'y', n: 2, flag: true, group: 'active', owner_id: UUID_B, tags: ['red', 'blue'], inserted_at: at(1) },
-  { id: '00000000-0000-4000-8000-000000000004', name: 'Apple', label_text: null, n: 2, flag: false, group: 'archived', owner_id: UUID_A, tags: [], inserted_at: at(2) },
-  { id: '00000000-0000-4000-8000-000000000005', name: 'banana', label_text: 'x', n: null, flag: true, group: 'draft', owner_id: null, tags: ['green'], inserted_at: at(3) },
+  {
+    id: '00000000-0000-4000-8000-000000000001',
+    name: 'apple',
+    label_text: null,
+    n: 1,
+    flag: true,
+    group: 'draft',
+    owner_id: UUID_A,
+    tags: ['red'],
+    inserted_at: at(0),
+  },
+  {
+    id: '00000000-0000-4000-8000-000000000002',
+    name: '50%_off',
+    label_text: 'x',
+    n: null,
+    flag: false,
+    group: 'active',
+    owner_id: null,
+    tags: null,
+    inserted_at: at(1),
+  },
+  {
+    id: '00000000-0000-4000-8000-000000000003',
+    name: '50 of',
+    label_text: 'y',
+    n: 2,
+    flag: true,
+    group: 'active',
+    owner_id: UUID_B,
+    tags: ['red', 'blue'],
+    inserted_at: at(1),
+  },
+  {
+    id: '00000000-0000-4000-8000-000000000004',
+    name: 'Apple',
+    label_text: null,
+    n: 2,
+    flag: false,
+    group: 'archived',
+    owner_id: UUID_A,
+    tags: [],
+    inserted_at: at(2),
+  },
+  {
+    id: '00000000-0000-4000-8000-000000000005',
+    name: 'banana',
+    label_text: 'x',
+    n: null,
+    flag: true,
+    group: 'draft',
+    owner_id: null,
+    tags: ['green'],
+    inserted_at: at(3),
+  },
 ];
 const fixedIds = (...ns: number[]) => ns.map((n) => `00000000-0000-4000-8000-00000000000${n}`);
 
@@ -281,7 +335,11 @@ describe('applyListQuery on fixed rows', () => {
   });
 
   it('passes every value as a parameter and quotes every column', () => {
-    const q = parse({ 'filter[name][contains]': "'; drop table items; --", sort: '-status', 'page[after]': encodeCursor(parse({ sort: '-status' }).sort, { id: UUID_A, group: 'draft' }) });
+    const q = parse({
+      'filter[name][contains]': "'; drop table items; --",
+      sort: '-status',
+      'page[after]': encodeCursor(parse({ sort: '-status' }).sort, { id: UUID_A, group: 'draft' }),
+    });
     const compiled = applyListQuery(db.selectFrom('items').selectAll(), 'items', q).compile();
     assert.doesNotMatch(compiled.sql, /drop table|draft/);
     assert.match(compiled.sql, /"items"\."group" desc nulls first/);
@@ -314,15 +372,22 @@ describe('finishKeysetPage', () => {
 describe('applyListQuery against an in-memory reference', () => {
   it('filters, sorts, offset-pages and counts like the reference', async () => {
     await fc.assert(
-      fc.asyncProperty(rowsArb, filtersArb, sortArb, fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 12 }), async (rows, filters, sort, limit, offset) => {
-        await load(rows);
-        const q = parse(queryOf(filters, sort, { 'page[limit]': String(limit), 'page[offset]': String(offset) }));
-        const expected = reference(rows, q);
-        const page = await fetchPage(q);
-        assert.deepEqual(ids(page.rows), ids(expected.slice(offset, offset + limit)));
-        assert.equal(page.hasNext, expected.length > offset + limit);
-        assert.equal(await countRows(db.selectFrom('items'), 'items', q), expected.length);
-      }),
+      fc.asyncProperty(
+        rowsArb,
+        filtersArb,
+        sortArb,
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 0, max: 12 }),
+        async (rows, filters, sort, limit, offset) => {
+          await load(rows);
+          const q = parse(queryOf(filters, sort, { 'page[limit]': String(limit), 'page[offset]': String(offset) }));
+          const expected = reference(rows, q);
+          const page = await fetchPage(q);
+          assert.deepEqual(ids(page.rows), ids(expected.slice(offset, offset + limit)));
+          assert.equal(page.hasNext, expected.length > offset + limit);
+          assert.equal(await countRows(db.selectFrom('items'), 'items', q), expected.length);
+        },
+      ),
       { numRuns: runs(300) },
     );
   });

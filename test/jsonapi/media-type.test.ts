@@ -105,9 +105,17 @@ describe('Content-Type of request bodies', () => {
       const post = await api.post(MODELS, nextDoc(), { 'content-type': ct });
       const e = assertError(post, 415, 'unsupported_media_type', `POST ${ct}`);
       assert.equal(e.source?.header, 'Content-Type');
-      const patch = await api.patch(`${MODELS}/${modelId}`, { data: { type: 'data_model', id: modelId, attributes: { name: 'Changed' } } }, { 'content-type': ct });
+      const patch = await api.patch(
+        `${MODELS}/${modelId}`,
+        { data: { type: 'data_model', id: modelId, attributes: { name: 'Changed' } } },
+        { 'content-type': ct },
+      );
       assertError(patch, 415, 'unsupported_media_type', `PATCH ${ct}`);
-      const field = await api.post(FIELDS, { data: { type: 'data_model_field', attributes: { data_model_id: modelId, name: 'never' } } }, { 'content-type': ct });
+      const field = await api.post(
+        FIELDS,
+        { data: { type: 'data_model_field', attributes: { data_model_id: modelId, name: 'never' } } },
+        { 'content-type': ct },
+      );
       assertError(field, 415, 'unsupported_media_type', `POST fields ${ct}`);
     }
     assert.equal(await modelCount(), before);
@@ -134,7 +142,11 @@ describe('Content-Type of request bodies', () => {
       assertJsonApiHeaders(res, ct);
       assert.equal(res.body.data.attributes.slug, doc.data.attributes.slug);
     }
-    const patched = await api.patch(`${MODELS}/${modelId}`, { data: { type: 'data_model', id: modelId, attributes: { description: 'ext' } } }, { 'content-type': accepted[1]! });
+    const patched = await api.patch(
+      `${MODELS}/${modelId}`,
+      { data: { type: 'data_model', id: modelId, attributes: { description: 'ext' } } },
+      { 'content-type': accepted[1]! },
+    );
     assert.equal(patched.status, 200, patched.text);
     assert.equal(patched.body.data.attributes.description, 'ext');
   });
@@ -243,7 +255,13 @@ describe('response headers', () => {
 
 describe('routes', () => {
   test('an unknown route is a 404 JSON:API error', async () => {
-    for (const path of ['/api/json/v1/nope', '/api/json/v1/data_model', `/api/json/v1/data_models/${modelId}/nope`, '/api/json/v2/data_models', '/api/json/v1/']) {
+    for (const path of [
+      '/api/json/v1/nope',
+      '/api/json/v1/data_model',
+      `/api/json/v1/data_models/${modelId}/nope`,
+      '/api/json/v2/data_models',
+      '/api/json/v1/',
+    ]) {
       assertError(await api.get(path), 404, 'not_found', `GET ${path}`);
     }
     assertError(await api.post('/api/json/v1/nope', nextDoc()), 404, 'not_found', 'POST unknown');
@@ -321,7 +339,12 @@ describe('query parameters', () => {
       assert.equal(e.source?.parameter, qs.split('=')[0]);
     }
     const before = await modelCount();
-    for (const [qs, parameter] of [['sort=name', 'sort'], ['include=nope', 'include'], ['fields[nope]=a', 'fields[nope]'], ['page[limit]=0', 'page[limit]']]) {
+    for (const [qs, parameter] of [
+      ['sort=name', 'sort'],
+      ['include=nope', 'include'],
+      ['fields[nope]=a', 'fields[nope]'],
+      ['page[limit]=0', 'page[limit]'],
+    ]) {
       const post = await api.post(`${MODELS}?${qs}`, nextDoc());
       assert.equal(assertError(post, 400, 'invalid_query', `POST ?${qs}`).source?.parameter, parameter);
       const patch = await api.patch(`${MODELS}/${modelId}?${qs}`, { data: { type: 'data_model', id: modelId, attributes: { name: 'Query' } } });

@@ -22,14 +22,21 @@ test('a list reads only the caller workspace rows, in its order and pages', asyn
   const other = await seedTenant(t.deps);
   const mine = jsonApi(t, await tokenFor(t, tenant));
   const theirs = jsonApi(t, await tokenFor(t, other));
-  for (const slug of ['a-one', 'a-two', 'a-three']) assert.equal((await mine.post(MODELS, { data: { type: 'data_model', attributes: { name: slug, slug } } })).status, 201);
+  for (const slug of ['a-one', 'a-two', 'a-three'])
+    assert.equal((await mine.post(MODELS, { data: { type: 'data_model', attributes: { name: slug, slug } } })).status, 201);
   assert.equal((await theirs.post(MODELS, { data: { type: 'data_model', attributes: { name: 'theirs', slug: 'theirs' } } })).status, 201);
   const page = await mine.get(`${MODELS}?sort=slug&page[limit]=2`);
   assert.equal(page.status, 200, page.text);
-  assert.deepEqual(page.body.data.map((r: { attributes: { slug: string } }) => r.attributes.slug), ['a-one', 'a-three']);
+  assert.deepEqual(
+    page.body.data.map((r: { attributes: { slug: string } }) => r.attributes.slug),
+    ['a-one', 'a-three'],
+  );
   assert.ok(page.body.links.next, 'a next page');
   const rest = await mine.get(page.body.links.next);
-  assert.deepEqual(rest.body.data.map((r: { attributes: { slug: string } }) => r.attributes.slug), ['a-two']);
+  assert.deepEqual(
+    rest.body.data.map((r: { attributes: { slug: string } }) => r.attributes.slug),
+    ['a-two'],
+  );
   const empty = await theirs.get(`${MODELS}?filter[slug]=a-one`);
   assert.deepEqual(empty.body.data, [], 'another workspace sees none of them');
 });
@@ -51,7 +58,9 @@ test('without api_read a list is 403, before a bad query is 400', async () => {
 });
 
 test('a statement compiled once binds its slots by name and keeps its fixed parameters', () => {
-  const stmt = compileOnce(t.deps.db.selectFrom('data_models').select('id').where('workspace_id', '=', slot('ws')).where('slug', '=', 'fixed').where('id', '=', slot('id')));
+  const stmt = compileOnce(
+    t.deps.db.selectFrom('data_models').select('id').where('workspace_id', '=', slot('ws')).where('slug', '=', 'fixed').where('id', '=', slot('id')),
+  );
   assert.deepEqual(stmt.bind({ ws: 'W', id: 'I' }), ['W', 'fixed', 'I']);
   assert.throws(() => stmt.bind({ ws: 'W' }), /no value for the slot id/);
 });

@@ -139,7 +139,18 @@ describe('parseQuery: include', () => {
   });
 
   it('rejects unknown, empty and prototype segments', () => {
-    for (const value of ['nope', 'owner.nope', 'owner.memberships.nope', 'owner,', '.owner', 'owner..memberships', 'constructor', '__proto__', 'owner.toString', 'email']) {
+    for (const value of [
+      'nope',
+      'owner.nope',
+      'owner.memberships.nope',
+      'owner,',
+      '.owner',
+      'owner..memberships',
+      'constructor',
+      '__proto__',
+      'owner.toString',
+      'email',
+    ]) {
       rejects(() => list({ include: value }), 'include', /relationship path/);
     }
   });
@@ -169,7 +180,13 @@ describe('parseQuery: include', () => {
 describe('parseQuery: fields', () => {
   it('keeps attributes and relationships per type', () => {
     const q = list({ 'fields[item]': 'name,owner,name', 'fields[user]': 'email' });
-    assert.deepEqual(q.fields, new Map([['item', new Set(['name', 'owner'])], ['user', new Set(['email'])]]));
+    assert.deepEqual(
+      q.fields,
+      new Map([
+        ['item', new Set(['name', 'owner'])],
+        ['user', new Set(['email'])],
+      ]),
+    );
   });
 
   it('reads an empty value as no fields', () => {
@@ -202,7 +219,11 @@ describe('parseQuery: filter', () => {
     const q = list({ 'filter[n][gte]': '1', 'filter[n][lt]': '5', 'filter[name]': 'a' });
     assert.deepEqual(
       q.filter.map((c) => [c.attr, c.op, c.value]),
-      [['n', 'gte', 1], ['n', 'lt', 5], ['name', 'eq', 'a']],
+      [
+        ['n', 'gte', 1],
+        ['n', 'lt', 5],
+        ['name', 'eq', 'a'],
+      ],
     );
   });
 
@@ -213,7 +234,11 @@ describe('parseQuery: filter', () => {
   });
 
   it('an unknown filter or sort attribute is named, with the attributes that can be used', () => {
-    rejects(() => list({ 'filter[nope][eq]': '1' }), 'filter[nope][eq]', /^Cannot filter by "nope"; filterable: name, label, n, flag, status, owner_id, tags, notes, inserted_at$/);
+    rejects(
+      () => list({ 'filter[nope][eq]': '1' }),
+      'filter[nope][eq]',
+      /^Cannot filter by "nope"; filterable: name, label, n, flag, status, owner_id, tags, notes, inserted_at$/,
+    );
     rejects(() => list({ sort: 'name,-nope' }), 'sort', /^Cannot sort by "nope"; sortable: name, label, n, flag, status, inserted_at$/);
     rejects(() => list({ [`filter[${'x'.repeat(500)}]`]: '1' }), `filter[${'x'.repeat(500)}]`, /^Cannot filter by "x{64}\.\.\."; filterable/);
   });
@@ -233,7 +258,21 @@ describe('parseQuery: filter', () => {
     assert.ok(Object.is(filterValue({ 'filter[n]': '-0' }), 0));
     assert.equal(filterValue({ 'filter[n]': '2147483647' }), 2147483647);
     assert.equal(filterValue({ 'filter[n]': '-2147483648' }), -2147483648);
-    for (const bad of ['', '1.5', '1e3', '+1', ' 1', '0x10', '2147483648', '-2147483649', '9007199254740991', '9007199254740992', 'NaN', 'Infinity', '1'.repeat(40)]) {
+    for (const bad of [
+      '',
+      '1.5',
+      '1e3',
+      '+1',
+      ' 1',
+      '0x10',
+      '2147483648',
+      '-2147483649',
+      '9007199254740991',
+      '9007199254740992',
+      'NaN',
+      'Infinity',
+      '1'.repeat(40),
+    ]) {
       rejects(() => list({ 'filter[n]': bad }), 'filter[n]', /whole number from -2147483648 to 2147483647/);
     }
   });
@@ -241,15 +280,23 @@ describe('parseQuery: filter', () => {
   it('property: an integer filter value is accepted exactly when the integer column can hold it', () => {
     const int4 = (n: bigint) => n >= -(2n ** 31n) && n <= 2n ** 31n - 1n;
     fc.assert(
-      fc.property(fc.oneof(fc.bigInt({ min: -(2n ** 40n), max: 2n ** 40n }), fc.bigInt({ min: -(2n ** 31n) - 2n, max: -(2n ** 31n) + 2n }), fc.bigInt({ min: 2n ** 31n - 3n, max: 2n ** 31n + 1n })), fc.constantFrom('eq', 'gt', 'lte', 'in'), (n, op) => {
-        const name = `filter[n][${op}]`;
-        if (int4(n)) {
-          const v = filterValue({ [name]: String(n) });
-          assert.deepEqual(v, op === 'in' ? [Number(n)] : Number(n));
-        } else {
-          rejects(() => list({ [name]: String(n) }), name, /whole number from/);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.bigInt({ min: -(2n ** 40n), max: 2n ** 40n }),
+          fc.bigInt({ min: -(2n ** 31n) - 2n, max: -(2n ** 31n) + 2n }),
+          fc.bigInt({ min: 2n ** 31n - 3n, max: 2n ** 31n + 1n }),
+        ),
+        fc.constantFrom('eq', 'gt', 'lte', 'in'),
+        (n, op) => {
+          const name = `filter[n][${op}]`;
+          if (int4(n)) {
+            const v = filterValue({ [name]: String(n) });
+            assert.deepEqual(v, op === 'in' ? [Number(n)] : Number(n));
+          } else {
+            rejects(() => list({ [name]: String(n) }), name, /whole number from/);
+          }
+        },
+      ),
     );
   });
 
@@ -272,9 +319,23 @@ describe('parseQuery: filter', () => {
     assert.equal(at('0001-01-01T00:00:00Z'), '0001-01-01T00:00:00.000Z');
     assert.equal(at('2024-03-01t10:20:30z'), '2024-03-01T10:20:30.000Z', 'RFC 3339 allows lower-case t and z');
     for (const bad of [
-      '', 'yesterday', '2024-02-30', '2023-02-29', '2024-13-01', '2024-00-10', '2024-04-31', '2024-03-01T10:20:30',
-      '2024-03-01T24:00:00Z', '2024-03-01T10:60:00Z', '2024-03-01T10:00:60Z', '2024-03-01T10:00:00+24:00', '0000-01-01',
-      '2024-3-1', '2024-03-01T10:20:30.Z', '2024-03-01T10:20:30.1234567890Z', '1709287230',
+      '',
+      'yesterday',
+      '2024-02-30',
+      '2023-02-29',
+      '2024-13-01',
+      '2024-00-10',
+      '2024-04-31',
+      '2024-03-01T10:20:30',
+      '2024-03-01T24:00:00Z',
+      '2024-03-01T10:60:00Z',
+      '2024-03-01T10:00:60Z',
+      '2024-03-01T10:00:00+24:00',
+      '0000-01-01',
+      '2024-3-1',
+      '2024-03-01T10:20:30.Z',
+      '2024-03-01T10:20:30.1234567890Z',
+      '1709287230',
     ]) {
       rejects(() => list({ 'filter[inserted_at][gte]': bad }), 'filter[inserted_at][gte]', /ISO 8601/);
     }
@@ -440,14 +501,30 @@ describe('cursors', () => {
     const good = { v: ['2024-05-06T07:08:09.010Z'], id: UUID_A };
     assert.doesNotThrow(() => list({ 'page[after]': b64(good) }));
     for (const bad of [
-      '', 'not base64!', '====', b64('not json'), b64('null'), b64([1]), b64({ v: [] }), b64({ ...good, id: 'abc' }),
-      b64({ ...good, id: 5 }), b64({ ...good, v: ['2024-02-30T00:00:00Z'] }), b64({ ...good, v: [1714979289010] }),
-      b64({ ...good, v: 'x' }), b64({ v: ['2024-05-06T07:08:09.010Z', 'extra'], id: UUID_A }),
+      '',
+      'not base64!',
+      '====',
+      b64('not json'),
+      b64('null'),
+      b64([1]),
+      b64({ v: [] }),
+      b64({ ...good, id: 'abc' }),
+      b64({ ...good, id: 5 }),
+      b64({ ...good, v: ['2024-02-30T00:00:00Z'] }),
+      b64({ ...good, v: [1714979289010] }),
+      b64({ ...good, v: 'x' }),
+      b64({ v: ['2024-05-06T07:08:09.010Z', 'extra'], id: UUID_A }),
     ]) {
       rejects(() => list({ 'page[after]': bad }), 'page[after]', /Invalid cursor/);
     }
     const kinds = list({ sort: 'n,flag,status' }).sort;
-    for (const v of [['1', true, 'draft'], [1.5, true, 'draft'], [1, 'true', 'draft'], [1, true, 7], [1, true, 'a\0']]) {
+    for (const v of [
+      ['1', true, 'draft'],
+      [1.5, true, 'draft'],
+      [1, 'true', 'draft'],
+      [1, true, 7],
+      [1, true, 'a\0'],
+    ]) {
       rejects(() => list({ sort: 'n,flag,status', 'page[after]': b64({ v, id: UUID_A }) }), 'page[after]', /Invalid cursor/);
     }
     assert.doesNotThrow(() => list({ sort: 'n,flag,status', 'page[after]': encodeCursor(kinds, { id: UUID_A, n: 1, flag: true, status: 'draft' }) }));
@@ -470,13 +547,27 @@ describe('parseQuery: hostile input', () => {
   const ops = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'is_null', 'contains', 'xx', ''];
   const keyArb = fc.oneof(
     fc.string({ maxLength: 30 }),
-    fc.constantFrom('include', 'sort', 'page[limit]', 'page[offset]', 'page[after]', 'page[before]', 'page[count]', 'page[x]', 'fields[item]', 'fields[user]', 'fields[nope]'),
+    fc.constantFrom(
+      'include',
+      'sort',
+      'page[limit]',
+      'page[offset]',
+      'page[after]',
+      'page[before]',
+      'page[count]',
+      'page[x]',
+      'fields[item]',
+      'fields[user]',
+      'fields[nope]',
+    ),
     fc.tuple(fc.constantFrom(...attrs), fc.option(fc.constantFrom(...ops))).map(([a, op]) => (op === null ? `filter[${a}]` : `filter[${a}][${op}]`)),
     fc.tuple(fc.constantFrom('filter', 'page', 'fields'), fc.string({ maxLength: 10 })).map(([f, s]) => `${f}[${s}]`),
   );
   const cursorArb = fc.oneof(
     fc.jsonValue().map((v) => Buffer.from(JSON.stringify(v) ?? '').toString('base64url')),
-    fc.record({ v: fc.array(fc.jsonValue(), { maxLength: 6 }), id: fc.oneof(fc.uuid(), fc.string()) }).map((v) => Buffer.from(JSON.stringify(v)).toString('base64url')),
+    fc
+      .record({ v: fc.array(fc.jsonValue(), { maxLength: 6 }), id: fc.oneof(fc.uuid(), fc.string()) })
+      .map((v) => Buffer.from(JSON.stringify(v)).toString('base64url')),
   );
   const valueArb = fc.oneof(
     fc.string({ maxLength: 40 }),

@@ -7,7 +7,18 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as admin from '../../src/admin/service.ts';
-import { dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp, assertJsonApiError } from '../helpers/app.ts';
+import {
+  dataModelDoc,
+  jsonApi,
+  seedAccount,
+  seedTenant,
+  startApp,
+  tokenFor,
+  type ApiResponse,
+  type Tenant,
+  type TestApp,
+  assertJsonApiError,
+} from '../helpers/app.ts';
 
 const P = '/api/json/v1';
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -59,7 +70,7 @@ function openers(collection: string, own: () => string, foreign: () => string): 
     assert.equal((await api.get(`${P}/${collection}/${own()}`)).status, 200);
   });
 
-  test('another tenant\'s object is 404, like a random id', async () => {
+  test("another tenant's object is 404, like a random id", async () => {
     assert.equal((await bApi.get(`${P}/${collection}/${foreign()}`)).status, 200, 'the foreign id exists');
     const res = await api.get(`${P}/${collection}/${foreign()}`);
     assertError(res, 404, 'not_found');
@@ -74,7 +85,11 @@ function openers(collection: string, own: () => string, foreign: () => string): 
 }
 
 describe('organizations', () => {
-  openers('organizations', () => A.organizationId, () => B.organizationId);
+  openers(
+    'organizations',
+    () => A.organizationId,
+    () => B.organizationId,
+  );
 
   test('list and by id show the own organization with its public attributes', async () => {
     const list = await api.get(`${P}/organizations`);
@@ -90,7 +105,10 @@ describe('organizations', () => {
     const one = await api.get(`${P}/organizations/${A.organizationId}`);
     assert.deepEqual(one.body.data, org);
     assert.deepEqual(ids(await api.get(`${P}/organizations?filter[domain]=${org.attributes.domain}`)), [A.organizationId]);
-    assert.deepEqual(ids(await api.get(`${P}/organizations?filter[domain]=${(await bApi.get(`${P}/organizations/${B.organizationId}`)).body.data.attributes.domain}`)), []);
+    assert.deepEqual(
+      ids(await api.get(`${P}/organizations?filter[domain]=${(await bApi.get(`${P}/organizations/${B.organizationId}`)).body.data.attributes.domain}`)),
+      [],
+    );
   });
 });
 
@@ -101,7 +119,11 @@ describe('org_memberships', () => {
     extra = await seedAccount(t.deps, A, { role: 'member' });
   });
 
-  openers('org_memberships', () => A.membershipId, () => B.membershipId);
+  openers(
+    'org_memberships',
+    () => A.membershipId,
+    () => B.membershipId,
+  );
 
   test('list and by id with include=user,organization', async () => {
     const list = await api.get(`${P}/org_memberships?include=user,organization`);
@@ -112,7 +134,10 @@ describe('org_memberships', () => {
     assert.deepEqual(attrs, { is_active: true, role: 'owner' });
     assert.match(inserted_at, ISO_Z);
     assert.match(updated_at, ISO_Z);
-    assert.deepEqual(mine.relationships, { user: { data: { type: 'user', id: A.userId } }, organization: { data: { type: 'organization', id: A.organizationId } } });
+    assert.deepEqual(mine.relationships, {
+      user: { data: { type: 'user', id: A.userId } },
+      organization: { data: { type: 'organization', id: A.organizationId } },
+    });
     assert.deepEqual(
       new Set(list.body.included.map((r: any) => `${r.type}:${r.id}`)),
       new Set([`user:${A.userId}`, `user:${extra.userId}`, `organization:${A.organizationId}`]),
@@ -142,7 +167,10 @@ describe('org_memberships', () => {
     assert.deepEqual(ids(inactive), [gone.membershipId]);
     assert.equal(inactive.body.data[0].attributes.is_active, false);
     assert.equal(inactive.body.data[0].attributes.role, 'admin');
-    assert.deepEqual(inactive.body.included.map((r: { id: string }) => r.id), [gone.userId]);
+    assert.deepEqual(
+      inactive.body.included.map((r: { id: string }) => r.id),
+      [gone.userId],
+    );
     const active = await api.get(`${P}/org_memberships?filter[is_active]=true`);
     assert.ok(!ids(active).includes(gone.membershipId));
     assert.ok(ids(active).includes(A.membershipId));
@@ -156,10 +184,20 @@ describe('org_memberships', () => {
 });
 
 describe('users', () => {
-  openers('users', () => A.userId, () => B.userId);
+  openers(
+    'users',
+    () => A.userId,
+    () => B.userId,
+  );
 
   test('list and by id: public attributes, preferences defaults', async () => {
-    const named = await admin.createUser(t.deps.db, { email: `named-${randomUUID()}@example.com`, first_name: 'Ada', last_name: 'Lovelace', timezone: 'Europe/London', phone_number: '+44 20 7946 0000' });
+    const named = await admin.createUser(t.deps.db, {
+      email: `named-${randomUUID()}@example.com`,
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      timezone: 'Europe/London',
+      phone_number: '+44 20 7946 0000',
+    });
     await admin.addMember(t.deps.db, { organization_id: A.organizationId, user_id: named.id, role: 'member' });
     const outsider = await admin.createUser(t.deps.db, { email: `outsider-${randomUUID()}@example.com` });
 
@@ -174,7 +212,14 @@ describe('users', () => {
     const one = await api.get(`${P}/users/${named.id}`);
     assert.equal(one.status, 200, one.text);
     const { inserted_at, updated_at, ...attrs } = one.body.data.attributes;
-    assert.deepEqual(attrs, { email: named.email, first_name: 'Ada', last_name: 'Lovelace', phone_number: '+44 20 7946 0000', preferences: DEFAULT_PREFERENCES, timezone: 'Europe/London' });
+    assert.deepEqual(attrs, {
+      email: named.email,
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      phone_number: '+44 20 7946 0000',
+      preferences: DEFAULT_PREFERENCES,
+      timezone: 'Europe/London',
+    });
     assert.match(inserted_at, ISO_Z);
     assert.match(updated_at, ISO_Z);
     assert.equal(one.body.data.type, 'user');
@@ -184,15 +229,29 @@ describe('users', () => {
 
   test('stored preferences are deep-merged over the defaults', async () => {
     const u = await seedAccount(t.deps, A);
-    await t.deps.db.updateTable('users').set({ preferences: JSON.stringify({ theme: 'dark', notifications: { sms: true } }) }).where('id', '=', u.userId).execute();
+    await t.deps.db
+      .updateTable('users')
+      .set({ preferences: JSON.stringify({ theme: 'dark', notifications: { sms: true } }) })
+      .where('id', '=', u.userId)
+      .execute();
     const res = await api.get(`${P}/users/${u.userId}`);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body.data.attributes.preferences, { theme: 'dark', locale: 'en-US', week_start: 'monday', notifications: { email: true, sms: true } });
 
     // Stored values win, also false ones and nested ones; unknown keys are kept.
-    await t.deps.db.updateTable('users').set({ preferences: JSON.stringify({ locale: 'de-DE', notifications: { email: false }, extra: { a: 1 } }) }).where('id', '=', u.userId).execute();
+    await t.deps.db
+      .updateTable('users')
+      .set({ preferences: JSON.stringify({ locale: 'de-DE', notifications: { email: false }, extra: { a: 1 } }) })
+      .where('id', '=', u.userId)
+      .execute();
     const again = await api.get(`${P}/users/${u.userId}`);
-    assert.deepEqual(again.body.data.attributes.preferences, { theme: 'system', locale: 'de-DE', week_start: 'monday', notifications: { email: false }, extra: { a: 1 } });
+    assert.deepEqual(again.body.data.attributes.preferences, {
+      theme: 'system',
+      locale: 'de-DE',
+      week_start: 'monday',
+      notifications: { email: false },
+      extra: { a: 1 },
+    });
     // A list presents the same values, and the defaults object itself is never mutated.
     const list = await api.get(`${P}/users?page[limit]=250`);
     assert.deepEqual(list.body.data.find((r: any) => r.id === u.userId).attributes.preferences, again.body.data.attributes.preferences);
@@ -209,7 +268,11 @@ describe('credentials', () => {
     memberApi = jsonApi(t, await tokenFor(t, member));
   });
 
-  openers('credentials', () => A.credentialId, () => B.credentialId);
+  openers(
+    'credentials',
+    () => A.credentialId,
+    () => B.credentialId,
+  );
 
   test('never exposes secret_hash or client_secret', async () => {
     const list = await api.get(`${P}/credentials?page[limit]=250&include=run_as_membership`);
@@ -243,7 +306,10 @@ describe('credentials', () => {
     assert.equal(res.body.included[0].id, A.membershipId);
     assert.equal(res.body.included[0].attributes.role, 'owner');
     const deep = await api.get(`${P}/credentials/${member.credentialId}?include=run_as_membership.user`);
-    assert.deepEqual(new Set(deep.body.included.map((r: any) => `${r.type}:${r.id}`)), new Set([`org_membership:${member.membershipId}`, `user:${member.userId}`]));
+    assert.deepEqual(
+      new Set(deep.body.included.map((r: any) => `${r.type}:${r.id}`)),
+      new Set([`org_membership:${member.membershipId}`, `user:${member.userId}`]),
+    );
     assert.deepEqual(ids(await api.get(`${P}/credentials?filter[scopes][contains]=webhooks`)), [A.credentialId]);
     assert.deepEqual(ids(await api.get(`${P}/credentials?filter[client_id]=${member.clientId}`)), [member.credentialId]);
   });
@@ -274,16 +340,27 @@ describe('dashboard_widgets', () => {
     assert.equal(dm.status, 201, dm.text);
     dataModelId = dm.body.data.id;
     plainId = (await admin.createWidget(t.deps.db, { workspace_id: A.workspaceId, data_model_id: dataModelId, kind: 'table' })).id;
-    customId = (await admin.createWidget(t.deps.db, {
-      workspace_id: A.workspaceId, data_model_id: dataModelId, kind: 'chart', title: 'Revenue', dashboard: 'finance',
-      position: { x: 4, y: 0, w: 8, h: 6 }, config: { series: ['amount'], stacked: false },
-    })).id;
+    customId = (
+      await admin.createWidget(t.deps.db, {
+        workspace_id: A.workspaceId,
+        data_model_id: dataModelId,
+        kind: 'chart',
+        title: 'Revenue',
+        dashboard: 'finance',
+        position: { x: 4, y: 0, w: 8, h: 6 },
+        config: { series: ['amount'], stacked: false },
+      })
+    ).id;
     const bdm = await bApi.post(`${P}/data_models`, dataModelDoc({ name: 'Sales', slug: 'sales' }));
     assert.equal(bdm.status, 201, bdm.text);
     bWidgetId = (await admin.createWidget(t.deps.db, { workspace_id: B.workspaceId, data_model_id: bdm.body.data.id, kind: 'table' })).id;
   });
 
-  openers('dashboard_widgets', () => plainId, () => bWidgetId);
+  openers(
+    'dashboard_widgets',
+    () => plainId,
+    () => bWidgetId,
+  );
 
   test('attributes: dashboard defaults to home, kind, title, data_model_id, position, config', async () => {
     const plain = await api.get(`${P}/dashboard_widgets/${plainId}`);
@@ -297,7 +374,14 @@ describe('dashboard_widgets', () => {
 
     const custom = await api.get(`${P}/dashboard_widgets/${customId}`);
     const { inserted_at: _i, updated_at: _u, ...customAttrs } = custom.body.data.attributes;
-    assert.deepEqual(customAttrs, { dashboard: 'finance', kind: 'chart', title: 'Revenue', data_model_id: dataModelId, position: { x: 4, y: 0, w: 8, h: 6 }, config: { series: ['amount'], stacked: false } });
+    assert.deepEqual(customAttrs, {
+      dashboard: 'finance',
+      kind: 'chart',
+      title: 'Revenue',
+      data_model_id: dataModelId,
+      position: { x: 4, y: 0, w: 8, h: 6 },
+      config: { series: ['amount'], stacked: false },
+    });
 
     const list = await api.get(`${P}/dashboard_widgets`);
     assert.deepEqual(ids(list), [customId, plainId]);

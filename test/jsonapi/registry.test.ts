@@ -15,5 +15,12 @@ test('a registry with a dangling relationship or a type declared twice is refuse
   const base = RESOURCE_TYPES.get('workspace')!;
   const dangling: ResourceType = { ...base, relationships: { owner: { type: 'nobody', kind: 'one', column: 'organization_id' } } };
   assert.throws(() => typeRegistry([dangling]), /names the undeclared type nobody/);
-  assert.throws(() => typeRegistry([{ ...base, relationships: {} }, { ...base, relationships: {} }]), /declared twice/);
+  assert.throws(
+    () =>
+      typeRegistry([
+        { ...base, relationships: {} },
+        { ...base, relationships: {} },
+      ]),
+    /declared twice/,
+  );
 });

@@ -38,7 +38,10 @@ describe('filter values outside the range of an integer attribute', () => {
   test('the bounds themselves are values like any other', async () => {
     const res = await api.get(`${MODELS}?filter[retention_days][lte]=2147483647&filter[retention_days][gt]=-2147483648`);
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.body.data.map((d: any) => d.attributes.slug), ['kept']);
+    assert.deepEqual(
+      res.body.data.map((d: any) => d.attributes.slug),
+      ['kept'],
+    );
   });
 
   test('a cursor holding an integer beyond the column is an invalid cursor, not a 422', async () => {

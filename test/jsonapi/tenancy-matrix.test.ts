@@ -41,11 +41,14 @@ const COLLECTIONS = ['organizations', 'org_memberships', 'users', 'credentials',
 /** An error document without the per-request `id` member of each error. */
 function withoutErrorIds(res: ApiResponse): unknown {
   assert.ok(res.body && Array.isArray(res.body.errors), `expected an error document, got ${res.text}`);
-  return { ...res.body, errors: res.body.errors.map((e: Record<string, unknown>) => {
-    const { id, ...rest } = e;
-    assert.equal(typeof id, 'string');
-    return rest;
-  }) };
+  return {
+    ...res.body,
+    errors: res.body.errors.map((e: Record<string, unknown>) => {
+      const { id, ...rest } = e;
+      assert.equal(typeof id, 'string');
+      return rest;
+    }),
+  };
 }
 
 function assert404(res: ApiResponse): void {
@@ -65,7 +68,9 @@ async function world(): Promise<World> {
   const api = jsonApi(t, await tokenFor(t, tenant));
   const dm = await api.post(`${P}/data_models`, dataModelDoc({ name: 'Orders', slug: 'orders' }));
   assert.equal(dm.status, 201, dm.text);
-  const field = await api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: dm.body.data.id, name: 'order_id', type: 'string', is_primary_key: true } } });
+  const field = await api.post(`${P}/data_model_fields`, {
+    data: { type: 'data_model_field', attributes: { data_model_id: dm.body.data.id, name: 'order_id', type: 'string', is_primary_key: true } },
+  });
   assert.equal(field.status, 201, field.text);
   const widget = await admin.createWidget(t.deps.db, { workspace_id: tenant.workspaceId, data_model_id: dm.body.data.id, kind: 'table', title: 'Orders' });
   return { tenant, api, dataModelId: dm.body.data.id, fieldId: field.body.data.id, widgetId: widget.id };
@@ -106,7 +111,15 @@ describe('reads by id', () => {
     });
 
     test(`GET ${collection}/{id} with include: a foreign id is still 404`, async () => {
-      const include = { organizations: '', org_memberships: '?include=user,organization', users: '', credentials: '?include=run_as_membership', dashboard_widgets: '?include=data_model', data_models: '?include=fields', data_model_fields: '?include=data_model' }[collection];
+      const include = {
+        organizations: '',
+        org_memberships: '?include=user,organization',
+        users: '',
+        credentials: '?include=run_as_membership',
+        dashboard_widgets: '?include=data_model',
+        data_models: '?include=fields',
+        data_model_fields: '?include=data_model',
+      }[collection];
       const foreign = await A.api.get(`${P}/${collection}/${idsOf(B)[collection]}${include}`);
       const random = await A.api.get(`${P}/${collection}/${randomUUID()}${include}`);
       assert404(foreign);
@@ -142,7 +155,10 @@ describe('lists', () => {
       for (const id of Object.values(idsOf(B))) assert.ok(!resources.includes(id), `${collection}?${filter}: ${id} leaked`);
     }
     const bySlug = await A.api.get(`${P}/data_models?filter[slug]=orders`);
-    assert.deepEqual(bySlug.body.data.map((r: { id: string }) => r.id), [A.dataModelId]);
+    assert.deepEqual(
+      bySlug.body.data.map((r: { id: string }) => r.id),
+      [A.dataModelId],
+    );
     const byModel = await A.api.get(`${P}/data_model_fields?filter[data_model_id]=${B.dataModelId}&page[count]=true`);
     assert.deepEqual(byModel.body.data, []);
     assert.equal(byModel.body.meta.page.total, 0);
@@ -164,20 +180,33 @@ describe('includes', () => {
       assert.ok(res.body.included.length > 0, 'the include found nothing at all');
       for (const id of Object.values(idsOf(B))) assert.ok(!res.text.includes(id), `${p}: ${id} leaked`);
       const aIds = new Set(Object.values(idsOf(A)));
-      for (const r of res.body.included) assert.ok(aIds.has(r.id) || r.type === 'data_model_field' || r.type === 'user' || r.type === 'org_membership', `${r.type} ${r.id}`);
+      for (const r of res.body.included)
+        assert.ok(aIds.has(r.id) || r.type === 'data_model_field' || r.type === 'user' || r.type === 'org_membership', `${r.type} ${r.id}`);
     });
   }
 
-  test('includes apply the related type\'s visibility even to rows that point across tenants', async () => {
+  test("includes apply the related type's visibility even to rows that point across tenants", async () => {
     // Rows the service would never write, made directly: A's widget pointing at B's model,
     // and a field of B's workspace pointing at A's model.
     const widget = await admin.createWidget(t.deps.db, { workspace_id: A.tenant.workspaceId, data_model_id: A.dataModelId, kind: 'stray' });
     await t.deps.db.updateTable('dashboard_widgets').set({ data_model_id: B.dataModelId }).where('id', '=', widget.id).execute();
     const strayFieldId = uuidv7();
-    await t.deps.db.insertInto('data_model_fields').values({
-      id: strayFieldId, organization_id: B.tenant.organizationId, workspace_id: B.tenant.workspaceId, data_model_id: A.dataModelId,
-      name: 'stray', label: 'stray', description: null, type: null, is_primary_key: false, is_required: false, constraints: null,
-    }).execute();
+    await t.deps.db
+      .insertInto('data_model_fields')
+      .values({
+        id: strayFieldId,
+        organization_id: B.tenant.organizationId,
+        workspace_id: B.tenant.workspaceId,
+        data_model_id: A.dataModelId,
+        name: 'stray',
+        label: 'stray',
+        description: null,
+        type: null,
+        is_primary_key: false,
+        is_required: false,
+        constraints: null,
+      })
+      .execute();
     try {
       const w = await A.api.get(`${P}/dashboard_widgets/${widget.id}?include=data_model`);
       assert.equal(w.status, 200, w.text);
@@ -187,11 +216,17 @@ describe('includes', () => {
       const dm = await A.api.get(`${P}/data_models/${A.dataModelId}?include=fields`);
       assert.equal(dm.status, 200, dm.text);
       assert.deepEqual(dm.body.data.relationships.fields.data, [{ type: 'data_model_field', id: A.fieldId }]);
-      assert.deepEqual(dm.body.included.map((r: { id: string }) => r.id), [A.fieldId]);
+      assert.deepEqual(
+        dm.body.included.map((r: { id: string }) => r.id),
+        [A.fieldId],
+      );
       assert.ok(!dm.text.includes(strayFieldId));
 
       const fieldsOfA = await A.api.get(`${P}/data_model_fields?filter[data_model_id]=${A.dataModelId}`);
-      assert.deepEqual(fieldsOfA.body.data.map((r: { id: string }) => r.id), [A.fieldId]);
+      assert.deepEqual(
+        fieldsOfA.body.data.map((r: { id: string }) => r.id),
+        [A.fieldId],
+      );
       assert404(await A.api.get(`${P}/data_model_fields/${strayFieldId}`));
     } finally {
       await t.deps.db.deleteFrom('dashboard_widgets').where('id', '=', widget.id).execute();
@@ -201,7 +236,10 @@ describe('includes', () => {
 });
 
 describe('updates', () => {
-  for (const [collection, type] of [['data_models', 'data_model'], ['data_model_fields', 'data_model_field']] as const) {
+  for (const [collection, type] of [
+    ['data_models', 'data_model'],
+    ['data_model_fields', 'data_model_field'],
+  ] as const) {
     test(`PATCH ${collection}/{id}: another tenant's id reads like a random and a malformed id, and changes nothing`, async () => {
       const attributes = collection === 'data_models' ? { name: 'Hijacked' } : { label: 'Hijacked' };
       const patch = (id: string) => A.api.patch(`${P}/${collection}/${id}`, { data: { type, id, attributes } });
@@ -227,7 +265,7 @@ describe('updates', () => {
 });
 
 describe('creates naming foreign objects', () => {
-  test('a field with B\'s data_model_id is 422 with the same text as a random id', async () => {
+  test("a field with B's data_model_id is 422 with the same text as a random id", async () => {
     const create = (dataModelId: string) =>
       A.api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: dataModelId, name: 'probe' } } });
     const foreign = await create(B.dataModelId);
@@ -246,8 +284,9 @@ describe('creates naming foreign objects', () => {
     assert.deepEqual(fields.body.data, []);
   });
 
-  test('a data model with B\'s organization_id is 422 at organization_id with the same text as a random org id', async () => {
-    const create = (organizationId: string, slug: string) => A.api.post(`${P}/data_models`, dataModelDoc({ name: 'Probe', slug, organization_id: organizationId }));
+  test("a data model with B's organization_id is 422 at organization_id with the same text as a random org id", async () => {
+    const create = (organizationId: string, slug: string) =>
+      A.api.post(`${P}/data_models`, dataModelDoc({ name: 'Probe', slug, organization_id: organizationId }));
     const foreign = await create(B.tenant.organizationId, 'probe-foreign');
     const random = await create(randomUUID(), 'probe-random');
     const randomV7 = await create(uuidv7(), 'probe-random-v7');
@@ -281,7 +320,9 @@ describe('a second workspace of organization A', () => {
     const dm = await w2Api.post(`${P}/data_models`, dataModelDoc({ name: 'Invoices', slug: 'invoices' }));
     assert.equal(dm.status, 201, dm.text);
     w2ModelId = dm.body.data.id;
-    const field = await w2Api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: w2ModelId, name: 'amount', type: 'float' } } });
+    const field = await w2Api.post(`${P}/data_model_fields`, {
+      data: { type: 'data_model_field', attributes: { data_model_id: w2ModelId, name: 'amount', type: 'float' } },
+    });
     assert.equal(field.status, 201, field.text);
     w2FieldId = field.body.data.id;
     w2WidgetId = (await admin.createWidget(t.deps.db, { workspace_id: ws.id, data_model_id: w2ModelId, kind: 'chart' })).id;
@@ -306,7 +347,9 @@ describe('a second workspace of organization A', () => {
     const patch = await A.api.patch(`${P}/data_models/${w2ModelId}`, { data: { type: 'data_model', id: w2ModelId, attributes: { name: 'Hijacked' } } });
     assert404(patch);
     const field = await A.api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: w2ModelId, name: 'probe' } } });
-    const random = await A.api.post(`${P}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: randomUUID(), name: 'probe' } } });
+    const random = await A.api.post(`${P}/data_model_fields`, {
+      data: { type: 'data_model_field', attributes: { data_model_id: randomUUID(), name: 'probe' } },
+    });
     assert.equal(field.status, 422);
     assert.deepEqual(withoutErrorIds(field), withoutErrorIds(random));
     // And the other way round.
@@ -317,7 +360,10 @@ describe('a second workspace of organization A', () => {
   test('organizations, memberships and users are shared within the organization', async () => {
     for (const api of [A.api, w2Api]) {
       const orgs = await api.get(`${P}/organizations`);
-      assert.deepEqual(orgs.body.data.map((r: { id: string }) => r.id), [A.tenant.organizationId]);
+      assert.deepEqual(
+        orgs.body.data.map((r: { id: string }) => r.id),
+        [A.tenant.organizationId],
+      );
       const members = await api.get(`${P}/org_memberships?page[limit]=250`);
       assert.deepEqual(new Set(members.body.data.map((r: { id: string }) => r.id)), new Set([A.tenant.membershipId, W2.membershipId]));
       const users = await api.get(`${P}/users?page[limit]=250`);
@@ -330,7 +376,7 @@ describe('a second workspace of organization A', () => {
     assert404(await w2Api.get(`${P}/organizations/${B.tenant.organizationId}`));
   });
 
-  test('a user who is a member of both organizations shows only the membership of the caller\'s organization', async () => {
+  test("a user who is a member of both organizations shows only the membership of the caller's organization", async () => {
     const both = await admin.addMember(t.deps.db, { organization_id: B.tenant.organizationId, user_id: W2.userId, role: 'member' });
     const user = await B.api.get(`${P}/users/${W2.userId}`);
     assert.equal(user.status, 200);

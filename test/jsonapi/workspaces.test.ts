@@ -59,16 +59,25 @@ describe('workspace', () => {
     assert.equal(res.body.data.attributes.name, 'Analytics');
     assert.match(res.body.data.attributes.inserted_at, /Z$/);
     assert.equal(res.body.data.links.self, `${WORKSPACES}/${secondId}`);
-    assert.deepEqual(res.body.included.map((r: any) => [r.type, r.id]), [['organization', tenant.organizationId]]);
+    assert.deepEqual(
+      res.body.included.map((r: any) => [r.type, r.id]),
+      [['organization', tenant.organizationId]],
+    );
   });
 
   test('filter and sort', async () => {
     const byName = await api.get(`${WORKSPACES}?filter[name]=Analytics`);
-    assert.deepEqual(byName.body.data.map((d: any) => d.id), [secondId]);
+    assert.deepEqual(
+      byName.body.data.map((d: any) => d.id),
+      [secondId],
+    );
     const byOrg = await api.get(`${WORKSPACES}?filter[organization_id]=${other.organizationId}`);
     assert.deepEqual(byOrg.body.data, []);
     const sorted = await api.get(`${WORKSPACES}?sort=-name`);
-    assert.deepEqual(sorted.body.data.map((d: any) => d.attributes.name), ['Main', 'Analytics']);
+    assert.deepEqual(
+      sorted.body.data.map((d: any) => d.attributes.name),
+      ['Main', 'Analytics'],
+    );
     const bad = await api.get(`${WORKSPACES}?filter[nope]=1`);
     assertJsonApiError(bad, 400, 'invalid_query', { parameter: 'filter[nope]' });
   });

@@ -54,7 +54,10 @@ describe('Swagger 2.0', () => {
 
   it('operations: operationId or METHOD /path; path-level parameters merged, the operation overriding; body and formData as the request schema', async () => {
     const s = await load('petstore-2.0.json');
-    assert.deepEqual(s.operations.map((o) => o.operation_ref), ['listPets', 'POST /pets', 'getPet', 'uploadPhoto']);
+    assert.deepEqual(
+      s.operations.map((o) => o.operation_ref),
+      ['listPets', 'POST /pets', 'getPet', 'uploadPhoto'],
+    );
     const get = op(s, 'getPet');
     assert.equal(get.method, 'GET');
     assert.equal(get.path, '/pets/{petId}');
@@ -66,7 +69,11 @@ describe('Swagger 2.0', () => {
     const post = op(s, 'POST /pets');
     assert.deepEqual(post.params, []);
     assert.equal((post.request_schema as any).properties.name.type, 'string');
-    assert.deepEqual(op(s, 'uploadPhoto').request_schema, { type: 'object', properties: { caption: { type: 'string' }, file: { type: 'file' } }, required: ['file'] });
+    assert.deepEqual(op(s, 'uploadPhoto').request_schema, {
+      type: 'object',
+      properties: { caption: { type: 'string' }, file: { type: 'file' } },
+      required: ['file'],
+    });
   });
 
   it('a recursive schema is cut at a $circular marker', async () => {
@@ -94,10 +101,13 @@ describe('OpenAPI 3.0 and 3.1', () => {
     assert.deepEqual(create.response_schema, create.request_schema);
     assert.equal(create.request_fingerprint, create.response_fingerprint);
     const get = op(s, 'GET /products/{id}');
-    assert.deepEqual(get.params.map((p) => [p.name, p.in, p.required, p.schema]), [
-      ['id', 'path', true, { type: 'string' }],
-      ['expand', 'query', true, { type: 'string' }],
-    ]);
+    assert.deepEqual(
+      get.params.map((p) => [p.name, p.in, p.required, p.schema]),
+      [
+        ['id', 'path', true, { type: 'string' }],
+        ['expand', 'query', true, { type: 'string' }],
+      ],
+    );
     assert.equal(get.request_schema, null);
     assert.equal(get.request_fingerprint, null);
     assert.deepEqual((op(s, 'getTree').response_schema as any).properties.children.items, { $circular: '#/components/schemas/Node' });
@@ -167,7 +177,13 @@ describe('parsing', () => {
   it('property: any JSON document reads the same from its JSON and from its YAML', () => {
     const key = fc.string({ minLength: 1, maxLength: 8 }).filter((k) => !['__proto__', 'constructor', 'prototype', '<<', '$ref'].includes(k));
     const value = fc.letrec((tie) => ({
-      leaf: fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Object.is(d, -0)), fc.boolean(), fc.constant(null)),
+      leaf: fc.oneof(
+        fc.string({ maxLength: 20 }),
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Object.is(d, -0)),
+        fc.boolean(),
+        fc.constant(null),
+      ),
       node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node'), { maxLength: 4 }), fc.dictionary(key, tie('node'), { maxKeys: 4 })),
     })).node;
     fc.assert(
@@ -201,14 +217,23 @@ describe('refused documents', () => {
 
   it('a $ref outside the document (file, http, relative) is refused with its pointer, and nothing is fetched', async () => {
     for (const ref of ['./other.yaml#/components/schemas/X', 'https://attacker.example/x.json', 'file:///etc/passwd', '/etc/passwd']) {
-      const doc = JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, paths: { '/a': { get: { responses: { 200: { description: 'x', content: { 'application/json': { schema: { $ref: ref } } } } } } } } });
+      const doc = JSON.stringify({
+        openapi: '3.0.3',
+        info: { title: 't', version: '1' },
+        paths: { '/a': { get: { responses: { 200: { description: 'x', content: { 'application/json': { schema: { $ref: ref } } } } } } } },
+      });
       await refused(doc, 'json', /points outside the document/, '/paths/~1a/get/responses/200/content/application~1json/schema/$ref');
     }
   });
 
   it('a YAML alias bomb is refused without expanding it', async () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 12; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+    for (let i = 1; i < 12; i++)
+      lines.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(',')}]`,
+      );
     const before = process.memoryUsage().heapUsed;
     const ms = await refused(mini(`x-bomb:\n${lines.map((l) => `  ${l}`).join('\n')}\n`), 'yaml', new RegExp(`more than ${YAML_MAX_ALIASES} aliases`));
     assert.ok(process.memoryUsage().heapUsed - before < 64 * 1024 * 1024);
@@ -248,7 +273,14 @@ describe('refused documents', () => {
   });
 
   it('servers on private, loopback, link-local or metadata addresses are refused unless private egress is allowed', async () => {
-    for (const url of ['http://127.0.0.1:8080', 'http://localhost/api', 'http://169.254.169.254/latest', 'http://[::ffff:10.0.0.1]/', 'http://0x7f000001/', 'http://2130706433/']) {
+    for (const url of [
+      'http://127.0.0.1:8080',
+      'http://localhost/api',
+      'http://169.254.169.254/latest',
+      'http://[::ffff:10.0.0.1]/',
+      'http://0x7f000001/',
+      'http://2130706433/',
+    ]) {
       const doc = JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, servers: [{ url: 'https://ok.example.com' }, { url }], paths: {} });
       await refused(doc, 'json', /points at a (loopback|local)/, '/servers/1/url');
       const allowed = await importSpec(doc, 'json', { allowPrivateEgress: true });
@@ -260,9 +292,15 @@ describe('refused documents', () => {
   it('a schema that expands without end is cut: refs past the budget stay as $ref', async () => {
     // Each level refers to the next twice: 2^20 nodes if expanded in full.
     const schemas: Record<string, unknown> = {};
-    for (let i = 0; i < 20; i++) schemas[`L${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/L${i + 1}` }, b: { $ref: `#/components/schemas/L${i + 1}` } } };
+    for (let i = 0; i < 20; i++)
+      schemas[`L${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/L${i + 1}` }, b: { $ref: `#/components/schemas/L${i + 1}` } } };
     schemas.L20 = { type: 'string' };
-    const doc = JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, components: { schemas }, paths: { '/x': { get: { responses: { 200: { description: 'x', content: { 'application/json': { schema: { $ref: '#/components/schemas/L0' } } } } } } } } });
+    const doc = JSON.stringify({
+      openapi: '3.0.3',
+      info: { title: 't', version: '1' },
+      components: { schemas },
+      paths: { '/x': { get: { responses: { 200: { description: 'x', content: { 'application/json': { schema: { $ref: '#/components/schemas/L0' } } } } } } } },
+    });
     const s = await importSpec(doc, 'json', { allowPrivateEgress: false });
     // The work done: 2^20 nodes expanded would be tens of megabytes of text.
     const text = JSON.stringify(s.operations[0]!.response_schema);

@@ -70,7 +70,10 @@ test('first start writes bootstrap.json (0600) whose credentials get all four sc
     const orgs = await fetch(`${first.url}/api/json/v1/organizations`, { headers: { authorization: `Bearer ${token.access_token}` } });
     assert.equal(orgs.status, 200);
     const doc = (await orgs.json()) as { data: Array<{ id: string; attributes: { domain: string } }> };
-    assert.deepEqual(doc.data.map((o) => [o.id, o.attributes.domain]), [[boot.organization_id, 'default.tributary.local']]);
+    assert.deepEqual(
+      doc.data.map((o) => [o.id, o.attributes.domain]),
+      [[boot.organization_id, 'default.tributary.local']],
+    );
   } finally {
     await first.stop();
   }
@@ -109,7 +112,10 @@ test('concurrent starts on one fresh PostgreSQL migrate once and bootstrap once'
       .sort();
     assert.ok(expected.length >= 1);
     const rows = await sql<{ name: string }>`select name from schema_migrations order by name`.execute(a.db);
-    assert.deepEqual(rows.rows.map((r) => r.name), expected);
+    assert.deepEqual(
+      rows.rows.map((r) => r.name),
+      expected,
+    );
     // Exactly one of the two applied the migrations.
     const applied = lines.filter((l) => l.msg === 'migrations applied');
     assert.equal(applied.length, 1);

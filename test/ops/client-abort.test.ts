@@ -43,7 +43,11 @@ async function linesOf(reqId: string, until: (l: Record<string, unknown>) => boo
 function assertLoggedAsClientGone(mine: Array<Record<string, unknown>>): void {
   const text = JSON.stringify(mine);
   assert.ok(mine.length > 0, 'the request was logged');
-  assert.deepEqual(mine.filter((l) => (l.level as number) >= 40), [], text);
+  assert.deepEqual(
+    mine.filter((l) => (l.level as number) >= 40),
+    [],
+    text,
+  );
   assert.equal(mine.filter((l) => l.msg === 'client went away').length, 1, text);
   const gone = mine.find((l) => l.msg === 'client went away')!;
   assert.ok(gone.level === 20 || gone.level === 30, text);
@@ -70,7 +74,13 @@ test('a JSON:API create whose client goes away mid-body is logged as such, not a
 test('a token request whose client goes away mid-body is logged as such', async () => {
   const reqId = 'abort-token-1';
   await abortMidBody(
-    ['POST /api/v1/oauth/token HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/x-www-form-urlencoded', 'Content-Length: 5000', `X-Request-Id: ${reqId}`],
+    [
+      'POST /api/v1/oauth/token HTTP/1.1',
+      'Host: 127.0.0.1',
+      'Content-Type: application/x-www-form-urlencoded',
+      'Content-Length: 5000',
+      `X-Request-Id: ${reqId}`,
+    ],
     'grant_type=client_credentials&client_id=',
   );
   assertLoggedAsClientGone(await linesOf(reqId, (l) => l.msg === 'client went away' || (l.level as number) >= 40));
@@ -79,7 +89,14 @@ test('a token request whose client goes away mid-body is logged as such', async 
 test('a GraphQL request whose client goes away mid-body is logged as such', async () => {
   const reqId = 'abort-graphql-1';
   await abortMidBody(
-    ['POST /api/graphql HTTP/1.1', 'Host: 127.0.0.1', `Authorization: Bearer ${token}`, 'Content-Type: application/json', 'Content-Length: 5000', `X-Request-Id: ${reqId}`],
+    [
+      'POST /api/graphql HTTP/1.1',
+      'Host: 127.0.0.1',
+      `Authorization: Bearer ${token}`,
+      'Content-Type: application/json',
+      'Content-Length: 5000',
+      `X-Request-Id: ${reqId}`,
+    ],
     '{"query": "{ health',
   );
   assertLoggedAsClientGone(await linesOf(reqId, (l) => l.msg === 'client went away' || (l.level as number) >= 40));

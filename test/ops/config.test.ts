@@ -104,7 +104,10 @@ test('defaults are the documented ones', () => {
   assert.deepEqual({ ...cli }, { url: 'http://127.0.0.1:8080', adminToken: undefined, dataDir: path.resolve('.tributary') });
   assert.equal(loadCliConfig({ PORT: '9090' }).url, 'http://127.0.0.1:9090');
   assert.equal(loadCliConfig({ PORT: '9090', TRIBUTARY_URL: 'https://tributary.example' }).url, 'https://tributary.example');
-  assert.throws(() => loadCliConfig({ TRIBUTARY_URL: 'ftp://x' }), { name: 'ConfigError', message: 'Invalid configuration: TRIBUTARY_URL must use http: or https:' });
+  assert.throws(() => loadCliConfig({ TRIBUTARY_URL: 'ftp://x' }), {
+    name: 'ConfigError',
+    message: 'Invalid configuration: TRIBUTARY_URL must use http: or https:',
+  });
 });
 
 function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {

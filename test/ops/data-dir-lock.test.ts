@@ -53,7 +53,11 @@ test('a live holder keeps the lock; a second open, even from the same process, i
   const dir = tempDir();
   const release = lockDataDir(dir);
   try {
-    assert.throws(() => lockDataDir(dir), (err: unknown) => err instanceof DataDirInUseError && err.message === `DATA_DIR ${dir} is in use by process ${process.pid}; stop that process or set another DATA_DIR`);
+    assert.throws(
+      () => lockDataDir(dir),
+      (err: unknown) =>
+        err instanceof DataDirInUseError && err.message === `DATA_DIR ${dir} is in use by process ${process.pid}; stop that process or set another DATA_DIR`,
+    );
   } finally {
     release();
   }

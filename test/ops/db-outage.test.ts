@@ -79,7 +79,9 @@ async function terminateOwnBackends(): Promise<number> {
   const c = new pg.Client({ connectionString: directUrl });
   await c.connect();
   try {
-    const r = await c.query('select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+    const r = await c.query(
+      'select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+    );
     return r.rows[0].n as number;
   } finally {
     await c.end();
@@ -87,9 +89,16 @@ async function terminateOwnBackends(): Promise<number> {
 }
 
 const gql = (query: string) =>
-  fetch(`${t.url}/api/graphql`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  fetch(`${t.url}/api/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  });
 const exchange = () =>
-  fetch(`${t.url}/api/v1/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret }) });
+  fetch(`${t.url}/api/v1/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret }),
+  });
 const FACT_QUERY = '{ factQuery(dataModelSlug: "nothing-here") { totalCount } }';
 
 function assertRetryAfter(res: { status: number; headers: Headers }, what: string): void {
@@ -140,62 +149,78 @@ async function assertRecovers(): Promise<void> {
   assert.fail(`did not recover: ${last}`);
 }
 
-test('sessions terminated under load: the process survives, answers are 200 or 503, never 500, and it recovers', { skip: POSTGRES ? false : 'PostgreSQL only: PGlite is in the process, there is no session to lose' }, async () => {
-  const api = jsonApi(t, token);
-  const statuses: number[] = [];
-  let stop = false;
-  let n = 0;
-  const client = async () => {
-    while (!stop) {
-      const i = n++;
-      const res = i % 3 === 0 ? await api.get('/api/json/v1/data_models') : i % 3 === 1 ? await gql(FACT_QUERY) : await api.post('/api/json/v1/data_models', dataModelDoc({ name: `Load ${i}`, slug: `load-${i}` }));
-      statuses.push(res.status);
-      if (res.status === 503) assert.ok(res.headers.get('retry-after'), 'a 503 carries Retry-After');
-    }
-  };
-  const waitFor = async (count: number) => {
-    while (statuses.length < count) await new Promise((r) => setTimeout(r, 5));
-  };
-  // A checked-out client with no query running when its session ends: pg emits 'error' on it.
-  await t.deps.db.connection().execute(async (conn) => {
-    await sql`select 1`.execute(conn);
-    const clients = Array.from({ length: 6 }, client);
-    await waitFor(12);
-    assert.ok((await terminateOwnBackends()) > 0);
-    await waitFor(statuses.length + 12);
-    await terminateOwnBackends();
-    await waitFor(statuses.length + 12);
-    stop = true;
-    await Promise.all(clients);
-    // The held client's 'error' arrives while it is still checked out.
-    for (let i = 0; i < 100 && !lines.some((l) => l.msg === 'database connection lost'); i++) await new Promise((r) => setTimeout(r, 20));
-  });
-  assert.deepEqual(
-    statuses.filter((s) => ![200, 201, 503].includes(s)),
-    [],
-    `answers during the terminations: ${statuses.join(' ')}`,
-  );
-  assert.ok(lines.some((l) => l.msg === 'database connection lost'), 'the lost session was logged');
-  await assertRecovers();
-});
+test(
+  'sessions terminated under load: the process survives, answers are 200 or 503, never 500, and it recovers',
+  { skip: POSTGRES ? false : 'PostgreSQL only: PGlite is in the process, there is no session to lose' },
+  async () => {
+    const api = jsonApi(t, token);
+    const statuses: number[] = [];
+    let stop = false;
+    let n = 0;
+    const client = async () => {
+      while (!stop) {
+        const i = n++;
+        const res =
+          i % 3 === 0
+            ? await api.get('/api/json/v1/data_models')
+            : i % 3 === 1
+              ? await gql(FACT_QUERY)
+              : await api.post('/api/json/v1/data_models', dataModelDoc({ name: `Load ${i}`, slug: `load-${i}` }));
+        statuses.push(res.status);
+        if (res.status === 503) assert.ok(res.headers.get('retry-after'), 'a 503 carries Retry-After');
+      }
+    };
+    const waitFor = async (count: number) => {
+      while (statuses.length < count) await new Promise((r) => setTimeout(r, 5));
+    };
+    // A checked-out client with no query running when its session ends: pg emits 'error' on it.
+    await t.deps.db.connection().execute(async (conn) => {
+      await sql`select 1`.execute(conn);
+      const clients = Array.from({ length: 6 }, client);
+      await waitFor(12);
+      assert.ok((await terminateOwnBackends()) > 0);
+      await waitFor(statuses.length + 12);
+      await terminateOwnBackends();
+      await waitFor(statuses.length + 12);
+      stop = true;
+      await Promise.all(clients);
+      // The held client's 'error' arrives while it is still checked out.
+      for (let i = 0; i < 100 && !lines.some((l) => l.msg === 'database connection lost'); i++) await new Promise((r) => setTimeout(r, 20));
+    });
+    assert.deepEqual(
+      statuses.filter((s) => ![200, 201, 503].includes(s)),
+      [],
+      `answers during the terminations: ${statuses.join(' ')}`,
+    );
+    assert.ok(
+      lines.some((l) => l.msg === 'database connection lost'),
+      'the lost session was logged',
+    );
+    await assertRecovers();
+  },
+);
 
-test('the database out of reach: 503 with Retry-After on every surface, then recovery by itself', { skip: POSTGRES ? false : 'PostgreSQL only: PGlite is in the process, there is no connection to cut' }, async () => {
-  await assertRecovers();
-  // Connections dropped as they open ("Connection terminated unexpectedly").
-  proxy.cut();
-  await assertUnavailableEverywhere();
-  proxy.restore();
-  await assertRecovers();
+test(
+  'the database out of reach: 503 with Retry-After on every surface, then recovery by itself',
+  { skip: POSTGRES ? false : 'PostgreSQL only: PGlite is in the process, there is no connection to cut' },
+  async () => {
+    await assertRecovers();
+    // Connections dropped as they open ("Connection terminated unexpectedly").
+    proxy.cut();
+    await assertUnavailableEverywhere();
+    proxy.restore();
+    await assertRecovers();
 
-  // Nothing listening (ECONNREFUSED).
-  await proxy.refuse();
-  await assertUnavailableEverywhere();
-  await proxy.listenAgain();
-  await assertRecovers();
+    // Nothing listening (ECONNREFUSED).
+    await proxy.refuse();
+    await assertUnavailableEverywhere();
+    await proxy.listenAgain();
+    await assertRecovers();
 
-  assert.deepEqual(
-    lines.filter((l) => (l.level as number) >= 50),
-    [],
-    'an outage is logged as a warning, never as an error',
-  );
-});
+    assert.deepEqual(
+      lines.filter((l) => (l.level as number) >= 50),
+      [],
+      'an outage is logged as a warning, never as an error',
+    );
+  },
+);

@@ -74,81 +74,85 @@ function parseResponses(text: string): Array<{ status: number; headers: Record<s
 const graphqlHead = (length: number, query = '') =>
   `POST /api/graphql${query} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
-test('stop(): a request in flight on a keep-alive connection completes with Connection: close, idle connections close, none is reset; one past the grace period is logged and cut off', { timeout: 120_000 }, async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-drain-'));
-  cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: String(GRACE_MS), REQUEST_TIMEOUT_MS: '60000' };
-  if (process.env.DATABASE_URL) {
-    const fresh = await freshPostgresDatabase();
-    cleanups.push(fresh.drop);
-    env.DATABASE_URL = fresh.url;
-  }
-  const lines: Array<Record<string, unknown>> = [];
-  const log = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _enc, cb) {
-        for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-        cb();
-      },
-    }),
-  );
-  const running = await serve(loadConfig(env), { http: true, worker: false, log });
-  let stopped = false;
-  cleanups.push(() => (stopped ? undefined : running.stop()));
-  const port = Number(new URL(running.url).port);
+test(
+  'stop(): a request in flight on a keep-alive connection completes with Connection: close, idle connections close, none is reset; one past the grace period is logged and cut off',
+  { timeout: 120_000 },
+  async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-drain-'));
+    cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: String(GRACE_MS), REQUEST_TIMEOUT_MS: '60000' };
+    if (process.env.DATABASE_URL) {
+      const fresh = await freshPostgresDatabase();
+      cleanups.push(fresh.drop);
+      env.DATABASE_URL = fresh.url;
+    }
+    const lines: Array<Record<string, unknown>> = [];
+    const log = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk, _enc, cb) {
+          for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+          cb();
+        },
+      }),
+    );
+    const running = await serve(loadConfig(env), { http: true, worker: false, log });
+    let stopped = false;
+    cleanups.push(() => (stopped ? undefined : running.stop()));
+    const port = Number(new URL(running.url).port);
 
-  // Keep-alive connections, each having served one request.
-  const idle = await new Conn(port).ready();
-  idle.socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n');
-  const [first] = await idle.responses(1);
-  assert.equal(first!.status, 200);
-  assert.equal(first!.headers.connection, 'keep-alive', 'before the drain, connections are kept');
-  const busy = await new Conn(port).ready();
-  busy.socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n');
-  await busy.responses(1);
+    // Keep-alive connections, each having served one request.
+    const idle = await new Conn(port).ready();
+    idle.socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n');
+    const [first] = await idle.responses(1);
+    assert.equal(first!.status, 200);
+    assert.equal(first!.headers.connection, 'keep-alive', 'before the drain, connections are kept');
+    const busy = await new Conn(port).ready();
+    busy.socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n');
+    await busy.responses(1);
 
-  // Requests that reached the server: their bodies are half sent.
-  const body = JSON.stringify({ query: '{ health }' });
-  busy.socket.write(graphqlHead(body.length) + body.slice(0, 5));
-  const stuck = await new Conn(port).ready();
-  stuck.socket.write(graphqlHead(body.length, '?trace=tbat_not-a-real-token') + body.slice(0, 5));
-  await sleep(200);
+    // Requests that reached the server: their bodies are half sent.
+    const body = JSON.stringify({ query: '{ health }' });
+    busy.socket.write(graphqlHead(body.length) + body.slice(0, 5));
+    const stuck = await new Conn(port).ready();
+    stuck.socket.write(graphqlHead(body.length, '?trace=tbat_not-a-real-token') + body.slice(0, 5));
+    await sleep(200);
 
-  const started = Date.now();
-  const stopping = running.stop();
-  await sleep(100);
+    const started = Date.now();
+    const stopping = running.stop();
+    await sleep(100);
 
-  // The idle connection is closed by the server, in order (FIN), not reset.
-  await idle.gone;
-  assert.equal(idle.error, undefined);
-  assert.equal(idle.ended, true);
+    // The idle connection is closed by the server, in order (FIN), not reset.
+    await idle.gone;
+    assert.equal(idle.error, undefined);
+    assert.equal(idle.ended, true);
 
-  // The busy one finishes its request: a whole answer that says the connection closes, then a clean end.
-  busy.socket.write(body.slice(5));
-  const answers = await busy.responses(2);
-  assert.equal(answers[1]!.status, 200, answers[1]!.body);
-  assert.deepEqual(JSON.parse(answers[1]!.body).data, { health: 'ok' });
-  assert.equal(answers[1]!.headers.connection, 'close');
-  await busy.gone;
-  assert.equal(busy.error, undefined, 'not reset');
-  assert.equal(busy.ended, true);
+    // The busy one finishes its request: a whole answer that says the connection closes, then a clean end.
+    busy.socket.write(body.slice(5));
+    const answers = await busy.responses(2);
+    assert.equal(answers[1]!.status, 200, answers[1]!.body);
+    assert.deepEqual(JSON.parse(answers[1]!.body).data, { health: 'ok' });
+    assert.equal(answers[1]!.headers.connection, 'close');
+    await busy.gone;
+    assert.equal(busy.error, undefined, 'not reset');
+    assert.equal(busy.ended, true);
 
-  // New connections are refused while draining.
-  const late = new Conn(port);
-  await late.gone;
-  assert.equal(late.error, 'ECONNREFUSED');
+    // New connections are refused while draining.
+    const late = new Conn(port);
+    await late.gone;
+    assert.equal(late.error, 'ECONNREFUSED');
 
-  // The stuck request holds the drain until the grace period ends, then is cut off and logged.
-  await stopping;
-  stopped = true;
-  assert.ok(Date.now() - started >= GRACE_MS - 50, `stopped after ${Date.now() - started} ms`);
-  await stuck.gone;
-  const cut = lines.filter((l) => l.msg === 'request cut off at shutdown');
-  assert.equal(cut.length, 1, JSON.stringify(lines));
-  assert.equal(cut[0]!.level, 40);
-  assert.equal(cut[0]!.method, 'POST');
-  assert.equal(cut[0]!.route, '/api/graphql');
-  assert.equal(typeof cut[0]!.reqId, 'string');
-  assert.doesNotMatch(JSON.stringify(cut[0]), /tbat_|trace/);
-});
+    // The stuck request holds the drain until the grace period ends, then is cut off and logged.
+    await stopping;
+    stopped = true;
+    assert.ok(Date.now() - started >= GRACE_MS - 50, `stopped after ${Date.now() - started} ms`);
+    await stuck.gone;
+    const cut = lines.filter((l) => l.msg === 'request cut off at shutdown');
+    assert.equal(cut.length, 1, JSON.stringify(lines));
+    assert.equal(cut[0]!.level, 40);
+    assert.equal(cut[0]!.method, 'POST');
+    assert.equal(cut[0]!.route, '/api/graphql');
+    assert.equal(typeof cut[0]!.reqId, 'string');
+    assert.doesNotMatch(JSON.stringify(cut[0]), /tbat_|trace/);
+  },
+);

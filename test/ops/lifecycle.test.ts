@@ -63,7 +63,9 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
@@ -107,7 +109,11 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   assert.match(invalid.headers.get('x-request-id') ?? '', UUID_RE);
 
   // The bootstrap credentials and the generated admin token.
-  const boot = JSON.parse(fs.readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as { client_id: string; client_secret: string; organization_id: string };
+  const boot = JSON.parse(fs.readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as {
+    client_id: string;
+    client_secret: string;
+    organization_id: string;
+  };
   const adminToken = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
   const tokenRes = await fetch(`${base}/api/v1/oauth/token`, {
     method: 'POST',
@@ -119,7 +125,10 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
 
   const orgs = await get(`${base}/api/json/v1/organizations`, { ...auth, 'x-request-id': 'lifecycle-orgs' });
   assert.equal(orgs.status, 200);
-  assert.deepEqual(((await orgs.json()) as { data: Array<{ id: string }> }).data.map((o) => o.id), [boot.organization_id]);
+  assert.deepEqual(
+    ((await orgs.json()) as { data: Array<{ id: string }> }).data.map((o) => o.id),
+    [boot.organization_id],
+  );
 
   const write = () =>
     fetch(`${base}/api/json/v1/data_models`, {
@@ -190,7 +199,10 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   assert.doesNotMatch(stdout, /request cut off at shutdown/);
 
   // Logs: JSON lines; request lines carry reqId; lifecycle messages in order.
-  const lines = stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+  const lines = stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, any>);
   const requestLines = lines.filter((l) => l.req !== undefined || l.res !== undefined);
   assert.ok(requestLines.length >= 20, `only ${requestLines.length} request lines`);
   for (const l of requestLines) assert.equal(typeof l.reqId === 'string' && l.reqId.length > 0, true, JSON.stringify(l));
@@ -201,8 +213,15 @@ test('serve: health, request ids, auth, idempotency, graceful SIGTERM, clean log
   assert.equal(requestLines.find((l) => l.reqId === 'lifecycle-given-404' && l.res !== undefined)?.res.statusCode, 404);
   const messages = lines.map((l) => l.msg);
   const order = ['signal received', 'draining', 'stopped'].map((m) => messages.indexOf(m));
-  assert.deepEqual(order.map((i) => i >= 0), [true, true, true], messages.join(' | '));
-  assert.deepEqual([...order].sort((a, b) => a - b), order);
+  assert.deepEqual(
+    order.map((i) => i >= 0),
+    [true, true, true],
+    messages.join(' | '),
+  );
+  assert.deepEqual(
+    [...order].sort((a, b) => a - b),
+    order,
+  );
   assert.equal(lines.find((l) => l.msg === 'signal received')?.signal, 'SIGTERM');
 
   // No secret reaches the output.

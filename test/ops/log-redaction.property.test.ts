@@ -24,7 +24,14 @@ const secretArb = fc
   )
   .map(([prefix, body, mac]) => (mac === undefined ? `${prefix}${body}` : `${prefix}${body}.${mac}`));
 
-const textArb = fc.string({ unit: fc.oneof(fc.constantFrom(...'/?&=[]"\\ .%_-tbacdms'), fc.string({ minLength: 1, maxLength: 1, unit: 'binary' }), fc.constantFrom('\u00e9', '\n', '\u2028')), maxLength: 40 });
+const textArb = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom(...'/?&=[]"\\ .%_-tbacdms'),
+    fc.string({ minLength: 1, maxLength: 1, unit: 'binary' }),
+    fc.constantFrom('\u00e9', '\n', '\u2028'),
+  ),
+  maxLength: 40,
+});
 
 test('any text holding a secret comes out without it, still holding the rest', () => {
   fc.assert(
@@ -66,8 +73,17 @@ test('what counts as looking like a secret', () => {
   assert.ok(looksLikeSecret(`id-${signToken(Buffer.alloc(32, 1), { sub: 's', org: 'o', ws: 'w', scp: [], exp: 1, iat: 1 })}`));
   // Keys of other systems in hex: after a prefix, or long.
   const hex = '0c264f1e9a7b3d5c8e2f4a6b1d3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f1a2b3c4d';
-  for (const key of [`ak_${hex.slice(0, 32)}`, `sk_live_${hex.slice(0, 24)}`, `x-${hex.slice(0, 40)}`, hex, hex.toUpperCase()]) assert.ok(looksLikeSecret(key), key);
-  for (const id of ['0190a4f2-7c1e-7e3a-9c1d-2b3c4d5e6f70', '0190A4F2-7C1E-7E3A-9C1D-2B3C4D5E6F70', '4bf92f3577b34da6a3ce929d0e0e4736', 'req-42', 'a'.repeat(64), 'order_1234567890123456789', 'run_deadbeef']) {
+  for (const key of [`ak_${hex.slice(0, 32)}`, `sk_live_${hex.slice(0, 24)}`, `x-${hex.slice(0, 40)}`, hex, hex.toUpperCase()])
+    assert.ok(looksLikeSecret(key), key);
+  for (const id of [
+    '0190a4f2-7c1e-7e3a-9c1d-2b3c4d5e6f70',
+    '0190A4F2-7C1E-7E3A-9C1D-2B3C4D5E6F70',
+    '4bf92f3577b34da6a3ce929d0e0e4736',
+    'req-42',
+    'a'.repeat(64),
+    'order_1234567890123456789',
+    'run_deadbeef',
+  ]) {
     assert.ok(!looksLikeSecret(id), id);
   }
 });
@@ -104,7 +120,10 @@ test('messages, bindings of child loggers and serialized errors are redacted, in
 test('the readable format: ISO time, level, message, fields, an error stack below', () => {
   const { log, lines } = capture('pretty');
   log.child({ reqId: 'r1' }).info({ req: { method: 'GET', url: '/x?a=[redacted]' }, n: 3, s: 'two words' }, 'request completed');
-  assert.match(lines[0]!, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z INFO {2}request completed reqId=r1 req\.method=GET req\.url=\/x\?a=\[redacted\] n=3 s="two words"\n$/);
+  assert.match(
+    lines[0]!,
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z INFO {2}request completed reqId=r1 req\.method=GET req\.url=\/x\?a=\[redacted\] n=3 s="two words"\n$/,
+  );
   log.error({ err: new Error('boom') }, 'failed');
   assert.match(lines[1]!, /ERROR failed\n {4}Error: boom\n {8}at /);
   assert.equal(prettyLine('not json\n'), 'not json\n');

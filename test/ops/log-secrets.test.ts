@@ -13,7 +13,12 @@ import { JSONAPI, jsonApi, seedTenant, startApp, tokenFor, type TestApp, type Te
 const lines: string[] = [];
 const sink = new Writable({
   write(chunk: Buffer, _enc, done) {
-    lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+    lines.push(
+      ...chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
     done();
   },
 });
@@ -86,7 +91,11 @@ test('secrets in the query, path, filter values and X-Request-Id are not logged'
   ];
   const admin = await fetch(`${t.url}/admin/v1/sweep?token=${t.adminToken}`, { method: 'POST' });
   assert.equal(admin.status, 401);
-  const adminPath = await fetch(`${t.url}/admin/v1/credentials/${t.adminToken}`, { method: 'PATCH', headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' }, body: '{}' });
+  const adminPath = await fetch(`${t.url}/admin/v1/credentials/${t.adminToken}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
   assert.ok(adminPath.status >= 400 && adminPath.status < 500, String(adminPath.status));
 
   for (const res of misplaced) {
@@ -97,7 +106,10 @@ test('secrets in the query, path, filter values and X-Request-Id are not logged'
   for (const secret of [token, tenant.clientSecret, t.adminToken]) assertNotLogged(secret);
   for (const res of [...misplaced.map((r) => r.headers), admin.headers, adminPath.headers]) {
     const id = res.get('x-request-id')!;
-    assert.ok(linesOf(id).some((e) => e.msg === 'request completed'), `no completion line for ${id}`);
+    assert.ok(
+      linesOf(id).some((e) => e.msg === 'request completed'),
+      `no completion line for ${id}`,
+    );
   }
   // Query values are left out of the logged URL, whatever they look like.
   const logged = linesOf(misplaced[0]!.headers.get('x-request-id')!).find((e) => e.msg === 'incoming request');
@@ -149,7 +161,11 @@ test('a configured admin token without our prefix is redacted wherever it appear
   const a = await startApp({ TRIBUTARY_ADMIN_TOKEN: adminToken }, { log: createLogger({ logLevel: 'info', logFormat: 'json', adminToken }, ownSink) });
   try {
     // In a path (not only the query string), percent-encoded, in a header the logger writes, in an error message.
-    const inPath = await fetch(`${a.url}/admin/v1/credentials/${adminToken}`, { method: 'PATCH', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: '{}' });
+    const inPath = await fetch(`${a.url}/admin/v1/credentials/${adminToken}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.ok(inPath.status >= 400 && inPath.status < 500, String(inPath.status));
     assert.equal((await fetch(`${a.url}/no/${encodeURIComponent(`${adminToken} `)}`)).status, 404);
     a.deps.log.warn({ err: new Error(`refused ${adminToken}`) }, `token ${adminToken}`);
@@ -173,7 +189,11 @@ test('the completion line of a 4xx carries the error code; a success carries non
   const unauthorized = await fetch(`${t.url}${P}/data_models`, { headers: { accept: JSONAPI } });
   assert.equal(linesOf(unauthorized.headers.get('x-request-id')!).find((e) => e.msg === 'request completed')?.code, 'unauthorized');
 
-  const graphql = await fetch(`${t.url}/api/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ factQuery(dataModelSlug: "x") { count } }' }) });
+  const graphql = await fetch(`${t.url}/api/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: '{ factQuery(dataModelSlug: "x") { count } }' }),
+  });
   assert.equal(graphql.status, 401);
   assert.equal(linesOf(graphql.headers.get('x-request-id')!).find((e) => e.msg === 'request completed')?.code, 'unauthorized');
 

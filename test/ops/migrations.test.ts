@@ -51,7 +51,17 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
     const rows = await current();
     assert.equal(rows.length, 6);
 
-    assert.deepEqual(await migrate(db), ['0003_fact_current_reads', '0004_timestamptz_or_null', '0005_external_connectors', '0006_workflows', '0007_api_specs', '0008_rate_windows', '0009_run_lease_losses', '0010_workflow_version_saver', '0011_api_spec_answer_bytes']);
+    assert.deepEqual(await migrate(db), [
+      '0003_fact_current_reads',
+      '0004_timestamptz_or_null',
+      '0005_external_connectors',
+      '0006_workflows',
+      '0007_api_specs',
+      '0008_rate_windows',
+      '0009_run_lease_losses',
+      '0010_workflow_version_saver',
+      '0011_api_spec_answer_bytes',
+    ]);
     assert.deepEqual(await current(), rows);
 
     const partitions = await sql<{ name: string; rows: number }>`
@@ -69,7 +79,8 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       ['fact_current_data_idx', 'fact_current_fact_idx', 'fact_current_inserted_idx', 'fact_current_observed_idx', 'fact_current_pkey'],
     );
 
-    const insert = (axis: string, key: string) => sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
+    const insert = (axis: string, key: string) =>
+      sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
       values (${model}, ${axis}, ${key}, ${facts[0]!.id}, ${ws}, ${key}, now(), now(), '{}'::jsonb)`.execute(db);
     await assert.rejects(insert('observed_at', 'e1'), (err: { code?: string }) => err.code === '23505', 'the primary key still holds');
     await assert.rejects(insert('sideways', 'e9'), (err: { code?: string }) => err.code === '23514', 'an unknown axis is refused by the check');

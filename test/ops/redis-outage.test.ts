@@ -84,48 +84,59 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
 const fallbackLines = () => lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('Redis unavailable'));
 const backLines = () => lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('Redis answers again'));
 
-test('a Redis outage: requests are answered at once from the in-process window, logged once; /readyz tells; Redis back, shared again', { skip: hasRedis ? false : 'redis-server is not installed' }, async () => {
-  const tenant = await seedTenant(t.deps);
-  const tokenBody = new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret });
-  const exchange = () => fetch(`${t.url}/api/v1/oauth/token`, { method: 'POST', body: tokenBody });
+test(
+  'a Redis outage: requests are answered at once from the in-process window, logged once; /readyz tells; Redis back, shared again',
+  { skip: hasRedis ? false : 'redis-server is not installed' },
+  async () => {
+    const tenant = await seedTenant(t.deps);
+    const tokenBody = new URLSearchParams({ grant_type: 'client_credentials', client_id: tenant.clientId, client_secret: tenant.clientSecret });
+    const exchange = () => fetch(`${t.url}/api/v1/oauth/token`, { method: 'POST', body: tokenBody });
 
-  const first = await exchange();
-  assert.equal(first.status, 200);
-  const token = ((await first.json()) as { access_token: string }).access_token;
-  const api = jsonApi(t, token);
-  assert.equal((await api.get('/api/json/v1/organizations')).status, 200);
-  assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready', rate_limit: 'shared' } });
+    const first = await exchange();
+    assert.equal(first.status, 200);
+    const token = ((await first.json()) as { access_token: string }).access_token;
+    const api = jsonApi(t, token);
+    assert.equal((await api.get('/api/json/v1/organizations')).status, 200);
+    assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready', rate_limit: 'shared' } });
 
-  await killRedis();
+    await killRedis();
 
-  // Each answer arrives fast (the defect waited up to 15 s) and is an ordinary answer.
-  for (let i = 0; i < 5; i++) {
-    const read = await timed(() => api.get('/api/json/v1/organizations'));
-    assert.equal(read.value.status, 200, read.value.text);
-    assert.ok(read.value.headers.get('ratelimit'), 'the in-process window still limits');
-    assert.ok(read.ms < 3000, `answered after ${read.ms} ms`);
-    const tok = await timed(exchange);
-    assert.equal(tok.value.status, 200);
-    assert.ok(tok.ms < 3000, `answered after ${tok.ms} ms`);
-    const gql = await timed(() =>
-      fetch(`${t.url}/api/graphql`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ health }' }) }),
+    // Each answer arrives fast (the defect waited up to 15 s) and is an ordinary answer.
+    for (let i = 0; i < 5; i++) {
+      const read = await timed(() => api.get('/api/json/v1/organizations'));
+      assert.equal(read.value.status, 200, read.value.text);
+      assert.ok(read.value.headers.get('ratelimit'), 'the in-process window still limits');
+      assert.ok(read.ms < 3000, `answered after ${read.ms} ms`);
+      const tok = await timed(exchange);
+      assert.equal(tok.value.status, 200);
+      assert.ok(tok.ms < 3000, `answered after ${tok.ms} ms`);
+      const gql = await timed(() =>
+        fetch(`${t.url}/api/graphql`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ health }' }),
+        }),
+      );
+      assert.equal(gql.value.status, 200);
+      assert.ok(gql.ms < 3000, `answered after ${gql.ms} ms`);
+    }
+    assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready', rate_limit: 'per process (Redis unavailable)' } });
+    assert.equal(fallbackLines().length, 1, JSON.stringify(fallbackLines()));
+    assert.equal(fallbackLines()[0]!.level, 40);
+    assert.deepEqual(
+      lines.filter((l) => (l.level as number) >= 50),
+      [],
     );
-    assert.equal(gql.value.status, 200);
-    assert.ok(gql.ms < 3000, `answered after ${gql.ms} ms`);
-  }
-  assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready', rate_limit: 'per process (Redis unavailable)' } });
-  assert.equal(fallbackLines().length, 1, JSON.stringify(fallbackLines()));
-  assert.equal(fallbackLines()[0]!.level, 40);
-  assert.deepEqual(lines.filter((l) => (l.level as number) >= 50), []);
 
-  await startRedis();
-  let shared = false;
-  for (let i = 0; i < 100 && !shared; i++) {
-    await api.get('/api/json/v1/organizations');
-    shared = (await readyz()).body.rate_limit === 'shared';
-    if (!shared) await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.ok(shared, 'the windows are shared again once Redis answers');
-  assert.equal(backLines().length, 1);
-  assert.equal(fallbackLines().length, 1, 'still one line for the one outage');
-});
+    await startRedis();
+    let shared = false;
+    for (let i = 0; i < 100 && !shared; i++) {
+      await api.get('/api/json/v1/organizations');
+      shared = (await readyz()).body.rate_limit === 'shared';
+      if (!shared) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(shared, 'the windows are shared again once Redis answers');
+    assert.equal(backLines().length, 1);
+    assert.equal(fallbackLines().length, 1, 'still one line for the one outage');
+  },
+);

@@ -75,7 +75,10 @@ function post(path: string, headers: Record<string, string>): string {
 }
 
 test('a slow token request body gets 408 in the OAuth shape and the connection is closed', async () => {
-  const r = await slowRequest(post('/api/v1/oauth/token', { 'content-type': 'application/x-www-form-urlencoded' }), 'grant_type=client_credentials&client_id=x'.repeat(10));
+  const r = await slowRequest(
+    post('/api/v1/oauth/token', { 'content-type': 'application/x-www-form-urlencoded' }),
+    'grant_type=client_credentials&client_id=x'.repeat(10),
+  );
   assert.equal(r.closed, true, `held open for ${r.ms} ms: ${r.text}`);
   const res = parse(r.text);
   assert.equal(res.status, 408);
@@ -85,14 +88,20 @@ test('a slow token request body gets 408 in the OAuth shape and the connection i
 
 test('a slow GraphQL body gets 408 as a GraphQL error; a slow JSON:API body as a JSON:API error', async () => {
   const token = await tokenFor(t, tenant);
-  const gql = await slowRequest(post('/api/graphql', { 'content-type': 'application/json', authorization: `Bearer ${token}` }), '{"query":"{ health }"}'.repeat(20));
+  const gql = await slowRequest(
+    post('/api/graphql', { 'content-type': 'application/json', authorization: `Bearer ${token}` }),
+    '{"query":"{ health }"}'.repeat(20),
+  );
   assert.equal(gql.closed, true);
   const g = parse(gql.text);
   assert.equal(g.status, 408);
   assert.equal(g.headers.connection, 'close');
   assert.deepEqual(g.body, { errors: [{ message: `The request body did not arrive within ${TIMEOUT_MS} ms`, extensions: { code: 'request_timeout' } }] });
 
-  const api = await slowRequest(post('/api/json/v1/data_models', { 'content-type': 'application/vnd.api+json', authorization: `Bearer ${token}` }), '{"data":{}}'.repeat(40));
+  const api = await slowRequest(
+    post('/api/json/v1/data_models', { 'content-type': 'application/vnd.api+json', authorization: `Bearer ${token}` }),
+    '{"data":{}}'.repeat(40),
+  );
   assert.equal(api.closed, true);
   const a = parse(api.text);
   assert.equal(a.status, 408);
@@ -134,7 +143,12 @@ test('normal requests and a streamed import that keeps moving for longer than th
   }
   const url = `${t.url}/admin/v1/facts/import?${new URLSearchParams({ workspace_id: tenant.workspaceId, data_model: model.slug })}`;
   const upload = (n: number, pauseMs: number) =>
-    fetch(url, { method: 'POST', headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/x-ndjson' }, body: Readable.from(lines(n, pauseMs)), duplex: 'half' });
+    fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/x-ndjson' },
+      body: Readable.from(lines(n, pauseMs)),
+      duplex: 'half',
+    });
   const moving = await upload(10, 150);
   assert.equal(moving.status, 200, await moving.clone().text());
   assert.equal(((await moving.json()) as { data: { written: number } }).data.written, 10);
@@ -142,7 +156,10 @@ test('normal requests and a streamed import that keeps moving for longer than th
   // A pause longer than the timeout ends it.
   const stalled = await upload(2, TIMEOUT_MS * 3);
   assert.equal(stalled.status, 408);
-  assert.equal(((await stalled.json()) as { errors: Array<{ code: string; detail: string }> }).errors[0]!.detail, `No part of the request body arrived for ${TIMEOUT_MS} ms`);
+  assert.equal(
+    ((await stalled.json()) as { errors: Array<{ code: string; detail: string }> }).errors[0]!.detail,
+    `No part of the request body arrived for ${TIMEOUT_MS} ms`,
+  );
 });
 
 test('one address holds at most MAX_CONNECTIONS_PER_ADDRESS connections; other addresses are served', async () => {

@@ -30,7 +30,9 @@ before(async () => {
   });
   token = await tokenFor(t, await seedTenant(t.deps));
   const document = JSON.stringify({ openapi: '3.0.3', info: { title: 'large', version: '1' }, paths: {}, 'x-padding': 'x'.repeat(ANSWER_BYTES) });
-  const created = await jsonApi(t, token).post('/api/json/v1/api_specs', { data: { type: 'api_spec', attributes: { name: 'Large', format: 'json', raw_document: document } } });
+  const created = await jsonApi(t, token).post('/api/json/v1/api_specs', {
+    data: { type: 'api_spec', attributes: { name: 'Large', format: 'json', raw_document: document } },
+  });
   assert.equal(created.status, 201, created.text.slice(0, 500));
   specId = created.body.data.id;
 });

@@ -71,7 +71,8 @@ function inject(doc: unknown, slot: number, [a, bad, c]: [string, string, string
 }
 
 /** JSON text with unpaired surrogates raw rather than escaped (NUL must stay escaped in JSON). */
-const rawSurrogates = (text: string) => text.replace(/(\\\\)|\\u(d[89a-f][0-9a-f]{2})/g, (m, pair: string | undefined, h: string) => (pair ? m : String.fromCharCode(parseInt(h, 16))));
+const rawSurrogates = (text: string) =>
+  text.replace(/(\\\\)|\\u(d[89a-f][0-9a-f]{2})/g, (m, pair: string | undefined, h: string) => (pair ? m : String.fromCharCode(parseInt(h, 16))));
 
 function refusedAt(text: string): string | undefined {
   try {

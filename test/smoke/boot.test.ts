@@ -22,5 +22,8 @@ test('a token reads the own organization', async () => {
   const api = jsonApi(t, await tokenFor(t, tenant));
   const res = await api.get('/api/json/v1/organizations');
   assert.equal(res.status, 200);
-  assert.deepEqual(res.body.data.map((o: any) => o.id), [tenant.organizationId]);
+  assert.deepEqual(
+    res.body.data.map((o: any) => o.id),
+    [tenant.organizationId],
+  );
 });

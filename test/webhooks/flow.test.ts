@@ -11,9 +11,21 @@ await createModel(f, 'orders', [
 ]);
 const saved = await saveOk(f, {
   step_params: [
-    { key: 'shape', type: 'transform', config: { expression: '{"id": payload.order.id, "total": payload.order.total, "state": $lowercase(payload.order.state)}' } },
+    {
+      key: 'shape',
+      type: 'transform',
+      config: { expression: '{"id": payload.order.id, "total": payload.order.total, "state": $lowercase(payload.order.state)}' },
+    },
     { key: 'big_enough', type: 'condition', config: { expression: 'steps.shape.total != 0' } },
-    { key: 'store', type: 'write_fact', config: { data_model_slug: 'orders', mapping: { order_id: 'steps.shape.id', amount: 'steps.shape.total', status: 'steps.shape.state' }, observed_at: 'payload.at' } },
+    {
+      key: 'store',
+      type: 'write_fact',
+      config: {
+        data_model_slug: 'orders',
+        mapping: { order_id: 'steps.shape.id', amount: 'steps.shape.total', status: 'steps.shape.state' },
+        observed_at: 'payload.at',
+      },
+    },
   ],
 });
 const token: string = saved.tokens.hook!;
@@ -25,7 +37,12 @@ describe('webhook to facts', () => {
   });
 
   it('accepts a delivery, runs the workflow and stores the fact', async () => {
-    const d = await deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ payload: { at: '2026-11-01T10:00:00Z', order: { id: 'o-1', total: 12.5, state: 'OPEN' } } }), { 'idempotency-key': 'd-1' });
+    const d = await deliver(
+      f,
+      `/api/v1/webhooks/${token}`,
+      JSON.stringify({ payload: { at: '2026-11-01T10:00:00Z', order: { id: 'o-1', total: 12.5, state: 'OPEN' } } }),
+      { 'idempotency-key': 'd-1' },
+    );
     assert.equal(d.status, 202, d.text);
     assert.equal(d.body.status, 'accepted');
     const run = await waitForRun(f, d.body.workflow_run_id);
@@ -33,7 +50,14 @@ describe('webhook to facts', () => {
     assert.equal(run.attributes.workflow_id, workflowId);
     assert.equal(run.attributes.delivery_id, 'd-1');
     assert.equal(run.attributes.trigger_key, 'hook');
-    assert.deepEqual(run.attributes.steps.map((s: any) => [s.key, s.status]), [['shape', 'succeeded'], ['big_enough', 'succeeded'], ['store', 'succeeded']]);
+    assert.deepEqual(
+      run.attributes.steps.map((s: any) => [s.key, s.status]),
+      [
+        ['shape', 'succeeded'],
+        ['big_enough', 'succeeded'],
+        ['store', 'succeeded'],
+      ],
+    );
     assert.deepEqual(run.attributes.steps[2].output, { data_model_slug: 'orders', items: 1, written: 1, duplicates: 0 });
 
     const g = await fetch(`${f.t.url}/api/graphql`, {
@@ -60,14 +84,25 @@ describe('webhook to facts', () => {
   });
 
   it('ends a run whose condition is false as succeeded with the rest skipped', async () => {
-    const d = await deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ payload: { at: '2026-11-01T10:00:00Z', order: { id: 'o-3', total: 0, state: 'x' } } }));
+    const d = await deliver(
+      f,
+      `/api/v1/webhooks/${token}`,
+      JSON.stringify({ payload: { at: '2026-11-01T10:00:00Z', order: { id: 'o-3', total: 0, state: 'x' } } }),
+    );
     const run = await waitForRun(f, d.body.workflow_run_id);
     assert.equal(run.attributes.status, 'succeeded');
-    assert.deepEqual(run.attributes.steps.map((s: any) => s.status), ['succeeded', 'succeeded', 'skipped']);
+    assert.deepEqual(
+      run.attributes.steps.map((s: any) => s.status),
+      ['succeeded', 'succeeded', 'skipped'],
+    );
   });
 
   it('fails a run whose fact does not fit the data model, naming the field', async () => {
-    const d = await deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ payload: { at: '2026-11-01T10:00:00Z', order: { id: 'o-4', total: 'lots', state: 'x' } } }));
+    const d = await deliver(
+      f,
+      `/api/v1/webhooks/${token}`,
+      JSON.stringify({ payload: { at: '2026-11-01T10:00:00Z', order: { id: 'o-4', total: 'lots', state: 'x' } } }),
+    );
     const run = await waitForRun(f, d.body.workflow_run_id);
     assert.equal(run.attributes.status, 'failed');
     assert.equal(run.attributes.attempt, 1, 'a permanent failure is not retried');
@@ -76,7 +111,11 @@ describe('webhook to facts', () => {
   });
 
   it('replays a run: same payload and version, linked to the original', async () => {
-    const d = await deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ payload: { at: '2026-11-02T10:00:00Z', order: { id: 'o-5', total: 3, state: 'x' } } }));
+    const d = await deliver(
+      f,
+      `/api/v1/webhooks/${token}`,
+      JSON.stringify({ payload: { at: '2026-11-02T10:00:00Z', order: { id: 'o-5', total: 3, state: 'x' } } }),
+    );
     const original = await waitForRun(f, d.body.workflow_run_id);
     const r = await f.api.post(`${API}/workflow_runs/${original.id}/replay`, undefined);
     assert.equal(r.status, 201, r.text);
@@ -89,10 +128,16 @@ describe('webhook to facts', () => {
   });
 
   it('a replay with a body is refused (422), since nothing of it would be read; no run is made', async () => {
-    const d = await deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ payload: { at: '2026-11-03T10:00:00Z', order: { id: 'o-6', total: 4, state: 'x' } } }));
+    const d = await deliver(
+      f,
+      `/api/v1/webhooks/${token}`,
+      JSON.stringify({ payload: { at: '2026-11-03T10:00:00Z', order: { id: 'o-6', total: 4, state: 'x' } } }),
+    );
     const original = await waitForRun(f, d.body.workflow_run_id);
     const before = await f.api.get(`${API}/workflow_runs?filter[replay_of]=${original.id}`);
-    const r = await f.api.post(`${API}/workflow_runs/${original.id}/replay`, { data: { type: 'workflow_run', attributes: { payload: { order: { id: 'other' } } } } });
+    const r = await f.api.post(`${API}/workflow_runs/${original.id}/replay`, {
+      data: { type: 'workflow_run', attributes: { payload: { order: { id: 'other' } } } },
+    });
     assert.equal(r.status, 422, r.text);
     assert.equal(r.body.errors[0].source.pointer, '');
     assert.match(r.body.errors[0].detail, /A replay takes no body/);

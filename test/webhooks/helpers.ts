@@ -26,13 +26,25 @@ export async function createModel(f: Flow, slug: string, fields: Array<{ name: s
   const m = await f.api.post(`${API}/data_models`, { data: { type: 'data_model', attributes: { name: slug, slug } } });
   assert.equal(m.status, 201, m.text);
   for (const [i, field] of fields.entries()) {
-    const r = await f.api.post(`${API}/data_model_fields`, { data: { type: 'data_model_field', attributes: { data_model_id: m.body.data.id, is_primary_key: i === 0, ...field } } });
+    const r = await f.api.post(`${API}/data_model_fields`, {
+      data: { type: 'data_model_field', attributes: { data_model_id: m.body.data.id, is_primary_key: i === 0, ...field } },
+    });
     assert.equal(r.status, 201, r.text);
   }
   return m.body.data.id;
 }
 
-export function builderState(f: Flow, attrs: { workflow_id?: string | null; lock_version?: string | null; is_new_version?: boolean; wf_params?: unknown; step_params: unknown[]; trigger_params?: unknown[] }) {
+export function builderState(
+  f: Flow,
+  attrs: {
+    workflow_id?: string | null;
+    lock_version?: string | null;
+    is_new_version?: boolean;
+    wf_params?: unknown;
+    step_params: unknown[];
+    trigger_params?: unknown[];
+  },
+) {
   return {
     data: {
       type: 'workflow_builder_state',
@@ -65,7 +77,13 @@ export interface Delivery {
   text: string;
 }
 
-export async function deliver(f: Flow, path: string, body: string | Buffer | undefined, headers: Record<string, string> = {}, bearer: string | null = f.bearer): Promise<Delivery> {
+export async function deliver(
+  f: Flow,
+  path: string,
+  body: string | Buffer | undefined,
+  headers: Record<string, string> = {},
+  bearer: string | null = f.bearer,
+): Promise<Delivery> {
   const h: Record<string, string> = { 'content-type': 'application/json', ...headers };
   if (bearer !== null) h.authorization = `Bearer ${bearer}`;
   const res = await fetch(`${f.t.url}${path}`, { method: 'POST', headers: h, body });

@@ -20,12 +20,20 @@ const STEPS = [{ key: 'note', type: 'transform', config: { expression: 'payload'
 
 const whsec = () => `whsec_${randomBytes(32).toString('base64')}`;
 async function connector(authType: string, secret: string | null, config: Record<string, unknown> | null = null): Promise<string> {
-  const r = await f.api.post(`${API}/external_connectors`, { data: { type: 'external_connector', attributes: { name: `in ${authType}`, auth_type: authType, direction: 'inbound', secret, config } } });
+  const r = await f.api.post(`${API}/external_connectors`, {
+    data: { type: 'external_connector', attributes: { name: `in ${authType}`, auth_type: authType, direction: 'inbound', secret, config } },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.data.id;
 }
-async function hookWith(inboundConnectorId: string | null = null, serviceAccountId = f.tenant.credentialId): Promise<{ path: string; token: string; workflowId: string }> {
-  const { tokens, workflow } = await saveOk(f, { step_params: STEPS, trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: serviceAccountId, inbound_connector_id: inboundConnectorId }] });
+async function hookWith(
+  inboundConnectorId: string | null = null,
+  serviceAccountId = f.tenant.credentialId,
+): Promise<{ path: string; token: string; workflowId: string }> {
+  const { tokens, workflow } = await saveOk(f, {
+    step_params: STEPS,
+    trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: serviceAccountId, inbound_connector_id: inboundConnectorId }],
+  });
   return { path: `/api/v1/webhooks/${tokens.hook}`, token: tokens.hook!, workflowId: workflow.id };
 }
 const error = (d: { status: number; body: any; text: string }, status: number, text: string) => {
@@ -133,7 +141,12 @@ describe('a streamed body over the limit', () => {
         controller.enqueue(chunk);
       },
     });
-    const res = await fetch(`${f.t.url}${plain.path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${f.bearer}` }, body, duplex: 'half' } as RequestInit).catch((err: unknown) => err);
+    const res = await fetch(`${f.t.url}${plain.path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${f.bearer}` },
+      body,
+      duplex: 'half',
+    } as RequestInit).catch((err: unknown) => err);
     // The server answers 413 and closes; a client still sending may see the reset instead.
     if (res instanceof Response) {
       assert.equal(res.status, 413);
@@ -206,7 +219,13 @@ describe('answers on the socket before the request is read', () => {
 
 describe('Standard Webhooks (hmac) connectors', () => {
   const body = JSON.stringify({ payload: { id: 'e-1', kind: 'signed' } });
-  const signed = (sign: (id: string, at: Date, payload: string) => string, prefix: 'webhook' | 'svix', at = new Date(), id = `msg_${randomBytes(8).toString('hex')}`, payload = body) => ({
+  const signed = (
+    sign: (id: string, at: Date, payload: string) => string,
+    prefix: 'webhook' | 'svix',
+    at = new Date(),
+    id = `msg_${randomBytes(8).toString('hex')}`,
+    payload = body,
+  ) => ({
     [`${prefix}-id`]: id,
     [`${prefix}-timestamp`]: String(Math.floor(at.getTime() / 1000)),
     [`${prefix}-signature`]: sign(id, at, payload),
@@ -215,14 +234,24 @@ describe('Standard Webhooks (hmac) connectors', () => {
   const svix = new SvixWebhook(HMAC_SECRET);
 
   it('accepts deliveries signed by the standardwebhooks library', async () => {
-    const d = await deliver(f, hmac.path, body, signed((id, at, p) => sw.sign(id, at, p), 'webhook'));
+    const d = await deliver(
+      f,
+      hmac.path,
+      body,
+      signed((id, at, p) => sw.sign(id, at, p), 'webhook'),
+    );
     assert.equal(d.status, 202, d.text);
     const run = await waitForRun(f, d.body.workflow_run_id);
     assert.deepEqual(run.attributes.payload, { id: 'e-1', kind: 'signed' });
   });
 
   it('accepts deliveries signed by the svix library (svix-* headers)', async () => {
-    const d = await deliver(f, hmac.path, body, signed((id, at, p) => svix.sign(id, at, p), 'svix'));
+    const d = await deliver(
+      f,
+      hmac.path,
+      body,
+      signed((id, at, p) => svix.sign(id, at, p), 'svix'),
+    );
     assert.equal(d.status, 202, d.text);
   });
 
@@ -235,28 +264,73 @@ describe('Standard Webhooks (hmac) connectors', () => {
     const headers = signed((id, at, p) => sw.sign(id, at, p), 'webhook');
     error(await deliver(f, hmac.path, body.replace('signed', 'signeD'), headers), 401, 'Unauthorized');
     const old = new Date(Date.now() - 6 * 60_000);
-    error(await deliver(f, hmac.path, body, signed((id, at, p) => sw.sign(id, at, p), 'webhook', old)), 401, 'Unauthorized');
+    error(
+      await deliver(
+        f,
+        hmac.path,
+        body,
+        signed((id, at, p) => sw.sign(id, at, p), 'webhook', old),
+      ),
+      401,
+      'Unauthorized',
+    );
     const future = new Date(Date.now() + 6 * 60_000);
-    error(await deliver(f, hmac.path, body, signed((id, at, p) => sw.sign(id, at, p), 'webhook', future)), 401, 'Unauthorized');
+    error(
+      await deliver(
+        f,
+        hmac.path,
+        body,
+        signed((id, at, p) => sw.sign(id, at, p), 'webhook', future),
+      ),
+      401,
+      'Unauthorized',
+    );
     for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
       const h = { ...headers };
       delete h[name];
       error(await deliver(f, hmac.path, body, h), 401, 'Unauthorized');
     }
     const stranger = new StandardWebhook(whsec());
-    error(await deliver(f, hmac.path, body, signed((id, at, p) => stranger.sign(id, at, p), 'webhook')), 401, 'Unauthorized');
+    error(
+      await deliver(
+        f,
+        hmac.path,
+        body,
+        signed((id, at, p) => stranger.sign(id, at, p), 'webhook'),
+      ),
+      401,
+      'Unauthorized',
+    );
     error(await deliver(f, hmac.path, body, { ...headers, 'webhook-signature': headers['webhook-signature']!.replace('v1,', 'v2,') }), 401, 'Unauthorized');
   });
 
   it('checks the signature before the body is parsed: a signed non-JSON body is 422, an unsigned one 401', async () => {
     const text = 'not json';
-    error(await deliver(f, hmac.path, text, signed((id, at, p) => sw.sign(id, at, p), 'webhook', new Date(), 'msg_x', text)), 422, 'Processing failed');
+    error(
+      await deliver(
+        f,
+        hmac.path,
+        text,
+        signed((id, at, p) => sw.sign(id, at, p), 'webhook', new Date(), 'msg_x', text),
+      ),
+      422,
+      'Processing failed',
+    );
     error(await deliver(f, hmac.path, text), 401, 'Unauthorized');
   });
 
   it('a connector without a secret verifies nothing: 401', async () => {
     const h = await hookWith(await connector('hmac', null));
-    error(await deliver(f, h.path, body, signed((id, at, p) => sw.sign(id, at, p), 'webhook')), 401, 'Unauthorized');
+    error(
+      await deliver(
+        f,
+        h.path,
+        body,
+        signed((id, at, p) => sw.sign(id, at, p), 'webhook'),
+      ),
+      401,
+      'Unauthorized',
+    );
   });
 });
 
@@ -336,7 +410,9 @@ describe('secrets', () => {
     assert.ok(lines.length > 20, `only ${lines.length} lines were logged`);
     const all = JSON.stringify(lines);
     for (const s of secrets) assert.ok(!all.includes(s), 'a secret reached the log');
-    const stored = JSON.stringify(await f.t.deps.db.selectFrom('workflow_triggers').selectAll().execute()) + JSON.stringify(await f.t.deps.db.selectFrom('external_connectors').selectAll().execute());
+    const stored =
+      JSON.stringify(await f.t.deps.db.selectFrom('workflow_triggers').selectAll().execute()) +
+      JSON.stringify(await f.t.deps.db.selectFrom('external_connectors').selectAll().execute());
     for (const s of secrets) assert.ok(!stored.includes(s), 'a secret is stored in plain form');
   });
 });

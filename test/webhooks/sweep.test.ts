@@ -7,7 +7,9 @@ import { createModel, deliver, saveOk, startFlow, waitForRun } from './helpers.t
 
 const f = await startFlow({ DELIVERY_GUARD_DAYS: '7', RUN_RETENTION_DAYS: '30' });
 await createModel(f, 'pings', [{ name: 'ping_id', type: 'string' }]);
-const { tokens } = await saveOk(f, { step_params: [{ key: 'store', type: 'write_fact', config: { data_model_slug: 'pings', mapping: { ping_id: 'payload.id' } } }] });
+const { tokens } = await saveOk(f, {
+  step_params: [{ key: 'store', type: 'write_fact', config: { data_model_slug: 'pings', mapping: { ping_id: 'payload.id' } } }],
+});
 const hook = `/api/v1/webhooks/${tokens.hook}`;
 
 it('deletes expired guards (the delivery id deduplicates no more) and old finished runs', async () => {
@@ -30,7 +32,10 @@ it('deletes expired guards (the delivery id deduplicates no more) and old finish
   assert.equal(res.body.data.delivery_guards_deleted, 1);
   assert.equal(res.body.data.workflow_runs_deleted, 1);
   const left = await db.selectFrom('workflow_runs').select('id').orderBy('id').execute();
-  assert.deepEqual(left.map((r) => r.id), [ids[1], ids[2]]);
+  assert.deepEqual(
+    left.map((r) => r.id),
+    [ids[1], ids[2]],
+  );
 
   // The expired identity starts a run again; the younger one is still a duplicate.
   assert.equal((await deliver(f, hook, JSON.stringify({ id: 'p-1' }), { 'idempotency-key': 'k-1' })).body.status, 'accepted');

@@ -19,7 +19,11 @@ const hook = await saveOk(f, { step_params: [{ key: 'echo', type: 'transform', c
 const hookPath = `/api/v1/webhooks/${hook.tokens.hook}`;
 
 async function runCount(): Promise<number> {
-  const r = await f.t.deps.db.selectFrom('workflow_runs').select((eb) => eb.fn.countAll<string>().as('n')).where('workflow_id', '=', hook.workflow.id).executeTakeFirstOrThrow();
+  const r = await f.t.deps.db
+    .selectFrom('workflow_runs')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('workflow_id', '=', hook.workflow.id)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -99,7 +103,10 @@ describe('JSON:API documents', () => {
 
   it('a connector config is 422 at the value', async () => {
     const r = await f.api.post(`${API}/external_connectors`, {
-      data: { type: 'external_connector', attributes: { name: 'in', auth_type: 'api_key', direction: 'inbound', secret: 'k'.repeat(32), config: { header_name: 'X-Key\ud800' } } },
+      data: {
+        type: 'external_connector',
+        attributes: { name: 'in', auth_type: 'api_key', direction: 'inbound', secret: 'k'.repeat(32), config: { header_name: 'X-Key\ud800' } },
+      },
     });
     assertJsonApiError(r, 422, 'invalid_request', { pointer: '/data/attributes/config/header_name' });
   });
@@ -111,7 +118,9 @@ describe('JSON:API documents', () => {
       ['json', json],
       ['yaml', yaml],
     ]) {
-      const r = await f.api.post(`${API}/api_specs`, { data: { type: 'api_spec', attributes: { name: 'Shop', format, raw_document: raw, organization_id: f.tenant.organizationId } } });
+      const r = await f.api.post(`${API}/api_specs`, {
+        data: { type: 'api_spec', attributes: { name: 'Shop', format, raw_document: raw, organization_id: f.tenant.organizationId } },
+      });
       assertJsonApiError(r, 422, 'invalid_request', { pointer: '/data/attributes/raw_document' });
       assert.match(r.body.errors[0].detail, /\\u0000 or an unpaired surrogate, which the database cannot store \(at \/info\/title\)/, format);
     }
@@ -126,7 +135,11 @@ describe('a facts import', () => {
       JSON.stringify({ data: { id: '3', note: 'x\ud800' }, observed_at: '2024-01-01T00:00:00Z' }),
     ].join('\n');
     const url = `${f.t.url}/admin/v1/facts/import?${new URLSearchParams({ workspace_id: f.tenant.workspaceId, data_model: 'notes' })}`;
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${f.t.adminToken}`, 'content-type': 'application/x-ndjson' }, body: lines });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${f.t.adminToken}`, 'content-type': 'application/x-ndjson' },
+      body: lines,
+    });
     const text = await res.text();
     assert.equal(res.status, 200, text);
     const body = JSON.parse(text).data;
@@ -144,8 +157,16 @@ describe("an expression's result", () => {
   // The expressions spell the characters as JSONata escapes: the saved text itself is storable.
   const steps: Array<[string, unknown[], RegExp]> = [
     ['a transform', [{ key: 'bad', type: 'transform', config: { expression: '{"v": "a\\u0000b"}' } }], /Step bad failed: .*cannot be stored.*\(at \/v\)/],
-    ['a transform with a lone surrogate', [{ key: 'bad', type: 'transform', config: { expression: '"\\ud800"' } }], /Step bad failed: .*cannot be stored.*\(at the result itself\)/],
-    ['a write_fact mapping', [{ key: 'bad', type: 'write_fact', config: { data_model_slug: 'notes', mapping: { id: '"1"', note: '"n\\u0000"' } } }], /Step bad failed: .*cannot be stored/],
+    [
+      'a transform with a lone surrogate',
+      [{ key: 'bad', type: 'transform', config: { expression: '"\\ud800"' } }],
+      /Step bad failed: .*cannot be stored.*\(at the result itself\)/,
+    ],
+    [
+      'a write_fact mapping',
+      [{ key: 'bad', type: 'write_fact', config: { data_model_slug: 'notes', mapping: { id: '"1"', note: '"n\\u0000"' } } }],
+      /Step bad failed: .*cannot be stored/,
+    ],
   ];
   for (const [name, step_params, error] of steps) {
     it(`fails the step for good (no retry): ${name}`, async () => {

@@ -23,13 +23,19 @@ describe('concurrent identical deliveries', () => {
         identities.slice(i, i + 4).map(async (key) => {
           const answers = await Promise.all(Array.from({ length: 50 }, () => deliver(f, path, JSON.stringify({ key }), { 'idempotency-key': key })));
           for (const a of answers) assert.equal(a.status, 202, a.text);
-          accepted.set(key, answers.filter((a) => a.body.status === 'accepted').map((a) => a.body.workflow_run_id));
+          accepted.set(
+            key,
+            answers.filter((a) => a.body.status === 'accepted').map((a) => a.body.workflow_run_id),
+          );
           assert.equal(answers.filter((a) => a.body.status === 'duplicate').length, 49);
         }),
       );
     }
     for (const [key, ids] of accepted) assert.equal(ids.length, 1, `${key}: ${ids.length} accepted`);
-    const count = await f.t.deps.db.selectFrom('workflow_runs').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const count = await f.t.deps.db
+      .selectFrom('workflow_runs')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     assert.equal(Number(count.n), 100);
     const guards = await f.t.deps.db.selectFrom('delivery_guards').select('run_id').execute();
     assert.deepEqual(new Set(guards.map((g) => g.run_id)), new Set([...accepted.values()].flat()));
@@ -37,7 +43,7 @@ describe('concurrent identical deliveries', () => {
 });
 
 describe('delivery identities from different headers', () => {
-  it('the same value in two senders\' headers is two deliveries; in one header, one per organization', async () => {
+  it("the same value in two senders' headers is two deliveries; in one header, one per organization", async () => {
     const f = await startFlow({}, { worker: false });
     const alpha = `/api/v1/webhooks/${(await saveOk(f, { wf_params: { name: 'Alpha', is_active: true }, step_params: [] })).tokens.hook}`;
     const beta = `/api/v1/webhooks/${(await saveOk(f, { wf_params: { name: 'Beta', is_active: true }, step_params: [] })).tokens.hook}`;
@@ -62,7 +68,12 @@ describe('delivery identities from different headers', () => {
 
 describe('delivery identity (property)', () => {
   const headerValue = fc.oneof(fc.constant(''), fc.constant('   '), fc.string({ minLength: 1, maxLength: 20 }));
-  const headerSets = fc.record(Object.fromEntries([...DELIVERY_ID_HEADERS, 'x-request-id'].map((h) => [h, fc.option(headerValue, { nil: undefined })])) as Record<string, fc.Arbitrary<string | undefined>>);
+  const headerSets = fc.record(
+    Object.fromEntries([...DELIVERY_ID_HEADERS, 'x-request-id'].map((h) => [h, fc.option(headerValue, { nil: undefined })])) as Record<
+      string,
+      fc.Arbitrary<string | undefined>
+    >,
+  );
 
   it('the first non-empty of the four headers wins; X-Request-Id never counts', () => {
     fc.assert(
@@ -87,15 +98,21 @@ describe('delivery identity (property)', () => {
 
   it('without a header: equal bodies in one two-hour bucket share a key; another body, bucket or trigger does not', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 0, max: BODY_BUCKET_MS * 3 }), (a, b, t, dt) => {
-        const bodyA = Buffer.from(a);
-        const bodyB = Buffer.from(b);
-        const k = (body: Buffer, at: number, trigger = 'trigger-1') => deliveryIdentity({}, trigger, body, at).key;
-        const sameBucket = Math.floor(t / BODY_BUCKET_MS) === Math.floor((t + dt) / BODY_BUCKET_MS);
-        assert.equal(k(bodyA, t) === k(bodyA, t + dt), sameBucket);
-        assert.equal(k(bodyA, t) === k(bodyB, t), bodyA.equals(bodyB));
-        assert.notEqual(k(bodyA, t), k(bodyA, t, 'trigger-2'));
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 64 }),
+        fc.uint8Array({ maxLength: 64 }),
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        fc.integer({ min: 0, max: BODY_BUCKET_MS * 3 }),
+        (a, b, t, dt) => {
+          const bodyA = Buffer.from(a);
+          const bodyB = Buffer.from(b);
+          const k = (body: Buffer, at: number, trigger = 'trigger-1') => deliveryIdentity({}, trigger, body, at).key;
+          const sameBucket = Math.floor(t / BODY_BUCKET_MS) === Math.floor((t + dt) / BODY_BUCKET_MS);
+          assert.equal(k(bodyA, t) === k(bodyA, t + dt), sameBucket);
+          assert.equal(k(bodyA, t) === k(bodyB, t), bodyA.equals(bodyB));
+          assert.notEqual(k(bodyA, t), k(bodyA, t, 'trigger-2'));
+        },
+      ),
       { numRuns: runs(300) },
     );
   });

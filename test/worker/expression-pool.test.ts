@@ -14,7 +14,11 @@ describe('the expression pool', () => {
   it('answers one row, or one row per item of forEach, in order', async () => {
     assert.deepEqual(await pool.run({ input: { payload: { a: 2 } }, expressions: ['payload.a * 3', 'payload.missing', '"x"'] }), [[6, undefined, 'x']]);
     const rows = await pool.run({ input: { payload: { n: 10 } }, forEach: '[1..3]', expressions: ['item * payload.n', 'index'] });
-    assert.deepEqual(rows, [[10, 0], [20, 1], [30, 2]]);
+    assert.deepEqual(rows, [
+      [10, 0],
+      [20, 1],
+      [30, 2],
+    ]);
   });
 
   it('a forEach past maxItems fails naming the cap', async () => {
@@ -33,7 +37,10 @@ describe('the expression pool', () => {
 
   it('an allocation past the heap budget ends its child, not this process', async () => {
     const heapBefore = process.memoryUsage().heapUsed;
-    await assert.rejects(pool.run({ input: {}, expressions: ['$count([1..9999999] ~> $map(function($v){ {"v": $v} }))'] }), /exceeded its (memory budget \(64 MB\)|1 s time budget)/);
+    await assert.rejects(
+      pool.run({ input: {}, expressions: ['$count([1..9999999] ~> $map(function($v){ {"v": $v} }))'] }),
+      /exceeded its (memory budget \(64 MB\)|1 s time budget)/,
+    );
     assert.ok(process.memoryUsage().heapUsed - heapBefore < 64 * 1_048_576, 'this process did not take on the allocation');
     assert.deepEqual(await pool.run({ input: {}, expressions: ['"still here"'] }), [['still here']]);
   });
@@ -44,7 +51,8 @@ describe('the expression pool', () => {
     );
     const settled = await Promise.allSettled(jobs);
     settled.forEach((r, i) => {
-      if (i === 7) assert.ok(r.status === 'rejected' && /exceeded its 1 s time budget/.test(String(r.reason)), String(r.status === 'rejected' ? r.reason : 'fulfilled'));
+      if (i === 7)
+        assert.ok(r.status === 'rejected' && /exceeded its 1 s time budget/.test(String(r.reason)), String(r.status === 'rejected' ? r.reason : 'fulfilled'));
       else assert.deepEqual(r, { status: 'fulfilled', value: [[i * 2]] });
     });
   });
@@ -52,6 +60,9 @@ describe('the expression pool', () => {
   it('never runs more children than its size, however many jobs wait', async () => {
     const jobs = Array.from({ length: 20 }, (_, i) => pool.run({ input: { i }, expressions: ['i'] }));
     assert.ok(pool.processes() <= 2);
-    assert.deepEqual(await Promise.all(jobs), Array.from({ length: 20 }, (_, i) => [[i]]));
+    assert.deepEqual(
+      await Promise.all(jobs),
+      Array.from({ length: 20 }, (_, i) => [[i]]),
+    );
   });
 });

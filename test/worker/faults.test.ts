@@ -26,7 +26,10 @@ interface Server {
 
 async function serve(env: Record<string, string>, port: number): Promise<Server> {
   let out = '';
-  const child = spawn(process.execPath, ['src/main.ts', 'serve'], { cwd: ROOT, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env } });
+  const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env },
+  });
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const url = `http://127.0.0.1:${port}`;
@@ -53,16 +56,25 @@ async function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<voi
 /** A tenant (the bootstrap account), a data model and a workflow with one webhook trigger, through the API. */
 async function setUp(url: string, dataDir: string): Promise<{ bearer: string; hook: string }> {
   const boot = JSON.parse(fs.readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-  const tok = await fetch(`${url}/api/v1/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.client_id, client_secret: boot.client_secret }) });
+  const tok = await fetch(`${url}/api/v1/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.client_id, client_secret: boot.client_secret }),
+  });
   const bearer = ((await tok.json()) as { access_token: string }).access_token;
   const api = async (p: string, body: unknown) => {
-    const r = await fetch(`${url}/api/json/v1${p}`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/vnd.api+json', accept: 'application/vnd.api+json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${url}/api/json/v1${p}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/vnd.api+json', accept: 'application/vnd.api+json' },
+      body: JSON.stringify(body),
+    });
     const json = (await r.json()) as any;
     assert.equal(r.status, 201, JSON.stringify(json));
     return json;
   };
   const model = await api('/data_models', { data: { type: 'data_model', attributes: { name: 'Events', slug: 'events' } } });
-  await api('/data_model_fields', { data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name: 'event_id', type: 'string', is_primary_key: true } } });
+  await api('/data_model_fields', {
+    data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name: 'event_id', type: 'string', is_primary_key: true } },
+  });
   const saved = await api('/workflows/save_builder_state', {
     data: {
       type: 'workflow_builder_state',
@@ -82,7 +94,11 @@ async function setUp(url: string, dataDir: string): Promise<{ bearer: string; ho
 }
 
 const post = (url: string, hook: string, bearer: string, id: string) =>
-  fetch(`${url}${hook}`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', 'idempotency-key': id }, body: JSON.stringify({ id }) });
+  fetch(`${url}${hook}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', 'idempotency-key': id },
+    body: JSON.stringify({ id }),
+  });
 
 async function waitAllFinished(client: pg.Client, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -98,7 +114,13 @@ describe('faults', { skip }, () => {
   it('kill -9 of serve mid-stream: every 202 has its run after restart, each run done once', async () => {
     const db = await freshPostgresDatabase({ empty: true });
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-kill-'));
-    const env = { DATABASE_URL: db.url, DATA_DIR: dataDir, TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`, WORKER_LEASE_SECONDS: '2', WEBHOOK_RATE_LIMIT_MAX: '1000000' };
+    const env = {
+      DATABASE_URL: db.url,
+      DATA_DIR: dataDir,
+      TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+      WORKER_LEASE_SECONDS: '2',
+      WEBHOOK_RATE_LIMIT_MAX: '1000000',
+    };
     const port = await freePort();
     let server = await serve(env, port);
     const client = new pg.Client({ connectionString: db.url });
@@ -154,7 +176,14 @@ describe('faults', { skip }, () => {
     u.hostname = '127.0.0.1';
     u.port = String(proxy.port);
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-outage-'));
-    const env = { DATABASE_URL: u.toString(), DATA_DIR: dataDir, TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`, WEBHOOK_RATE_LIMIT_MAX: '1000000', DATABASE_CONNECT_TIMEOUT_MS: '1000', WORKER_LEASE_SECONDS: '5' };
+    const env = {
+      DATABASE_URL: u.toString(),
+      DATA_DIR: dataDir,
+      TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+      WEBHOOK_RATE_LIMIT_MAX: '1000000',
+      DATABASE_CONNECT_TIMEOUT_MS: '1000',
+      WORKER_LEASE_SECONDS: '5',
+    };
     const server = await serve(env, await freePort());
     const client = new pg.Client({ connectionString: db.url });
     try {
@@ -183,7 +212,11 @@ describe('faults', { skip }, () => {
       await new Promise((resolve) => setTimeout(resolve, 2500));
       running = false;
       await Promise.all(senders);
-      assert.deepEqual([...statuses.keys()].filter((s) => s !== 202 && s !== 503), [], JSON.stringify([...statuses]));
+      assert.deepEqual(
+        [...statuses.keys()].filter((s) => s !== 202 && s !== 503),
+        [],
+        JSON.stringify([...statuses]),
+      );
       assert.ok((statuses.get(503) ?? 0) > 0, 'the outage was seen');
       // Recovered: a delivery now is accepted and its run finishes.
       const after = await post(server.url, hook, bearer, 'after-outage');

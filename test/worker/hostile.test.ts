@@ -8,7 +8,10 @@ import { sql } from 'kysely';
 import { createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
 const f: Flow = await startFlow();
-await createModel(f, 'rows', [{ name: 'row_id', type: 'string' }, { name: 'n', type: 'integer' }]);
+await createModel(f, 'rows', [
+  { name: 'row_id', type: 'string' },
+  { name: 'n', type: 'integer' },
+]);
 
 async function runOf(expression: string, payload: unknown = {}) {
   const { tokens } = await saveOk(f, { step_params: [{ key: 'evil', type: 'transform', config: { expression } }] });
@@ -58,7 +61,8 @@ describe('hostile expressions fail their step', () => {
   it('the API answers while a long expression runs', async () => {
     const { tokens } = await saveOk(f, { step_params: [{ key: 'spin', type: 'transform', config: { expression: '$match(payload.s, /^a*a*b$/)' } }] });
     const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ s: 'a'.repeat(100_000) }));
-    const status = async () => (await f.t.deps.db.selectFrom('workflow_runs').select('status').where('id', '=', d.body.workflow_run_id).executeTakeFirstOrThrow()).status;
+    const status = async () =>
+      (await f.t.deps.db.selectFrom('workflow_runs').select('status').where('id', '=', d.body.workflow_run_id).executeTakeFirstOrThrow()).status;
     // Health checks answered while the run is still running: none could be, were the expression on this event loop.
     let answeredWhileRunning = 0;
     while ((await status()) !== 'failed') {
@@ -74,7 +78,13 @@ describe('hostile expressions fail their step', () => {
 describe('for_each', () => {
   const writer = (n: number) =>
     saveOk(f, {
-      step_params: [{ key: 'store', type: 'write_fact', config: { data_model_slug: 'rows', for_each: `[1..${n}]`, mapping: { row_id: '"r" & $string(item) & "-" & payload.batch', n: 'item' } } }],
+      step_params: [
+        {
+          key: 'store',
+          type: 'write_fact',
+          config: { data_model_slug: 'rows', for_each: `[1..${n}]`, mapping: { row_id: '"r" & $string(item) & "-" & payload.batch', n: 'item' } },
+        },
+      ],
     });
 
   it('10,001 items: fails naming the cap, stores nothing', async () => {
@@ -96,9 +106,21 @@ describe('for_each', () => {
 
   it('one bad item fails the step before any fact of it is stored', async () => {
     const { tokens } = await saveOk(f, {
-      step_params: [{ key: 'store', type: 'write_fact', config: { data_model_slug: 'rows', for_each: 'payload.items', mapping: { row_id: 'item.id', n: 'item.n' } } }],
+      step_params: [
+        { key: 'store', type: 'write_fact', config: { data_model_slug: 'rows', for_each: 'payload.items', mapping: { row_id: 'item.id', n: 'item.n' } } },
+      ],
     });
-    const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ items: [{ id: 'a1', n: 1 }, { id: 'a2', n: 'two' }, { id: 'a3', n: 3 }] }));
+    const d = await deliver(
+      f,
+      `/api/v1/webhooks/${tokens.hook}`,
+      JSON.stringify({
+        items: [
+          { id: 'a1', n: 1 },
+          { id: 'a2', n: 'two' },
+          { id: 'a3', n: 3 },
+        ],
+      }),
+    );
     const run = await waitForRun(f, d.body.workflow_run_id);
     failedWith(run, /item 1: data\/n/);
     const n = await sql<{ n: string }>`select count(*) as n from facts where data->>'row_id' in ('a1', 'a3')`.execute(f.t.deps.db);

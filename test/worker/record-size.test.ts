@@ -17,9 +17,16 @@ const config = f.t.deps.config.runRecord;
 
 // 20 transforms of 200,000 characters each, then one that measures the first and last.
 const BIG = 20;
-const bigSteps = Array.from({ length: BIG }, (_, i) => ({ key: `big_${i}`, type: 'transform', config: { expression: '$pad("", 100000, "a") & $pad("", 100000, "b")' } }));
+const bigSteps = Array.from({ length: BIG }, (_, i) => ({
+  key: `big_${i}`,
+  type: 'transform',
+  config: { expression: '$pad("", 100000, "a") & $pad("", 100000, "b")' },
+}));
 const { tokens } = await saveOk(f, {
-  step_params: [...bigSteps, { key: 'measure', type: 'transform', config: { expression: `$length(steps.big_0) + $length(steps.big_${BIG - 1}) + $length(payload.blob)` } }],
+  step_params: [
+    ...bigSteps,
+    { key: 'measure', type: 'transform', config: { expression: `$length(steps.big_0) + $length(steps.big_${BIG - 1}) + $length(payload.blob)` } },
+  ],
 });
 
 async function runWith(payload: unknown) {
@@ -28,7 +35,8 @@ async function runWith(payload: unknown) {
   return waitForRun(f, d.body.workflow_run_id, 60_000);
 }
 
-const storedRow = async (id: string) => (await sql<{ steps: StepRecord[]; payload: any }>`select steps, payload from workflow_runs where id = ${id}`.execute(f.t.deps.db)).rows[0]!;
+const storedRow = async (id: string) =>
+  (await sql<{ steps: StepRecord[]; payload: any }>`select steps, payload from workflow_runs where id = ${id}`.execute(f.t.deps.db)).rows[0]!;
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 
 const runs = [await runWith({ blob: '' }), await runWith({ blob: 'p'.repeat(100_000) }), await runWith({ blob: 'q' })];
@@ -81,7 +89,12 @@ describe('records stored before the caps', () => {
   it('are cut in answers: by id, in a page and in the admin list', async () => {
     const id = runs[2]!.id;
     const huge: StepRecord[] = Array.from({ length: 50 }, (_, i) => ({
-      key: `s${i}`, status: 'succeeded', started_at: null, finished_at: null, output: { text: 'z'.repeat(100_000) }, error: i === 49 ? 'e'.repeat(100_000) : null,
+      key: `s${i}`,
+      status: 'succeeded',
+      started_at: null,
+      finished_at: null,
+      output: { text: 'z'.repeat(100_000) },
+      error: i === 49 ? 'e'.repeat(100_000) : null,
     }));
     await sql`update workflow_runs set steps = ${JSON.stringify(huge)}::jsonb, error = ${'E'.repeat(100_000)} where id = ${id}`.execute(f.t.deps.db);
     const one = await f.api.get(`${API}/workflow_runs/${id}`);
@@ -124,7 +137,14 @@ describe('cutting', () => {
   });
 
   it('fifty steps at their output cap fit the steps cap, the smaller outputs kept whole', () => {
-    const steps: StepRecord[] = Array.from({ length: 50 }, (_, i) => ({ key: `s${i}`.padEnd(63, 'x'), status: 'succeeded', started_at: new Date().toISOString(), finished_at: new Date().toISOString(), output: i === 7 ? 1 : 'w'.repeat(60_000 + i), error: null }));
+    const steps: StepRecord[] = Array.from({ length: 50 }, (_, i) => ({
+      key: `s${i}`.padEnd(63, 'x'),
+      status: 'succeeded',
+      started_at: new Date().toISOString(),
+      finished_at: new Date().toISOString(),
+      output: i === 7 ? 1 : 'w'.repeat(60_000 + i),
+      error: null,
+    }));
     const caps = { outputBytes: 65_536, errorBytes: 4096, stepsBytes: 131_072 };
     const out = capSteps(steps, caps);
     assert.ok(bytes(out) <= caps.stepsBytes, `${bytes(out)}`);

@@ -13,7 +13,10 @@ import { createDb } from '../../src/db/connect.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
 const f: Flow = await startFlow({ RUN_MAX_ATTEMPTS: '3', WORKER_LEASE_SECONDS: '2' }, { worker: false });
-await createModel(f, 'items', [{ name: 'item_id', type: 'string' }, { name: 'qty', type: 'integer' }]);
+await createModel(f, 'items', [
+  { name: 'item_id', type: 'string' },
+  { name: 'qty', type: 'integer' },
+]);
 const { tokens } = await saveOk(f, {
   step_params: [
     { key: 'lines', type: 'transform', config: { expression: 'payload.lines' } },
@@ -29,7 +32,17 @@ const runRow = (id: string) => db.selectFrom('workflow_runs').selectAll().where(
 
 describe('leases', () => {
   it("a dead worker's run is reclaimed after its lease, and its facts are stored once", async () => {
-    const d = await deliver(f, path, JSON.stringify({ lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2 }, { sku: 'c', qty: 3 }] }));
+    const d = await deliver(
+      f,
+      path,
+      JSON.stringify({
+        lines: [
+          { sku: 'a', qty: 1 },
+          { sku: 'b', qty: 2 },
+          { sku: 'c', qty: 3 },
+        ],
+      }),
+    );
     const before = await factCount();
     // A worker claims the run, runs its steps (the facts are written), and dies before recording the outcome.
     const [claimed] = await claimRuns(db, 'dead-worker', 10, new Date(), lease(100));
@@ -102,7 +115,9 @@ describe('leases', () => {
 describe('stopping', () => {
   it('releases runs still executing after the grace period, the attempt not counted', async () => {
     // Runs until the expression time limit (1 s) ends it.
-    const slow = await saveOk(f, { step_params: [{ key: 'spin', type: 'transform', config: { expression: '$sum($map([1..5000000], function($v){ $v * 2 }))' } }] });
+    const slow = await saveOk(f, {
+      step_params: [{ key: 'spin', type: 'transform', config: { expression: '$sum($map([1..5000000], function($v){ $v * 2 }))' } }],
+    });
     const d = await deliver(f, `/api/v1/webhooks/${slow.tokens.hook}`, '{"slow":true}');
     const w = startWorker(f.t.deps);
     try {
@@ -124,11 +139,26 @@ describe('stopping', () => {
 
 describe('retries', () => {
   it('backoff doubles from the base, is capped at 5 minutes, with jitter in its upper half', () => {
-    assert.equal(backoffMs(1, 1000, () => 0), 500);
-    assert.equal(backoffMs(1, 1000, () => 1), 1000);
-    assert.equal(backoffMs(3, 1000, () => 1), 4000);
-    assert.equal(backoffMs(30, 1000, () => 1), 300_000);
-    assert.equal(backoffMs(30, 1000, () => 0), 150_000);
+    assert.equal(
+      backoffMs(1, 1000, () => 0),
+      500,
+    );
+    assert.equal(
+      backoffMs(1, 1000, () => 1),
+      1000,
+    );
+    assert.equal(
+      backoffMs(3, 1000, () => 1),
+      4000,
+    );
+    assert.equal(
+      backoffMs(30, 1000, () => 1),
+      300_000,
+    );
+    assert.equal(
+      backoffMs(30, 1000, () => 0),
+      150_000,
+    );
   });
 
   it('a transient failure is retried; a permanent one is not', async () => {

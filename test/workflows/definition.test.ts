@@ -100,13 +100,19 @@ describe('step_params', () => {
 describe('transform and condition', () => {
   for (const type of ['transform', 'condition']) {
     it(`a ${type} step needs one valid expression`, () => {
-      assert.deepEqual(readDefinition(withConfig(type, { expression: '$count(payload.items) > 0' })).steps, [{ key: 's', type, config: { expression: '$count(payload.items) > 0' } }]);
+      assert.deepEqual(readDefinition(withConfig(type, { expression: '$count(payload.items) > 0' })).steps, [
+        { key: 's', type, config: { expression: '$count(payload.items) > 0' } },
+      ]);
       refuses(withConfig(type, { expression: 'x', then: 'y' }), `${CONFIG}/then`, `"then" is not a member of a ${type} step's config (allowed: expression)`);
       refuses(withConfig(type, {}), `${CONFIG}/expression`, 'expression is required (a JSONata expression)');
       refuses(withConfig(type, { expression: 3 }), `${CONFIG}/expression`, 'expression must be a JSONata expression (a string)');
       refuses(withConfig(type, { expression: '' }), `${CONFIG}/expression`, 'expression is empty');
       refuses(withConfig(type, { expression: 'payload.(' }), `${CONFIG}/expression`, /^expression does not compile: .+ \(at character \d+\)$/);
-      refuses(withConfig(type, { expression: '$match(payload.s, /(a+)+$/)' }), `${CONFIG}/expression`, 'expression has a regular expression with a nested quantifier (/(a+)+$/), which can take exponential time');
+      refuses(
+        withConfig(type, { expression: '$match(payload.s, /(a+)+$/)' }),
+        `${CONFIG}/expression`,
+        'expression has a regular expression with a nested quantifier (/(a+)+$/), which can take exponential time',
+      );
     });
   }
 });
@@ -117,13 +123,22 @@ describe('write_fact', () => {
   it('accepts a mapping or a data expression, with observed_at and for_each', () => {
     assert.deepEqual(readDefinition(withConfig('write_fact', base)).steps[0]!.config, base);
     const data = { data_model_slug: 'a-1', data: 'payload', observed_at: 'payload.at', for_each: 'payload.items', mapping: null };
-    assert.deepEqual(readDefinition(withConfig('write_fact', data)).steps[0]!.config, { data_model_slug: 'a-1', data: 'payload', observed_at: 'payload.at', for_each: 'payload.items' });
+    assert.deepEqual(readDefinition(withConfig('write_fact', data)).steps[0]!.config, {
+      data_model_slug: 'a-1',
+      data: 'payload',
+      observed_at: 'payload.at',
+      for_each: 'payload.items',
+    });
     const wide = Object.fromEntries(Array.from({ length: WORKFLOW_LIMITS.maxMappingFields }, (_, i) => [`f${i}`, `payload.f${i}`]));
     assert.deepEqual(readDefinition(withConfig('write_fact', { data_model_slug: 'x', mapping: wide })).steps[0]!.config.mapping, wide);
   });
 
   it('refuses each wrong member with its pointer', () => {
-    refuses(withConfig('write_fact', { ...base, model: 'x' }), `${CONFIG}/model`, `"model" is not a member of a write_fact step's config (allowed: data_model_slug, mapping, data, observed_at, for_each)`);
+    refuses(
+      withConfig('write_fact', { ...base, model: 'x' }),
+      `${CONFIG}/model`,
+      `"model" is not a member of a write_fact step's config (allowed: data_model_slug, mapping, data, observed_at, for_each)`,
+    );
     for (const slug of [undefined, 5, '', 'Orders', 'a_b', 'a'.repeat(64)]) {
       refuses(withConfig('write_fact', { ...base, data_model_slug: slug }), `${CONFIG}/data_model_slug`, 'data_model_slug must be the slug of a data model');
     }
@@ -134,23 +149,39 @@ describe('write_fact', () => {
     refuses(withConfig('write_fact', { data_model_slug: 'x', mapping: {} }), `${CONFIG}/mapping`, 'mapping must name at least one field');
     const wide = Object.fromEntries(Array.from({ length: WORKFLOW_LIMITS.maxMappingFields + 1 }, (_, i) => [`f${i}`, 'payload']));
     refuses(withConfig('write_fact', { data_model_slug: 'x', mapping: wide }), `${CONFIG}/mapping`, 'mapping may name at most 200 fields');
-    refuses(withConfig('write_fact', { data_model_slug: 'x', mapping: { id: 'payload.id', total: 4 } }), `${CONFIG}/mapping/total`, 'total must be a JSONata expression (a string)');
+    refuses(
+      withConfig('write_fact', { data_model_slug: 'x', mapping: { id: 'payload.id', total: 4 } }),
+      `${CONFIG}/mapping/total`,
+      'total must be a JSONata expression (a string)',
+    );
     refuses(withConfig('write_fact', { data_model_slug: 'x', mapping: { id: null } }), `${CONFIG}/mapping/id`, 'id is required (a JSONata expression)');
     refuses(withConfig('write_fact', { data_model_slug: 'x', data: '(' }), `${CONFIG}/data`, /^data does not compile: /);
     refuses(withConfig('write_fact', { ...base, observed_at: '' }), `${CONFIG}/observed_at`, 'observed_at is empty');
-    refuses(withConfig('write_fact', { ...base, for_each: '$match(x, /a*a*a*b/)' }), `${CONFIG}/for_each`, /^for_each has a regular expression with repeated quantifiers over the same characters/);
+    refuses(
+      withConfig('write_fact', { ...base, for_each: '$match(x, /a*a*a*b/)' }),
+      `${CONFIG}/for_each`,
+      /^for_each has a regular expression with repeated quantifiers over the same characters/,
+    );
   });
 });
 
 describe('http_request', () => {
-  const direct = { connector_id: CONNECTOR, method: 'post', path: '/shops/{shop}/orders' , params: { shop: 'payload.shop' } };
+  const direct = { connector_id: CONNECTOR, method: 'post', path: '/shops/{shop}/orders', params: { shop: 'payload.shop' } };
 
   it('accepts method and path, normalizing the method and the connector id', () => {
     const config = { ...direct, query: { page: '1' }, headers: { 'X-Trace-Id': 'payload.trace' }, body: 'payload' };
     assert.deepEqual(readDefinition(withConfig('http_request', config)).steps[0], {
       key: 's',
       type: 'http_request',
-      config: { connector_id: CONNECTOR.toLowerCase(), method: 'POST', path: '/shops/{shop}/orders', params: { shop: 'payload.shop' }, query: { page: '1' }, headers: { 'X-Trace-Id': 'payload.trace' }, body: 'payload' },
+      config: {
+        connector_id: CONNECTOR.toLowerCase(),
+        method: 'POST',
+        path: '/shops/{shop}/orders',
+        params: { shop: 'payload.shop' },
+        query: { page: '1' },
+        headers: { 'X-Trace-Id': 'payload.trace' },
+        body: 'payload',
+      },
     });
     for (const method of ['GET', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']) {
       assert.equal(readDefinition(withConfig('http_request', { connector_id: OTHER, method, path: '/' })).steps[0]!.config.method, method);
@@ -159,18 +190,31 @@ describe('http_request', () => {
 
   it('accepts an operation_ref, whose params the operation places', () => {
     const config = { connector_id: OTHER, operation_ref: 'POST /orders', params: { id: 'payload.id' }, query: null, headers: null, body: null };
-    assert.deepEqual(readDefinition(withConfig('http_request', config)).steps[0]!.config, { connector_id: OTHER, operation_ref: 'POST /orders', params: { id: 'payload.id' } });
+    assert.deepEqual(readDefinition(withConfig('http_request', config)).steps[0]!.config, {
+      connector_id: OTHER,
+      operation_ref: 'POST /orders',
+      params: { id: 'payload.id' },
+    });
   });
 
   it('refuses each wrong member with its pointer', () => {
-    refuses(withConfig('http_request', { ...direct, url: 'x' }), `${CONFIG}/url`, `"url" is not a member of an http_request step's config (allowed: connector_id, operation_ref, method, path, params, query, headers, body)`);
-    for (const id of [undefined, 'c1', 42]) refuses(withConfig('http_request', { ...direct, connector_id: id }), `${CONFIG}/connector_id`, 'connector_id must be the id of an outbound connector');
+    refuses(
+      withConfig('http_request', { ...direct, url: 'x' }),
+      `${CONFIG}/url`,
+      `"url" is not a member of an http_request step's config (allowed: connector_id, operation_ref, method, path, params, query, headers, body)`,
+    );
+    for (const id of [undefined, 'c1', 42])
+      refuses(withConfig('http_request', { ...direct, connector_id: id }), `${CONFIG}/connector_id`, 'connector_id must be the id of an outbound connector');
     const either = 'an http_request step needs either operation_ref or method and path';
     refuses(withConfig('http_request', { connector_id: OTHER }), CONFIG, either);
     refuses(withConfig('http_request', { ...direct, operation_ref: 'op' }), CONFIG, either);
     refuses(withConfig('http_request', { connector_id: OTHER, operation_ref: 'op', path: '/x' }), CONFIG, either);
     refuses(withConfig('http_request', { connector_id: OTHER, operation_ref: 9 }), `${CONFIG}/operation_ref`, 'operation_ref must be a string');
-    refuses(withConfig('http_request', { connector_id: OTHER, operation_ref: 'o'.repeat(301) }), `${CONFIG}/operation_ref`, 'operation_ref must be at most 300 characters');
+    refuses(
+      withConfig('http_request', { connector_id: OTHER, operation_ref: 'o'.repeat(301) }),
+      `${CONFIG}/operation_ref`,
+      'operation_ref must be at most 300 characters',
+    );
     const methods = 'method must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS';
     refuses(withConfig('http_request', { connector_id: OTHER, method: 'FETCH', path: '/' }), `${CONFIG}/method`, methods);
     refuses(withConfig('http_request', { connector_id: OTHER, path: '/' }), `${CONFIG}/method`, methods);
@@ -179,7 +223,11 @@ describe('http_request', () => {
     for (const path of ['orders', '//evil.example/x', '/a b', '/a\tb', '/a#b', 'https://evil.example/']) {
       refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path }), `${CONFIG}/path`, pathText);
     }
-    refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: `/${'p'.repeat(2000)}` }), `${CONFIG}/path`, 'path must be at most 2000 characters');
+    refuses(
+      withConfig('http_request', { connector_id: OTHER, method: 'GET', path: `/${'p'.repeat(2000)}` }),
+      `${CONFIG}/path`,
+      'path must be at most 2000 characters',
+    );
     refuses(withConfig('http_request', { ...direct, params: {} }), `${CONFIG}/params`, 'the path names {shop}: params must give it');
     refuses(withConfig('http_request', { ...direct, params: undefined }), `${CONFIG}/params`, 'the path names {shop}: params must give it');
     refuses(withConfig('http_request', { ...direct, body: 'payload.(' }), `${CONFIG}/body`, /^body does not compile: /);
@@ -187,19 +235,48 @@ describe('http_request', () => {
 
   it('refuses wrong params, query and headers with a pointer to the name', () => {
     for (const name of ['params', 'query', 'headers']) {
-      refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: ['x'] }), `${CONFIG}/${name}`, `${name} must be an object of name: expression`);
+      refuses(
+        withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: ['x'] }),
+        `${CONFIG}/${name}`,
+        `${name} must be an object of name: expression`,
+      );
       const wide = Object.fromEntries(Array.from({ length: WORKFLOW_LIMITS.maxMappingFields + 1 }, (_, i) => [`n${i}`, '1']));
-      refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: wide }), `${CONFIG}/${name}`, `${name} may name at most 200 members`);
-      refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: { '': '1' } }), `${CONFIG}/${name}/`, `a name in ${name} must be 1-128 characters`);
-      refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: { ok: 1 } }), `${CONFIG}/${name}/ok`, 'ok must be a JSONata expression (a string)');
+      refuses(
+        withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: wide }),
+        `${CONFIG}/${name}`,
+        `${name} may name at most 200 members`,
+      );
+      refuses(
+        withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: { '': '1' } }),
+        `${CONFIG}/${name}/`,
+        `a name in ${name} must be 1-128 characters`,
+      );
+      refuses(
+        withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', [name]: { ok: 1 } }),
+        `${CONFIG}/${name}/ok`,
+        'ok must be a JSONata expression (a string)',
+      );
     }
     // The name in the pointer is escaped (RFC 6901).
     const long = `a/b~c${'x'.repeat(124)}`;
-    refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', query: { [long]: '1' } }), `${CONFIG}/query/a~1b~0c${'x'.repeat(124)}`, 'a name in query must be 1-128 characters');
-    const reserved = '"Authorization" cannot be set by a step (an HTTP header name other than host, content-length, transfer-encoding, connection, authorization, cookie, te, upgrade, proxy-authorization, webhook-id, webhook-timestamp, webhook-signature)';
-    refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', headers: { Authorization: '"x"' } }), `${CONFIG}/headers/Authorization`, reserved);
+    refuses(
+      withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', query: { [long]: '1' } }),
+      `${CONFIG}/query/a~1b~0c${'x'.repeat(124)}`,
+      'a name in query must be 1-128 characters',
+    );
+    const reserved =
+      '"Authorization" cannot be set by a step (an HTTP header name other than host, content-length, transfer-encoding, connection, authorization, cookie, te, upgrade, proxy-authorization, webhook-id, webhook-timestamp, webhook-signature)';
+    refuses(
+      withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', headers: { Authorization: '"x"' } }),
+      `${CONFIG}/headers/Authorization`,
+      reserved,
+    );
     for (const header of ['Webhook-Signature', 'cookie', 'Host', 'a b', 'x:y', 'h'.repeat(65)]) {
-      refuses(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', headers: { [header]: '"x"' } }), `${CONFIG}/headers/${header}`, /cannot be set by a step \(an HTTP header name other than host, /);
+      refuses(
+        withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', headers: { [header]: '"x"' } }),
+        `${CONFIG}/headers/${header}`,
+        /cannot be set by a step \(an HTTP header name other than host, /,
+      );
     }
     // Not a header, so any name of 1-128 characters will do.
     const query = { 'a b': '1', Authorization: '2', ['q'.repeat(128)]: '3' };
@@ -213,7 +290,11 @@ describe('trigger_params', () => {
   const withTrigger = (t: unknown) => attrs({ trigger_params: [t] });
 
   it('accepts webhook triggers, lowercasing their ids', () => {
-    const triggers = readDefinition(attrs({ trigger_params: [hook('a'), hook('b', { id: CONNECTOR, inbound_connector_id: OTHER.toUpperCase(), service_account_id: ACCOUNT.toUpperCase() })] })).triggers;
+    const triggers = readDefinition(
+      attrs({
+        trigger_params: [hook('a'), hook('b', { id: CONNECTOR, inbound_connector_id: OTHER.toUpperCase(), service_account_id: ACCOUNT.toUpperCase() })],
+      }),
+    ).triggers;
     assert.deepEqual(triggers, [
       { index: 0, id: null, key: 'a', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: null },
       { index: 1, id: CONNECTOR.toLowerCase(), key: 'b', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: OTHER },
@@ -224,14 +305,30 @@ describe('trigger_params', () => {
 
   it('refuses each wrong trigger with its pointer', () => {
     refuses(attrs({ trigger_params: null }), T, 'trigger_params must be an array');
-    refuses(attrs({ trigger_params: Array.from({ length: WORKFLOW_LIMITS.maxTriggers + 1 }, (_, i) => hook(`t${i}`)) }), T, 'trigger_params may hold at most 20 triggers');
+    refuses(
+      attrs({ trigger_params: Array.from({ length: WORKFLOW_LIMITS.maxTriggers + 1 }, (_, i) => hook(`t${i}`)) }),
+      T,
+      'trigger_params may hold at most 20 triggers',
+    );
     refuses(withTrigger(null), `${T}/0`, 'a trigger must be an object {key, type, service_account_id, inbound_connector_id?, id?}');
-    refuses(withTrigger(hook('a', { token: 'x' })), `${T}/0/token`, '"token" is not a member of a trigger (allowed: key, type, service_account_id, inbound_connector_id, id)');
-    refuses(withTrigger(hook('A')), `${T}/0/key`, 'key must start with a lowercase letter and hold only lowercase letters, digits and underscores (at most 63)');
+    refuses(
+      withTrigger(hook('a', { token: 'x' })),
+      `${T}/0/token`,
+      '"token" is not a member of a trigger (allowed: key, type, service_account_id, inbound_connector_id, id)',
+    );
+    refuses(
+      withTrigger(hook('A')),
+      `${T}/0/key`,
+      'key must start with a lowercase letter and hold only lowercase letters, digits and underscores (at most 63)',
+    );
     refuses(attrs({ trigger_params: [hook('a'), hook('a')] }), `${T}/1/key`, 'key "a" is used by an earlier trigger');
     refuses(withTrigger(hook('a', { type: 'schedule' })), `${T}/0/type`, 'type must be one of webhook');
     refuses(withTrigger(hook('a', { service_account_id: 'me' })), `${T}/0/service_account_id`, 'service_account_id must be the id of a service account');
-    refuses(withTrigger(hook('a', { inbound_connector_id: 12 })), `${T}/0/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
+    refuses(
+      withTrigger(hook('a', { inbound_connector_id: 12 })),
+      `${T}/0/inbound_connector_id`,
+      'inbound_connector_id must be the id of an inbound connector or null',
+    );
     refuses(withTrigger(hook('a', { id: 'first' })), `${T}/0/id`, 'id must be the id of a trigger of this workflow');
     refuses(attrs({ trigger_params: [hook('a', { id: OTHER }), hook('b', { id: OTHER.toUpperCase() })] }), `${T}/1/id`, 'id is given to an earlier trigger');
   });

@@ -17,7 +17,12 @@ function reason(text: string): string {
   return (r as { reason: string }).reason;
 }
 
-const accepted = (text: string) => assert.equal(compileExpression(text).ok, true, `${JSON.stringify(text.slice(0, 80))} was refused: ${compileExpression(text).ok ? '' : (compileExpression(text) as { reason: string }).reason}`);
+const accepted = (text: string) =>
+  assert.equal(
+    compileExpression(text).ok,
+    true,
+    `${JSON.stringify(text.slice(0, 80))} was refused: ${compileExpression(text).ok ? '' : (compileExpression(text) as { reason: string }).reason}`,
+  );
 
 describe('compileExpression', () => {
   it('refuses an expression longer than the limit, and accepts one at it', () => {
@@ -39,8 +44,14 @@ describe('compileExpression', () => {
 
   it('refuses each risky regular expression shape, naming it and the expression', () => {
     assert.equal(reason('$match(payload.s, /(a+)+$/)'), 'has a regular expression with a nested quantifier (/(a+)+$/), which can take exponential time');
-    assert.equal(reason('$replace(payload.s, /^(a|aa)+$/, "")'), 'has a regular expression with a quantified alternation (/^(a|aa)+$/), which can take exponential time');
-    assert.equal(reason('$contains(payload.s, /a*a*a*b/)'), 'has a regular expression with repeated quantifiers over the same characters (/a*a*a*b/), which can take exponential time');
+    assert.equal(
+      reason('$replace(payload.s, /^(a|aa)+$/, "")'),
+      'has a regular expression with a quantified alternation (/^(a|aa)+$/), which can take exponential time',
+    );
+    assert.equal(
+      reason('$contains(payload.s, /a*a*a*b/)'),
+      'has a regular expression with repeated quantifiers over the same characters (/a*a*a*b/), which can take exponential time',
+    );
     // Found wherever it stands in the expression: inside a function, a path, a condition.
     assert.match(reason('function($v) { $split($v, /(x*)*y/) }("a")'), /nested quantifier/);
     assert.match(reason('payload.items[$match(name, /([a-z]+)*$/)]'), /nested quantifier/);
@@ -48,11 +59,23 @@ describe('compileExpression', () => {
   });
 
   it('accepts ordinary expressions, the bounded $pad and safe regular expressions', async () => {
-    for (const text of ['payload', '$count(payload.items) > 0', 'steps.normalize.total * 2', '{"id": payload.id, "at": $now()}', '$match(payload.s, /^[a-z]+$/)', '$replace(payload.d, /\\d{4}-\\d{2}/, "")', '$pad("x", 5, "-")']) accepted(text);
+    for (const text of [
+      'payload',
+      '$count(payload.items) > 0',
+      'steps.normalize.total * 2',
+      '{"id": payload.id, "at": $now()}',
+      '$match(payload.s, /^[a-z]+$/)',
+      '$replace(payload.d, /\\d{4}-\\d{2}/, "")',
+      '$pad("x", 5, "-")',
+    ])
+      accepted(text);
     const r = compileExpression('$pad(payload, -4, "*")');
     assert.ok(r.ok);
     assert.equal(await r.compiled.evaluate({ payload: 'ab' }), '**ab');
-    await assert.rejects(async () => (compileExpression('$pad("x", 100001)') as { ok: true; compiled: { evaluate(i: unknown): Promise<unknown> } }).compiled.evaluate({}), /\$pad width 100001 is beyond 100000/);
+    await assert.rejects(
+      async () => (compileExpression('$pad("x", 100001)') as { ok: true; compiled: { evaluate(i: unknown): Promise<unknown> } }).compiled.evaluate({}),
+      /\$pad width 100001 is beyond 100000/,
+    );
   });
 });
 
@@ -101,11 +124,18 @@ describe('properties', () => {
 
   it('a repeated group holding a quantifier is refused as a nested quantifier', () => {
     fc.assert(
-      fc.property(ATOM, REPEAT, REPEAT, fc.boolean(), fc.string({ unit: fc.constantFrom('x', 'y', '-'), maxLength: 3 }), (atom, inner, outer, capture, tail) => {
-        const re = `(${capture ? '' : '?:'}${atom}${inner})${outer}${tail}`;
-        assert.equal(riskyRegex(re), 'a nested quantifier');
-        assert.equal(reason(`$match(payload.s, /${re}/)`), `has a regular expression with a nested quantifier (/${re}/), which can take exponential time`);
-      }),
+      fc.property(
+        ATOM,
+        REPEAT,
+        REPEAT,
+        fc.boolean(),
+        fc.string({ unit: fc.constantFrom('x', 'y', '-'), maxLength: 3 }),
+        (atom, inner, outer, capture, tail) => {
+          const re = `(${capture ? '' : '?:'}${atom}${inner})${outer}${tail}`;
+          assert.equal(riskyRegex(re), 'a nested quantifier');
+          assert.equal(reason(`$match(payload.s, /${re}/)`), `has a regular expression with a nested quantifier (/${re}/), which can take exponential time`);
+        },
+      ),
       { numRuns: runs(200) },
     );
   });
@@ -124,11 +154,19 @@ describe('properties', () => {
 
   it('three quantified copies of one atom in a row are refused', () => {
     fc.assert(
-      fc.property(ATOM, fc.array(REPEAT.filter((q) => q === '+' || q === '*'), { minLength: 3, maxLength: 3 }), fc.constantFrom('', 'z', '$'), (atom, qs, tail) => {
-        const re = `${atom}${qs[0]}${atom}${qs[1]}${atom}${qs[2]}${tail}`;
-        assert.equal(riskyRegex(re), 'repeated quantifiers over the same characters');
-        assert.match(reason(`$match(payload.s, /${re}/)`), /repeated quantifiers over the same characters/);
-      }),
+      fc.property(
+        ATOM,
+        fc.array(
+          REPEAT.filter((q) => q === '+' || q === '*'),
+          { minLength: 3, maxLength: 3 },
+        ),
+        fc.constantFrom('', 'z', '$'),
+        (atom, qs, tail) => {
+          const re = `${atom}${qs[0]}${atom}${qs[1]}${atom}${qs[2]}${tail}`;
+          assert.equal(riskyRegex(re), 'repeated quantifiers over the same characters');
+          assert.match(reason(`$match(payload.s, /${re}/)`), /repeated quantifiers over the same characters/);
+        },
+      ),
       { numRuns: runs(100) },
     );
   });

@@ -11,7 +11,10 @@ import { capRecord, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, presentRu
 import { runs } from '../helpers/property.ts';
 
 // Characters of one, two, three and four UTF-8 bytes, and ones JSON escapes (to six bytes).
-const UNIT = fc.oneof(fc.constantFrom('a', 'é', '€', '😀', '𝄞', '"', '\\', '\n', '\u0001', '\u2028'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }));
+const UNIT = fc.oneof(
+  fc.constantFrom('a', 'é', '€', '😀', '𝄞', '"', '\\', '\n', '\u0001', '\u2028'),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+);
 const text = fc.string({ unit: UNIT, maxLength: 80 });
 const MARKER = fc.constantFrom('', ' ... [cut]', '…', '😀');
 
@@ -34,7 +37,10 @@ describe('cutText', () => {
         // longer as JSON than the whole pair, so the search may stop up to two characters short.
         const points = [...t];
         const kept = [...head].length;
-        assert.ok(kept === points.length || jsonBytes(points.slice(0, kept + 3).join('') + marker) > maxBytes, `${kept} of ${points.length} kept in ${maxBytes}`);
+        assert.ok(
+          kept === points.length || jsonBytes(points.slice(0, kept + 3).join('') + marker) > maxBytes,
+          `${kept} of ${points.length} kept in ${maxBytes}`,
+        );
       }),
       { numRuns: runs(1000) },
     );
@@ -53,7 +59,14 @@ describe('cutText', () => {
   });
 });
 
-const step = (key: string, output: unknown, error: string | null = null): StepRecord => ({ key, status: error === null ? 'succeeded' : 'failed', started_at: null, finished_at: null, output, error });
+const step = (key: string, output: unknown, error: string | null = null): StepRecord => ({
+  key,
+  status: error === null ? 'succeeded' : 'failed',
+  started_at: null,
+  finished_at: null,
+  output,
+  error,
+});
 const caps: RecordCaps = { outputBytes: 4096, errorBytes: 1024, stepsBytes: 8192 };
 
 describe('capSteps', () => {
@@ -81,7 +94,13 @@ describe('capSteps', () => {
   });
 
   it('cuts the largest outputs first until the steps fit', () => {
-    const steps = [step('a', 'a'.repeat(3000)), step('b', 'b'.repeat(3900)), step('c', 'c'.repeat(100)), step('d', 'd'.repeat(3500)), step('e', 'e'.repeat(2000))];
+    const steps = [
+      step('a', 'a'.repeat(3000)),
+      step('b', 'b'.repeat(3900)),
+      step('c', 'c'.repeat(100)),
+      step('d', 'd'.repeat(3500)),
+      step('e', 'e'.repeat(2000)),
+    ];
     const out = capSteps(steps, caps);
     assert.ok(jsonBytes(out) <= caps.stepsBytes);
     assert.deepEqual(
@@ -109,7 +128,13 @@ describe('capRecord', () => {
 describe('presentRun', () => {
   it('shows a payload up to its limit whole, a larger one as a preview', () => {
     const small = { a: 'b'.repeat(PAYLOAD_SHOWN_BYTES - 100) };
-    assert.deepEqual(presentRun({ payload: small, steps: [], error: null }), { steps: [], error: null, payload: small, payload_truncated: false, payload_bytes: jsonBytes(small) });
+    assert.deepEqual(presentRun({ payload: small, steps: [], error: null }), {
+      steps: [],
+      error: null,
+      payload: small,
+      payload_truncated: false,
+      payload_bytes: jsonBytes(small),
+    });
     const large = { a: 'b'.repeat(PAYLOAD_SHOWN_BYTES) };
     const shown = presentRun({ payload: large, steps: null });
     assert.equal(shown.payload_truncated, true);

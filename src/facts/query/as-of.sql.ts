@@ -54,7 +54,12 @@ export const AS_OF_WALK_WINDOW = 1000;
  */
 export function walkable(p: FactQueryPlan, window: number): boolean {
   return (
-    p.mode === 'latest' && p.until !== undefined && p.axis === 'observed_at' && p.direction === 'desc' && p.join?.type !== 'inner' && p.offset + p.limit < window
+    p.mode === 'latest' &&
+    p.until !== undefined &&
+    p.axis === 'observed_at' &&
+    p.direction === 'desc' &&
+    p.join?.type !== 'inner' &&
+    p.offset + p.limit < window
   );
 }
 

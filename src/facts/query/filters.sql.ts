@@ -17,7 +17,8 @@ function operand(data: Frag, c: FactFilter): Frag {
   const member = sql`(${data} -> ${c.field}::text)`;
   const text = sql`(${data} ->> ${c.field}::text)`;
   if (c.type === 'integer' || c.type === 'float') return sql`(case when jsonb_typeof(${member}) = 'number' then ${text}::numeric end)`;
-  if (c.type === 'datetime') return sql`(case when jsonb_typeof(${member}) = 'string' and ${text} ~ ${ISO_GUARD} then tributary_timestamptz_or_null(${text}) end)`;
+  if (c.type === 'datetime')
+    return sql`(case when jsonb_typeof(${member}) = 'string' and ${text} ~ ${ISO_GUARD} then tributary_timestamptz_or_null(${text}) end)`;
   if (c.op === 'contains') return sql`(case when jsonb_typeof(${member}) = 'string' then ${text} end)`;
   return member;
 }

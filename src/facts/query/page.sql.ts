@@ -37,11 +37,20 @@ function baseSource(p: FactQueryPlan): Source {
   if (p.mode === 'timeline') {
     source = {
       from: sql`facts as b`,
-      where: [sql`b.data_model_id = ${p.model.id}`, sql`b.workspace_id = ${p.workspaceId}`, sql`${ref('b', axis)} >= ${p.since!}`, sql`${ref('b', axis)} < ${p.until!}`],
+      where: [
+        sql`b.data_model_id = ${p.model.id}`,
+        sql`b.workspace_id = ${p.workspaceId}`,
+        sql`${ref('b', axis)} >= ${p.since!}`,
+        sql`${ref('b', axis)} < ${p.until!}`,
+      ],
       id: 'id',
     };
   } else if (p.until === undefined) {
-    source = { from: sql`fact_current as b`, where: [sql`b.data_model_id = ${p.model.id}`, sql`b.workspace_id = ${p.workspaceId}`, sql`b.axis = ${p.axis}`], id: 'fact_id' };
+    source = {
+      from: sql`fact_current as b`,
+      where: [sql`b.data_model_id = ${p.model.id}`, sql`b.workspace_id = ${p.workspaceId}`, sql`b.axis = ${p.axis}`],
+      id: 'fact_id',
+    };
   } else {
     source = { from: sql`(${p.asOf === 'current' ? asOfFromCurrent(p) : asOfFromHistory(p)}) as b`, where: [], id: 'id' };
   }

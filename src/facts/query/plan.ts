@@ -45,10 +45,7 @@ export async function planFactQuery(db: Db, workspaceId: string, a: FactQueryArg
   if (!SLUG_RE.test(a.slug)) throw badArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
   if (a.joinSlug !== undefined && !SLUG_RE.test(a.joinSlug)) throw badArgument(`joinDataModelSlug ${UNKNOWN_MODEL}`, 'joinDataModelSlug');
   const slugs = a.joinSlug === undefined ? [a.slug] : [a.slug, a.joinSlug];
-  const models =
-    prefetched !== undefined && slugs.every((s) => prefetched.slugs.has(s))
-      ? prefetched.models
-      : await loadModels(db, workspaceId, slugs);
+  const models = prefetched !== undefined && slugs.every((s) => prefetched.slugs.has(s)) ? prefetched.models : await loadModels(db, workspaceId, slugs);
   const model = models.get(a.slug);
   if (!model) throw badArgument(`dataModelSlug ${UNKNOWN_MODEL}`, 'dataModelSlug');
   const joinModel = a.joinSlug === undefined ? undefined : models.get(a.joinSlug);
@@ -65,7 +62,8 @@ export async function planFactQuery(db: Db, workspaceId: string, a: FactQueryArg
     limit: a.limit,
     offset: a.offset,
     filters: typeFilters(a.filters, fieldMap(model), 'filters', model.slug),
-    join: joinModel ? { model: joinModel, type: a.joinType, filters: typeFilters(a.joinFilters, fieldMap(joinModel), 'joinFilters', joinModel.slug) } : undefined,
+    join: joinModel
+      ? { model: joinModel, type: a.joinType, filters: typeFilters(a.joinFilters, fieldMap(joinModel), 'joinFilters', joinModel.slug) }
+      : undefined,
   };
 }
-

@@ -27,7 +27,11 @@ import { providerRoutes } from './providers.ts';
 export function jsonApi(deps: Deps): SurfaceSpec {
   return jsonApiSurface(deps, (scope: FastifyInstance) => {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
-    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, { input: dataModelInput, create: rowOnly(createDataModel), update: rowOnly(patchDataModel) });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, {
+      input: dataModelInput,
+      create: rowOnly(createDataModel),
+      update: rowOnly(patchDataModel),
+    });
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: rowOnly(createField), update: rowOnly(patchField) });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
@@ -35,7 +39,12 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
       update: rowOnly((db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions)),
     });
-    const specOptions = { allowPrivateEgress: deps.config.allowPrivateEgress, maxBytes: deps.config.apiSpecMaxBytes, maxOperations: deps.config.apiSpecMaxOperations, importer: deps.specImporter };
+    const specOptions = {
+      allowPrivateEgress: deps.config.allowPrivateEgress,
+      maxBytes: deps.config.apiSpecMaxBytes,
+      maxOperations: deps.config.apiSpecMaxOperations,
+      importer: deps.specImporter,
+    };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {
       input: apiSpecInput(deps.config.apiSpecMaxBytes),
       create: (db, principal, attrs) => createApiSpec(db, principal, attrs, specOptions),
@@ -64,7 +73,11 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs);
       const self = `${API_PREFIX}/workflows/${row.id}`;
       reply.header('location', self);
-      return sendDocument(reply, 201, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, { links: { self }, meta: { trigger_tokens: triggerTokens } }));
+      return sendDocument(
+        reply,
+        201,
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, { links: { self }, meta: { trigger_tokens: triggerTokens } }),
+      );
     });
 
     scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions, async (request, reply) => {

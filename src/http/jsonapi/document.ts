@@ -89,9 +89,19 @@ async function walkIncludes(
     } else {
       // A to-many relationship can be long (a workflow's runs): past the cap, the client is
       // pointed at the list endpoint, which pages, instead of getting an unbounded document.
-      related = await loadVisibleBy(db, target, principal, rel.foreignKey!, parents.map((p) => String(p.id)), MAX_INCLUDED_PER_RELATIONSHIP + 1);
+      related = await loadVisibleBy(
+        db,
+        target,
+        principal,
+        rel.foreignKey!,
+        parents.map((p) => String(p.id)),
+        MAX_INCLUDED_PER_RELATIONSHIP + 1,
+      );
       if (related.length > MAX_INCLUDED_PER_RELATIONSHIP) {
-        throw invalidParam('include', `include=${relName} would include more than ${MAX_INCLUDED_PER_RELATIONSHIP} ${target.type} resources; list them from /${target.path} with a filter on ${rel.foreignKey}, which pages`);
+        throw invalidParam(
+          'include',
+          `include=${relName} would include more than ${MAX_INCLUDED_PER_RELATIONSHIP} ${target.type} resources; list them from /${target.path} with a filter on ${rel.foreignKey}, which pages`,
+        );
       }
       const byParent = new Map<string, Identifier[]>();
       for (const r of related) {

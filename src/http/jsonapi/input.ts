@@ -59,14 +59,15 @@ function readLinkage(relationships: unknown, target: DocumentTarget, schema: Inp
     }
     if (!isObject(data)) throw invalidAt(`${at}/data`, `${name}.data must be a resource identifier {type, id} or null`);
     if (data.type !== rel.type) throw invalidAt(`${at}/data/type`, `${name}.data.type must be ${rel.type}`);
-    if (typeof data.id !== 'string' || data.id === '' || data.id.length > MAX_LINKAGE_ID) throw invalidAt(`${at}/data/id`, `${name}.data.id must be the id of a ${rel.type}`);
+    if (typeof data.id !== 'string' || data.id === '' || data.id.length > MAX_LINKAGE_ID)
+      throw invalidAt(`${at}/data/id`, `${name}.data.id must be the id of a ${rel.type}`);
     out.push({ name, column, id: data.id });
   }
   return out;
 }
 
 /** Ids are UUIDs, which compare case-insensitively. */
-const sameId = (a: unknown, b: unknown) => typeof a === 'string' && typeof b === 'string' ? a.toLowerCase() === b.toLowerCase() : a === b;
+const sameId = (a: unknown, b: unknown) => (typeof a === 'string' && typeof b === 'string' ? a.toLowerCase() === b.toLowerCase() : a === b);
 
 /**
  * Validates a request document and returns its attributes, checked against `schema`.
@@ -84,7 +85,8 @@ export function readAttributes(body: unknown, target: DocumentTarget, schema: In
     throw new AppError('type_mismatch', `data.type must be ${target.type}`, { source: { pointer: '/data/type' } });
   }
   if (target.id === undefined) {
-    if (data.id !== undefined || data.lid !== undefined) throw new AppError('forbidden', 'Client-generated ids are not supported', { source: { pointer: '/data/id' } });
+    if (data.id !== undefined || data.lid !== undefined)
+      throw new AppError('forbidden', 'Client-generated ids are not supported', { source: { pointer: '/data/id' } });
   } else if (typeof data.id !== 'string' || data.id.toLowerCase() !== target.id.toLowerCase()) {
     // Ids are UUIDs, which compare case-insensitively, as they do in the URL.
     throw new AppError('conflict', 'data.id must match the id in the URL', { source: { pointer: '/data/id' } });

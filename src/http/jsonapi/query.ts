@@ -166,7 +166,9 @@ const canFilter = (def: AttrSpec) => def.filter === true && def.kind !== 'json';
 const canSort = (def: AttrSpec) => def.sort === true && SORTABLE_KINDS.includes(def.kind);
 
 function namesWhere(spec: ResourceSpec, test: (def: AttrSpec) => boolean): string[] {
-  return Object.entries(spec.attributes).filter(([, def]) => test(def)).map(([attr]) => attr);
+  return Object.entries(spec.attributes)
+    .filter(([, def]) => test(def))
+    .map(([attr]) => attr);
 }
 
 function parseFilter(name: string, value: string, spec: ResourceSpec): JsonApiFilter {
@@ -174,7 +176,8 @@ function parseFilter(name: string, value: string, spec: ResourceSpec): JsonApiFi
   if (match === null) throw invalidParam(name, 'Use filter[attribute] or filter[attribute][operator]');
   const attr = match[1] ?? '';
   const def = attribute(spec, attr);
-  if (def === undefined || !canFilter(def)) throw invalidParam(name, `Cannot filter by ${quoteName(attr)}; filterable: ${namesWhere(spec, canFilter).join(', ')}`);
+  if (def === undefined || !canFilter(def))
+    throw invalidParam(name, `Cannot filter by ${quoteName(attr)}; filterable: ${namesWhere(spec, canFilter).join(', ')}`);
   const op = (match[2] ?? 'eq') as JsonApiFilterOp;
   if (!FILTER_OPS.includes(op)) throw invalidParam(name, `Unknown filter operator "${op}"`);
 

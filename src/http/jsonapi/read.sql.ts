@@ -30,7 +30,9 @@ function visibleNamedColumns(db: Db, type: ResourceType, principal: Principal) {
 }
 
 export async function findVisible(db: Db, type: ResourceType, principal: Principal, id: string): Promise<Row | undefined> {
-  return visibleRows(db, type, principal).where(sql.ref(`${type.table}.id`), '=', id).executeTakeFirst();
+  return visibleRows(db, type, principal)
+    .where(sql.ref(`${type.table}.id`), '=', id)
+    .executeTakeFirst();
 }
 
 /** The columns a list selects: the serializer's, less the large ones a sparse fieldset leaves out. */
@@ -58,11 +60,15 @@ export function listQuery(db: Db, type: ResourceType, principal: Principal, q: P
   const large = Object.values(type.attributes).some((a) => a.large && columns.includes(a.column));
   if (type.answerBytesColumn === undefined || budgetBytes === undefined || !large) return applyListQuery(type.visible(select, principal), type.table, q);
   const page = applyListQuery(type.visible(select.select(sql.ref(`${type.table}.${type.answerBytesColumn}`).as('__size')), principal), type.table, q);
-  const order = (alias: string) => sql.join(readOrder(q).map((k) => sql`${sql.ref(`${alias}.${k.column}`)} ${k.desc ? sql`desc nulls first` : sql`asc nulls last`}`));
+  const order = (alias: string) =>
+    sql.join(readOrder(q).map((k) => sql`${sql.ref(`${alias}.${k.column}`)} ${k.desc ? sql`desc nulls first` : sql`asc nulls last`}`));
   const running = (db as any)
     .selectFrom(page.as('p'))
     .selectAll('p')
-    .select([sql`sum(p.__size) over (order by ${order('p')} rows between unbounded preceding and current row)`.as('__cum'), sql`count(*) over ()`.as('__fetched')]);
+    .select([
+      sql`sum(p.__size) over (order by ${order('p')} rows between unbounded preceding and current row)`.as('__cum'),
+      sql`count(*) over ()`.as('__fetched'),
+    ]);
   return (db as any)
     .selectFrom(running.as('w'))
     .selectAll('w')

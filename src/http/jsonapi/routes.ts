@@ -57,7 +57,15 @@ function pageUrl(path: string, raw: RawQuery, page: Record<string, string>, keep
 }
 
 /** A list page's links and meta.page: offset links step by the rows the page holds, cursors are offered on every page. */
-function listLinksAndMeta(path: string, raw: RawQuery, q: ParsedQuery, rows: Record<string, any>[], hasNext: boolean, hasPrev: boolean, total: number | undefined): DocumentOptions {
+function listLinksAndMeta(
+  path: string,
+  raw: RawQuery,
+  q: ParsedQuery,
+  rows: Record<string, any>[],
+  hasNext: boolean,
+  hasPrev: boolean,
+  total: number | undefined,
+): DocumentOptions {
   // self is the page that was asked for, offset or cursor included.
   const links: Record<string, string | null> = { self: pageUrl(path, raw, {}, true) };
   const page: Record<string, unknown> = { limit: q.page.limit };
@@ -133,12 +141,16 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
     const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
     if (budgeted.cut && raw['page[limit]'] !== undefined) {
       const fit = Math.max(1, budgeted.rows.length - 1);
-      throw invalidParam('page[limit]', `This page would be larger than ${max} bytes (LIST_MAX_BYTES); about ${fit} ${type.type} resources fit: ask for page[limit]=${fit}, or for ${hint}`);
+      throw invalidParam(
+        'page[limit]',
+        `This page would be larger than ${max} bytes (LIST_MAX_BYTES); about ${fit} ${type.type} resources fit: ask for page[limit]=${fit}, or for ${hint}`,
+      );
     }
     let page = finishKeysetPage(budgeted.rows, q);
     if (budgeted.cut) page = backwards ? { ...page, hasPrev: true } : { ...page, hasNext: true };
     const count = q.count ? await countVisible(deps.db, type, principal, q) : undefined;
-    const build = ({ rows, hasNext, hasPrev }: typeof page) => buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
+    const build = ({ rows, hasNext, hasPrev }: typeof page) =>
+      buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
     let body = serializeList(await build(page), max);
     if ('over' in body && body.over === 'data' && raw['page[limit]'] === undefined) {
       // A default page never fails: it holds what fits and links to the rest.
@@ -148,8 +160,15 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
       body = serializeList(await build(shorter), max);
     }
     if ('over' in body) {
-      if (body.over === 'included') throw invalidParam('include', `This page with its included resources would be larger than ${max} bytes (LIST_MAX_BYTES); include fewer relationships, ask for a smaller page[limit], or ${hint}`);
-      throw invalidParam('page[limit]', `This page would be larger than ${max} bytes (LIST_MAX_BYTES); ${body.fit} ${type.type} resources fit: ask for page[limit]=${body.fit}, or for ${hint}`);
+      if (body.over === 'included')
+        throw invalidParam(
+          'include',
+          `This page with its included resources would be larger than ${max} bytes (LIST_MAX_BYTES); include fewer relationships, ask for a smaller page[limit], or ${hint}`,
+        );
+      throw invalidParam(
+        'page[limit]',
+        `This page would be larger than ${max} bytes (LIST_MAX_BYTES); ${body.fit} ${type.type} resources fit: ask for page[limit]=${body.fit}, or for ${hint}`,
+      );
     }
     return reply.code(200).type(JSONAPI_MEDIA_TYPE).send(body.text);
   });
@@ -212,7 +231,11 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     const written = await handlers.create(deps.db, request.principal!, attrs);
     const row = written.row;
     reply.header('location', `${path}/${row.id}`);
-    return sendDocument(reply, 201, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }));
+    return sendDocument(
+      reply,
+      201,
+      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }),
+    );
   });
   app.patch(`${path}/:id`, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);
@@ -222,6 +245,10 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id), relationships: type.relationships, current }, handlers.input);
     const written = await handlers.update(deps.db, request.principal!, existing, attrs);
     const row = written.row;
-    return sendDocument(reply, 200, await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }));
+    return sendDocument(
+      reply,
+      200,
+      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }),
+    );
   });
 }

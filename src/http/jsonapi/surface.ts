@@ -56,7 +56,8 @@ function negotiateJsonApi(request: FastifyRequest): void {
     });
     if (!ok) throw new AppError('not_acceptable', `Accept must allow ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Accept' } });
   }
-  const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
+  const hasBody =
+    request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
   // Only a body's media type matters: some clients send Content-Type on bodiless GETs.
   if (hasBody) {
     const ct = request.headers['content-type'];
@@ -95,7 +96,8 @@ export function jsonApiSurface(deps: Deps, registerRoutes: (scope: FastifyInstan
 
       scope.addHook('preHandler', async (request, reply) => {
         // A replay is answered here; returning the reply stops the handler from running.
-        if (request.routeOptions.config.idempotent && request.principal && (await beginIdempotent(deps.db, deps.config.idempotencyTtlSeconds, request, reply))) return reply;
+        if (request.routeOptions.config.idempotent && request.principal && (await beginIdempotent(deps.db, deps.config.idempotencyTtlSeconds, request, reply)))
+          return reply;
       });
 
       scope.addHook('onSend', async (request, reply, payload) => {

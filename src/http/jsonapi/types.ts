@@ -29,9 +29,7 @@ export interface Cursor {
   id: string;
 }
 
-export type Page =
-  | { kind: 'offset'; limit: number; offset: number }
-  | { kind: 'keyset'; limit: number; after?: Cursor; before?: Cursor };
+export type Page = { kind: 'offset'; limit: number; offset: number } | { kind: 'keyset'; limit: number; after?: Cursor; before?: Cursor };
 
 export interface ParsedQuery {
   /** Relationship paths, e.g. [['fields'], ['user', 'memberships']]. */
@@ -45,4 +43,3 @@ export interface ParsedQuery {
   /** page[count]=true */
   count: boolean;
 }
-

@@ -97,8 +97,16 @@ export async function createApiSpec(db: Db, principal: Principal, attrs: Record<
   const slug = (attrs.provider_slug as string | null | undefined) ?? null;
   if (slug !== null) {
     const provider = findProvider(slug);
-    if (!provider) throw invalidAt('/data/attributes/provider_slug', `provider_slug ${JSON.stringify(slug)} is not a bundled provider (GET /api/json/v1/providers lists them)`);
-    if (text !== undefined || format !== undefined) throw invalidAt(text !== undefined ? RAW : '/data/attributes/format', 'Give provider_slug alone to install its document, or format and raw_document to upload one');
+    if (!provider)
+      throw invalidAt(
+        '/data/attributes/provider_slug',
+        `provider_slug ${JSON.stringify(slug)} is not a bundled provider (GET /api/json/v1/providers lists them)`,
+      );
+    if (text !== undefined || format !== undefined)
+      throw invalidAt(
+        text !== undefined ? RAW : '/data/attributes/format',
+        'Give provider_slug alone to install its document, or format and raw_document to upload one',
+      );
     ({ format, text } = { format: provider.spec.format, text: provider.spec.text });
     name ??= provider.name;
   }

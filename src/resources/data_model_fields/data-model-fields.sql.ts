@@ -22,7 +22,9 @@ export function updateField(db: Db, workspaceId: string, id: string, patch: Upda
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', id);
   if (onlyWithoutFacts) {
-    q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('facts').select('facts.id').whereRef('facts.data_model_id', '=', 'data_model_fields.data_model_id'))));
+    q = q.where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('facts').select('facts.id').whereRef('facts.data_model_id', '=', 'data_model_fields.data_model_id'))),
+    );
   }
   return q.returningAll().executeTakeFirst();
 }

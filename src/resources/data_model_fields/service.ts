@@ -11,7 +11,14 @@ import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './da
 
 export const fieldInput: InputSchema = {
   data_model_id: { kind: 'string', required: true, max: 64 },
-  name: { kind: 'string', required: true, max: 63, trim: false, pattern: /^[a-z][a-z0-9_]*$/, patternText: 'must start with a lowercase letter and contain only lowercase letters, digits and underscores' },
+  name: {
+    kind: 'string',
+    required: true,
+    max: 63,
+    trim: false,
+    pattern: /^[a-z][a-z0-9_]*$/,
+    patternText: 'must start with a lowercase letter and contain only lowercase letters, digits and underscores',
+  },
   label: { kind: 'string', nullable: true, max: 200 },
   description: { kind: 'string', nullable: true, max: 4000 },
   type: { kind: 'enum', nullable: true, values: FIELD_TYPES },
@@ -53,7 +60,7 @@ export async function patchField(db: Db, principal: Principal, existing: Record<
   }
   const patch: Updateable<DataModelFieldTable> = {};
   if (attrs.name !== undefined) patch.name = attrs.name as string;
-  if (attrs.label !== undefined) patch.label = (attrs.label as string | null) ?? ((attrs.name as string | undefined) ?? existing.name);
+  if (attrs.label !== undefined) patch.label = (attrs.label as string | null) ?? (attrs.name as string | undefined) ?? existing.name;
   if (attrs.description !== undefined) patch.description = attrs.description as string | null;
   if (attrs.type !== undefined) patch.type = attrs.type as FieldType | null;
   if (attrs.is_primary_key !== undefined) patch.is_primary_key = (attrs.is_primary_key as boolean | null) ?? false;

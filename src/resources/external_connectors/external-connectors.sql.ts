@@ -18,6 +18,11 @@ export function updateConnector(db: Db, workspaceId: string, id: string, patch: 
 
 /** The sealed secret of a connector of the workspace, for the code that calls out or verifies deliveries. */
 export async function sealedSecret(db: Db, workspaceId: string, id: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('external_connectors').select('secret_ciphertext').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('external_connectors')
+    .select('secret_ciphertext')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row?.secret_ciphertext;
 }

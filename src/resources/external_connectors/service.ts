@@ -70,8 +70,10 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
     const r = c.rate_limit;
     const at = '/data/attributes/config/rate_limit';
     if (!isObject(r)) throw invalidAt(at, 'config.rate_limit must be an object {requests, per_seconds}');
-    if (!Number.isInteger(r.requests) || (r.requests as number) < 1 || (r.requests as number) > 1_000_000) throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
-    if (!Number.isInteger(r.per_seconds) || (r.per_seconds as number) < 1 || (r.per_seconds as number) > 86_400) throw invalidAt(`${at}/per_seconds`, 'config.rate_limit.per_seconds must be a whole number of seconds from 1 to 86400');
+    if (!Number.isInteger(r.requests) || (r.requests as number) < 1 || (r.requests as number) > 1_000_000)
+      throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
+    if (!Number.isInteger(r.per_seconds) || (r.per_seconds as number) < 1 || (r.per_seconds as number) > 86_400)
+      throw invalidAt(`${at}/per_seconds`, 'config.rate_limit.per_seconds must be a whole number of seconds from 1 to 86400');
   }
   return JSON.stringify(config);
 }
@@ -84,10 +86,12 @@ function checkSecret(authType: string | undefined, secret: unknown): void {
   if (authType !== 'hmac' || typeof secret !== 'string' || secret === '') return;
   const m = WHSEC_RE.exec(secret);
   const bytes = m ? Math.floor((m[1]!.length * 6) / 8) : 0;
-  if (bytes < 24 || bytes > 64) throw invalidAt('/data/attributes/secret', 'An hmac connector\'s secret must be a Standard Webhooks key: whsec_ followed by the base64 of 24 to 64 bytes');
+  if (bytes < 24 || bytes > 64)
+    throw invalidAt('/data/attributes/secret', "An hmac connector's secret must be a Standard Webhooks key: whsec_ followed by the base64 of 24 to 64 bytes");
 }
 
-const sealed = (opts: ConnectorWriteOptions, secret: unknown) => (secret === null || secret === undefined || secret === '' ? null : sealSecret(opts.key, secret as string));
+const sealed = (opts: ConnectorWriteOptions, secret: unknown) =>
+  secret === null || secret === undefined || secret === '' ? null : sealSecret(opts.key, secret as string);
 
 /**
  * Creates a connector. With the slug of a bundled provider, the provider's settings fill

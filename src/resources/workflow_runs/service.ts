@@ -20,12 +20,14 @@ export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspac
 /** The admin API's list of runs (`tributary runs list`): newest first, optionally narrowed. */
 export async function adminListRuns(deps: Deps, query: Record<string, unknown>) {
   for (const k of Object.keys(query)) {
-    if (!['limit', 'workspace_id', 'workflow_id', 'status'].includes(k)) throw invalidParam(k, `unknown parameter ${k}; runs take limit, workspace_id, workflow_id and status`);
+    if (!['limit', 'workspace_id', 'workflow_id', 'status'].includes(k))
+      throw invalidParam(k, `unknown parameter ${k}; runs take limit, workspace_id, workflow_id and status`);
   }
   const limit = query.limit === undefined ? 100 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParam('limit', 'limit must be a whole number from 1 to 1000');
   for (const k of ['workspace_id', 'workflow_id'] as const) if (query[k] !== undefined && !isUuid(query[k])) throw invalidParam(k, `${k} must be an id`);
-  if (query.status !== undefined && !(RUN_STATUSES as readonly unknown[]).includes(query.status)) throw invalidParam('status', `status must be one of ${RUN_STATUSES.join(', ')}`);
+  if (query.status !== undefined && !(RUN_STATUSES as readonly unknown[]).includes(query.status))
+    throw invalidParam('status', `status must be one of ${RUN_STATUSES.join(', ')}`);
   const rows = await listRuns(deps.db, {
     workspaceId: (query.workspace_id as string | undefined)?.toLowerCase(),
     workflowId: (query.workflow_id as string | undefined)?.toLowerCase(),

@@ -20,8 +20,24 @@ export async function insertReplay(db: Db, workspaceId: string, originalId: stri
 
 /** The public columns of a run (never its lease or queue columns). */
 const RUN_COLUMNS = [
-  'id', 'organization_id', 'workspace_id', 'workflow_id', 'workflow_version', 'trigger_key', 'delivery_id', 'payload', 'status', 'attempt',
-  'max_attempts', 'steps', 'error', 'replay_of', 'inserted_at', 'updated_at', 'started_at', 'finished_at',
+  'id',
+  'organization_id',
+  'workspace_id',
+  'workflow_id',
+  'workflow_version',
+  'trigger_key',
+  'delivery_id',
+  'payload',
+  'status',
+  'attempt',
+  'max_attempts',
+  'steps',
+  'error',
+  'replay_of',
+  'inserted_at',
+  'updated_at',
+  'started_at',
+  'finished_at',
 ] as const;
 
 export interface RunListFilter {

@@ -32,7 +32,14 @@ export const builderStateInput: InputSchema = {
   step_params: { kind: 'array', required: true, maxItems: 1000 },
   trigger_params: { kind: 'array', required: true, maxItems: 1000 },
   // Only what lockVersionOf makes: anything else was never read from a workflow, which is bad input, not a conflict.
-  lock_version: { kind: 'string', nullable: true, max: 200, trim: false, pattern: /^\d{1,16}\.[0-9a-f]{16}$/, patternText: 'must be the lock_version read from the workflow, such as "3.5f0c2a9d1e7b3c44"' },
+  lock_version: {
+    kind: 'string',
+    nullable: true,
+    max: 200,
+    trim: false,
+    pattern: /^\d{1,16}\.[0-9a-f]{16}$/,
+    patternText: 'must be the lock_version read from the workflow, such as "3.5f0c2a9d1e7b3c44"',
+  },
 };
 
 const AT = '/data/attributes';
@@ -49,23 +56,30 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
     if (step.type !== 'write_fact') return;
     const at = `${AT}/step_params/${i}/config`;
     const model = models.get(step.config.data_model_slug as string);
-    if (!model) throw invalidAt(`${at}/data_model_slug`, `data_model_slug ${JSON.stringify(step.config.data_model_slug)} is not a data model of this workspace`);
+    if (!model)
+      throw invalidAt(`${at}/data_model_slug`, `data_model_slug ${JSON.stringify(step.config.data_model_slug)} is not a data model of this workspace`);
     const mapping = step.config.mapping as Record<string, string> | undefined;
     if (mapping) {
       const names = new Set(model.fields.map((f) => f.name));
       for (const field of Object.keys(mapping)) {
-        if (!names.has(field)) throw invalidAt(`${at}/mapping/${pointerToken(field)}`, `${JSON.stringify(field)} is not a field of the data model ${model.slug}`);
+        if (!names.has(field))
+          throw invalidAt(`${at}/mapping/${pointerToken(field)}`, `${JSON.stringify(field)} is not a field of the data model ${model.slug}`);
       }
     }
   });
   await checkHttpSteps(trx, principal, def);
   const accounts = await q.activeAccounts(trx, principal.workspaceId, [...new Set(def.triggers.map((t) => t.service_account_id))]);
-  const connectors = await q.inboundConnectors(trx, principal.workspaceId, [...new Set(def.triggers.flatMap((t) => (t.inbound_connector_id ? [t.inbound_connector_id] : [])))]);
+  const connectors = await q.inboundConnectors(trx, principal.workspaceId, [
+    ...new Set(def.triggers.flatMap((t) => (t.inbound_connector_id ? [t.inbound_connector_id] : []))),
+  ]);
   for (const t of def.triggers) {
     const at = `${AT}/trigger_params/${t.index}`;
-    if (!accounts.has(t.service_account_id)) throw invalidAt(`${at}/service_account_id`, 'service_account_id must name an active service account of this workspace');
-    if (t.inbound_connector_id !== null && !connectors.has(t.inbound_connector_id)) throw invalidAt(`${at}/inbound_connector_id`, 'inbound_connector_id must name an inbound connector of this workspace');
-    if (t.id !== null && !existingTriggerIds.has(t.id)) throw invalidAt(`${at}/id`, 'id must be the id of a trigger of this workflow (leave it out for a new trigger)');
+    if (!accounts.has(t.service_account_id))
+      throw invalidAt(`${at}/service_account_id`, 'service_account_id must name an active service account of this workspace');
+    if (t.inbound_connector_id !== null && !connectors.has(t.inbound_connector_id))
+      throw invalidAt(`${at}/inbound_connector_id`, 'inbound_connector_id must name an inbound connector of this workspace');
+    if (t.id !== null && !existingTriggerIds.has(t.id))
+      throw invalidAt(`${at}/id`, 'id must be the id of a trigger of this workflow (leave it out for a new trigger)');
   }
 }
 
@@ -85,21 +99,36 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
     const ref = step.config.operation_ref as string | undefined;
     const driverOps = c.type === null ? undefined : DRIVER_OPERATIONS[c.type];
     if (driverOps) {
-      if (ref === undefined || !driverOps.includes(ref)) throw invalidAt(`${at}/${ref === undefined ? 'connector_id' : 'operation_ref'}`, `a ${c.type} connector performs ${driverOps.join(', ')}: give one as operation_ref`);
+      if (ref === undefined || !driverOps.includes(ref))
+        throw invalidAt(
+          `${at}/${ref === undefined ? 'connector_id' : 'operation_ref'}`,
+          `a ${c.type} connector performs ${driverOps.join(', ')}: give one as operation_ref`,
+        );
       if (c.type === 'snowflake' && (typeof step.config.body !== 'string' || !statementIsLiteral(step.config.body))) {
-        throw invalidAt(`${at}/body`, 'a snowflake statement is {"statement": "<SQL text, a literal>", "bindings": [...]}: values reach the SQL only as bindings');
+        throw invalidAt(
+          `${at}/body`,
+          'a snowflake statement is {"statement": "<SQL text, a literal>", "bindings": [...]}: values reach the SQL only as bindings',
+        );
       }
     }
     if (ref === undefined) return;
     const op = operationOf(c.operations, ref);
     if (!op && driverOps) return;
-    if (!op) throw invalidAt(`${at}/operation_ref`, c.operations ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification` : "the connector has no api_spec attached: give method and path, or attach one");
+    if (!op)
+      throw invalidAt(
+        `${at}/operation_ref`,
+        c.operations
+          ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification`
+          : 'the connector has no api_spec attached: give method and path, or attach one',
+      );
     const given = new Set(Object.keys((step.config.params as Record<string, string> | undefined) ?? {}));
     const missing = op.params.filter((p) => p.required && ['path', 'query', 'header'].includes(p.in) && !given.has(p.name));
-    if (missing.length > 0) throw invalidAt(`${at}/params`, `the operation ${ref} requires ${missing.map((p) => `${p.name} (${p.in})`).join(', ')}: params must give them`);
+    if (missing.length > 0)
+      throw invalidAt(`${at}/params`, `the operation ${ref} requires ${missing.map((p) => `${p.name} (${p.in})`).join(', ')}: params must give them`);
     const declared = new Set(op.params.map((p) => p.name));
     const unknown = [...given].find((k) => !declared.has(k));
-    if (unknown !== undefined) throw invalidAt(`${at}/params/${pointerToken(unknown)}`, `${JSON.stringify(unknown)} is not a parameter of the operation ${ref}`);
+    if (unknown !== undefined)
+      throw invalidAt(`${at}/params/${pointerToken(unknown)}`, `${JSON.stringify(unknown)} is not a parameter of the operation ${ref}`);
   });
 }
 
@@ -115,7 +144,11 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
   // An http_request step calls out with a connector's credentials, to a method and path the
   // step chooses: handing them to a workflow is for those who manage connectors.
   if (def.steps.some((s) => s.type === 'http_request')) {
-    requireRole(principal, CONNECTOR_ROLES, "Only an admin or owner may save a workflow with http_request steps (they call out with an external connector's credentials)");
+    requireRole(
+      principal,
+      CONNECTOR_ROLES,
+      "Only an admin or owner may save a workflow with http_request steps (they call out with an external connector's credentials)",
+    );
   }
   const workflowId = (attrs.workflow_id as string | null | undefined) ?? null;
   const lockVersion = (attrs.lock_version as string | null | undefined) ?? null;
@@ -125,7 +158,9 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       const existing = workflowId === null ? undefined : await q.lockWorkflow(trx, principal.workspaceId, workflowId);
       if (workflowId !== null && !existing) throw new AppError('not_found', 'No workflow with this workflow_id', { source: { pointer: `${AT}/workflow_id` } });
       if (existing && lockVersion !== null && lockVersion !== existing.lock_version) {
-        throw new AppError('stale_lock_version', 'The workflow was changed since this lock_version was read; read it again and reapply the change', { source: { pointer: `${AT}/lock_version` } });
+        throw new AppError('stale_lock_version', 'The workflow was changed since this lock_version was read; read it again and reapply the change', {
+          source: { pointer: `${AT}/lock_version` },
+        });
       }
       const current = existing ? await q.triggersOf(trx, principal.workspaceId, existing.id) : [];
       await checkReferences(trx, principal, def, new Set(current.map((t) => t.id)));
@@ -148,7 +183,9 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         service_account_id: t.service_account_id,
         inbound_connector_id: t.inbound_connector_id,
       }));
-      const graphHash = createHash('sha256').update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views, version })).digest('hex');
+      const graphHash = createHash('sha256')
+        .update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views, version }))
+        .digest('hex');
       const changed = !existing || existing.graph_hash !== graphHash;
       const revision = existing ? existing.revision + (changed ? 1 : 0) : 1;
       const values = {
@@ -174,10 +211,20 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       await q.putVersion(trx, id, version, def.steps, principal.membershipId);
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
       const kept = def.triggers.filter((t) => t.id !== null);
-      await q.deleteTriggersExcept(trx, id, kept.map((t) => t.id!));
+      await q.deleteTriggersExcept(
+        trx,
+        id,
+        kept.map((t) => t.id!),
+      );
       // Keys move between kept triggers only through a free key: clear them first.
       for (const t of kept) await q.updateTrigger(trx, t.id!, { key: `~${t.id}` });
-      for (const t of kept) await q.updateTrigger(trx, t.id!, { key: t.key, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id, updated_at: new Date() });
+      for (const t of kept)
+        await q.updateTrigger(trx, t.id!, {
+          key: t.key,
+          service_account_id: t.service_account_id,
+          inbound_connector_id: t.inbound_connector_id,
+          updated_at: new Date(),
+        });
       await q.insertTriggers(
         trx,
         newTriggers.map((t) => ({

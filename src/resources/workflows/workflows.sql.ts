@@ -20,7 +20,11 @@ export async function putVersion(trx: Db, workflowId: string, version: number, s
   await trx
     .insertInto('workflow_versions')
     .values({ workflow_id: workflowId, version, steps: JSON.stringify(steps), saved_by_membership_id: savedBy })
-    .onConflict((oc) => oc.columns(['workflow_id', 'version']).doUpdateSet({ steps: (eb) => eb.ref('excluded.steps'), saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id') }))
+    .onConflict((oc) =>
+      oc
+        .columns(['workflow_id', 'version'])
+        .doUpdateSet({ steps: (eb) => eb.ref('excluded.steps'), saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id') }),
+    )
     .execute();
 }
 
@@ -36,7 +40,12 @@ export async function recordSaver(trx: Db, workflowId: string, version: number, 
 }
 
 export function triggersOf(trx: Db, workspaceId: string, workflowId: string) {
-  return trx.selectFrom('workflow_triggers').select(['id', 'key', 'service_account_id', 'inbound_connector_id']).where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId).execute();
+  return trx
+    .selectFrom('workflow_triggers')
+    .select(['id', 'key', 'service_account_id', 'inbound_connector_id'])
+    .where('workspace_id', '=', workspaceId)
+    .where('workflow_id', '=', workflowId)
+    .execute();
 }
 
 export async function deleteTriggersExcept(trx: Db, workflowId: string, keep: string[]): Promise<void> {
@@ -72,12 +81,22 @@ export async function activeAccounts(trx: Db, workspaceId: string, ids: string[]
 /** Which of these ids are inbound connectors of the workspace. */
 export async function inboundConnectors(trx: Db, workspaceId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await trx.selectFrom('external_connectors').select('id').where('workspace_id', '=', workspaceId).where('id', 'in', ids).where('direction', '=', 'inbound').execute();
+  const rows = await trx
+    .selectFrom('external_connectors')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', ids)
+    .where('direction', '=', 'inbound')
+    .execute();
   return new Set(rows.map((r) => r.id));
 }
 
 /** The outbound connectors of the workspace among these ids, with their attached specification's operations. */
-export async function outboundConnectors(trx: Db, workspaceId: string, ids: string[]): Promise<Map<string, { type: string | null; operations: unknown[] | null }>> {
+export async function outboundConnectors(
+  trx: Db,
+  workspaceId: string,
+  ids: string[],
+): Promise<Map<string, { type: string | null; operations: unknown[] | null }>> {
   if (ids.length === 0) return new Map();
   const { rows } = await sql<{ id: string; type: string | null; operations: unknown[] | null }>`
     select c.id, c.type, s.operations
