@@ -9,6 +9,7 @@ import { invalidAt, quoteName } from '../errors.ts';
 import { isObject, pointerToken } from '../json.ts';
 import type { WorkflowStep } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
+import { SLUG_RE } from '../input.ts';
 import { compileExpression } from './expressions.ts';
 
 export const WORKFLOW_LIMITS = {
@@ -23,7 +24,6 @@ export const TRIGGER_TYPES = ['webhook'] as const;
 /** Step and trigger keys: JSONata names them (`steps.normalize`), so identifier-like. */
 export const KEY_RE = /^[a-z][a-z0-9_]{0,62}$/;
 const KEY_TEXT = 'must start with a lowercase letter and hold only lowercase letters, digits and underscores (at most 63)';
-const SLUG_RE = /^[a-z0-9-]{1,63}$/;
 
 const AT = '/data/attributes';
 
