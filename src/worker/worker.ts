@@ -59,8 +59,9 @@ function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
           // keeps their leases while it can). Past the lease they are another worker's to
           // reclaim, and this outcome is refused then anyway.
           log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes; retrying');
-          const giveUp = Date.now() + w.leaseMs;
-          const retry = batch.filter((d) => (d.giveUpAt ??= giveUp) > Date.now() && !w.stopping);
+          // Leases are counted on the deps clock, and so is giving up on them.
+          const now = deps.clock();
+          const retry = batch.filter((d) => (d.giveUpAt ??= now + w.leaseMs) > now && !w.stopping);
           for (const d of batch) if (!retry.includes(d)) d.recorded();
           if (retry.length > 0) {
             await new Promise((resolve) => setTimeout(resolve, 500));
