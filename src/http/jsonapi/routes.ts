@@ -105,72 +105,89 @@ const SLOT_PRINCIPAL: Principal = {
 
 const claimedSlots = (claims: TokenClaims) => ({ credentialId: claims.sub, organizationId: claims.org, workspaceId: claims.ws });
 
+/** A list's rows as read, with the query and the principal they were read for. */
+interface ReadList {
+  q: ParsedQuery;
+  principal: Principal;
+  fetched: Record<string, any>[];
+}
+
+/** Reads a list: most types in one statement with the account re-check, like a read by id. */
+async function readList(deps: Deps, registry: TypeRegistry, type: ResourceType, request: FastifyRequest): Promise<ReadList> {
+  if (type.roleScoped) {
+    const principal = request.principal!;
+    const q = parseFor(request, registry, type, true);
+    return { q, principal, fetched: await listVisible(deps.db, type, principal, q) };
+  }
+  const claims = request.claims!;
+  let q: ParsedQuery;
+  try {
+    q = parseFor(request, registry, type, true);
+  } catch (err) {
+    // The account's 401/403 come before a bad query's 400, as on every other route.
+    requireScope(principalFromAccount(claims, await loadAccountById(deps.db, claims.sub)), 'api_read');
+    throw err;
+  }
+  const found = await loadAccountWithRows(deps.db, claims.sub, listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes));
+  const principal = principalFromAccount(claims, found.account);
+  requireScope(principal, 'api_read');
+  request.principal = principal;
+  return { q, principal, fetched: found.rows };
+}
+
+/**
+ * The list document within LIST_MAX_BYTES. Rows past the budget stayed in the database: a
+ * default page is the shorter page that fits, and links on; a page[limit] asked for past
+ * the budget is 400 with a hint, before or after the document is built.
+ */
+async function sizedListDocument(deps: Deps, registry: TypeRegistry, type: ResourceType, path: string, raw: RawQuery, list: ReadList): Promise<string> {
+  const { q, principal } = list;
+  const max = deps.config.listMaxBytes;
+  const hint = `fewer attributes with fields[${type.type}]=...`;
+  const asked = raw['page[limit]'] !== undefined;
+  const budgeted = takeBudgetMarks(list.fetched);
+  const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
+  if (budgeted.cut && asked) {
+    const fit = Math.max(1, budgeted.rows.length - 1);
+    throw invalidParam(
+      'page[limit]',
+      `This page would be larger than ${max} bytes (LIST_MAX_BYTES); about ${fit} ${type.type} resources fit: ask for page[limit]=${fit}, or for ${hint}`,
+    );
+  }
+  let page = finishKeysetPage(budgeted.rows, q);
+  if (budgeted.cut) page = backwards ? { ...page, hasPrev: true } : { ...page, hasNext: true };
+  const count = q.count ? await countVisible(deps.db, type, principal, q) : undefined;
+  const build = ({ rows, hasNext, hasPrev }: typeof page) =>
+    buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
+  let body = serializeList(await build(page), max);
+  if ('over' in body && body.over === 'data' && !asked) {
+    // A default page never fails: it holds what fits and links to the rest.
+    const shorter = backwards
+      ? { rows: page.rows.slice(page.rows.length - body.fit), hasNext: page.hasNext, hasPrev: true }
+      : { rows: page.rows.slice(0, body.fit), hasNext: true, hasPrev: page.hasPrev };
+    body = serializeList(await build(shorter), max);
+  }
+  if ('over' in body) {
+    if (body.over === 'included')
+      throw invalidParam(
+        'include',
+        `This page with its included resources would be larger than ${max} bytes (LIST_MAX_BYTES); include fewer relationships, ask for a smaller page[limit], or ${hint}`,
+      );
+    throw invalidParam(
+      'page[limit]',
+      `This page would be larger than ${max} bytes (LIST_MAX_BYTES); ${body.fit} ${type.type} resources fit: ask for page[limit]=${body.fit}, or for ${hint}`,
+    );
+  }
+  return body.text;
+}
+
 export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType): void {
   const path = `${API_PREFIX}/${type.path}`;
 
-  // Most types list in one statement with the account re-check, like a read by id.
   app.get(path, type.roleScoped ? readOptions : deferredReadOptions, async (request, reply) => {
-    let q: ParsedQuery;
-    let principal: Principal;
-    let fetched: Record<string, any>[];
-    if (type.roleScoped) {
-      principal = request.principal!;
-      q = parseFor(request, registry, type, true);
-      fetched = await listVisible(deps.db, type, principal, q);
-    } else {
-      const claims = request.claims!;
-      try {
-        q = parseFor(request, registry, type, true);
-      } catch (err) {
-        // The account's 401/403 come before a bad query's 400, as on every other route.
-        requireScope(principalFromAccount(claims, await loadAccountById(deps.db, claims.sub)), 'api_read');
-        throw err;
-      }
-      const found = await loadAccountWithRows(deps.db, claims.sub, listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes));
-      principal = principalFromAccount(claims, found.account);
-      requireScope(principal, 'api_read');
-      request.principal = principal;
-      fetched = found.rows;
-    }
-    const raw = request.query as RawQuery;
-    const max = deps.config.listMaxBytes;
-    const hint = `fewer attributes with fields[${type.type}]=...`;
-    // Rows past the budget stayed in the database: a default page is the shorter page; a
-    // page[limit] asked for is refused before anything is built.
-    const budgeted = takeBudgetMarks(fetched);
-    const backwards = q.page.kind === 'keyset' && q.page.before !== undefined;
-    if (budgeted.cut && raw['page[limit]'] !== undefined) {
-      const fit = Math.max(1, budgeted.rows.length - 1);
-      throw invalidParam(
-        'page[limit]',
-        `This page would be larger than ${max} bytes (LIST_MAX_BYTES); about ${fit} ${type.type} resources fit: ask for page[limit]=${fit}, or for ${hint}`,
-      );
-    }
-    let page = finishKeysetPage(budgeted.rows, q);
-    if (budgeted.cut) page = backwards ? { ...page, hasPrev: true } : { ...page, hasNext: true };
-    const count = q.count ? await countVisible(deps.db, type, principal, q) : undefined;
-    const build = ({ rows, hasNext, hasPrev }: typeof page) =>
-      buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
-    let body = serializeList(await build(page), max);
-    if ('over' in body && body.over === 'data' && raw['page[limit]'] === undefined) {
-      // A default page never fails: it holds what fits and links to the rest.
-      const shorter = backwards
-        ? { rows: page.rows.slice(page.rows.length - body.fit), hasNext: page.hasNext, hasPrev: true }
-        : { rows: page.rows.slice(0, body.fit), hasNext: true, hasPrev: page.hasPrev };
-      body = serializeList(await build(shorter), max);
-    }
-    if ('over' in body) {
-      if (body.over === 'included')
-        throw invalidParam(
-          'include',
-          `This page with its included resources would be larger than ${max} bytes (LIST_MAX_BYTES); include fewer relationships, ask for a smaller page[limit], or ${hint}`,
-        );
-      throw invalidParam(
-        'page[limit]',
-        `This page would be larger than ${max} bytes (LIST_MAX_BYTES); ${body.fit} ${type.type} resources fit: ask for page[limit]=${body.fit}, or for ${hint}`,
-      );
-    }
-    return reply.code(200).type(JSONAPI_MEDIA_TYPE).send(body.text);
+    const list = await readList(deps, registry, type, request);
+    const text = await sizedListDocument(deps, registry, type, path, request.query as RawQuery, list);
+    return reply.code(200).type(JSONAPI_MEDIA_TYPE).send(text);
   });
 
   // Most types read by id in one statement with the account re-check; a type whose
