@@ -45,99 +45,61 @@ function accountFromJson(json: Record<string, any>): AccountRow {
   return { ...json, tokens_not_before: json.tokens_not_before === null ? null : new Date(json.tokens_not_before) } as AccountRow;
 }
 
-/** The account lookup with `rowsQuery` joined laterally: one row per row of it, or one with nulls. */
-function withAccount(db: Db, accountId: string, rowsQuery: SelectQueryBuilder<any, any, any>) {
-  return (db as any)
-    .selectFrom(accountQuery(db).where('sa.id', '=', accountId).as('acct'))
-    .leftJoinLateral(rowsQuery.as('r'), (join: any) => join.onTrue())
-    .select(sql`row_to_json(acct)`.as('__account'))
-    .selectAll('r');
+/** What a statement reads beside the account row: scalar `values` evaluated once, and `rows` joined laterally. */
+export interface WithAccount {
+  values?: Readonly<Record<string, RawBuilder<unknown>>>;
+  rows?: SelectQueryBuilder<any, any, any> | RawBuilder<unknown>;
+}
+
+export interface AccountAndRows {
+  /** Undefined when no account has this id. */
+  account: AccountRow | undefined;
+  values: Record<string, unknown>;
+  /** The rows of `rows` in their order; none when the account is missing. */
+  rows: Record<string, any>[];
 }
 
 /**
- * The account re-check and a page of rows in one statement (a list): `rowsQuery` is
- * already narrowed to what the token's claims may see, ordered and limited; the lateral
- * join over the one account row keeps its order. Its text is the list's shape (filters,
- * sort, page kind), prepared on PostgreSQL up to a bounded number of shapes.
+ * The one statement of the account re-check: the account with its run-as membership, and
+ * whatever the request reads beside it, so that a request costs one round trip. `rows`
+ * keeps its order: the lateral join is over the one account row. Give `accountId` as
+ * slot('accountId') for compileOnce.
  */
-export async function loadAccountWithRows(
-  db: Db,
-  accountId: string,
-  rowsQuery: SelectQueryBuilder<any, any, any>,
-): Promise<{ account: AccountRow | undefined; rows: Record<string, any>[] }> {
-  const compiled = withAccount(db, accountId, rowsQuery).compile();
-  preferPrepared(compiled.sql);
-  const result = (await db.executeQuery<Record<string, any>>(compiled)).rows;
-  const first = result[0];
-  if (!first) return { account: undefined, rows: [] };
-  const rows = result.filter((r) => r.id !== null && r.id !== undefined).map(({ __account: _a, ...row }) => row);
-  return { account: accountFromJson(first.__account), rows };
+export function withAccountStatement(db: Db, accountId: string, extra: WithAccount = {}) {
+  let statement = (db as any).selectFrom(accountQuery(db).where('sa.id', '=', accountId).as('acct')).select(sql`row_to_json(acct)`.as('__account'));
+  for (const [name, value] of Object.entries(extra.values ?? {})) statement = statement.select(value.as(`__${name}`));
+  if (extra.rows === undefined) return statement;
+  const rows = 'isSelectQueryBuilder' in extra.rows ? extra.rows.as('r') : sql`(${extra.rows})`.as('r');
+  return statement.leftJoinLateral(rows, (join: any) => join.onTrue()).selectAll('r');
 }
 
-/**
- * The account re-check and one row of a resource, in one statement: `rowQuery` (a select
- * over the resource's table, already narrowed to one id and to what the token's claims may
- * see) is joined laterally to the account, so a read by id costs one round trip, not two.
- * Prepared on PostgreSQL: one fixed text per resource type, with named columns only.
- */
-export async function loadAccountWithRow(
-  db: Db,
-  accountId: string,
-  rowQuery: SelectQueryBuilder<any, any, any>,
-): Promise<{ account: AccountRow | undefined; row: Record<string, any> | undefined }> {
-  const compiled = withAccount(db, accountId, rowQuery).compile();
-  preferPrepared(compiled.sql);
-  return firstWithAccount((await db.executeQuery<Record<string, any>>(compiled)).rows[0]);
-}
-
-/**
- * loadAccountWithRow for a statement compiled once with slots (compileOnce over
- * withAccountStatement): the read by id of one resource type.
- */
-export async function loadAccountWithCompiledRow(db: Db, statement: CompiledOnce, values: Readonly<Record<string, unknown>>) {
-  return firstWithAccount((await runCompiled<Record<string, any>>(db, statement, values))[0]);
-}
-
-/** The statement of loadAccountWithRow, for compileOnce: the account id is the slot `accountId`. */
-export function withAccountStatement(db: Db, rowQuery: SelectQueryBuilder<any, any, any>) {
-  return withAccount(db, slot('accountId'), rowQuery);
-}
-
-function firstWithAccount(first: Record<string, any> | undefined): { account: AccountRow | undefined; row: Record<string, any> | undefined } {
-  if (!first) return { account: undefined, row: undefined };
-  const { __account: json, ...row } = first;
-  return { account: accountFromJson(json), row: row.id === null || row.id === undefined ? undefined : row };
-}
-
-/**
- * The account re-check and the rest of a request's reads in one statement: `values` are
- * scalar expressions (evaluated once), `rows` a statement whose rows are joined laterally
- * to the one account row, keeping their order. No account row: account undefined.
- */
-export async function loadAccountWith(
-  db: Db,
-  accountId: string,
-  values: Readonly<Record<string, RawBuilder<unknown>>>,
-  rows?: RawBuilder<unknown>,
-): Promise<{ account: AccountRow | undefined; values: Record<string, unknown>; rows: Record<string, any>[] }> {
-  const names = Object.keys(values);
-  const columns = names.map((n) => sql`${values[n]!} as ${sql.id(`__${n}`)}`);
-  const selected = columns.length > 0 ? sql`row_to_json(acct) as __account, ${sql.join(columns)}` : sql`row_to_json(acct) as __account`;
-  const acct = accountQuery(db).where('sa.id', '=', accountId);
-  const statement = rows
-    ? sql<Record<string, any>>`select ${selected}, r.* from (${acct}) as acct left join lateral (${rows}) as r on true`
-    : sql<Record<string, any>>`select ${selected} from (${acct}) as acct`;
-  // Its text is the query's shape (every value is a parameter): prepared, up to the bound.
-  const compiled = statement.compile(db);
-  preferPrepared(compiled.sql);
-  const result = (await db.executeQuery(compiled)).rows;
+/** A result of withAccountStatement, apart: a row of nulls (no rows matched) is no row. */
+function accountAndRows(result: Record<string, any>[], names: readonly string[], withRows: boolean): AccountAndRows {
   const first = result[0];
   if (!first) return { account: undefined, values: {}, rows: [] };
-  const out: Record<string, unknown> = {};
-  for (const n of names) out[n] = first[`__${n}`];
+  const values: Record<string, unknown> = {};
+  for (const n of names) values[n] = first[`__${n}`];
   const hidden = new Set(['__account', ...names.map((n) => `__${n}`)]);
-  const page = rows
-    ? result.filter((r) => r.id !== null && r.id !== undefined).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !hidden.has(k))))
-    : [];
-  return { account: accountFromJson(first.__account), values: out, rows: page };
+  const rows = !withRows
+    ? []
+    : result.filter((r) => r.id !== null && r.id !== undefined).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !hidden.has(k))));
+  return { account: accountFromJson(first.__account), values, rows };
+}
+
+/**
+ * The account re-check and the rest of a request's reads in one statement. Its text is the
+ * reads' shape (every value is a parameter): prepared on PostgreSQL, up to the bound.
+ */
+export async function loadAccountWith(db: Db, accountId: string, extra: WithAccount): Promise<AccountAndRows> {
+  const compiled = withAccountStatement(db, accountId, extra).compile();
+  preferPrepared(compiled.sql);
+  return accountAndRows((await db.executeQuery<Record<string, any>>(compiled)).rows, Object.keys(extra.values ?? {}), extra.rows !== undefined);
+}
+
+/**
+ * loadAccountWith for a statement compiled once (compileOnce over withAccountStatement with
+ * `rows` and no values): what runs on every request of a kind, bound with `values`.
+ */
+export async function loadAccountWithCompiled(db: Db, statement: CompiledOnce, values: Readonly<Record<string, unknown>>): Promise<AccountAndRows> {
+  return accountAndRows(await runCompiled<Record<string, any>>(db, statement, values), [], true);
 }

@@ -65,8 +65,13 @@ export function accountStanding(
   return account.membership_active ? 'active' : 'membership_inactive';
 }
 
-/** The re-check of every request: the account as stored now against what the token claims. */
-export function principalFromAccount(claims: TokenClaims, account: AccountRow | undefined): Principal {
+/**
+ * Whether the token still holds for the account as stored now: 'revoked' when the account
+ * is gone or inactive, has moved, or revoked its tokens since this one was issued;
+ * 'membership_inactive' when the token is still its own but the run-as membership may not
+ * act. The one rule of the per-request re-check on every surface.
+ */
+export function tokenStanding(claims: TokenClaims, account: AccountRow | undefined): 'ok' | 'revoked' | 'membership_inactive' {
   const standing = account && accountStanding(account);
   if (
     !account ||
@@ -75,10 +80,13 @@ export function principalFromAccount(claims: TokenClaims, account: AccountRow | 
     account.organization_id !== claims.org ||
     (account.tokens_not_before !== null && claims.iat < account.tokens_not_before.getTime())
   ) {
-    throw invalidToken(true);
+    return 'revoked';
   }
-  // A token of an account whose membership was deactivated is still its own: 403, not 401.
-  if (standing === 'membership_inactive') throw new AppError('forbidden', 'The run-as membership of this service account is inactive');
+  return standing === 'membership_inactive' ? 'membership_inactive' : 'ok';
+}
+
+/** The caller as the account is stored now; only for an account whose tokenStanding is 'ok'. */
+export function principalOf(claims: TokenClaims, account: AccountRow): Principal {
   const held = new Set(account.scopes);
   return {
     credentialId: account.id,
@@ -91,24 +99,11 @@ export function principalFromAccount(claims: TokenClaims, account: AccountRow | 
   };
 }
 
-/**
- * Who may manage external connectors (they hold secrets) and hand their credentials to a
- * workflow: only an admin or owner may save a workflow with an http_request step, and its
- * runs call out only while the membership that saved the steps is still an active admin
- * or owner.
- */
-export const CONNECTOR_ROLES: readonly Role[] = ['admin', 'owner'];
-
-/** Whether a workflow version's saver (as stored now) may still have its steps call out through connectors. */
-export function saverMayCallConnectors(saver: { role: Role; is_active: boolean } | undefined): boolean {
-  return saver !== undefined && saver.is_active && CONNECTOR_ROLES.includes(saver.role);
-}
-
-/** The run-as member's role must be one of `roles` (a member may not manage what holds secrets). */
-export function requireRole(principal: Principal, roles: readonly Role[], detail: string): void {
-  if (!roles.includes(principal.role)) throw new AppError('forbidden', detail);
-}
-
-export function requireScope(principal: Principal, scope: Scope): void {
-  if (!principal.scopes.has(scope)) throw new AppError('forbidden', `This operation requires the ${scope} scope`);
+/** The re-check of every request: the account as stored now against what the token claims. */
+export function principalFromAccount(claims: TokenClaims, account: AccountRow | undefined): Principal {
+  const standing = tokenStanding(claims, account);
+  if (standing === 'revoked') throw invalidToken(true);
+  // A token of an account whose membership was deactivated is still its own: 403, not 401.
+  if (standing === 'membership_inactive') throw new AppError('forbidden', 'The run-as membership of this service account is inactive');
+  return principalOf(claims, account!);
 }

@@ -25,7 +25,7 @@ export interface DataModelWithFields {
 /**
  * The models of these slugs in one workspace, with their fields, as one row holding a JSON
  * array (a slug of another workspace is simply absent). One fixed text whatever the number
- * of slugs, so that it can run inside the account re-check's statement (loadAccountWithRow)
+ * of slugs, so that it can run inside the account re-check's statement (loadAccountWith)
  * as well as on its own.
  */
 /**
@@ -62,7 +62,7 @@ export function modelsQuery(db: Db, workspaceId: string, slugs: string[]) {
     .where('m.workspace_id', '=', workspaceId)
     .where(sql<boolean>`m.slug = any(${slugs}::text[])`)
     .select([
-      // loadAccountWithRow tells "no row" by a null id; an aggregate always has its one row.
+      // loadAccountWith tells "no row" by a null id; an aggregate always has its one row.
       sql<string>`'models'`.as('id'),
       sql<
         DataModelWithFields[]
@@ -81,6 +81,16 @@ export function modelMap(models: readonly DataModelWithFields[]): Map<string, Da
 export async function loadModels(db: Db, workspaceId: string, slugs: string[]): Promise<Map<string, DataModelWithFields>> {
   const row = await modelsQuery(db, workspaceId, slugs).executeTakeFirstOrThrow();
   return modelMap(row.models);
+}
+
+/** The models of these slugs with their fingerprint (modelsFingerprint), for a reader that remembers them. */
+export async function loadModelsFingerprinted(
+  db: Db,
+  workspaceId: string,
+  slugs: string[],
+): Promise<{ models: Map<string, DataModelWithFields>; fingerprint: string }> {
+  const row = await modelsQuery(db, workspaceId, slugs).executeTakeFirstOrThrow();
+  return { models: modelMap(row.models), fingerprint: row.fingerprint };
 }
 
 export async function loadModel(db: Db, workspaceId: string, slug: string): Promise<DataModelWithFields | undefined> {

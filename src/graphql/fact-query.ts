@@ -24,10 +24,11 @@ import { planFactQuery, type FactQueryArgs, type PrefetchedModels } from '../fac
 import { countSql, pageSql, selectCount, selectPage } from '../facts/query/page.sql.ts';
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import { principalFromAccount, requireScope } from '../auth/principal.ts';
-import { loadAccountWith, loadAccountWithRow } from '../auth/auth.sql.ts';
+import { principalFromAccount } from '../auth/principal.ts';
+import { authorize } from '../auth/access.ts';
+import { loadAccountWith } from '../auth/auth.sql.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
-import { modelMap, modelsFingerprint, modelsQuery } from '../facts/models.sql.ts';
+import { loadModelsFingerprinted, modelMap, modelsFingerprint, modelsQuery } from '../facts/models.sql.ts';
 import type { ModelCache, RememberedModels } from './model-cache.ts';
 import type { FactQueryPlan, FactSqlRow } from '../facts/query/plan-types.ts';
 
@@ -56,18 +57,23 @@ export interface DeferredCheck {
   checked: boolean;
 }
 
+/** Remembers the document's models as they are now, and returns them for planning. */
+function remember(d: DeferredCheck, models: PrefetchedModels['models'], fingerprint: string): PrefetchedModels {
+  const prefetched = { slugs: new Set(d.remembered.slugs), models };
+  d.cache.set({ ...d.remembered, prefetched, fingerprint });
+  return prefetched;
+}
+
 /**
  * The account re-check with the document's models as they are now (one statement), as the
  * route does without remembered models; the models are remembered again.
  */
 async function recheck(db: Db, d: DeferredCheck): Promise<PrefetchedModels> {
   const { claims, remembered } = d;
-  const { account, row } = await loadAccountWithRow(db, claims.sub, modelsQuery(db, claims.ws, remembered.slugs));
-  requireScope(principalFromAccount(claims, account), 'api_read');
+  const { account, rows } = await loadAccountWith(db, claims.sub, { rows: modelsQuery(db, claims.ws, remembered.slugs) });
+  authorize(principalFromAccount(claims, account), 'facts.query');
   d.checked = true;
-  const prefetched = { slugs: new Set(remembered.slugs), models: modelMap(row?.models ?? []) };
-  d.cache.set({ ...remembered, prefetched, fingerprint: row?.fingerprint ?? '' });
-  return prefetched;
+  return remember(d, modelMap(rows[0]?.models ?? []), rows[0]?.fingerprint ?? '');
 }
 
 /** Plans that one statement answers: not as of an instant (those may walk, or pick a source first). */
@@ -209,22 +215,17 @@ function toFact(plan: FactQueryPlan, row: FactSqlRow): FactRow {
   return { id: row.id, dataModelId: plan.model.id, entityId: row.entity_id, observedAt: row.observed_at, insertedAt: row.inserted_at, data };
 }
 
-export async function resolveFactQuery(args: Record<string, unknown>, context: GraphqlContext, info: GraphQLResolveInfo): Promise<PageOfFact> {
-  const { db } = context.deps;
-  const deferred = context.deferred;
-  // The route authenticates before executing anything but health; this is the backstop.
-  const workspaceId = context.principal?.workspaceId ?? deferred?.claims.ws;
-  if (workspaceId === undefined) throw invalidArgument('factQuery requires a bearer token');
-  let plan: FactQueryPlan;
-  try {
-    plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), context.models);
-  } catch (err) {
-    if (deferred === undefined || deferred.checked) throw err;
-    // The account's 401/403 before any argument error, and the arguments against the
-    // models as they are now rather than as remembered.
-    plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), await recheck(db, deferred));
-  }
+/** What the selection asks of the page: the statements to run and how. */
+interface Needs {
+  results: FieldNode[] | undefined;
+  withData: boolean;
+  needCount: boolean;
+  /** hasNextPage without a count: one row past the page answers it, with or without results. */
+  probe: boolean;
+  wantRows: boolean;
+}
 
+function needsOf(info: GraphQLResolveInfo): Needs {
   const selected = selectedFields(
     info.fieldNodes.map((n) => n.selectionSet),
     info,
@@ -237,51 +238,115 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
       info,
     ).has('data');
   const needCount = selected.has('count') || selected.has('lastPage');
-  const needNext = selected.has('hasNextPage');
-  // hasNextPage without a count: one row past the page answers it, with or without results.
-  const probe = needNext && !needCount;
-  const wantRows = results !== undefined || probe;
+  const probe = selected.has('hasNextPage') && !needCount;
+  return { results, withData, needCount, probe, wantRows: results !== undefined || probe };
+}
 
-  const opts = { withData, extra: probe ? 1 : 0 };
-  let rows: FactSqlRow[] | undefined;
-  let count: number | undefined;
-  let answered = false;
-  if (deferred !== undefined && !deferred.checked) {
-    // One statement: the account re-check, the models' fingerprint, the page and the count.
-    // On PostgreSQL the count runs beside it on another connection instead (a count and a
-    // page of a large model each take long; side by side they take the longer of the two),
-    // and is used only once the account is accepted.
-    const fold = foldable(plan);
-    const countApart = fold && needCount && context.deps.engine === 'postgres';
-    const [found, apart] = await Promise.all([
-      loadAccountWith(
-        db,
-        deferred.claims.sub,
-        {
-          fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs),
-          ...(fold && needCount && !countApart ? { count: sql`(${countSql(plan)})` } : {}),
-        },
-        fold && wantRows ? pageSql(plan, opts) : undefined,
-      ),
-      countApart ? selectCount(db, plan) : Promise.resolve(undefined),
-    ]);
-    requireScope(principalFromAccount(deferred.claims, found.account), 'api_read');
-    deferred.checked = true;
-    if (found.values.fingerprint !== deferred.remembered.fingerprint) {
-      // The models changed since they were remembered: plan again with them as they are.
-      plan = await planFactQuery(db, workspaceId, checkArguments(args, context.now), await recheck(db, deferred));
-    } else if (fold) {
-      rows = wantRows ? (found.rows as FactSqlRow[]) : undefined;
-      count = needCount ? ((apart ?? found.values.count) as number) : undefined;
-      answered = true;
-    }
+/**
+ * The arguments checked, then planned against the models known so far. A refusal is kept,
+ * not thrown: when the account is still to be re-checked, its 401/403 come first.
+ */
+interface Planned {
+  args?: FactQueryArgs;
+  plan?: FactQueryPlan;
+  error?: unknown;
+}
+
+async function planStep(db: Db, workspaceId: string, raw: Record<string, unknown>, now: Date, models: PrefetchedModels | undefined): Promise<Planned> {
+  let args: FactQueryArgs;
+  try {
+    args = checkArguments(raw, now);
+  } catch (error) {
+    return { error };
   }
-  if (!answered) {
-    [rows, count] = await Promise.all([
-      wantRows ? selectPage(db, plan, opts) : Promise.resolve(undefined),
-      needCount ? selectCount(db, plan) : Promise.resolve(undefined),
-    ]);
+  try {
+    return { args, plan: await planFactQuery(db, workspaceId, args, models) };
+  } catch (error) {
+    return { args, error };
   }
+}
+
+/** The plan to run, and the page and count when the account's statement already read them. */
+interface Loaded {
+  plan: FactQueryPlan;
+  answered?: { rows: FactSqlRow[] | undefined; count: number | undefined };
+}
+
+/**
+ * The account re-check, when the route left it to this resolver (its models were
+ * remembered), in the statement that reads the page; then the plan is final.
+ */
+async function authorizeAndLoad(context: GraphqlContext, workspaceId: string, planned: Planned, needs: Needs): Promise<Loaded> {
+  const { db } = context.deps;
+  const deferred = context.deferred;
+  if (deferred === undefined || deferred.checked) {
+    if (planned.plan === undefined) throw planned.error;
+    return { plan: planned.plan };
+  }
+  if (planned.plan === undefined) {
+    // The account's 401/403 before any argument error, and the arguments against the
+    // models as they are now rather than as remembered.
+    const models = await recheck(db, deferred);
+    if (planned.args === undefined) throw planned.error;
+    return { plan: await planFactQuery(db, workspaceId, planned.args, models) };
+  }
+  const plan = planned.plan;
+  // One statement: the account re-check, the models' fingerprint, the page and the count.
+  // On PostgreSQL the count runs beside it on another connection instead (a count and a
+  // page of a large model each take long; side by side they take the longer of the two),
+  // and is used only once the account is accepted.
+  const fold = foldable(plan);
+  const countApart = fold && needs.needCount && context.deps.engine === 'postgres';
+  const opts = { withData: needs.withData, extra: needs.probe ? 1 : 0 };
+  const [found, apart] = await Promise.all([
+    loadAccountWith(db, deferred.claims.sub, {
+      values: {
+        fingerprint: modelsFingerprint(workspaceId, deferred.remembered.slugs),
+        ...(fold && needs.needCount && !countApart ? { count: sql`(${countSql(plan)})` } : {}),
+      },
+      ...(fold && needs.wantRows ? { rows: pageSql(plan, opts) } : {}),
+    }),
+    countApart ? selectCount(db, plan) : Promise.resolve(undefined),
+  ]);
+  authorize(principalFromAccount(deferred.claims, found.account), 'facts.query');
+  deferred.checked = true;
+  if (found.values.fingerprint !== deferred.remembered.fingerprint) {
+    // The models changed since they were remembered: plan again with them as they are
+    // (the account is checked; only the models are read again).
+    const now = await loadModelsFingerprinted(db, workspaceId, [...deferred.remembered.slugs]);
+    return { plan: await planFactQuery(db, workspaceId, planned.args!, remember(deferred, now.models, now.fingerprint)) };
+  }
+  if (!fold) return { plan };
+  return {
+    plan,
+    answered: {
+      rows: needs.wantRows ? (found.rows as FactSqlRow[]) : undefined,
+      count: needs.needCount ? ((apart ?? found.values.count) as number) : undefined,
+    },
+  };
+}
+
+/**
+ * factQuery in three steps, each done once: plan (arguments and models), authorize and
+ * load (the account re-check, with the page when it can share its statement), execute
+ * (the page and count statements the selection needs, unless already read) and shape.
+ */
+export async function resolveFactQuery(args: Record<string, unknown>, context: GraphqlContext, info: GraphQLResolveInfo): Promise<PageOfFact> {
+  const { db } = context.deps;
+  // The route authenticates before executing anything but health; this is the backstop.
+  const workspaceId = context.principal?.workspaceId ?? context.deferred?.claims.ws;
+  if (workspaceId === undefined) throw invalidArgument('factQuery requires a bearer token');
+  const needs = needsOf(info);
+  const planned = await planStep(db, workspaceId, args, context.now, context.models);
+  const { plan, answered } = await authorizeAndLoad(context, workspaceId, planned, needs);
+
+  const opts = { withData: needs.withData, extra: needs.probe ? 1 : 0 };
+  const [rows, count] = answered
+    ? [answered.rows, answered.count]
+    : await Promise.all([
+        needs.wantRows ? selectPage(db, plan, opts) : Promise.resolve(undefined),
+        needs.needCount ? selectCount(db, plan) : Promise.resolve(undefined),
+      ]);
 
   const page: PageOfFact = {
     hasPreviousPage: plan.offset > 0,
@@ -292,9 +357,9 @@ export async function resolveFactQuery(args: Record<string, unknown>, context: G
     page.count = count;
     page.lastPage = Math.max(1, Math.ceil(count / plan.limit));
     page.hasNextPage = plan.offset + plan.limit < count;
-  } else if (probe) {
+  } else if (needs.probe) {
     page.hasNextPage = rows!.length > plan.limit;
   }
-  if (results !== undefined) page.results = rows!.slice(0, plan.limit).map((r) => toFact(plan, r));
+  if (needs.results !== undefined) page.results = rows!.slice(0, plan.limit).map((r) => toFact(plan, r));
   return page;
 }

@@ -24,8 +24,9 @@ import {
 } from 'graphql';
 import { epochSeconds, type Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { principalFromAccount, requireScope, verifyBearer, type Principal } from '../auth/principal.ts';
-import { loadAccountWithRow } from '../auth/auth.sql.ts';
+import { principalFromAccount, verifyBearer, type Principal } from '../auth/principal.ts';
+import { authorize as authorizeAccess } from '../auth/access.ts';
+import { loadAccountWith } from '../auth/auth.sql.ts';
 import { chargeAccountWindow } from '../http/rate-limit.ts';
 import { logFailure, toAppError, type RenderError } from '../http/render-error.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
@@ -102,11 +103,12 @@ async function authorize(
   const claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
   // The models are looked up in the workspace the token claims; principalFromAccount
   // refuses the request unless the account is still in that very workspace.
-  const { account, row } = await loadAccountWithRow(deps.db, claims.sub, modelsQuery(deps.db, claims.ws, slugs));
+  const { account, rows } = await loadAccountWith(deps.db, claims.sub, { rows: modelsQuery(deps.db, claims.ws, slugs) });
+  const row = rows[0];
   const principal = principalFromAccount(claims, account);
   // The same per-account window as JSON:API: one budget per service account across surfaces.
   await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, principal.credentialId);
-  requireScope(principal, 'api_read');
+  authorizeAccess(principal, 'facts.query');
   return { principal, models: { slugs: new Set(slugs), models: modelMap(row?.models ?? []) }, fingerprint: row?.fingerprint ?? '' };
 }
 

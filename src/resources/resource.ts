@@ -52,10 +52,12 @@ export interface ResourceSpec {
 export interface ResourceType extends ResourceSpec {
   /** Collection path segment under /api/json/v1. */
   path: string;
-  /** Narrows a select over `table` to the rows the principal may see (tenancy and role). */
+  /**
+   * Narrows a select over `table` to the rows the principal may see (tenancy and role). It
+   * may read only what a token claims (credentialId, organizationId, workspaceId): the
+   * JSON:API reads run it, with those claims, in the statement that re-checks the account.
+   */
   visible(qb: AnyQuery, principal: Principal): AnyQuery;
-  /** Visibility depends on the caller's role, which a token does not claim (see claimedPrincipal). */
-  roleScoped?: boolean;
   /** Attribute values that are not a plain column copy (defaults, derived values). */
   present?(row: Record<string, any>): Record<string, unknown>;
 }
@@ -70,8 +72,6 @@ export function typeRegistry(types: readonly ResourceType[]): TypeRegistry {
   const map = new Map<string, ResourceType>();
   for (const t of types) {
     if (map.has(t.type)) throw new Error(`resource type ${t.type} is declared twice`);
-    // The budgeted list is built on the named-column select, which role-scoped types do not use.
-    if (t.answerBytesColumn !== undefined && t.roleScoped) throw new Error(`resource type ${t.type} is role-scoped and cannot budget its lists`);
     map.set(t.type, t);
   }
   for (const t of types) {

@@ -14,7 +14,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
 import { AppError, databaseUnavailable, fromPgError, type ErrorCode } from '../errors.ts';
-import { accountStanding, verifyBearer } from '../auth/principal.ts';
+import { principalOf, tokenStanding, verifyBearer } from '../auth/principal.ts';
+import { permits } from '../auth/access.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { rateLimitHeaders } from '../http/rate-limit.ts';
@@ -113,14 +114,9 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
   const { account, trigger } = found;
+  const standing = tokenStanding(claims, account);
   // The token itself no longer holds: account gone or deactivated, moved, or revoked since.
-  if (
-    !account ||
-    accountStanding(account) === 'inactive' ||
-    account.workspace_id !== claims.ws ||
-    account.organization_id !== claims.org ||
-    (account.tokens_not_before !== null && claims.iat < account.tokens_not_before.getTime())
-  ) {
+  if (standing === 'revoked' || !account) {
     throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
   }
   if (!trigger || !trigger.workflow_active) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
@@ -129,11 +125,11 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     trigger.service_account_id !== account.id ||
     trigger.organization_id !== account.organization_id ||
     trigger.workspace_id !== account.workspace_id ||
-    accountStanding(account) !== 'active'
+    standing !== 'ok'
   ) {
     throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   }
-  if (!claims.scp.includes('webhooks') || !account.scopes.includes('webhooks')) throw fail('forbidden', WEBHOOK_TEXT.insufficientScope);
+  if (!permits(principalOf(claims, account), 'webhooks.ingest')) throw fail('forbidden', WEBHOOK_TEXT.insufficientScope);
   verifyConnector(deps, trigger, request, body);
 
   const { max, windowSeconds } = deps.config.webhookRateLimit;

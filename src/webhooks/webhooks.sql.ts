@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import { preferPrepared, type Db } from '../db/connect.ts';
-import { loadAccountWithCompiledRow, withAccountStatement, type AccountRow } from '../auth/auth.sql.ts';
+import { loadAccountWithCompiled, withAccountStatement, type AccountRow } from '../auth/auth.sql.ts';
 import { compileOnce, slot, type CompiledOnce } from '../db/compiled.ts';
 
 /** The trigger of a token hash with what a delivery needs: its workflow and inbound connector. */
@@ -52,9 +52,9 @@ export async function loadAccountAndTrigger(
   accountId: string,
   tokenHash: string,
 ): Promise<{ account: AccountRow | undefined; trigger: TriggerRow | undefined }> {
-  byToken ??= compileOnce(withAccountStatement(db, triggerQuery(db, slot('tokenHash'))));
-  const { account, row } = await loadAccountWithCompiledRow(db, byToken, { accountId, tokenHash });
-  return { account, trigger: row as TriggerRow | undefined };
+  byToken ??= compileOnce(withAccountStatement(db, slot('accountId'), { rows: triggerQuery(db, slot('tokenHash')) }));
+  const { account, rows } = await loadAccountWithCompiled(db, byToken, { accountId, tokenHash });
+  return { account, trigger: rows[0] as TriggerRow | undefined };
 }
 
 export interface NewRun {

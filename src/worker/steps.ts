@@ -20,7 +20,7 @@ import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
 import { connectorCall } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { saverMayCallConnectors } from '../auth/principal.ts';
+import { saverMayCallConnectors } from '../auth/access.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;

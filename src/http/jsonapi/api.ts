@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
-import { CONNECTOR_ROLES, requireRole } from '../../auth/principal.ts';
+import { authorize } from '../../auth/access.ts';
 import { AppError, invalidAt } from '../../errors.ts';
 import { verifyConnector } from '../../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from './document.ts';
@@ -55,11 +55,11 @@ export function jsonApi(deps: Deps): SurfaceSpec {
     providerRoutes(scope);
 
     // A cheap call through the driver; the connector becomes verified or failing.
-    scope.post(`${API_PREFIX}/external_connectors/:id/verify`, writeOptions, async (request, reply) => {
+    scope.post(`${API_PREFIX}/external_connectors/:id/verify`, writeOptions(externalConnectorType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, externalConnectorType, false);
       const principal = request.principal!;
       const existing = await findOr404(deps.db, externalConnectorType, principal, (request.params as { id: string }).id);
-      requireRole(principal, CONNECTOR_ROLES, 'Only an admin or owner may verify external connectors');
+      authorize(principal, 'external_connector.verify');
       const row = await verifyConnector(deps.connectors, deps.db, principal.workspaceId, existing.id, deps.clock);
       if (!row) throw new AppError('not_found', 'No external_connector with this id');
       const self = `${API_PREFIX}/external_connectors/${row.id}`;
@@ -67,7 +67,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
     });
 
     // The whole graph in one save; new triggers' tokens are shown this once, in meta.
-    scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions, async (request, reply) => {
+    scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions(workflowType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
       const attrs = readAttributes(request.body, { type: 'workflow_builder_state' }, builderStateInput);
       const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs);
@@ -80,7 +80,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       );
     });
 
-    scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions, async (request, reply) => {
+    scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
       // Nothing of a body would be read: refuse one rather than let a client think it counted.
       if (request.body !== undefined) throw invalidAt('', 'A replay takes no body: it runs the original payload again on the same workflow version');

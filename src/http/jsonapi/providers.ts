@@ -2,14 +2,15 @@
  * GET /api/json/v1/providers and /providers/{slug}: the bundled catalog, read-only. The
  * catalog is a handful of static entries, so the list is one page and takes no query.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { AppError } from '../../errors.ts';
 import { API_PREFIX } from './document.ts';
-import { readOptions, sendDocument } from './routes.ts';
+import { sendDocument } from './routes.ts';
 import { providers, findProvider, type Provider } from '../../providers/catalog.ts';
 import { parseSpecText } from '../../openapi/parse.ts';
 
 const PATH = `${API_PREFIX}/providers`;
+const options: RouteShorthandOptions = { config: { permission: 'provider.read', rateLimit: 'account' } };
 
 function noQuery(request: FastifyRequest): void {
   const names = Object.keys((request.query as Record<string, unknown> | undefined) ?? {});
@@ -51,12 +52,12 @@ function resource(p: Provider) {
 }
 
 export function providerRoutes(scope: FastifyInstance): void {
-  scope.get(PATH, readOptions, async (request, reply) => {
+  scope.get(PATH, options, async (request, reply) => {
     noQuery(request);
     const list = providers();
     return sendDocument(reply, 200, { data: list.map(resource), links: { self: PATH }, meta: { count: list.length } });
   });
-  scope.get(`${PATH}/:slug`, readOptions, async (request, reply) => {
+  scope.get(`${PATH}/:slug`, options, async (request, reply) => {
     noQuery(request);
     const p = findProvider((request.params as { slug: string }).slug);
     if (!p) throw new AppError('not_found', 'No provider with this id');

@@ -85,10 +85,6 @@ export function takeBudgetMarks(rows: Record<string, any>[]): { rows: Record<str
   return { rows, cut };
 }
 
-export async function listVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<Row[]> {
-  return applyListQuery(visibleRows(db, type, principal), type.table, q).execute();
-}
-
 export async function countVisible(db: Db, type: ResourceType, principal: Principal, q: ParsedQuery): Promise<number> {
   return countRows(visibleRows(db, type, principal), type.table, q);
 }

@@ -6,12 +6,13 @@ import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid } from '../../ids.ts';
 import { REDACTED } from '../../log.ts';
 import { looksLikeSecret } from '../../secrets.ts';
-import { claimedPrincipal, principalFromAccount, requireScope, type Principal } from '../../auth/principal.ts';
-import { loadAccountById, loadAccountWithCompiledRow, loadAccountWithRows, withAccountStatement } from '../../auth/auth.sql.ts';
+import { claimedPrincipal, principalFromAccount, type Principal } from '../../auth/principal.ts';
+import { authorize, typePermission } from '../../auth/access.ts';
+import { loadAccountById, loadAccountWith, loadAccountWithCompiled, withAccountStatement, type AccountRow } from '../../auth/auth.sql.ts';
 import type { TokenClaims } from '../../auth/tokens.ts';
 import { compileOnce, slot, type CompiledOnce } from '../../db/compiled.ts';
 import { API_PREFIX, buildDocument, resourceObject, serializeList, type DocumentOptions } from './document.ts';
-import { countVisible, findVisible, listQuery, listVisible, takeBudgetMarks, visibleRowById } from './read.sql.ts';
+import { countVisible, findVisible, listQuery, takeBudgetMarks, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
 import type { ResourceType, TypeRegistry } from '../../resources/resource.ts';
@@ -22,10 +23,13 @@ import type { InputSchema } from '../../input.ts';
 
 type RawQuery = Record<string, string | string[] | undefined>;
 
-export const readOptions: RouteShorthandOptions = { config: { scope: 'api_read', rateLimit: 'account' } };
-/** The account is re-checked in the handler's one statement, with the rows it reads. */
-const deferredReadOptions: RouteShorthandOptions = { config: { ...readOptions.config, deferAccount: true } };
-export const writeOptions: RouteShorthandOptions = { config: { scope: 'api_write', rateLimit: 'account', idempotent: true } };
+/** A type's reads: the account is re-checked in the handler's one statement, with the rows it reads. */
+export const readOptions = (type: string): RouteShorthandOptions => ({
+  config: { permission: typePermission(type, 'read'), rateLimit: 'account', deferAccount: true },
+});
+export const writeOptions = (type: string): RouteShorthandOptions => ({
+  config: { permission: typePermission(type, 'write'), rateLimit: 'account', idempotent: true },
+});
 
 export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
   return reply.code(status).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(doc));
@@ -112,27 +116,27 @@ interface ReadList {
   fetched: Record<string, any>[];
 }
 
-/** Reads a list: most types in one statement with the account re-check, like a read by id. */
+/** The re-check of a deferAccount route: the account as read beside its rows, then the route's permission. */
+function acceptAccount(request: FastifyRequest, account: AccountRow | undefined): Principal {
+  const principal = principalFromAccount(request.claims!, account);
+  authorize(principal, request.routeOptions.config.permission!);
+  request.principal = principal;
+  return principal;
+}
+
+/** Reads a list in one statement with the account re-check, like a read by id. */
 async function readList(deps: Deps, registry: TypeRegistry, type: ResourceType, request: FastifyRequest): Promise<ReadList> {
-  if (type.roleScoped) {
-    const principal = request.principal!;
-    const q = parseFor(request, registry, type, true);
-    return { q, principal, fetched: await listVisible(deps.db, type, principal, q) };
-  }
   const claims = request.claims!;
   let q: ParsedQuery;
   try {
     q = parseFor(request, registry, type, true);
   } catch (err) {
     // The account's 401/403 come before a bad query's 400, as on every other route.
-    requireScope(principalFromAccount(claims, await loadAccountById(deps.db, claims.sub)), 'api_read');
+    acceptAccount(request, await loadAccountById(deps.db, claims.sub));
     throw err;
   }
-  const found = await loadAccountWithRows(deps.db, claims.sub, listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes));
-  const principal = principalFromAccount(claims, found.account);
-  requireScope(principal, 'api_read');
-  request.principal = principal;
-  return { q, principal, fetched: found.rows };
+  const found = await loadAccountWith(deps.db, claims.sub, { rows: listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes) });
+  return { q, principal: acceptAccount(request, found.account), fetched: found.rows };
 }
 
 /**
@@ -183,35 +187,25 @@ async function sizedListDocument(deps: Deps, registry: TypeRegistry, type: Resou
 
 export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType): void {
   const path = `${API_PREFIX}/${type.path}`;
+  const options = readOptions(type.type);
 
-  app.get(path, type.roleScoped ? readOptions : deferredReadOptions, async (request, reply) => {
+  app.get(path, options, async (request, reply) => {
     const list = await readList(deps, registry, type, request);
     const text = await sizedListDocument(deps, registry, type, path, request.query as RawQuery, list);
     return reply.code(200).type(JSONAPI_MEDIA_TYPE).send(text);
   });
 
-  // Most types read by id in one statement with the account re-check; a type whose
-  // visibility depends on the caller's role needs the account first.
   let byId: CompiledOnce | undefined;
-  app.get(`${path}/:id`, type.roleScoped ? readOptions : deferredReadOptions, async (request, reply) => {
+  app.get(`${path}/:id`, options, async (request, reply) => {
     const id = (request.params as { id: string }).id;
-    let principal: Principal;
-    let row: Record<string, any> | undefined;
-    if (type.roleScoped) {
-      principal = request.principal!;
-      row = await findOr404(deps.db, type, principal, id);
-    } else {
-      const claims = request.claims!;
-      byId ??= compileOnce(withAccountStatement(deps.db, visibleRowById(deps.db, type, SLOT_PRINCIPAL, slot('id'))));
-      const found = isUuid(id)
-        ? await loadAccountWithCompiledRow(deps.db, byId, { accountId: claims.sub, id: id.toLowerCase(), ...claimedSlots(claims) })
-        : { account: await loadAccountById(deps.db, claims.sub), row: undefined };
-      principal = principalFromAccount(claims, found.account);
-      requireScope(principal, 'api_read');
-      request.principal = principal;
-      row = found.row;
-      if (!row) throw notFound(type);
-    }
+    const claims = request.claims!;
+    byId ??= compileOnce(withAccountStatement(deps.db, slot('accountId'), { rows: visibleRowById(deps.db, type, SLOT_PRINCIPAL, slot('id')) }));
+    const found = isUuid(id)
+      ? await loadAccountWithCompiled(deps.db, byId, { accountId: claims.sub, id: id.toLowerCase(), ...claimedSlots(claims) })
+      : { account: await loadAccountById(deps.db, claims.sub), rows: [] };
+    const principal = acceptAccount(request, found.account);
+    const row = found.rows[0];
+    if (!row) throw notFound(type);
     const q = parseFor(request, registry, type, false);
     return sendDocument(reply, 200, await buildDocument(deps.db, registry, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
   });
@@ -240,7 +234,7 @@ export interface WriteHandlers {
 /** POST (201 with Location) and PATCH for a writable type; Idempotency-Key applies to both. */
 export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: TypeRegistry, type: ResourceType, handlers: WriteHandlers): void {
   const path = `${API_PREFIX}/${type.path}`;
-  const options = handlers.bodyLimit === undefined ? writeOptions : { ...writeOptions, bodyLimit: handlers.bodyLimit };
+  const options = handlers.bodyLimit === undefined ? writeOptions(type.type) : { ...writeOptions(type.type), bodyLimit: handlers.bodyLimit };
   const meta = (written: Written) => (written.meta === undefined ? {} : { meta: written.meta });
   app.post(path, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);

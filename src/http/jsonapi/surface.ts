@@ -1,6 +1,6 @@
 /**
  * The JSON:API surface (/api/json/v1): a bearer token of a service account on every route,
- * then the caller's rate window, the route's scope, JSON:API content negotiation, and
+ * then the caller's rate window, the route's permission, JSON:API content negotiation, and
  * Idempotency-Key on the routes that honour it. Routes say what they need in their
  * `config`; these hooks enforce it, so a handler never checks any of it itself.
  */
@@ -8,8 +8,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Deps } from '../../deps.ts';
 import { epochSeconds } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
-import { authenticate, requireScope, verifyBearer, type Principal } from '../../auth/principal.ts';
-import type { Scope, TokenClaims } from '../../auth/tokens.ts';
+import { authenticate, verifyBearer, type Principal } from '../../auth/principal.ts';
+import { authorize, type Permission } from '../../auth/access.ts';
+import type { TokenClaims } from '../../auth/tokens.ts';
 import { beginIdempotent, finishIdempotent, type IdempotencyState } from '../idempotency.ts';
 import { chargeAccountWindow } from '../rate-limit.ts';
 import type { SurfaceSpec } from '../surface.ts';
@@ -17,15 +18,15 @@ import { JSONAPI_MEDIA_TYPE, renderJsonApiError } from './errors.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The scope a JSON:API route needs. */
-    scope?: Scope;
+    /** What a JSON:API route needs of its caller (auth/access.ts). */
+    permission?: Permission;
     /** Honour Idempotency-Key (POST/PATCH). */
     idempotent?: boolean;
     /** Count the request against this window: the service account's. */
     rateLimit?: 'account';
     /**
      * The handler re-checks the account itself, in the statement that reads its row, and
-     * enforces `scope` after it; the hook only verifies the token's signature and expiry.
+     * authorizes `permission` after it; the hook only verifies the token's signature and expiry.
      */
     deferAccount?: boolean;
   }
@@ -78,7 +79,7 @@ export function jsonApiSurface(deps: Deps, registerRoutes: (scope: FastifyInstan
       scope.decorateRequest('idempotency', undefined);
 
       // The authenticator: the token, the account re-checked (unless the route does it in
-      // its own statement), the account's rate window, the scope; then negotiation.
+      // its own statement), the account's rate window, the permission; then negotiation.
       scope.addHook('onRequest', async (request, reply) => {
         const cfg = request.routeOptions.config;
         let credentialId: string;
@@ -90,7 +91,7 @@ export function jsonApiSurface(deps: Deps, registerRoutes: (scope: FastifyInstan
           credentialId = request.principal.credentialId;
         }
         if (cfg.rateLimit === 'account') await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, credentialId);
-        if (cfg.scope && request.principal) requireScope(request.principal, cfg.scope);
+        if (cfg.permission && request.principal) authorize(request.principal, cfg.permission);
         negotiateJsonApi(request);
       });
 

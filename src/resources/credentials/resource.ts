@@ -18,5 +18,4 @@ export const credentialType: ResourceType = {
     run_as_membership: { type: 'org_membership', kind: 'one', column: 'run_as_membership_id' },
   },
   visible: visibleCredentials,
-  roleScoped: true,
 };

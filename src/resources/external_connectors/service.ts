@@ -4,7 +4,7 @@
  * config.base_url must not point at a private address unless ALLOW_PRIVATE_EGRESS=true.
  */
 import type { Principal } from '../../auth/principal.ts';
-import { CONNECTOR_ROLES, requireRole } from '../../auth/principal.ts';
+import { authorize } from '../../auth/access.ts';
 import type { Db } from '../../db/connect.ts';
 import type { ExternalConnectorTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
@@ -100,7 +100,7 @@ const sealed = (opts: ConnectorWriteOptions, secret: unknown) =>
  * Any other slug is only a tag.
  */
 export async function createConnector(db: Db, principal: Principal, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
-  requireRole(principal, CONNECTOR_ROLES, 'Only an admin or owner may create external connectors');
+  authorize(principal, 'external_connector.create');
   checkOrganization(principal, attrs.organization_id);
   const slug = (attrs.provider_slug as string | null | undefined) ?? null;
   const provider = slug === null ? undefined : findProvider(slug);
@@ -139,7 +139,7 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
 }
 
 export async function patchConnector(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
-  requireRole(principal, CONNECTOR_ROLES, 'Only an admin or owner may change external connectors');
+  authorize(principal, 'external_connector.update');
   checkOrganization(principal, attrs.organization_id);
   const patch: Updateable<ExternalConnectorTable> = {};
   for (const k of ['name', 'auth_type', 'type', 'direction', 'description', 'provider_slug'] as const) {

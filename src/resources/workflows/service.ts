@@ -8,7 +8,8 @@
  * it, and a graph changed and changed back still gets a new one (no ABA).
  */
 import { createHash } from 'node:crypto';
-import { CONNECTOR_ROLES, requireRole, type Principal } from '../../auth/principal.ts';
+import type { Principal } from '../../auth/principal.ts';
+import { authorize } from '../../auth/access.ts';
 import type { Db } from '../../db/connect.ts';
 import type { WorkflowTriggerView } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
@@ -144,11 +145,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
   // An http_request step calls out with a connector's credentials, to a method and path the
   // step chooses: handing them to a workflow is for those who manage connectors.
   if (def.steps.some((s) => s.type === 'http_request')) {
-    requireRole(
-      principal,
-      CONNECTOR_ROLES,
-      "Only an admin or owner may save a workflow with http_request steps (they call out with an external connector's credentials)",
-    );
+    authorize(principal, 'workflow.save_http_request');
   }
   const workflowId = (attrs.workflow_id as string | null | undefined) ?? null;
   const lockVersion = (attrs.lock_version as string | null | undefined) ?? null;
