@@ -47,7 +47,9 @@ export async function authenticate(db: Db, signingKey: Buffer, authorization: st
 /**
  * What the token says about its caller, before the account is re-checked. Only for a
  * visibility clause that runs in the same statement as the re-check: principalFromAccount
- * then refuses the request unless the account still matches these claims.
+ * then refuses the request unless the account still matches these claims. A token claims
+ * no role, membership or user: such a clause reads only the account, organization and
+ * workspace (a rule that depends on the role reads it in SQL, as credentials do).
  */
 export function claimedPrincipal(claims: TokenClaims): Principal {
   return { credentialId: claims.sub, organizationId: claims.org, workspaceId: claims.ws, membershipId: '', userId: '', role: 'member', scopes: new Set() };
