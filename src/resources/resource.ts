@@ -57,7 +57,7 @@ export interface ResourceType extends ResourceSpec {
   /** Visibility depends on the caller's role, which a token does not claim (see claimedPrincipal). */
   roleScoped?: boolean;
   /** Attribute values that are not a plain column copy (defaults, derived values). */
-  present?(row: Record<string, any>): Record<string, unknown>;
+  present?(row: Record<string, any>, now: Date): Record<string, unknown>;
 }
 
 /**
