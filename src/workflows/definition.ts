@@ -268,8 +268,7 @@ function readTriggers(v: unknown): TriggerInput[] {
   const ids = new Set<string>();
   return v.map((t, index): TriggerInput => {
     const tat = `${at}/${index}`;
-    if (!isObject(t))
-      throw invalidAt(tat, 'a trigger must be an object {key, type: "webhook", service_account_id, ...} or {key, type: "schedule", cron, ...}');
+    if (!isObject(t)) throw invalidAt(tat, 'a trigger must be an object {key, type: "webhook", service_account_id, ...} or {key, type: "schedule", cron, ...}');
     if (typeof t.type !== 'string' || !(TRIGGER_TYPES as readonly string[]).includes(t.type))
       throw invalidAt(`${tat}/type`, `type must be one of ${TRIGGER_TYPES.join(', ')}`);
     const type = t.type as (typeof TRIGGER_TYPES)[number];

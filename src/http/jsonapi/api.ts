@@ -76,7 +76,11 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       return sendDocument(
         reply,
         201,
-        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, { links: { self }, meta: { trigger_tokens: triggerTokens }, now: new Date(deps.clock()) }),
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, {
+          links: { self },
+          meta: { trigger_tokens: triggerTokens },
+          now: new Date(deps.clock()),
+        }),
       );
     });
 
