@@ -85,7 +85,10 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
           payloadJson: JSON.stringify({ scheduled_at: tick.toISOString(), fired_at: now.toISOString() }),
           maxAttempts: deps.config.runMaxAttempts,
         });
-        if (id !== undefined) made++;
+        if (id !== undefined) {
+          made++;
+          deps.log.debug({ trigger: w.row.id, tick: tick.toISOString(), run: id }, 'schedule tick fired');
+        }
         // Fired here or by another process: either way it is behind us.
         w.row.last_tick_at = tick;
       } catch (err) {
