@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Deps } from '../../src/deps.ts';
-import { refreshSchedules, scheduleState, schedulePass, type ScheduleState } from '../../src/worker/schedules.ts';
+import { dueTicks, refreshSchedules, scheduleState, schedulePass, startSchedules, type ScheduleState } from '../../src/worker/schedules.ts';
 import { loadSchedules } from '../../src/workflows/schedule.sql.ts';
-import { nextTick } from '../../src/workflows/schedule.ts';
+import { latestTick, nextTick, ticksBetween } from '../../src/workflows/schedule.ts';
 import { API, save, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
 const f: Flow = await startFlow({}, { worker: true });
@@ -232,5 +232,64 @@ describe('firing', () => {
     assert.equal(next, t0 + 11 * MINUTE);
     const runs = await runsOf(workflow.id);
     assert.deepEqual(scheduledAts(runs), [iso(t0), iso(next), iso(next + MINUTE)]);
+  });
+});
+
+describe('ticks', () => {
+  const at = (s: string) => new Date(s);
+  const isos = (ds: Date[]) => ds.map((d) => d.toISOString());
+
+  it('reads the cron in its time zone, seconds included', () => {
+    const berlin = { cron: '30 6 * * 1-5', timezone: 'Europe/Berlin' };
+    // 2026-11-27 is a Friday; the next weekday after it is Monday the 30th.
+    assert.equal(nextTick(berlin, at('2026-11-27T04:00:00Z'))?.toISOString(), '2026-11-27T05:30:00.000Z');
+    assert.equal(nextTick(berlin, at('2026-11-27T05:30:00Z'))?.toISOString(), '2026-11-30T05:30:00.000Z');
+    assert.equal(latestTick(berlin, at('2026-11-27T05:30:00Z'))?.toISOString(), '2026-11-27T05:30:00.000Z', 'at or before');
+    const seconds = { cron: '*/20 * * * * *', timezone: 'UTC' };
+    assert.deepEqual(isos(ticksBetween(seconds, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:01:00Z'), 10)), [
+      '2026-01-01T00:00:20.000Z',
+      '2026-01-01T00:00:40.000Z',
+      '2026-01-01T00:01:00.000Z',
+    ]);
+    assert.equal(ticksBetween(seconds, at('2026-01-01T00:00:00Z'), at('2026-01-02T00:00:00Z'), 5).length, 5);
+  });
+
+  it('tries the ticks after prev, and of older unfired ones the latest (latest) or none (none)', () => {
+    const row = { id: 'x', cron: '* * * * *', timezone: 'UTC', schedule_since: at('2026-01-01T00:00:30Z'), last_tick_at: at('2026-01-01T00:05:00Z') };
+    const prev = at('2026-01-01T00:10:30Z');
+    const now = at('2026-01-01T00:12:10Z');
+    assert.deepEqual(isos(dueTicks({ row: { ...row, catch_up: 'latest' }, prev }, now)), [
+      '2026-01-01T00:10:00.000Z',
+      '2026-01-01T00:11:00.000Z',
+      '2026-01-01T00:12:00.000Z',
+    ]);
+    assert.deepEqual(isos(dueTicks({ row: { ...row, catch_up: 'none' }, prev }, now)), ['2026-01-01T00:11:00.000Z', '2026-01-01T00:12:00.000Z']);
+    // Nothing before the schedule's since, nothing at or before the last fired tick.
+    const fresh = { ...row, catch_up: 'latest' as const, last_tick_at: null, schedule_since: at('2026-01-01T00:11:30Z') };
+    assert.deepEqual(isos(dueTicks({ row: fresh, prev }, now)), ['2026-01-01T00:12:00.000Z']);
+    assert.deepEqual(isos(dueTicks({ row: { ...row, catch_up: 'latest', last_tick_at: at('2026-01-01T00:12:00Z') }, prev }, now)), []);
+  });
+});
+
+describe('the loop', () => {
+  it('fires a schedule every second while it runs, and stops', async () => {
+    const { workflow } = await saveOk(f, { step_params: STEPS, trigger_params: [{ key: 'each_second', type: 'schedule', cron: '* * * * * *' }] });
+    const loop = startSchedules(f.t.deps);
+    const deadline = Date.now() + 20_000;
+    while ((await count(workflow.id)) < 3) {
+      assert.ok(Date.now() < deadline, 'three runs within 20 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await loop.stop();
+    // Deactivated, so that the passes of the other tests do not fire it.
+    await saveOk(f, {
+      workflow_id: workflow.id,
+      wf_params: { name: 'Orders', is_active: false },
+      step_params: STEPS,
+      trigger_params: [{ id: workflow.attributes.triggers[0].id, key: 'each_second', type: 'schedule', cron: '* * * * * *' }],
+    });
+    const ticks = scheduledAts(await runsOf(workflow.id)).map((s) => Date.parse(s));
+    assert.equal(new Set(ticks).size, ticks.length);
+    for (let i = 1; i < ticks.length; i++) assert.equal(ticks[i]! - ticks[i - 1]!, 1000, 'one run for each second, none skipped');
   });
 });
