@@ -31,10 +31,12 @@ interface Watched {
 export interface ScheduleState {
   readonly started: Date;
   watched: Map<string, Watched>;
+  /** Ticks could not be fired: logged once until one fires again. */
+  failing: boolean;
 }
 
 export function scheduleState(started: Date): ScheduleState {
-  return { started, watched: new Map() };
+  return { started, watched: new Map(), failing: false };
 }
 
 const later = (a: Date, b: Date | null): Date => (b !== null && b.getTime() > a.getTime() ? b : a);
@@ -91,8 +93,15 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
         }
         // Fired here or by another process: either way it is behind us.
         w.row.last_tick_at = tick;
+        if (state.failing) deps.log.info('schedule ticks fire again');
+        state.failing = false;
       } catch (err) {
-        deps.log.warn({ trigger: w.row.id, tick: tick.toISOString(), err: { message: (err as Error).message } }, 'could not fire a schedule tick');
+        if (!state.failing)
+          deps.log.warn(
+            { trigger: w.row.id, tick: tick.toISOString(), err: { message: (err as Error).message } },
+            'could not fire a schedule tick; later ones will be tried',
+          );
+        state.failing = true;
         break;
       }
     }
