@@ -26,6 +26,14 @@ export const MAX_TICKS_PER_PASS = 100;
 interface Watched {
   row: ScheduleRow;
   prev: Date;
+  /** The first tick after prev (null: none): a pass leaves the schedule alone until then. */
+  next: Date | null;
+  /** Unfired ticks at or before prev may remain (first sight, a failed tick, the cap of a pass): the catch-up looks. */
+  behind: boolean;
+}
+
+function watch(row: ScheduleRow, prev: Date, behind: boolean): Watched {
+  return { row, prev, next: nextTick(row, prev), behind };
 }
 
 export interface ScheduleState {
@@ -50,9 +58,9 @@ export function refreshSchedules(state: ScheduleState, rows: ScheduleRow[]): voi
       old !== undefined && old.row.cron === row.cron && old.row.timezone === row.timezone && old.row.schedule_since.getTime() === row.schedule_since.getTime();
     if (same) {
       const last = old.row.last_tick_at === null ? row.last_tick_at : later(old.row.last_tick_at, row.last_tick_at);
-      next.set(row.id, { row: { ...row, last_tick_at: last }, prev: old.prev });
+      next.set(row.id, { ...old, row: { ...row, last_tick_at: last } });
     } else {
-      next.set(row.id, { row, prev: later(state.started, row.schedule_since) });
+      next.set(row.id, watch(row, later(state.started, row.schedule_since), true));
     }
   }
   state.watched = next;
@@ -64,7 +72,7 @@ export function dueTicks(w: Watched, now: Date): Date[] {
   // A tick fires once (after the last fired one) and not before the schedule's since.
   const floor = later(new Date(s.schedule_since.getTime() - 1), s.last_tick_at);
   const out: Date[] = [];
-  if (s.catch_up === 'latest') {
+  if (w.behind && s.catch_up === 'latest') {
     const missed = latestTick(s, w.prev.getTime() < now.getTime() ? w.prev : now);
     if (missed !== null && missed.getTime() > floor.getTime()) out.push(missed);
   }
@@ -75,7 +83,10 @@ export function dueTicks(w: Watched, now: Date): Date[] {
 export async function schedulePass(deps: Deps, state: ScheduleState, now: Date): Promise<number> {
   let made = 0;
   for (const w of state.watched.values()) {
-    for (const tick of dueTicks(w, now)) {
+    if (!w.behind && (w.next === null || w.next.getTime() > now.getTime())) continue;
+    const ticks = dueTicks(w, now);
+    let failed = false;
+    for (const tick of ticks) {
       try {
         const id = await fireTick(deps.db, {
           runId: uuidv7(),
@@ -102,10 +113,13 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
             'could not fire a schedule tick; later ones will be tried',
           );
         state.failing = true;
+        failed = true;
         break;
       }
     }
-    w.prev = now;
+    const last = ticks.at(-1);
+    const capped = last !== undefined && (nextTick(w.row, last)?.getTime() ?? Infinity) <= now.getTime();
+    Object.assign(w, watch(w.row, now, failed || capped));
   }
   if (made > 0) wakeWorkers(deps);
   return made;
@@ -127,10 +141,7 @@ export function startSchedules(deps: Deps): ScheduleLoop {
     if (stopped) return;
     const now = new Date(deps.clock());
     let due = new Date(loadedAt + SCHEDULE_REFRESH_MS);
-    for (const w of state.watched.values()) {
-      const t = nextTick(w.row, now);
-      if (t !== null && t.getTime() < due.getTime()) due = t;
-    }
+    for (const w of state.watched.values()) if (w.next !== null && w.next.getTime() < due.getTime()) due = w.next;
     timer = setTimeout(() => (running = pass()), timerDelay(due, now));
     timer.unref();
   };

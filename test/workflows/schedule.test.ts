@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Deps } from '../../src/deps.ts';
 import { dueTicks, refreshSchedules, scheduleState, schedulePass, startSchedules, type ScheduleState } from '../../src/worker/schedules.ts';
-import { loadSchedules } from '../../src/workflows/schedule.sql.ts';
+import { loadSchedules, type ScheduleRow } from '../../src/workflows/schedule.sql.ts';
 import { latestTick, nextTick, ticksBetween } from '../../src/workflows/schedule.ts';
 import { API, save, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
@@ -258,16 +258,19 @@ describe('ticks', () => {
     const row = { id: 'x', cron: '* * * * *', timezone: 'UTC', schedule_since: at('2026-01-01T00:00:30Z'), last_tick_at: at('2026-01-01T00:05:00Z') };
     const prev = at('2026-01-01T00:10:30Z');
     const now = at('2026-01-01T00:12:10Z');
-    assert.deepEqual(isos(dueTicks({ row: { ...row, catch_up: 'latest' }, prev }, now)), [
+    const w = (r: ScheduleRow, behind = true) => ({ row: r, prev, next: null, behind });
+    assert.deepEqual(isos(dueTicks(w({ ...row, catch_up: 'latest' }), now)), [
       '2026-01-01T00:10:00.000Z',
       '2026-01-01T00:11:00.000Z',
       '2026-01-01T00:12:00.000Z',
     ]);
-    assert.deepEqual(isos(dueTicks({ row: { ...row, catch_up: 'none' }, prev }, now)), ['2026-01-01T00:11:00.000Z', '2026-01-01T00:12:00.000Z']);
+    // A process that has kept up (not behind) does not look before prev.
+    assert.deepEqual(isos(dueTicks(w({ ...row, catch_up: 'latest' }, false), now)), ['2026-01-01T00:11:00.000Z', '2026-01-01T00:12:00.000Z']);
+    assert.deepEqual(isos(dueTicks(w({ ...row, catch_up: 'none' }), now)), ['2026-01-01T00:11:00.000Z', '2026-01-01T00:12:00.000Z']);
     // Nothing before the schedule's since, nothing at or before the last fired tick.
     const fresh = { ...row, catch_up: 'latest' as const, last_tick_at: null, schedule_since: at('2026-01-01T00:11:30Z') };
-    assert.deepEqual(isos(dueTicks({ row: fresh, prev }, now)), ['2026-01-01T00:12:00.000Z']);
-    assert.deepEqual(isos(dueTicks({ row: { ...row, catch_up: 'latest', last_tick_at: at('2026-01-01T00:12:00Z') }, prev }, now)), []);
+    assert.deepEqual(isos(dueTicks(w(fresh), now)), ['2026-01-01T00:12:00.000Z']);
+    assert.deepEqual(isos(dueTicks(w({ ...row, catch_up: 'latest', last_tick_at: at('2026-01-01T00:12:00Z') }), now)), []);
   });
 });
 
