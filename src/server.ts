@@ -17,6 +17,7 @@ import { isDatabaseUnavailable } from './errors.ts';
 import { bootstrapIfEmpty } from './admin/bootstrap.ts';
 import { startScheduler, type Scheduler } from './maintenance/scheduler.ts';
 import { startWorker, type Worker } from './worker/worker.ts';
+import { startSchedules, type ScheduleLoop } from './worker/schedules.ts';
 import { requestsInFlight } from './http/connections.ts';
 
 export interface Running {
@@ -69,6 +70,7 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
   }
   let scheduler: Scheduler | undefined;
   let worker: Worker | undefined;
+  let schedules: ScheduleLoop | undefined;
   const stopping = new AbortController();
   const ready = whenDatabaseAnswers(deps, stopping.signal).then(
     () => {
@@ -76,6 +78,7 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
       deps.ready.value = true;
       scheduler = opts.worker ? startScheduler(deps) : undefined;
       worker = opts.worker ? startWorker(deps) : undefined;
+      schedules = opts.worker ? startSchedules(deps) : undefined;
     },
     (err: unknown) => {
       if (!stopping.signal.aborted) throw err;
@@ -89,6 +92,7 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
       stopping.abort();
       await ready.catch(() => undefined);
       await scheduler?.stop();
+      await schedules?.stop();
       // Responses from here on carry Connection: close (src/http/connections.ts) and idle
       // connections are closed, so no client sends a request on a connection about to go.
       const timer = setTimeout(() => {

@@ -17,6 +17,7 @@ import * as m0008 from './migrations/0008_rate_windows.ts';
 import * as m0009 from './migrations/0009_run_lease_losses.ts';
 import * as m0010 from './migrations/0010_workflow_version_saver.ts';
 import * as m0011 from './migrations/0011_api_spec_answer_bytes.ts';
+import * as m0012 from './migrations/0012_schedule_triggers.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '0009_run_lease_losses': m0009,
   '0010_workflow_version_saver': m0010,
   '0011_api_spec_answer_bytes': m0011,
+  '0012_schedule_triggers': m0012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -228,14 +228,12 @@ export interface WorkflowStep {
   config: Record<string, unknown>;
 }
 
-/** A trigger as reads show it: never its token. */
-export interface WorkflowTriggerView {
-  id: string;
-  key: string;
-  type: 'webhook';
-  service_account_id: string;
-  inbound_connector_id: string | null;
-}
+export type CatchUp = 'latest' | 'none';
+
+/** A trigger as reads show it: never its token. A schedule's next_fire_at is added at read time. */
+export type WorkflowTriggerView =
+  | { id: string; key: string; type: 'webhook'; service_account_id: string; inbound_connector_id: string | null }
+  | { id: string; key: string; type: 'schedule'; cron: string; timezone: string; catch_up: CatchUp };
 
 export interface WorkflowTable {
   id: string;
@@ -269,11 +267,19 @@ export interface WorkflowTriggerTable {
   organization_id: string;
   workspace_id: string;
   key: string;
-  type: 'webhook';
-  service_account_id: string;
+  type: 'webhook' | 'schedule';
+  /** A webhook's; a schedule has none. */
+  service_account_id: string | null;
   inbound_connector_id: string | null;
-  /** hex SHA-256 of the trigger token (256 random bits), the only form it is kept in. */
-  token_hash: string;
+  /** hex SHA-256 of the trigger token (256 random bits), the only form it is kept in; a schedule has no token. */
+  token_hash: string | null;
+  cron: string | null;
+  timezone: string | null;
+  catch_up: CatchUp | null;
+  /** A schedule counts ticks from here (saved, changed, or its workflow activated). */
+  schedule_since: Timestamp | null;
+  /** The schedule's last fired tick: the guard that makes one run per tick. */
+  last_tick_at: Timestamp | null;
   inserted_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -59,7 +59,7 @@ export interface ResourceType extends ResourceSpec {
    */
   visible(qb: AnyQuery, principal: Principal): AnyQuery;
   /** Attribute values that are not a plain column copy (defaults, derived values). */
-  present?(row: Record<string, any>): Record<string, unknown>;
+  present?(row: Record<string, any>, now: Date): Record<string, unknown>;
 }
 
 /**

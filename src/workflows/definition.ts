@@ -11,6 +11,7 @@ import type { WorkflowStep } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
 import { SLUG_RE } from '../input.ts';
 import { compileExpression } from './expressions.ts';
+import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE, scheduleProblem, type CatchUp } from './schedule.ts';
 
 export const WORKFLOW_LIMITS = {
   maxSteps: 50,
@@ -19,7 +20,7 @@ export const WORKFLOW_LIMITS = {
 } as const;
 
 export const STEP_TYPES = ['transform', 'condition', 'write_fact', 'http_request'] as const;
-export const TRIGGER_TYPES = ['webhook'] as const;
+export const TRIGGER_TYPES = ['webhook', 'schedule'] as const;
 
 /** Step and trigger keys: JSONata names them (`steps.normalize`), so identifier-like. */
 export const KEY_RE = /^[a-z][a-z0-9_]{0,62}$/;
@@ -33,15 +34,27 @@ export interface WfParams {
   is_active: boolean;
 }
 
-export interface TriggerInput {
+interface TriggerCommon {
   /** Index in trigger_params, for pointers. */
   index: number;
   id: string | null;
   key: string;
+}
+
+export interface WebhookTriggerInput extends TriggerCommon {
   type: 'webhook';
   service_account_id: string;
   inbound_connector_id: string | null;
 }
+
+export interface ScheduleTriggerInput extends TriggerCommon {
+  type: 'schedule';
+  cron: string;
+  timezone: string;
+  catch_up: CatchUp;
+}
+
+export type TriggerInput = WebhookTriggerInput | ScheduleTriggerInput;
 
 export interface Definition {
   wf: WfParams;
@@ -231,35 +244,53 @@ function readSteps(v: unknown): WorkflowStep[] {
   });
 }
 
+const TRIGGER_MEMBERS = {
+  webhook: ['key', 'type', 'service_account_id', 'inbound_connector_id', 'id'],
+  schedule: ['key', 'type', 'cron', 'timezone', 'catch_up', 'id'],
+} as const;
+
+function readSchedule(t: Record<string, unknown>, tat: string): { cron: string; timezone: string; catch_up: CatchUp } {
+  const cron = text(t, 'cron', tat, { required: true, max: 200 })!.trim();
+  const timezone = text(t, 'timezone', tat, { required: false, max: 100 }) ?? DEFAULT_TIMEZONE;
+  const catchUp = t.catch_up ?? DEFAULT_CATCH_UP;
+  if (typeof catchUp !== 'string' || !(CATCH_UP as readonly string[]).includes(catchUp))
+    throw invalidAt(`${tat}/catch_up`, `catch_up must be one of ${CATCH_UP.join(', ')}`);
+  const problem = scheduleProblem({ cron, timezone });
+  if (problem !== undefined) throw invalidAt(`${tat}/${problem.startsWith('timezone') ? 'timezone' : 'cron'}`, problem);
+  return { cron, timezone, catch_up: catchUp as CatchUp };
+}
+
 function readTriggers(v: unknown): TriggerInput[] {
   const at = `${AT}/trigger_params`;
   if (!Array.isArray(v)) throw invalidAt(at, 'trigger_params must be an array');
   if (v.length > WORKFLOW_LIMITS.maxTriggers) throw invalidAt(at, `trigger_params may hold at most ${WORKFLOW_LIMITS.maxTriggers} triggers`);
   const keys = new Set<string>();
   const ids = new Set<string>();
-  return v.map((t, index) => {
+  return v.map((t, index): TriggerInput => {
     const tat = `${at}/${index}`;
-    if (!isObject(t)) throw invalidAt(tat, 'a trigger must be an object {key, type, service_account_id, inbound_connector_id?, id?}');
-    onlyMembers(t, ['key', 'type', 'service_account_id', 'inbound_connector_id', 'id'], tat, 'a trigger');
+    if (!isObject(t)) throw invalidAt(tat, 'a trigger must be an object {key, type: "webhook", service_account_id, ...} or {key, type: "schedule", cron, ...}');
+    if (typeof t.type !== 'string' || !(TRIGGER_TYPES as readonly string[]).includes(t.type))
+      throw invalidAt(`${tat}/type`, `type must be one of ${TRIGGER_TYPES.join(', ')}`);
+    const type = t.type as (typeof TRIGGER_TYPES)[number];
+    onlyMembers(t, TRIGGER_MEMBERS[type], tat, `a ${type} trigger`);
     if (typeof t.key !== 'string' || !KEY_RE.test(t.key)) throw invalidAt(`${tat}/key`, `key ${KEY_TEXT}`);
     if (keys.has(t.key)) throw invalidAt(`${tat}/key`, `key ${quoteName(t.key)} is used by an earlier trigger`);
     keys.add(t.key);
-    if (t.type !== 'webhook') throw invalidAt(`${tat}/type`, `type must be one of ${TRIGGER_TYPES.join(', ')}`);
-    if (!isUuid(t.service_account_id)) throw invalidAt(`${tat}/service_account_id`, 'service_account_id must be the id of a service account');
-    const connector = t.inbound_connector_id ?? null;
-    if (connector !== null && !isUuid(connector))
-      throw invalidAt(`${tat}/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
     const id = t.id ?? null;
     if (id !== null && !isUuid(id)) throw invalidAt(`${tat}/id`, 'id must be the id of a trigger of this workflow');
     if (id !== null) {
       if (ids.has(id.toLowerCase())) throw invalidAt(`${tat}/id`, 'id is given to an earlier trigger');
       ids.add(id.toLowerCase());
     }
+    const common = { index, id: id === null ? null : id.toLowerCase(), key: t.key };
+    if (type === 'schedule') return { ...common, type, ...readSchedule(t, tat) };
+    if (!isUuid(t.service_account_id)) throw invalidAt(`${tat}/service_account_id`, 'service_account_id must be the id of a service account');
+    const connector = t.inbound_connector_id ?? null;
+    if (connector !== null && !isUuid(connector))
+      throw invalidAt(`${tat}/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
     return {
-      index,
-      id: id === null ? null : id.toLowerCase(),
-      key: t.key,
-      type: 'webhook' as const,
+      ...common,
+      type,
       service_account_id: (t.service_account_id as string).toLowerCase(),
       inbound_connector_id: connector === null ? null : (connector as string).toLowerCase(),
     };

@@ -61,6 +61,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0009_run_lease_losses',
       '0010_workflow_version_saver',
       '0011_api_spec_answer_bytes',
+      '0012_schedule_triggers',
     ]);
     assert.deepEqual(await current(), rows);
 

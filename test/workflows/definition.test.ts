@@ -310,11 +310,11 @@ describe('trigger_params', () => {
       T,
       'trigger_params may hold at most 20 triggers',
     );
-    refuses(withTrigger(null), `${T}/0`, 'a trigger must be an object {key, type, service_account_id, inbound_connector_id?, id?}');
+    refuses(withTrigger(null), `${T}/0`, 'a trigger must be an object {key, type: "webhook", service_account_id, ...} or {key, type: "schedule", cron, ...}');
     refuses(
       withTrigger(hook('a', { token: 'x' })),
       `${T}/0/token`,
-      '"token" is not a member of a trigger (allowed: key, type, service_account_id, inbound_connector_id, id)',
+      '"token" is not a member of a webhook trigger (allowed: key, type, service_account_id, inbound_connector_id, id)',
     );
     refuses(
       withTrigger(hook('A')),
@@ -322,7 +322,7 @@ describe('trigger_params', () => {
       'key must start with a lowercase letter and hold only lowercase letters, digits and underscores (at most 63)',
     );
     refuses(attrs({ trigger_params: [hook('a'), hook('a')] }), `${T}/1/key`, 'key "a" is used by an earlier trigger');
-    refuses(withTrigger(hook('a', { type: 'schedule' })), `${T}/0/type`, 'type must be one of webhook');
+    refuses(withTrigger(hook('a', { type: 'cron' })), `${T}/0/type`, 'type must be one of webhook, schedule');
     refuses(withTrigger(hook('a', { service_account_id: 'me' })), `${T}/0/service_account_id`, 'service_account_id must be the id of a service account');
     refuses(
       withTrigger(hook('a', { inbound_connector_id: 12 })),
@@ -339,5 +339,50 @@ describe('order', () => {
     assert.equal(refusal({ wf_params: 1, step_params: 1, trigger_params: 1 }).pointer, `${AT}/wf_params`);
     assert.equal(refusal({ wf_params: { name: 'x' }, step_params: 1, trigger_params: 1 }).pointer, `${AT}/step_params`);
     assert.equal(refusal({ wf_params: { name: 'x' }, step_params: [], trigger_params: 1 }).pointer, `${AT}/trigger_params`);
+  });
+});
+
+describe('schedule triggers', () => {
+  const T = `${AT}/trigger_params`;
+  const tick = (key: string, more: Record<string, unknown> = {}) => ({ key, type: 'schedule', cron: '*/5 * * * *', ...more });
+  const withTrigger = (t: unknown) => attrs({ trigger_params: [t] });
+
+  it('accepts 5- and 6-field crons, with the timezone and catch_up defaults', () => {
+    const triggers = readDefinition(
+      attrs({
+        trigger_params: [
+          tick('a'),
+          tick('b', { cron: ' * * * * * * ', timezone: 'Europe/Berlin', catch_up: 'none', id: OTHER.toUpperCase() }),
+          { key: 'c', type: 'webhook', service_account_id: ACCOUNT },
+        ],
+      }),
+    ).triggers;
+    assert.deepEqual(triggers, [
+      { index: 0, id: null, key: 'a', type: 'schedule', cron: '*/5 * * * *', timezone: 'UTC', catch_up: 'latest' },
+      { index: 1, id: OTHER, key: 'b', type: 'schedule', cron: '* * * * * *', timezone: 'Europe/Berlin', catch_up: 'none' },
+      { index: 2, id: null, key: 'c', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: null },
+    ]);
+  });
+
+  it('refuses a wrong schedule with its pointer', () => {
+    refuses(withTrigger(tick('a', { cron: undefined })), `${T}/0/cron`, 'cron is required');
+    refuses(withTrigger(tick('a', { cron: 5 })), `${T}/0/cron`, 'cron must be a string');
+    refuses(withTrigger(tick('a', { cron: 'every day' })), `${T}/0/cron`, /^cron is not a cron expression of 5 fields/);
+    refuses(withTrigger(tick('a', { cron: '* * * * * * *' })), `${T}/0/cron`, /^cron is not a cron expression of 5 fields/);
+    refuses(withTrigger(tick('a', { cron: '61 * * * *' })), `${T}/0/cron`, /^cron is not a cron expression of 5 fields/);
+    refuses(withTrigger(tick('a', { cron: '0 0 30 2 *' })), `${T}/0/cron`, 'cron names no instant (such as 30 February)');
+    refuses(withTrigger(tick('a', { timezone: 'Mars/Olympus' })), `${T}/0/timezone`, /^timezone "Mars\/Olympus" is not an IANA time zone name/);
+    refuses(withTrigger(tick('a', { timezone: 7 })), `${T}/0/timezone`, 'timezone must be a string');
+    refuses(withTrigger(tick('a', { catch_up: 'all' })), `${T}/0/catch_up`, 'catch_up must be one of latest, none');
+    refuses(
+      withTrigger(tick('a', { service_account_id: ACCOUNT })),
+      `${T}/0/service_account_id`,
+      '"service_account_id" is not a member of a schedule trigger (allowed: key, type, cron, timezone, catch_up, id)',
+    );
+    refuses(
+      attrs({ trigger_params: [tick('a'), { key: 'a', type: 'webhook', service_account_id: ACCOUNT }] }),
+      `${T}/1/key`,
+      'key "a" is used by an earlier trigger',
+    );
   });
 });

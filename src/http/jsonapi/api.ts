@@ -70,13 +70,17 @@ export function jsonApi(deps: Deps): SurfaceSpec {
     scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions(workflowType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
       const attrs = readAttributes(request.body, { type: 'workflow_builder_state' }, builderStateInput);
-      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs);
+      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs, new Date(deps.clock()));
       const self = `${API_PREFIX}/workflows/${row.id}`;
       reply.header('location', self);
       return sendDocument(
         reply,
         201,
-        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, { links: { self }, meta: { trigger_tokens: triggerTokens } }),
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, {
+          links: { self },
+          meta: { trigger_tokens: triggerTokens },
+          now: new Date(deps.clock()),
+        }),
       );
     });
 

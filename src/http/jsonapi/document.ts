@@ -25,8 +25,14 @@ function jsonValue(v: unknown): unknown {
 type LinkageMap = Map<string, Linkage>;
 const linkKey = (type: string, id: string, rel: string) => `${type}:${id}:${rel}`;
 
-export function resourceObject(type: ResourceType, row: Row, fields: Set<string> | undefined, linkage?: LinkageMap): Record<string, unknown> {
-  const presented = type.present?.(row);
+export function resourceObject(
+  type: ResourceType,
+  row: Row,
+  fields: Set<string> | undefined,
+  linkage?: LinkageMap,
+  now: Date = new Date(),
+): Record<string, unknown> {
+  const presented = type.present?.(row, now);
   const attributes: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(type.attributes)) {
     if (fields && !fields.has(name)) continue;
@@ -119,6 +125,8 @@ async function walkIncludes(
 export interface DocumentOptions {
   links?: Record<string, string | null>;
   meta?: Record<string, unknown>;
+  /** The read's instant (the deps clock), for attributes derived from time. */
+  now?: Date;
 }
 
 /** A complete document for one row or a list of rows of `type`. */
@@ -136,7 +144,7 @@ export async function buildDocument(
   const included = new Map<string, { type: ResourceType; row: Row }>();
   if (q.include.length > 0 && rows.length > 0) await walkIncludes(db, registry, principal, type, rows, includeTree(q.include), linkage, included);
   for (const r of rows) included.delete(`${type.type}:${r.id}`);
-  const serialize = (t: ResourceType, r: Row) => resourceObject(t, r, q.fields.get(t.type), linkage);
+  const serialize = (t: ResourceType, r: Row) => resourceObject(t, r, q.fields.get(t.type), linkage, opts.now);
   const doc: Record<string, unknown> = { jsonapi: { version: '1.1' } };
   doc.data = Array.isArray(data) ? rows.map((r) => serialize(type, r)) : serialize(type, data);
   if (q.include.length > 0) doc.included = [...included.values()].map(({ type: t, row }) => serialize(t, row));

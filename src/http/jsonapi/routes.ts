@@ -162,7 +162,10 @@ async function sizedListDocument(deps: Deps, registry: TypeRegistry, type: Resou
   if (budgeted.cut) page = backwards ? { ...page, hasPrev: true } : { ...page, hasNext: true };
   const count = q.count ? await countVisible(deps.db, type, principal, q) : undefined;
   const build = ({ rows, hasNext, hasPrev }: typeof page) =>
-    buildDocument(deps.db, registry, principal, type, rows, q, listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count));
+    buildDocument(deps.db, registry, principal, type, rows, q, {
+      ...listLinksAndMeta(path, raw, q, rows, hasNext, hasPrev, count),
+      now: new Date(deps.clock()),
+    });
   let body = serializeList(await build(page), max);
   if ('over' in body && body.over === 'data' && !asked) {
     // A default page never fails: it holds what fits and links to the rest.
@@ -207,7 +210,11 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
     const row = found.rows[0];
     if (!row) throw notFound(type);
     const q = parseFor(request, registry, type, false);
-    return sendDocument(reply, 200, await buildDocument(deps.db, registry, principal, type, row, q, { links: { self: `${path}/${row.id}` } }));
+    return sendDocument(
+      reply,
+      200,
+      await buildDocument(deps.db, registry, principal, type, row, q, { links: { self: `${path}/${row.id}` }, now: new Date(deps.clock()) }),
+    );
   });
 }
 

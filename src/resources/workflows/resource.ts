@@ -1,8 +1,19 @@
 import type { ResourceType } from '../resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
+import { nextTick } from '../../workflows/schedule.ts';
+import type { WorkflowTriggerView } from '../../db/tables.ts';
 
-/** Triggers show their id, key, type and account, never their token (it is kept only hashed). */
+/** A schedule shows when it fires next, at the read's instant: never while its workflow is inactive. */
+function presentWorkflow(row: Record<string, any>, now: Date): Record<string, unknown> {
+  if (!Array.isArray(row.triggers)) return {};
+  const triggers = (row.triggers as WorkflowTriggerView[]).map((t) =>
+    t.type === 'schedule' ? { ...t, next_fire_at: row.is_active ? (nextTick(t, now)?.toISOString() ?? null) : null } : t,
+  );
+  return { triggers };
+}
+
+/** Triggers show their id, key, type and account or schedule, never their token (it is kept only hashed). */
 export const workflowType: ResourceType = {
   type: 'workflow',
   path: 'workflows',
@@ -22,4 +33,5 @@ export const workflowType: ResourceType = {
     runs: { type: 'workflow_run', kind: 'many', foreignKey: 'workflow_id' },
   },
   visible: visibleInWorkspace('workflows'),
+  present: presentWorkflow,
 };

@@ -50,7 +50,7 @@ function lockVersionOf(revision: number, graphHash: string): string {
 }
 
 /** References that only the database can check, checked inside the save's transaction. */
-async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggerIds: Set<string>): Promise<void> {
+async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggers: Map<string, { type: string }>): Promise<void> {
   const slugs = [...new Set(def.steps.filter((s) => s.type === 'write_fact').map((s) => s.config.data_model_slug as string))];
   const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
   def.steps.forEach((step, i) => {
@@ -69,18 +69,20 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
     }
   });
   await checkHttpSteps(trx, principal, def);
-  const accounts = await q.activeAccounts(trx, principal.workspaceId, [...new Set(def.triggers.map((t) => t.service_account_id))]);
+  const webhooks = def.triggers.filter((t) => t.type === 'webhook');
+  const accounts = await q.activeAccounts(trx, principal.workspaceId, [...new Set(webhooks.map((t) => t.service_account_id))]);
   const connectors = await q.inboundConnectors(trx, principal.workspaceId, [
-    ...new Set(def.triggers.flatMap((t) => (t.inbound_connector_id ? [t.inbound_connector_id] : []))),
+    ...new Set(webhooks.flatMap((t) => (t.inbound_connector_id ? [t.inbound_connector_id] : []))),
   ]);
   for (const t of def.triggers) {
     const at = `${AT}/trigger_params/${t.index}`;
-    if (!accounts.has(t.service_account_id))
+    if (t.type === 'webhook' && !accounts.has(t.service_account_id))
       throw invalidAt(`${at}/service_account_id`, 'service_account_id must name an active service account of this workspace');
-    if (t.inbound_connector_id !== null && !connectors.has(t.inbound_connector_id))
+    if (t.type === 'webhook' && t.inbound_connector_id !== null && !connectors.has(t.inbound_connector_id))
       throw invalidAt(`${at}/inbound_connector_id`, 'inbound_connector_id must name an inbound connector of this workspace');
-    if (t.id !== null && !existingTriggerIds.has(t.id))
-      throw invalidAt(`${at}/id`, 'id must be the id of a trigger of this workflow (leave it out for a new trigger)');
+    const kept = t.id === null ? undefined : existingTriggers.get(t.id);
+    if (t.id !== null && !kept) throw invalidAt(`${at}/id`, 'id must be the id of a trigger of this workflow (leave it out for a new trigger)');
+    if (kept && kept.type !== t.type) throw invalidAt(`${at}/type`, `the trigger with this id is a ${kept.type} trigger: leave out the id for a new trigger`);
   }
 }
 
@@ -139,7 +141,8 @@ export interface SavedWorkflow {
   triggerTokens: Record<string, string>;
 }
 
-export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<SavedWorkflow> {
+/** `now`: when a schedule saved, changed or activated here starts counting ticks. */
+export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date = new Date()): Promise<SavedWorkflow> {
   checkOrganization(principal, attrs.organization_id);
   const def = readDefinition(attrs);
   // An http_request step calls out with a connector's credentials, to a method and path the
@@ -160,7 +163,8 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         });
       }
       const current = existing ? await q.triggersOf(trx, principal.workspaceId, existing.id) : [];
-      await checkReferences(trx, principal, def, new Set(current.map((t) => t.id)));
+      const currentById = new Map(current.map((t) => [t.id, t]));
+      await checkReferences(trx, principal, def, currentById);
 
       const id = existing?.id ?? uuidv7();
       const version = existing ? existing.version + (isNewVersion ? 1 : 0) : 1;
@@ -168,18 +172,19 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       const newTriggers = def.triggers
         .filter((t) => t.id === null)
         .map((t) => {
+          // A schedule is not called from outside: it has no token.
+          if (t.type === 'schedule') return { ...t, id: uuidv7(), token_hash: null };
           const token = randomSecret(SECRET_PREFIX.triggerToken);
           triggerTokens[t.key] = token;
           return { ...t, id: uuidv7(), token_hash: sha256Hex(token) };
         });
       const byIndex = new Map(newTriggers.map((t) => [t.index, t.id]));
-      const views: WorkflowTriggerView[] = def.triggers.map((t) => ({
-        id: t.id ?? byIndex.get(t.index)!,
-        key: t.key,
-        type: t.type,
-        service_account_id: t.service_account_id,
-        inbound_connector_id: t.inbound_connector_id,
-      }));
+      const views: WorkflowTriggerView[] = def.triggers.map((t) => {
+        const common = { id: t.id ?? byIndex.get(t.index)!, key: t.key };
+        return t.type === 'schedule'
+          ? { ...common, type: t.type, cron: t.cron, timezone: t.timezone, catch_up: t.catch_up }
+          : { ...common, type: t.type, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id };
+      });
       const graphHash = createHash('sha256')
         .update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views, version }))
         .digest('hex');
@@ -215,13 +220,29 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       );
       // Keys move between kept triggers only through a free key: clear them first.
       for (const t of kept) await q.updateTrigger(trx, t.id!, { key: `~${t.id}` });
-      for (const t of kept)
+      // Ticks while the workflow was inactive, or of a schedule since changed, are not missed ones.
+      const activated = existing !== undefined && !existing.is_active && def.wf.is_active;
+      for (const t of kept) {
+        if (t.type === 'webhook') {
+          await q.updateTrigger(trx, t.id!, {
+            key: t.key,
+            service_account_id: t.service_account_id,
+            inbound_connector_id: t.inbound_connector_id,
+            updated_at: now,
+          });
+          continue;
+        }
+        const was = currentById.get(t.id!)!;
+        const moved = activated || was.cron !== t.cron || was.timezone !== t.timezone;
         await q.updateTrigger(trx, t.id!, {
           key: t.key,
-          service_account_id: t.service_account_id,
-          inbound_connector_id: t.inbound_connector_id,
-          updated_at: new Date(),
+          cron: t.cron,
+          timezone: t.timezone,
+          catch_up: t.catch_up,
+          ...(moved ? { schedule_since: now } : {}),
+          updated_at: now,
         });
+      }
       await q.insertTriggers(
         trx,
         newTriggers.map((t) => ({
@@ -231,9 +252,10 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
           workspace_id: principal.workspaceId,
           key: t.key,
           type: t.type,
-          service_account_id: t.service_account_id,
-          inbound_connector_id: t.inbound_connector_id,
           token_hash: t.token_hash,
+          ...(t.type === 'schedule'
+            ? { cron: t.cron, timezone: t.timezone, catch_up: t.catch_up, schedule_since: now }
+            : { service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id }),
         })),
       );
       return { row, triggerTokens };

@@ -42,7 +42,7 @@ export async function recordSaver(trx: Db, workflowId: string, version: number, 
 export function triggersOf(trx: Db, workspaceId: string, workflowId: string) {
   return trx
     .selectFrom('workflow_triggers')
-    .select(['id', 'key', 'service_account_id', 'inbound_connector_id'])
+    .select(['id', 'key', 'type', 'service_account_id', 'inbound_connector_id', 'cron', 'timezone'])
     .where('workspace_id', '=', workspaceId)
     .where('workflow_id', '=', workflowId)
     .execute();
