@@ -44,7 +44,7 @@ import {
 } from './common.ts';
 
 const DOC = path.join(ROOT, 'docs', 'benchmarks.md');
-const TITLE = 'Relay (`node bench/relay.ts`)';
+const TITLE = '## Relay (`node bench/relay.ts`)';
 const DURATION = intEnv('BENCH_DURATION', 10, 1, 120);
 const WARMUP = 2;
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50, 1, 512);
@@ -194,7 +194,8 @@ async function benchEngine(engine: Engine): Promise<EngineReport> {
   );
 }
 
-const INTRO = `
+const INTRO = `${TITLE}
+
 \`npm run bench:relay\` (see the header of bench/relay.ts for the settings). One process
 holds the app (worker off), the relay in front of it and the load generator (autocannon in
 a worker thread): one tenant, an \`api_key\` inbound connector and a workflow whose webhook
