@@ -9,7 +9,8 @@
  * the provider's own retries redeliver; a 401 missing_credentials is answered by one new
  * exchange and one retry with the same bytes and headers (so the same delivery id).
  *
- * It is a client of the service, like any sender: it imports no domain module.
+ * It is a client of the service over HTTP, like any sender: it takes the webhook surface's
+ * texts and the HTTP plumbing every listener shares, and no database or domain service.
  */
 import fs from 'node:fs';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
