@@ -2,7 +2,8 @@
  * `npm run demo`: the main job end to end on a fresh, temporary data directory. Starts the
  * server, creates a data model, saves a workflow whose webhook trigger sits behind a
  * Standard Webhooks (HMAC) inbound connector, sends signed deliveries (one repeated, one
- * that does not fit the model), waits for the runs and prints the facts through factQuery.
+ * that does not fit the model, one through the relay without a bearer token, as a provider
+ * would), waits for the runs and prints the facts through factQuery.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,11 +18,22 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-demo-'));
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 const port = await freePort();
+const relayPort = await freePort();
 const base = `http://127.0.0.1:${port}`;
+const relayBase = `http://127.0.0.1:${relayPort}`;
 let serverLog = '';
 const server = spawn(process.execPath, ['src/main.ts', 'serve'], {
   cwd: ROOT,
-  env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', LOG_FORMAT: 'json', DATABASE_URL: '', REDIS_URL: '' },
+  env: {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    RELAY_PORT: String(relayPort),
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    DATABASE_URL: '',
+    REDIS_URL: '',
+  },
 });
 server.stdout.on('data', (c: Buffer) => (serverLog += c.toString()));
 server.stderr.on('data', (c: Buffer) => (serverLog += c.toString()));
@@ -119,16 +131,20 @@ try {
     bearer,
   );
   const hook = `${base}/api/v1/webhooks/${saved.meta.trigger_tokens.shop}`;
+  // What a provider is given: the relay's URL, which holds the bootstrap account's bearer token for it.
+  const relayHook = `${relayBase}/hooks/${saved.meta.trigger_tokens.shop}`;
   say('4. Saved the workflow "Shop orders": transform -> condition -> write_fact, behind a webhook trigger');
 
   const signer = new Webhook(secret);
   const send = async (id: string, payload: unknown) => {
     const body = JSON.stringify({ payload });
     const at = new Date();
-    const res = await fetch(hook, {
+    // evt_3 comes as a provider sends it: to the relay, with its signature and no bearer token.
+    const viaRelay = id === 'evt_3';
+    const res = await fetch(viaRelay ? relayHook : hook, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${bearer}`,
+        ...(viaRelay ? {} : { authorization: `Bearer ${bearer}` }),
         'content-type': 'application/json',
         'idempotency-key': id,
         'webhook-id': id,
@@ -138,7 +154,7 @@ try {
       body,
     });
     const answer = (await res.json()) as { status: string; workflow_run_id?: string };
-    say(`   ${id}: ${res.status} ${JSON.stringify(answer)}`);
+    say(`   ${id}${viaRelay ? ' (through the relay, no bearer token)' : ''}: ${res.status} ${JSON.stringify(answer)}`);
     return answer;
   };
   say('5. Sending signed deliveries');

@@ -88,6 +88,26 @@ export interface Config {
    * one error (RUN_STEP_ERROR_MAX_BYTES), all the steps (RUN_STEPS_MAX_BYTES).
    */
   readonly runRecord: { readonly outputBytes: number; readonly errorBytes: number; readonly stepsBytes: number };
+  /** The provider-facing relay (src/relay/): `tributary relay`, or a second listener of `serve` when RELAY_PORT is set. */
+  readonly relay: RelayConfig;
+}
+
+export interface RelayConfig {
+  /** RELAY_PORT; undefined: `serve` runs no relay and `tributary relay` listens on 8081. */
+  readonly port: number | undefined;
+  /** RELAY_HOST (default HOST). */
+  readonly host: string;
+  /** RELAY_TARGET_URL: the service the relay forwards to (default: this process's own listener inside serve, else http://127.0.0.1:PORT). */
+  readonly targetUrl: string | undefined;
+  /** RELAY_CLIENT_ID and RELAY_CLIENT_SECRET, both or neither. */
+  readonly clientId: string | undefined;
+  readonly clientSecret: string | undefined;
+  /** RELAY_CREDENTIALS_FILE: a JSON file with client_id and client_secret (bootstrap.json has that shape). */
+  readonly credentialsFile: string | undefined;
+  /** How long the service may take to answer a forwarded delivery or an exchange (RELAY_UPSTREAM_TIMEOUT_MS). */
+  readonly upstreamTimeoutMs: number;
+  /** Keep-alive connections the relay holds to the service (RELAY_UPSTREAM_CONNECTIONS). */
+  readonly upstreamConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -160,6 +180,17 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
   const adminToken = str(env, 'TRIBUTARY_ADMIN_TOKEN');
   if (adminToken !== undefined && adminToken.length < 32) throw new ConfigError('TRIBUTARY_ADMIN_TOKEN', 'must be at least 32 characters');
   const host = str(env, 'HOST') ?? '127.0.0.1';
+  const relayClientId = str(env, 'RELAY_CLIENT_ID');
+  const relayClientSecret = str(env, 'RELAY_CLIENT_SECRET');
+  if ((relayClientId === undefined) !== (relayClientSecret === undefined))
+    throw new ConfigError(
+      relayClientId === undefined ? 'RELAY_CLIENT_ID' : 'RELAY_CLIENT_SECRET',
+      'must be set together with the other of RELAY_CLIENT_ID and RELAY_CLIENT_SECRET',
+    );
+  const relayCredentialsFile = str(env, 'RELAY_CREDENTIALS_FILE');
+  if (relayClientId !== undefined && relayCredentialsFile !== undefined)
+    throw new ConfigError('RELAY_CREDENTIALS_FILE', 'cannot be set together with RELAY_CLIENT_ID and RELAY_CLIENT_SECRET: give the account one way');
+  const relayPort = str(env, 'RELAY_PORT') === undefined ? undefined : int(env, 'RELAY_PORT', 8081, 0, 65535);
   return Object.freeze({
     port: int(env, 'PORT', 8080, 0, 65535),
     host,
@@ -223,6 +254,16 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
       outputBytes: int(env, 'RUN_STEP_OUTPUT_MAX_BYTES', 65_536, 1024, 262_144),
       errorBytes: int(env, 'RUN_STEP_ERROR_MAX_BYTES', 4096, 256, 16_384),
       stepsBytes: int(env, 'RUN_STEPS_MAX_BYTES', 262_144, 131_072, 262_144),
+    }),
+    relay: Object.freeze({
+      port: relayPort,
+      host: str(env, 'RELAY_HOST') ?? host,
+      targetUrl: url(env, 'RELAY_TARGET_URL', ['http:', 'https:']),
+      clientId: relayClientId,
+      clientSecret: relayClientSecret,
+      credentialsFile: relayCredentialsFile === undefined ? undefined : path.resolve(relayCredentialsFile),
+      upstreamTimeoutMs: int(env, 'RELAY_UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
+      upstreamConnections: int(env, 'RELAY_UPSTREAM_CONNECTIONS', 64, 1, 10_000),
     }),
   });
 }

@@ -19,11 +19,16 @@ import { startScheduler, type Scheduler } from './maintenance/scheduler.ts';
 import { startWorker, type Worker } from './worker/worker.ts';
 import { startSchedules, type ScheduleLoop } from './worker/schedules.ts';
 import { requestsInFlight } from './http/connections.ts';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createRelay, relayCredentials, type Relay } from './relay/relay.ts';
 
 export interface Running {
   app: FastifyInstance;
   deps: Deps;
   url: string;
+  /** The relay's listener, when RELAY_PORT is set (serve only). */
+  relay?: { relay: Relay; url: string };
   /** Settles once the database answered and the process serves (or stopped before that). */
   ready: Promise<void>;
   stop(): Promise<void>;
@@ -61,9 +66,11 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
   const deps = await openDeps(config, opts.log ? { log: opts.log } : {});
   let app: FastifyInstance;
   let url = '';
+  let relay: Running['relay'];
   try {
     app = await buildApp(deps);
     if (opts.http) url = await app.listen({ port: config.port, host: config.host });
+    if (opts.http && config.relay.port !== undefined) relay = await startRelay(config, deps, app);
   } catch (err) {
     await closeDeps(deps);
     throw err;
@@ -101,13 +108,36 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
           request.log.warn({ method: request.method, route: request.routeOptions.url ?? 'no route' }, 'request cut off at shutdown');
         app.server.closeAllConnections?.();
       }, config.shutdownGraceMs);
+      // The relay first: its deliveries in flight still need the service to answer them.
       // The worker and the HTTP server drain side by side, within the same grace period.
-      await Promise.all([app.close(), worker?.stop(config.shutdownGraceMs)]);
+      await Promise.all([relay?.relay.stop().then(() => app.close()) ?? app.close(), worker?.stop(config.shutdownGraceMs)]);
       clearTimeout(timer);
       await closeDeps(deps);
       deps.log.info('stopped');
     })());
-  return { app, deps, url, ready, stop };
+  return { app, deps, url, ...(relay ? { relay } : {}), ready, stop };
+}
+
+/**
+ * The relay as a second listener of this process (RELAY_PORT): it forwards to this
+ * process's own listener (unless RELAY_TARGET_URL says otherwise), as the bootstrap account
+ * unless the relay's own account is configured.
+ */
+async function startRelay(config: Config, deps: Deps, app: FastifyInstance): Promise<Running['relay']> {
+  const { port } = app.server.address() as AddressInfo;
+  const own = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const targetUrl = config.relay.targetUrl ?? `http://${own}:${port}`;
+  const credentials = relayCredentials(config, path.join(config.dataDir, 'bootstrap.json'))!;
+  const relay = await createRelay({ config, log: deps.log, targetUrl, credentials });
+  try {
+    const url = await relay.listen(config.relay.port!, config.relay.host);
+    deps.log.info({ url, target: targetUrl }, 'relay listening');
+    return { relay, url };
+  } catch (err) {
+    await relay.stop();
+    await app.close();
+    throw err;
+  }
 }
 
 /** start(), resolved once ready: for callers that need the database at once (tests, the README run). */

@@ -63,6 +63,15 @@ export async function runCli(
     });
 
   program
+    .command('relay')
+    .description('the provider-facing edge: forward POST /hooks/:token to the service with a bearer token (docs/webhooks.md)')
+    .action(async () => {
+      const config = loadConfig();
+      const { runRelay } = await import('../relay/run.ts');
+      await runRelay(config);
+    });
+
+  program
     .command('migrate')
     .description('apply pending database migrations and exit')
     .action(async () => {

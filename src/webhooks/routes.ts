@@ -30,6 +30,9 @@ import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhoo
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
 
+/** With `true`, a trigger without an `api_key` or `hmac` inbound connector is refused (401 Unauthorized). */
+export const REQUIRE_VERIFICATION_HEADER = 'tributary-require-verification';
+
 /** The contract's texts (Errors / Webhook ingestion), by the code that carries them. */
 export const WEBHOOK_TEXT = {
   missingCredentials: 'missing_credentials',
@@ -130,6 +133,9 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   }
   if (!permits(principalOf(claims, account), 'webhooks.ingest')) throw fail('forbidden', WEBHOOK_TEXT.insufficientScope);
+  // A sender that cannot vouch for the delivery itself (the relay) asks that the trigger's connector does.
+  if (request.headers[REQUIRE_VERIFICATION_HEADER] === 'true' && (trigger.connector_id === null || trigger.connector_auth_type === 'none'))
+    throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   verifyConnector(deps, trigger, request, body);
 
   const { max, windowSeconds } = deps.config.webhookRateLimit;

@@ -10,6 +10,7 @@ it('runs the main job end to end and prints the facts', async () => {
   const r = await runProcess(process.execPath, ['scripts/demo.ts'], ROOT, env);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /evt_1: 202 \{"status":"duplicate"\}/);
+  assert.match(r.stdout, /evt_3 \(through the relay, no bearer token\): 202 \{"status":"accepted"/);
   assert.match(r.stdout, /\(evt_4\): failed - Step store failed: .*data\/amount/);
   assert.match(r.stdout, /latest: 2 facts\n\s+A-101 .*\n\s+A-100 .*"status":"shipped"/);
   assert.match(r.stdout, /timeline: 3 facts/);

@@ -53,6 +53,22 @@ test('bad values are refused with a message naming the variable', () => {
   rejects({ IDEMPOTENCY_TTL: '59' }, 'Invalid configuration: IDEMPOTENCY_TTL must be between 60 and 2592000, got 59');
   rejects({ WORKER: 'maybe' }, 'Invalid configuration: WORKER must be true or false, got "maybe"');
   rejects({ LOG_FORMAT: 'text' }, 'Invalid configuration: LOG_FORMAT must be json or pretty, got "text"');
+  rejects(
+    { RELAY_CLIENT_ID: 'abc' },
+    'Invalid configuration: RELAY_CLIENT_SECRET must be set together with the other of RELAY_CLIENT_ID and RELAY_CLIENT_SECRET',
+  );
+  rejects(
+    { RELAY_CLIENT_SECRET: 'tbcs_x' },
+    'Invalid configuration: RELAY_CLIENT_ID must be set together with the other of RELAY_CLIENT_ID and RELAY_CLIENT_SECRET',
+  );
+  rejects(
+    { RELAY_CLIENT_ID: 'abc', RELAY_CLIENT_SECRET: 'tbcs_x', RELAY_CREDENTIALS_FILE: '/tmp/c.json' },
+    'Invalid configuration: RELAY_CREDENTIALS_FILE cannot be set together with RELAY_CLIENT_ID and RELAY_CLIENT_SECRET: give the account one way',
+  );
+  rejects({ RELAY_TARGET_URL: 'ftp://x' }, 'Invalid configuration: RELAY_TARGET_URL must use http: or https:');
+  rejects({ RELAY_PORT: '70000' }, 'Invalid configuration: RELAY_PORT must be between 0 and 65535, got 70000');
+  assert.equal(loadConfig({}).relay.port, undefined);
+  assert.equal(loadConfig({ HOST: '0.0.0.0' }).relay.host, '0.0.0.0');
 });
 
 test('good values are taken as given', () => {
