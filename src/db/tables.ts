@@ -221,12 +221,58 @@ export interface RateWindowTable {
   count: number;
 }
 
-/** A step of a workflow definition, as saved: `config` was checked for its type. */
-export interface WorkflowStep {
+/** Its output is the expression's value. */
+export interface TransformStep {
   key: string;
-  type: 'transform' | 'condition' | 'write_fact' | 'http_request';
-  config: Record<string, unknown>;
+  type: 'transform';
+  config: { expression: string };
 }
+
+/** Its output is whether the expression's value is truthy; false skips the rest of the run. */
+export interface ConditionStep {
+  key: string;
+  type: 'condition';
+  config: { expression: string };
+}
+
+/** Exactly one of mapping (field: expression) and data (one expression) is given. */
+export interface WriteFactConfig {
+  data_model_slug: string;
+  mapping?: Record<string, string>;
+  data?: string;
+  observed_at?: string;
+  for_each?: string;
+}
+
+export interface WriteFactStep {
+  key: string;
+  type: 'write_fact';
+  config: WriteFactConfig;
+}
+
+/** Either operation_ref or method and path; params, query and headers are name: expression, body one expression. */
+export interface HttpRequestConfig {
+  connector_id: string;
+  operation_ref?: string;
+  method?: string;
+  path?: string;
+  params?: Record<string, string>;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface HttpRequestStep {
+  key: string;
+  type: 'http_request';
+  config: HttpRequestConfig;
+}
+
+/**
+ * A step of a workflow definition, as saved: workflows/definition.ts checked its config
+ * for its type before it was stored, so a stored step read back has this shape.
+ */
+export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep;
 
 /** A trigger as reads show it: never its token. */
 export interface WorkflowTriggerView {

@@ -50,15 +50,15 @@ function lockVersionOf(revision: number, graphHash: string): string {
 
 /** References that only the database can check, checked inside the save's transaction. */
 async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggerIds: Set<string>): Promise<void> {
-  const slugs = [...new Set(def.steps.filter((s) => s.type === 'write_fact').map((s) => s.config.data_model_slug as string))];
+  const slugs = [...new Set(def.steps.flatMap((s) => (s.type === 'write_fact' ? [s.config.data_model_slug] : [])))];
   const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
   def.steps.forEach((step, i) => {
     if (step.type !== 'write_fact') return;
     const at = `${AT}/step_params/${i}/config`;
-    const model = models.get(step.config.data_model_slug as string);
+    const model = models.get(step.config.data_model_slug);
     if (!model)
       throw invalidAt(`${at}/data_model_slug`, `data_model_slug ${JSON.stringify(step.config.data_model_slug)} is not a data model of this workspace`);
-    const mapping = step.config.mapping as Record<string, string> | undefined;
+    const mapping = step.config.mapping;
     if (mapping) {
       const names = new Set(model.fields.map((f) => f.name));
       for (const field of Object.keys(mapping)) {
@@ -89,14 +89,14 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
  * parameter of that operation is given in params.
  */
 async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): Promise<void> {
-  const ids = [...new Set(def.steps.filter((s) => s.type === 'http_request').map((s) => s.config.connector_id as string))];
+  const ids = [...new Set(def.steps.flatMap((s) => (s.type === 'http_request' ? [s.config.connector_id] : [])))];
   const connectors = await q.outboundConnectors(trx, principal.workspaceId, ids);
   def.steps.forEach((step, i) => {
     if (step.type !== 'http_request') return;
     const at = `${AT}/step_params/${i}/config`;
-    const c = connectors.get(step.config.connector_id as string);
+    const c = connectors.get(step.config.connector_id);
     if (!c) throw invalidAt(`${at}/connector_id`, 'connector_id must name an outbound connector of this workspace');
-    const ref = step.config.operation_ref as string | undefined;
+    const ref = step.config.operation_ref;
     const driverOps = c.type === null ? undefined : DRIVER_OPERATIONS[c.type];
     if (driverOps) {
       if (ref === undefined || !driverOps.includes(ref))
@@ -121,7 +121,7 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
           ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification`
           : 'the connector has no api_spec attached: give method and path, or attach one',
       );
-    const given = new Set(Object.keys((step.config.params as Record<string, string> | undefined) ?? {}));
+    const given = new Set(Object.keys(step.config.params ?? {}));
     const missing = op.params.filter((p) => p.required && ['path', 'query', 'header'].includes(p.in) && !given.has(p.name));
     if (missing.length > 0)
       throw invalidAt(`${at}/params`, `the operation ${ref} requires ${missing.map((p) => `${p.name} (${p.in})`).join(', ')}: params must give them`);
