@@ -43,7 +43,9 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   app.post(`${p}/workspaces`, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps.db, body(req.body))));
   app.post(`${p}/users`, async (req, reply) => send(reply, 201, await admin.createUser(deps.db, body(req.body))));
   app.post(`${p}/memberships`, async (req, reply) => send(reply, 201, await admin.addMember(deps.db, body(req.body))));
-  app.post(`${p}/memberships/:id/deactivate`, async (req, reply) => send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id)));
+  app.post(`${p}/memberships/:id/deactivate`, async (req, reply) =>
+    send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id, new Date(deps.clock()))),
+  );
   app.post(`${p}/credentials`, async (req, reply) => send(reply, 201, await admin.createCredential(deps.db, body(req.body))));
   app.patch(`${p}/credentials/:id`, async (req, reply) =>
     send(reply, 200, await admin.updateCredential(deps.db, (req.params as { id: string }).id, body(req.body), new Date(deps.clock()))),

@@ -105,8 +105,8 @@ export async function addMember(db: Db, input: { organization_id?: unknown; user
   return wrap(q.insertMembership(db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: v.role as Role }));
 }
 
-export async function deactivateMember(db: Db, membershipId: unknown) {
-  const row = isUuid(membershipId) ? await q.setMembershipActive(db, membershipId.toLowerCase(), false) : undefined;
+export async function deactivateMember(db: Db, membershipId: unknown, now: Date) {
+  const row = isUuid(membershipId) ? await q.setMembershipActive(db, membershipId.toLowerCase(), false, now) : undefined;
   if (!row) throw notFound('membership');
   return row;
 }
@@ -169,7 +169,7 @@ export async function updateCredential(
   const narrowed = v.revoke_tokens === true || patch.is_active === false || (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
   // Tokens minted before a deactivation, move or revocation stay dead even if it is undone.
   // A removed scope is refused per request instead, so the token's other scopes keep working.
-  const row = await wrap(q.updateServiceAccount(db, accountId, narrowed ? { ...patch, tokens_not_before: now } : patch));
+  const row = await wrap(q.updateServiceAccount(db, accountId, narrowed ? { ...patch, tokens_not_before: now } : patch, now));
   if (!row) throw notFound('credential');
   return publicAccount(row);
 }

@@ -3,6 +3,7 @@
  * Ids are UUIDv7 made by the service (src/ids.ts); timestamps are timestamptz.
  */
 import type { GeneratedAlways, ColumnType, Generated } from 'kysely';
+import type { Operation } from '../openapi/normalize.ts';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 /** jsonb goes in as JSON text (both drivers pass it through unchanged) and comes out parsed. */
@@ -206,7 +207,8 @@ export interface ApiSpecTable {
   version: string | null;
   servers: Json<Array<{ url: string; description: string | null }>>;
   security_schemes: Json<Record<string, unknown>>;
-  operations: Json<unknown[]>;
+  /** As openapi/normalize.ts made them when the document was saved. */
+  operations: Json<Operation[]>;
   provider_slug: string | null;
   inserted_at: Timestamp;
   updated_at: Timestamp;

@@ -1,5 +1,7 @@
+import type { Selectable } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
+import type { DataModelTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
@@ -37,11 +39,11 @@ export async function createDataModel(db: Db, principal: Principal, attrs: Recor
   }
 }
 
-export async function patchDataModel(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
+export async function patchDataModel(db: Db, principal: Principal, existing: Selectable<DataModelTable>, attrs: Record<string, unknown>, now: Date) {
   checkOrganization(principal, attrs.organization_id);
   const { organization_id: _org, ...patch } = attrs;
   try {
-    const row = await updateDataModel(db, principal.workspaceId, existing.id, patch);
+    const row = await updateDataModel(db, principal.workspaceId, existing.id, patch, now);
     if (!row) throw new AppError('not_found', 'No data_model with this id');
     return row;
   } catch (err) {

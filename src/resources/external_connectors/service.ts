@@ -14,7 +14,7 @@ import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { isObject } from '../../json.ts';
 import { sealSecret } from '../../secret-box.ts';
-import type { Updateable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
 import { insertConnector, updateConnector } from './external-connectors.sql.ts';
@@ -138,14 +138,22 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   }
 }
 
-export async function patchConnector(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
+export async function patchConnector(
+  db: Db,
+  principal: Principal,
+  existing: Selectable<ExternalConnectorTable>,
+  attrs: Record<string, unknown>,
+  opts: ConnectorWriteOptions,
+  now: Date,
+) {
   requireRole(principal, CONNECTOR_ROLES, 'Only an admin or owner may change external connectors');
   checkOrganization(principal, attrs.organization_id);
   const patch: Updateable<ExternalConnectorTable> = {};
   for (const k of ['name', 'auth_type', 'type', 'direction', 'description', 'provider_slug'] as const) {
+    // connectorInput checked each against its column: strings, and the enums' members.
     if (attrs[k] !== undefined) (patch as Record<string, unknown>)[k] = attrs[k];
   }
-  const type = attrs.type !== undefined ? (attrs.type as string | null) : (existing.type as string | null);
+  const type = attrs.type !== undefined ? (attrs.type as string | null) : existing.type;
   if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, type, opts);
   // A connector that becomes a snowflake one keeps its config: that config is checked as one.
   else if (attrs.type !== undefined) checkConfig(existing.config, type, opts);
@@ -154,7 +162,7 @@ export async function patchConnector(db: Db, principal: Principal, existing: Rec
     patch.secret_ciphertext = sealed(opts, attrs.secret);
   }
   try {
-    const row = await updateConnector(db, principal.workspaceId, existing.id, patch);
+    const row = await updateConnector(db, principal.workspaceId, existing.id, patch, now);
     if (!row) throw new AppError('not_found', 'No external_connector with this id');
     return row;
   } catch (err) {

@@ -8,7 +8,7 @@ import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
 import { RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
 
-export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string): Promise<Record<string, any>> {
+export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string) {
   const row = isUuid(runId)
     ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts)
     : undefined;

@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/connect.ts';
+import type { WorkflowRunTable } from '../../db/tables.ts';
 
 /**
  * A new run of the same workflow version and payload as `originalId`, linked to it; the
@@ -7,7 +8,7 @@ import type { Db } from '../../db/connect.ts';
  * is no such run.
  */
 export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number) {
-  const result = await sql<Record<string, any>>`
+  const result = await sql<Selectable<WorkflowRunTable>>`
     with r as (
       insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, run_at, inserted_at, updated_at)
       select ${id}, o.organization_id, o.workspace_id, o.workflow_id, o.workflow_version, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, ${now}, ${now}, ${now}

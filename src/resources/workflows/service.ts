@@ -10,7 +10,8 @@
 import { createHash } from 'node:crypto';
 import { CONNECTOR_ROLES, requireRole, type Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
-import type { WorkflowTriggerView } from '../../db/tables.ts';
+import type { Selectable } from 'kysely';
+import type { WorkflowTable, WorkflowTriggerView } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
@@ -133,12 +134,12 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
 }
 
 export interface SavedWorkflow {
-  row: Record<string, any>;
+  row: Selectable<WorkflowTable>;
   /** Tokens of the triggers created by this save, by key: shown this once. */
   triggerTokens: Record<string, string>;
 }
 
-export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>): Promise<SavedWorkflow> {
+export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date): Promise<SavedWorkflow> {
   checkOrganization(principal, attrs.organization_id);
   const def = readDefinition(attrs);
   // An http_request step calls out with a connector's credentials, to a method and path the
@@ -206,7 +207,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       }
 
       const row = existing
-        ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: new Date() })
+        ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: now })
         : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
       await q.putVersion(trx, id, version, def.steps, principal.membershipId);
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
@@ -223,7 +224,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
           key: t.key,
           service_account_id: t.service_account_id,
           inbound_connector_id: t.inbound_connector_id,
-          updated_at: new Date(),
+          updated_at: now,
         });
       await q.insertTriggers(
         trx,
