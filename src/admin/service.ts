@@ -8,6 +8,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/tables.ts';
 import { AppError, fromPgError, invalidAt, invalidParam } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
+import { isObject } from '../json.ts';
 import { readInput, type InputField, type InputSchema } from '../input.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
@@ -59,10 +60,10 @@ export function parseScopes(v: unknown): Scope[] {
           .map((s) => s.trim())
           .filter(Boolean)
       : v;
-  if (!Array.isArray(list) || list.length === 0 || !list.every((s) => typeof s === 'string' && isScope(s))) {
+  if (!Array.isArray(list) || list.length === 0 || !list.every((s): s is Scope => typeof s === 'string' && isScope(s))) {
     throw invalidAt('/scopes', `scopes must be a non-empty list of ${SCOPES.join(', ')}`);
   }
-  return [...new Set(list as Scope[])];
+  return [...new Set(list)];
 }
 
 export async function createOrganization(db: Db, input: { name?: unknown; domain?: unknown }) {
@@ -176,15 +177,11 @@ export async function updateCredential(
 
 function position(v: unknown): { x: number; y: number; w: number; h: number } {
   if (v === undefined || v === null) return { x: 0, y: 0, w: 4, h: 3 };
-  const p = v as Record<string, unknown>;
-  if (
-    typeof v !== 'object' ||
-    Array.isArray(v) ||
-    !['x', 'y', 'w', 'h'].every((k) => Number.isInteger(p[k]) && (p[k] as number) >= 0 && (p[k] as number) <= 10_000)
-  ) {
+  const whole = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 10_000;
+  if (!isObject(v) || !whole(v.x) || !whole(v.y) || !whole(v.w) || !whole(v.h)) {
     throw invalidAt('/position', 'position must be an object {x, y, w, h} of whole numbers');
   }
-  return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
+  return { x: v.x, y: v.y, w: v.w, h: v.h };
 }
 
 export async function createWidget(
