@@ -28,6 +28,7 @@ export interface SpecWriteOptions {
   importer: SpecImporter;
 }
 
+/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
 export function apiSpecInput(maxBytes: number): InputSchema {
   return {
     name: { kind: 'string', nullable: false, max: 200 },

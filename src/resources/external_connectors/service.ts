@@ -23,6 +23,7 @@ import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
 
+/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
 export const connectorInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },
   // Required unless a bundled provider_slug supplies it.
