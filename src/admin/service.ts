@@ -17,7 +17,7 @@ import * as q from './admin.sql.ts';
 const notFound = (what: string) => new AppError('not_found', `No ${what} with this id`);
 
 // The input rules of the admin API, in the vocabulary JSON:API documents are checked with. What readInput
-// returns was checked against them: the `v.x as T` below restate the kind each member was checked to have.
+// returns was checked against them: the casts of its members below restate the kind each was checked to have.
 const NAME: InputField = { kind: 'string', required: true, max: 200 };
 const OPTIONAL_NAME: InputField = { kind: 'string', nullable: true, max: 200 };
 const ID: InputField = { kind: 'id', required: true };

@@ -28,7 +28,7 @@ export interface SpecWriteOptions {
   importer: SpecImporter;
 }
 
-/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export function apiSpecInput(maxBytes: number): InputSchema {
   return {
     name: { kind: 'string', nullable: false, max: 200 },

@@ -9,7 +9,7 @@ import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
 
-/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const fieldInput: InputSchema = {
   data_model_id: { kind: 'string', required: true, max: 64 },
   name: {

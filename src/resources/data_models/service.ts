@@ -7,7 +7,7 @@ import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
 
-/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const dataModelInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },
   slug: { kind: 'string', required: true, max: 63, pattern: SLUG_RE, patternText: 'must be 1-63 lowercase letters, digits or hyphens', trim: false },

@@ -23,7 +23,7 @@ import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
 
-/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const connectorInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },
   // Required unless a bundled provider_slug supplies it.
@@ -71,9 +71,9 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
     const r = c.rate_limit;
     const at = '/data/attributes/config/rate_limit';
     if (!isObject(r)) throw invalidAt(at, 'config.rate_limit must be an object {requests, per_seconds}');
-    if (!Number.isInteger(r.requests) || (r.requests as number) < 1 || (r.requests as number) > 1_000_000)
-      throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
-    if (!Number.isInteger(r.per_seconds) || (r.per_seconds as number) < 1 || (r.per_seconds as number) > 86_400)
+    const wholeUpTo = (n: unknown, max: number) => typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= max;
+    if (!wholeUpTo(r.requests, 1_000_000)) throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
+    if (!wholeUpTo(r.per_seconds, 86_400))
       throw invalidAt(`${at}/per_seconds`, 'config.rate_limit.per_seconds must be a whole number of seconds from 1 to 86400');
   }
   return JSON.stringify(config);

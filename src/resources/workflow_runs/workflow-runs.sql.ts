@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import type { WorkflowRunTable } from '../../db/tables.ts';
+import type { RunStatus, WorkflowRunTable } from '../../db/tables.ts';
 
 /**
  * A new run of the same workflow version and payload as `originalId`, linked to it; the
@@ -44,7 +44,7 @@ const RUN_COLUMNS = [
 export interface RunListFilter {
   workspaceId?: string;
   workflowId?: string;
-  status?: string;
+  status?: RunStatus | undefined;
   limit: number;
 }
 
@@ -53,7 +53,7 @@ export function listRuns(db: Db, f: RunListFilter) {
   let q = db.selectFrom('workflow_runs').select(RUN_COLUMNS).orderBy('inserted_at', 'desc').orderBy('id', 'desc').limit(f.limit);
   if (f.workspaceId) q = q.where('workspace_id', '=', f.workspaceId);
   if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
-  if (f.status) q = q.where('status', '=', f.status as never);
+  if (f.status) q = q.where('status', '=', f.status);
   return q.execute();
 }
 

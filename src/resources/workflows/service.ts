@@ -25,7 +25,7 @@ import { operationOf } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 
-/** Checked by readAttributes before a write sees attrs: the writes' `attrs.x as T` restate the kind each member was checked to have. */
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const builderStateInput: InputSchema = {
   is_new_version: { kind: 'boolean', required: true },
   organization_id: { kind: 'string', required: true, max: 64 },
