@@ -32,7 +32,7 @@ export interface Deps {
   /**
    * Milliseconds since the epoch: every reading of the time goes through it (token iat
    * and expiry, tokens_not_before, GraphQL's now, rate windows, the scheduler, the
-   * sweep), so tests move time instead of waiting.
+   * sweep, the updated_at a write sets), so tests move time instead of waiting.
    */
   clock: Clock;
   /** The admin API's bearer token (compared in constant time). */

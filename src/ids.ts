@@ -7,7 +7,10 @@ const POOL_BYTES = 16 * 512;
 const pool = Buffer.alloc(POOL_BYTES);
 let poolOffset = POOL_BYTES;
 
-/** UUIDv7 (RFC 9562): 48-bit unix-ms timestamp, then random bits; time-ordered, so indexes stay append-mostly. */
+/**
+ * UUIDv7 (RFC 9562): 48-bit unix-ms timestamp, then random bits; time-ordered, so indexes stay append-mostly.
+ * The machine's time, not the deps clock: it only orders the index and is never read back as the time of anything.
+ */
 export function uuidv7(now: number = Date.now()): string {
   if (poolOffset === POOL_BYTES) {
     randomFillSync(pool);

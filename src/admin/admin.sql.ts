@@ -25,13 +25,13 @@ export const findUser = (db: Db, id: string) => db.selectFrom('users').selectAll
 export const findMembership = (db: Db, id: string) => db.selectFrom('org_memberships').selectAll().where('id', '=', id).executeTakeFirst();
 export const findServiceAccount = (db: Db, id: string) => db.selectFrom('service_accounts').selectAll().where('id', '=', id).executeTakeFirst();
 
-export const setMembershipActive = (db: Db, id: string, active: boolean) =>
-  db.updateTable('org_memberships').set({ is_active: active, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirst();
+export const setMembershipActive = (db: Db, id: string, active: boolean, now: Date) =>
+  db.updateTable('org_memberships').set({ is_active: active, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirst();
 
-export const updateServiceAccount = (db: Db, id: string, patch: Updateable<ServiceAccountTable>) =>
+export const updateServiceAccount = (db: Db, id: string, patch: Updateable<ServiceAccountTable>, now: Date) =>
   db
     .updateTable('service_accounts')
-    .set({ ...patch, updated_at: new Date() })
+    .set({ ...patch, updated_at: now })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();

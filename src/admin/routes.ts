@@ -37,16 +37,21 @@ export function adminApi(deps: Deps): SurfaceSpec {
   };
 }
 
+/** A route with `:id` in its path: Fastify gives every path parameter as a string. */
+type ById = { Params: { id: string } };
+
 function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   const p = '/admin/v1';
   app.post(`${p}/organizations`, async (req, reply) => send(reply, 201, await admin.createOrganization(deps.db, body(req.body))));
   app.post(`${p}/workspaces`, async (req, reply) => send(reply, 201, await admin.createWorkspace(deps.db, body(req.body))));
   app.post(`${p}/users`, async (req, reply) => send(reply, 201, await admin.createUser(deps.db, body(req.body))));
   app.post(`${p}/memberships`, async (req, reply) => send(reply, 201, await admin.addMember(deps.db, body(req.body))));
-  app.post(`${p}/memberships/:id/deactivate`, async (req, reply) => send(reply, 200, await admin.deactivateMember(deps.db, (req.params as { id: string }).id)));
+  app.post<ById>(`${p}/memberships/:id/deactivate`, async (req, reply) =>
+    send(reply, 200, await admin.deactivateMember(deps.db, req.params.id, new Date(deps.clock()))),
+  );
   app.post(`${p}/credentials`, async (req, reply) => send(reply, 201, await admin.createCredential(deps.db, body(req.body))));
-  app.patch(`${p}/credentials/:id`, async (req, reply) =>
-    send(reply, 200, await admin.updateCredential(deps.db, (req.params as { id: string }).id, body(req.body), new Date(deps.clock()))),
+  app.patch<ById>(`${p}/credentials/:id`, async (req, reply) =>
+    send(reply, 200, await admin.updateCredential(deps.db, req.params.id, body(req.body), new Date(deps.clock()))),
   );
   app.post(`${p}/widgets`, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
   app.post(`${p}/sweep`, async (_req, reply) => {
@@ -73,14 +78,14 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
       return reply.code(200).type('application/json').send(JSON.stringify(result));
     });
   }
-  app.get(`${p}/runs`, async (req, reply) =>
+  app.get<{ Querystring: Record<string, unknown> }>(`${p}/runs`, async (req, reply) =>
     reply
       .code(200)
       .type('application/json')
-      .send(JSON.stringify(await adminListRuns(deps, req.query as Record<string, unknown>))),
+      .send(JSON.stringify(await adminListRuns(deps, req.query))),
   );
-  app.get(`${p}/runs/:id`, async (req, reply) => send(reply, 200, await adminFindRun(deps, (req.params as { id: string }).id)));
-  app.post(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, (req.params as { id: string }).id)));
+  app.get<ById>(`${p}/runs/:id`, async (req, reply) => send(reply, 200, await adminFindRun(deps, req.params.id)));
+  app.post<ById>(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, req.params.id)));
   app.get(`${p}/whoami`, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));
   registerFactsAdminRoutes(app, deps);
 }

@@ -8,6 +8,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/tables.ts';
 import { AppError, fromPgError, invalidAt, invalidParam } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
+import { isObject } from '../json.ts';
 import { readInput, type InputField, type InputSchema } from '../input.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
@@ -15,7 +16,8 @@ import * as q from './admin.sql.ts';
 
 const notFound = (what: string) => new AppError('not_found', `No ${what} with this id`);
 
-// The input rules of the admin API, in the vocabulary JSON:API documents are checked with.
+// The input rules of the admin API, in the vocabulary JSON:API documents are checked with. What readInput
+// returns was checked against them: the casts of its members below restate the kind each was checked to have.
 const NAME: InputField = { kind: 'string', required: true, max: 200 };
 const OPTIONAL_NAME: InputField = { kind: 'string', nullable: true, max: 200 };
 const ID: InputField = { kind: 'id', required: true };
@@ -59,10 +61,10 @@ export function parseScopes(v: unknown): Scope[] {
           .map((s) => s.trim())
           .filter(Boolean)
       : v;
-  if (!Array.isArray(list) || list.length === 0 || !list.every((s) => typeof s === 'string' && isScope(s))) {
+  if (!Array.isArray(list) || list.length === 0 || !list.every((s): s is Scope => typeof s === 'string' && isScope(s))) {
     throw invalidAt('/scopes', `scopes must be a non-empty list of ${SCOPES.join(', ')}`);
   }
-  return [...new Set(list as Scope[])];
+  return [...new Set(list)];
 }
 
 export async function createOrganization(db: Db, input: { name?: unknown; domain?: unknown }) {
@@ -105,8 +107,8 @@ export async function addMember(db: Db, input: { organization_id?: unknown; user
   return wrap(q.insertMembership(db, { id: uuidv7(), organization_id: orgId, user_id: userId, role: v.role as Role }));
 }
 
-export async function deactivateMember(db: Db, membershipId: unknown) {
-  const row = isUuid(membershipId) ? await q.setMembershipActive(db, membershipId.toLowerCase(), false) : undefined;
+export async function deactivateMember(db: Db, membershipId: unknown, now: Date) {
+  const row = isUuid(membershipId) ? await q.setMembershipActive(db, membershipId.toLowerCase(), false, now) : undefined;
   if (!row) throw notFound('membership');
   return row;
 }
@@ -169,22 +171,18 @@ export async function updateCredential(
   const narrowed = v.revoke_tokens === true || patch.is_active === false || (patch.workspace_id !== undefined && patch.workspace_id !== account.workspace_id);
   // Tokens minted before a deactivation, move or revocation stay dead even if it is undone.
   // A removed scope is refused per request instead, so the token's other scopes keep working.
-  const row = await wrap(q.updateServiceAccount(db, accountId, narrowed ? { ...patch, tokens_not_before: now } : patch));
+  const row = await wrap(q.updateServiceAccount(db, accountId, narrowed ? { ...patch, tokens_not_before: now } : patch, now));
   if (!row) throw notFound('credential');
   return publicAccount(row);
 }
 
 function position(v: unknown): { x: number; y: number; w: number; h: number } {
   if (v === undefined || v === null) return { x: 0, y: 0, w: 4, h: 3 };
-  const p = v as Record<string, unknown>;
-  if (
-    typeof v !== 'object' ||
-    Array.isArray(v) ||
-    !['x', 'y', 'w', 'h'].every((k) => Number.isInteger(p[k]) && (p[k] as number) >= 0 && (p[k] as number) <= 10_000)
-  ) {
+  const whole = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 10_000;
+  if (!isObject(v) || !whole(v.x) || !whole(v.y) || !whole(v.w) || !whole(v.h)) {
     throw invalidAt('/position', 'position must be an object {x, y, w, h} of whole numbers');
   }
-  return { x: p.x as number, y: p.y as number, w: p.w as number, h: p.h as number };
+  return { x: v.x, y: v.y, w: v.w, h: v.h };
 }
 
 export async function createWidget(

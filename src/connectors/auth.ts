@@ -134,14 +134,14 @@ export function tokenCache(http: HttpClient, allowPrivateEgress: boolean, now: (
 /**
  * The request with the connector's credentials added, and the values it sent that are not
  * known before the call (an oauth2 access token, as token and as header value), for
- * redaction. `messageId` names the request for hmac signing.
+ * redaction. `messageId` names the request for hmac signing (none: a random one); `nowSeconds` is the runtime's clock.
  */
 export async function authorize(
   c: ConnectorRecord,
   req: OutboundRequest,
   tokens: TokenCache,
-  messageId: string = randomUUID(),
-  nowSeconds = Math.floor(Date.now() / 1000),
+  messageId: string | undefined,
+  nowSeconds: number,
 ): Promise<{ request: OutboundRequest; sent: string[] }> {
   const cfg = c.config ?? {};
   const headers = { ...req.headers };
@@ -169,9 +169,10 @@ export async function authorize(
     }
     case 'hmac': {
       const body = req.body === undefined ? '' : req.body.toString();
-      headers['webhook-id'] = messageId;
+      const id = messageId ?? randomUUID();
+      headers['webhook-id'] = id;
       headers['webhook-timestamp'] = String(nowSeconds);
-      headers['webhook-signature'] = standardWebhookSignature(needSecret(c), messageId, nowSeconds, body);
+      headers['webhook-signature'] = standardWebhookSignature(needSecret(c), id, nowSeconds, body);
       break;
     }
     default:

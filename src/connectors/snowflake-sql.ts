@@ -110,14 +110,15 @@ export function buildStatement(body: unknown): { sqlText: string; binds: Bind[] 
 
 /** Whether a step body's `statement` member is a string literal of the expression (no value can reach the SQL text). */
 export function statementIsLiteral(expression: string): boolean {
-  let ast: Record<string, any>;
+  let ast: jsonata.ExprNode;
   try {
-    ast = jsonata(expression).ast() as Record<string, any>;
+    ast = jsonata(expression).ast();
   } catch {
     return false;
   }
   if (ast.type !== 'unary' || ast.value !== '{' || !Array.isArray(ast.lhs)) return false;
-  const pair = (ast.lhs as Array<[Record<string, any>, Record<string, any>]>).find(([k]) => k.type === 'string' && k.value === 'statement');
+  // The lhs of an object constructor (unary `{`) is its [key, value] pairs.
+  const pair = (ast.lhs as [jsonata.ExprNode, jsonata.ExprNode][]).find(([k]) => k.type === 'string' && k.value === 'statement');
   return pair !== undefined && pair[1].type === 'string';
 }
 

@@ -3,6 +3,7 @@
  * Ids are UUIDv7 made by the service (src/ids.ts); timestamps are timestamptz.
  */
 import type { GeneratedAlways, ColumnType, Generated } from 'kysely';
+import type { Operation } from '../openapi/normalize.ts';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 /** jsonb goes in as JSON text (both drivers pass it through unchanged) and comes out parsed. */
@@ -206,7 +207,8 @@ export interface ApiSpecTable {
   version: string | null;
   servers: Json<Array<{ url: string; description: string | null }>>;
   security_schemes: Json<Record<string, unknown>>;
-  operations: Json<unknown[]>;
+  /** As openapi/normalize.ts made them when the document was saved. */
+  operations: Json<Operation[]>;
   provider_slug: string | null;
   inserted_at: Timestamp;
   updated_at: Timestamp;
@@ -221,12 +223,58 @@ export interface RateWindowTable {
   count: number;
 }
 
-/** A step of a workflow definition, as saved: `config` was checked for its type. */
-export interface WorkflowStep {
+/** Its output is the expression's value. */
+export interface TransformStep {
   key: string;
-  type: 'transform' | 'condition' | 'write_fact' | 'http_request';
-  config: Record<string, unknown>;
+  type: 'transform';
+  config: { expression: string };
 }
+
+/** Its output is whether the expression's value is truthy; false skips the rest of the run. */
+export interface ConditionStep {
+  key: string;
+  type: 'condition';
+  config: { expression: string };
+}
+
+/** Exactly one of mapping (field: expression) and data (one expression) is given. */
+export interface WriteFactConfig {
+  data_model_slug: string;
+  mapping?: Record<string, string>;
+  data?: string;
+  observed_at?: string;
+  for_each?: string;
+}
+
+export interface WriteFactStep {
+  key: string;
+  type: 'write_fact';
+  config: WriteFactConfig;
+}
+
+/** Either operation_ref or method and path; params, query and headers are name: expression, body one expression. */
+export interface HttpRequestConfig {
+  connector_id: string;
+  operation_ref?: string;
+  method?: string;
+  path?: string;
+  params?: Record<string, string>;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface HttpRequestStep {
+  key: string;
+  type: 'http_request';
+  config: HttpRequestConfig;
+}
+
+/**
+ * A step of a workflow definition, as saved: workflows/definition.ts checked its config
+ * for its type before it was stored, so a stored step read back has this shape.
+ */
+export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep;
 
 export type CatchUp = 'latest' | 'none';
 

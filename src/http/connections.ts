@@ -91,6 +91,7 @@ export function connectionOptions(
  * stream is left alone: destroying it would close the socket before the 408 is written.
  */
 function bodyDeadline(raw: Readable, timeoutMs: number, idle: boolean): Transform {
+  // Real time, not the deps clock: it measures a wait that real timers end.
   let last = Date.now();
   const body = new Transform({
     transform(chunk, _encoding, callback) {

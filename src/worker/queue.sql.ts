@@ -15,6 +15,7 @@ type ClaimedColumns =
 
 /** The run row's columns the worker reads, and its version's steps. */
 export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
+  /** The version's stored steps, typed as read: each was checked for its type by workflows/definition.ts before it was saved. */
   definition: WorkflowStep[];
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];

@@ -7,7 +7,7 @@
  */
 import { invalidAt, quoteName } from '../errors.ts';
 import { isObject, pointerToken } from '../json.ts';
-import type { WorkflowStep } from '../db/tables.ts';
+import type { HttpRequestConfig, WorkflowStep, WriteFactConfig } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
 import { SLUG_RE } from '../input.ts';
 import { compileExpression } from './expressions.ts';
@@ -103,42 +103,46 @@ function readWfParams(v: unknown): WfParams {
   return { name: name.trim(), description, is_active: active ?? true };
 }
 
-function readStepConfig(type: WorkflowStep['type'], config: Record<string, unknown>, at: string): Record<string, unknown> {
+const isStepType = (t: unknown): t is WorkflowStep['type'] => (STEP_TYPES as readonly unknown[]).includes(t);
+
+function readStep(key: string, type: WorkflowStep['type'], config: Record<string, unknown>, at: string): WorkflowStep {
   switch (type) {
     case 'transform':
     case 'condition':
       onlyMembers(config, ['expression'], at, `a ${type} step's config`);
-      return { expression: expression(config, 'expression', at, true) };
-    case 'write_fact': {
-      onlyMembers(config, ['data_model_slug', 'mapping', 'data', 'observed_at', 'for_each'], at, "a write_fact step's config");
-      const slug = config.data_model_slug;
-      if (typeof slug !== 'string' || !SLUG_RE.test(slug)) throw invalidAt(`${at}/data_model_slug`, 'data_model_slug must be the slug of a data model');
-      const out: Record<string, unknown> = { data_model_slug: slug };
-      const hasMapping = config.mapping !== undefined && config.mapping !== null;
-      const hasData = config.data !== undefined && config.data !== null;
-      if (hasMapping === hasData)
-        throw invalidAt(at, 'a write_fact step needs exactly one of mapping (an object of field: expression) and data (an expression)');
-      if (hasMapping) {
-        if (!isObject(config.mapping)) throw invalidAt(`${at}/mapping`, 'mapping must be an object of field: expression');
-        const entries = Object.entries(config.mapping);
-        if (entries.length === 0) throw invalidAt(`${at}/mapping`, 'mapping must name at least one field');
-        if (entries.length > WORKFLOW_LIMITS.maxMappingFields)
-          throw invalidAt(`${at}/mapping`, `mapping may name at most ${WORKFLOW_LIMITS.maxMappingFields} fields`);
-        const mapping: Record<string, string> = {};
-        for (const [field] of entries) mapping[field] = expression(config.mapping, field, `${at}/mapping`, true)!;
-        out.mapping = mapping;
-      } else {
-        out.data = expression(config, 'data', at, true);
-      }
-      const observedAt = expression(config, 'observed_at', at, false);
-      if (observedAt !== null) out.observed_at = observedAt;
-      const forEach = expression(config, 'for_each', at, false);
-      if (forEach !== null) out.for_each = forEach;
-      return out;
-    }
+      return { key, type, config: { expression: expression(config, 'expression', at, true)! } };
+    case 'write_fact':
+      return { key, type, config: readWriteFact(config, at) };
     case 'http_request':
-      return readHttpRequest(config, at);
+      return { key, type, config: readHttpRequest(config, at) };
   }
+}
+
+function readWriteFact(config: Record<string, unknown>, at: string): WriteFactConfig {
+  onlyMembers(config, ['data_model_slug', 'mapping', 'data', 'observed_at', 'for_each'], at, "a write_fact step's config");
+  const slug = config.data_model_slug;
+  if (typeof slug !== 'string' || !SLUG_RE.test(slug)) throw invalidAt(`${at}/data_model_slug`, 'data_model_slug must be the slug of a data model');
+  const out: WriteFactConfig = { data_model_slug: slug };
+  const hasMapping = config.mapping !== undefined && config.mapping !== null;
+  const hasData = config.data !== undefined && config.data !== null;
+  if (hasMapping === hasData) throw invalidAt(at, 'a write_fact step needs exactly one of mapping (an object of field: expression) and data (an expression)');
+  if (hasMapping) {
+    if (!isObject(config.mapping)) throw invalidAt(`${at}/mapping`, 'mapping must be an object of field: expression');
+    const entries = Object.entries(config.mapping);
+    if (entries.length === 0) throw invalidAt(`${at}/mapping`, 'mapping must name at least one field');
+    if (entries.length > WORKFLOW_LIMITS.maxMappingFields)
+      throw invalidAt(`${at}/mapping`, `mapping may name at most ${WORKFLOW_LIMITS.maxMappingFields} fields`);
+    const mapping: Record<string, string> = {};
+    for (const [field] of entries) mapping[field] = expression(config.mapping, field, `${at}/mapping`, true)!;
+    out.mapping = mapping;
+  } else {
+    out.data = expression(config, 'data', at, true)!;
+  }
+  const observedAt = expression(config, 'observed_at', at, false);
+  if (observedAt !== null) out.observed_at = observedAt;
+  const forEach = expression(config, 'for_each', at, false);
+  if (forEach !== null) out.for_each = forEach;
+  return out;
 }
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
@@ -186,10 +190,10 @@ function expressionMap(config: Record<string, unknown>, name: string, at: string
  * With operation_ref, params go where the operation declares them (path, query, header);
  * with method + path, params fill the path's {name} placeholders.
  */
-function readHttpRequest(config: Record<string, unknown>, at: string): Record<string, unknown> {
+function readHttpRequest(config: Record<string, unknown>, at: string): HttpRequestConfig {
   onlyMembers(config, ['connector_id', 'operation_ref', 'method', 'path', 'params', 'query', 'headers', 'body'], at, "an http_request step's config");
   if (!isUuid(config.connector_id)) throw invalidAt(`${at}/connector_id`, 'connector_id must be the id of an outbound connector');
-  const out: Record<string, unknown> = { connector_id: (config.connector_id as string).toLowerCase() };
+  const out: HttpRequestConfig = { connector_id: config.connector_id.toLowerCase() };
   const hasRef = config.operation_ref !== undefined && config.operation_ref !== null;
   const hasPath = config.method !== undefined || config.path !== undefined;
   if (hasRef === hasPath) throw invalidAt(at, 'an http_request step needs either operation_ref or method and path');
@@ -210,7 +214,7 @@ function readHttpRequest(config: Record<string, unknown>, at: string): Record<st
   const query = expressionMap(config, 'query', at);
   const headers = expressionMap(config, 'headers', at, true);
   if (!hasRef) {
-    for (const m of (out.path as string).matchAll(PATH_PARAM)) {
+    for (const m of out.path!.matchAll(PATH_PARAM)) {
       if (params?.[m[1]!] === undefined) throw invalidAt(`${at}/params`, `the path names {${m[1]}}: params must give it`);
     }
   }
@@ -234,13 +238,10 @@ function readSteps(v: unknown): WorkflowStep[] {
     if (typeof step.key !== 'string' || !KEY_RE.test(step.key)) throw invalidAt(`${sat}/key`, `key ${KEY_TEXT}`);
     if (seen.has(step.key)) throw invalidAt(`${sat}/key`, `key ${quoteName(step.key)} is used by an earlier step`);
     seen.add(step.key);
-    if (typeof step.type !== 'string' || !(STEP_TYPES as readonly string[]).includes(step.type)) {
-      throw invalidAt(`${sat}/type`, `type must be one of ${STEP_TYPES.join(', ')}`);
-    }
+    if (!isStepType(step.type)) throw invalidAt(`${sat}/type`, `type must be one of ${STEP_TYPES.join(', ')}`);
     const config = step.config ?? {};
     if (!isObject(config)) throw invalidAt(`${sat}/config`, 'config must be an object');
-    const type = step.type as WorkflowStep['type'];
-    return { key: step.key, type, config: readStepConfig(type, config, `${sat}/config`) };
+    return readStep(step.key, step.type, config, `${sat}/config`);
   });
 }
 

@@ -88,6 +88,7 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
   let watch: NodeJS.Timeout | undefined;
 
   const spawn = () => {
+    // box is set by the next statement: the sandbox's callbacks close over c, and run only after it is.
     const c: Child = { box: undefined as unknown as Sandbox, ready: false, jobs: [], progressAt: 0 };
     c.box = startSandbox<ChildReply>(
       CHILD_SCRIPT,

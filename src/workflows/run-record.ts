@@ -101,7 +101,7 @@ export function capRecord<T extends { steps: StepRecord[]; error: string | null 
 }
 
 /** A run as answers show it: its record within ANSWER_CAPS, and a large payload as a preview. */
-export function presentRun(row: Record<string, any>): Record<string, unknown> {
+export function presentRun(row: { steps?: unknown; error?: string | null; payload?: unknown }): Record<string, unknown> {
   const { steps, error } = capRecord({ steps: Array.isArray(row.steps) ? row.steps : [], error: row.error ?? null }, ANSWER_CAPS);
   const payloadJson = JSON.stringify(row.payload) ?? 'null';
   const payloadBytes = Buffer.byteLength(payloadJson);

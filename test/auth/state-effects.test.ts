@@ -99,7 +99,7 @@ describe('a minted token stops being honoured on the very next request', () => {
 
   test('run-as membership deactivated: 403 forbidden', async () => {
     const { acct, token } = await freshAccount();
-    await admin.deactivateMember(t.deps.db, acct.membershipId);
+    await admin.deactivateMember(t.deps.db, acct.membershipId, new Date(t.deps.clock()));
     const res = await jsonApi(t, token).get(ORGS);
     assertJsonApiError(res, 403, 'forbidden');
     assert.equal(res.headers.get('www-authenticate'), null);
@@ -152,7 +152,7 @@ describe('the same effects on reads by id (account re-check and row in one state
       const { acct, token } = await freshAccount();
       const paths = await byIdPaths(acct, token);
       if (change === 'scope') await admin.updateCredential(t.deps.db, acct.credentialId, { scopes: ['api_write'] }, new Date(t.deps.clock()));
-      else await admin.deactivateMember(t.deps.db, acct.membershipId);
+      else await admin.deactivateMember(t.deps.db, acct.membershipId, new Date(t.deps.clock()));
       for (const p of paths) assertJsonApiError(await jsonApi(t, token).get(p), 403, 'forbidden');
     }
   });

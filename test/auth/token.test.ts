@@ -261,7 +261,7 @@ describe('RFC 6749 5.2 errors', () => {
   test('inactive run-as membership: 401 invalid_client', async () => {
     const acct = await seedAccount(t.deps, tenant);
     assert.ok(await tokenFor(t, acct), 'control: the account can exchange before the change');
-    await admin.deactivateMember(t.deps.db, acct.membershipId);
+    await admin.deactivateMember(t.deps.db, acct.membershipId, new Date(t.deps.clock()));
     assertOAuthError(
       await exchange(form({ grant_type: 'client_credentials', client_id: acct.clientId, client_secret: acct.clientSecret })),
       401,

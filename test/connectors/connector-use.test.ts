@@ -118,7 +118,7 @@ describe('running a workflow that calls out', () => {
     const saver = await as('admin');
     const { step, path } = callStep();
     const { workflow, tokens } = await saveOk(saver, { step_params: [step] });
-    await admin.deactivateMember(f.t.deps.db, saver.membershipId);
+    await admin.deactivateMember(f.t.deps.db, saver.membershipId, new Date(f.t.deps.clock()));
     const run = await runOnce(tokens.hook!);
     assert.equal(run.status, 'failed', JSON.stringify(run));
     assert.equal(calls(path), 0);

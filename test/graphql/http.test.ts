@@ -111,7 +111,7 @@ describe('who may ask', () => {
     const acct = await seedAccount(t.deps, tenant, { scopes: ['api_read'] });
     const tok = await tokenFor(t, acct);
     assert.equal((await gql(gqlClient(t, tok), FQ(slug))).status, 200);
-    await admin.deactivateMember(t.deps.db, acct.membershipId);
+    await admin.deactivateMember(t.deps.db, acct.membershipId, new Date(t.deps.clock()));
     assertHttpError(await gql(gqlClient(t, tok), FQ(slug)), 403, 'forbidden');
   });
 

@@ -159,7 +159,7 @@ describe('org_memberships', () => {
   test('a deactivated membership is retained for audit and found with filter[is_active]=false', async () => {
     const gone = await seedAccount(t.deps, A, { role: 'admin' });
     assert.deepEqual(ids(await api.get(`${P}/org_memberships?filter[is_active]=false`)), []);
-    const row = await admin.deactivateMember(t.deps.db, gone.membershipId);
+    const row = await admin.deactivateMember(t.deps.db, gone.membershipId, new Date(t.deps.clock()));
     assert.equal(row.is_active, false);
 
     const inactive = await api.get(`${P}/org_memberships?filter[is_active]=false&include=user`);

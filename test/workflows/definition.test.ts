@@ -6,7 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppError } from '../../src/errors.ts';
-import { readDefinition, WORKFLOW_LIMITS } from '../../src/workflows/definition.ts';
+import type { HttpRequestConfig, WriteFactConfig } from '../../src/db/tables.ts';
+import { readDefinition, WORKFLOW_LIMITS, type Definition } from '../../src/workflows/definition.ts';
+
+/** The first step's config, whatever its type. */
+const firstConfig = (d: Definition): Partial<WriteFactConfig & HttpRequestConfig & { expression: string }> => d.steps[0]!.config;
 
 const AT = '/data/attributes';
 const CONNECTOR = '6F9619FF-8B86-4D01-B42D-00CF4FC964FF';
@@ -130,7 +134,7 @@ describe('write_fact', () => {
       for_each: 'payload.items',
     });
     const wide = Object.fromEntries(Array.from({ length: WORKFLOW_LIMITS.maxMappingFields }, (_, i) => [`f${i}`, `payload.f${i}`]));
-    assert.deepEqual(readDefinition(withConfig('write_fact', { data_model_slug: 'x', mapping: wide })).steps[0]!.config.mapping, wide);
+    assert.deepEqual(firstConfig(readDefinition(withConfig('write_fact', { data_model_slug: 'x', mapping: wide }))).mapping, wide);
   });
 
   it('refuses each wrong member with its pointer', () => {
@@ -184,7 +188,7 @@ describe('http_request', () => {
       },
     });
     for (const method of ['GET', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']) {
-      assert.equal(readDefinition(withConfig('http_request', { connector_id: OTHER, method, path: '/' })).steps[0]!.config.method, method);
+      assert.equal(firstConfig(readDefinition(withConfig('http_request', { connector_id: OTHER, method, path: '/' }))).method, method);
     }
   });
 
@@ -280,7 +284,7 @@ describe('http_request', () => {
     }
     // Not a header, so any name of 1-128 characters will do.
     const query = { 'a b': '1', Authorization: '2', ['q'.repeat(128)]: '3' };
-    assert.deepEqual(readDefinition(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', query })).steps[0]!.config.query, query);
+    assert.deepEqual(firstConfig(readDefinition(withConfig('http_request', { connector_id: OTHER, method: 'GET', path: '/', query }))).query, query);
   });
 });
 

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import type { Selectable } from 'kysely';
+import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
 import { authorize } from '../../auth/access.ts';
@@ -25,19 +27,28 @@ import { providerRoutes } from './providers.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApi(deps: Deps): SurfaceSpec {
+  const now = () => new Date(deps.clock());
+  // An update's `existing` is the row findOr404 read with all its type's table's columns: its
+  // handler names that table's row type (the write routes are generic over types, so they cannot).
   return jsonApiSurface(deps, (scope: FastifyInstance) => {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, {
       input: dataModelInput,
       create: rowOnly(createDataModel),
-      update: rowOnly(patchDataModel),
+      update: rowOnly((db, principal, existing: Selectable<DataModelTable>, attrs) => patchDataModel(db, principal, existing, attrs, now())),
     });
-    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, { input: fieldInput, create: rowOnly(createField), update: rowOnly(patchField) });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, {
+      input: fieldInput,
+      create: rowOnly(createField),
+      update: rowOnly((db, principal, existing: Selectable<DataModelFieldTable>, attrs) => patchField(db, principal, existing, attrs, now())),
+    });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
       input: connectorInput,
       create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
-      update: rowOnly((db, principal, existing, attrs) => patchConnector(db, principal, existing, attrs, connectorOptions)),
+      update: rowOnly((db, principal, existing: Selectable<ExternalConnectorTable>, attrs) =>
+        patchConnector(db, principal, existing, attrs, connectorOptions, now()),
+      ),
     });
     const specOptions = {
       allowPrivateEgress: deps.config.allowPrivateEgress,
@@ -48,7 +59,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {
       input: apiSpecInput(deps.config.apiSpecMaxBytes),
       create: (db, principal, attrs) => createApiSpec(db, principal, attrs, specOptions),
-      update: (db, principal, existing, attrs) => patchApiSpec(db, principal, existing, attrs, specOptions),
+      update: (db, principal, existing: Selectable<ApiSpecTable>, attrs) => patchApiSpec(db, principal, existing, attrs, specOptions, now()),
       // The document travels JSON-escaped inside a JSON:API document: room for its escapes.
       bodyLimit: Math.max(deps.config.bodyLimitBytes, 2 * deps.config.apiSpecMaxBytes + 65_536),
     });
@@ -70,7 +81,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
     scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions(workflowType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
       const attrs = readAttributes(request.body, { type: 'workflow_builder_state' }, builderStateInput);
-      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs, new Date(deps.clock()));
+      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs, now());
       const self = `${API_PREFIX}/workflows/${row.id}`;
       reply.header('location', self);
       return sendDocument(

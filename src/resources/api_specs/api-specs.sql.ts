@@ -6,10 +6,10 @@ export function insertApiSpec(db: Db, row: Insertable<ApiSpecTable>) {
   return db.insertInto('api_specs').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export function updateApiSpec(db: Db, workspaceId: string, id: string, patch: Updateable<ApiSpecTable>) {
+export function updateApiSpec(db: Db, workspaceId: string, id: string, patch: Updateable<ApiSpecTable>, now: Date) {
   return db
     .updateTable('api_specs')
-    .set({ ...patch, updated_at: new Date() })
+    .set({ ...patch, updated_at: now })
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', id)
     .returningAll()

@@ -11,10 +11,10 @@ import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import type { SpecImporter } from '../../openapi/import-pool.ts';
-import { diffOperations, type NormalizedSpec, type Operation } from '../../openapi/normalize.ts';
+import { diffOperations, type NormalizedSpec } from '../../openapi/normalize.ts';
 import { DocumentProblem } from '../../openapi/parse.ts';
 import { findProvider } from '../../providers/catalog.ts';
-import type { Insertable, Updateable } from 'kysely';
+import type { Insertable, Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { SPEC_FORMATS } from './resource.ts';
 import { connectorInWorkspace, insertApiSpec, updateApiSpec } from './api-specs.sql.ts';
@@ -28,6 +28,7 @@ export interface SpecWriteOptions {
   importer: SpecImporter;
 }
 
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export function apiSpecInput(maxBytes: number): InputSchema {
   return {
     name: { kind: 'string', nullable: false, max: 200 },
@@ -123,7 +124,14 @@ export async function createApiSpec(db: Db, principal: Principal, attrs: Record<
   }
 }
 
-export async function patchApiSpec(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>, opts: SpecWriteOptions) {
+export async function patchApiSpec(
+  db: Db,
+  principal: Principal,
+  existing: Selectable<ApiSpecTable>,
+  attrs: Record<string, unknown>,
+  opts: SpecWriteOptions,
+  now: Date,
+) {
   checkOrganization(principal, attrs.organization_id);
   if (attrs.provider_slug !== undefined && attrs.provider_slug !== existing.provider_slug) {
     throw invalidAt('/data/attributes/provider_slug', 'provider_slug is set when the specification is created');
@@ -140,10 +148,10 @@ export async function patchApiSpec(db: Db, principal: Principal, existing: Recor
     const text = (attrs.raw_document as string | undefined) ?? existing.raw_document;
     const spec = await derive(text, format, opts);
     Object.assign(patch, { format, raw_document: text, ...derived(spec) });
-    changes = diffOperations(existing.operations as Operation[], spec.operations);
+    changes = diffOperations(existing.operations, spec.operations);
   }
   try {
-    const row = await updateApiSpec(db, principal.workspaceId, existing.id, patch);
+    const row = await updateApiSpec(db, principal.workspaceId, existing.id, patch, now);
     if (!row) throw new AppError('not_found', 'No api_spec with this id');
     return changes ? { row, meta: { changes } } : { row };
   } catch (err) {

@@ -15,10 +15,10 @@ export function insertField(db: Db, row: Insertable<DataModelFieldTable>) {
  * `onlyWithoutFacts`: the update applies only while the field's data model has no facts,
  * tested in the same statement. Undefined means the field is gone or the model has facts.
  */
-export function updateField(db: Db, workspaceId: string, id: string, patch: Updateable<DataModelFieldTable>, onlyWithoutFacts = false) {
+export function updateField(db: Db, workspaceId: string, id: string, patch: Updateable<DataModelFieldTable>, now: Date, onlyWithoutFacts = false) {
   let q = db
     .updateTable('data_model_fields')
-    .set({ ...patch, updated_at: new Date() })
+    .set({ ...patch, updated_at: now })
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', id);
   if (onlyWithoutFacts) {

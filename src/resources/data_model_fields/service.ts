@@ -1,4 +1,4 @@
-import type { Updateable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
 import type { DataModelFieldTable, FieldType } from '../../db/tables.ts';
@@ -9,6 +9,7 @@ import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
 
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const fieldInput: InputSchema = {
   data_model_id: { kind: 'string', required: true, max: 64 },
   name: {
@@ -54,7 +55,7 @@ export async function createField(db: Db, principal: Principal, attrs: Record<st
   }
 }
 
-export async function patchField(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
+export async function patchField(db: Db, principal: Principal, existing: Selectable<DataModelFieldTable>, attrs: Record<string, unknown>, now: Date) {
   if (attrs.data_model_id !== undefined && String(attrs.data_model_id).toLowerCase() !== existing.data_model_id) {
     throw invalidAt('/data/attributes/data_model_id', 'A field cannot move to another data model');
   }
@@ -68,7 +69,7 @@ export async function patchField(db: Db, principal: Principal, existing: Record<
   if (attrs.constraints !== undefined) patch.constraints = json(attrs.constraints);
   const typeChanges = patch.type !== undefined && patch.type !== existing.type;
   try {
-    const row = await updateField(db, principal.workspaceId, existing.id, patch, typeChanges);
+    const row = await updateField(db, principal.workspaceId, existing.id, patch, now, typeChanges);
     if (!row) {
       if (typeChanges && (await modelHasFacts(db, existing.data_model_id))) {
         throw new AppError(

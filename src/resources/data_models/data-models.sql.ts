@@ -10,10 +10,10 @@ export function insertDataModel(db: Db, row: Insertable<DataModelTable>) {
   return db.insertInto('data_models').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export function updateDataModel(db: Db, workspaceId: string, id: string, patch: Updateable<DataModelTable>) {
+export function updateDataModel(db: Db, workspaceId: string, id: string, patch: Updateable<DataModelTable>, now: Date) {
   return db
     .updateTable('data_models')
-    .set({ ...patch, updated_at: new Date() })
+    .set({ ...patch, updated_at: now })
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', id)
     .returningAll()

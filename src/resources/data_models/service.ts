@@ -1,10 +1,13 @@
+import type { Selectable } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
+import type { DataModelTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
 
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const dataModelInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },
   slug: { kind: 'string', required: true, max: 63, pattern: SLUG_RE, patternText: 'must be 1-63 lowercase letters, digits or hyphens', trim: false },
@@ -37,11 +40,11 @@ export async function createDataModel(db: Db, principal: Principal, attrs: Recor
   }
 }
 
-export async function patchDataModel(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>) {
+export async function patchDataModel(db: Db, principal: Principal, existing: Selectable<DataModelTable>, attrs: Record<string, unknown>, now: Date) {
   checkOrganization(principal, attrs.organization_id);
   const { organization_id: _org, ...patch } = attrs;
   try {
-    const row = await updateDataModel(db, principal.workspaceId, existing.id, patch);
+    const row = await updateDataModel(db, principal.workspaceId, existing.id, patch, now);
     if (!row) throw new AppError('not_found', 'No data_model with this id');
     return row;
   } catch (err) {

@@ -6,10 +6,10 @@ export function insertConnector(db: Db, row: Insertable<ExternalConnectorTable>)
   return db.insertInto('external_connectors').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export function updateConnector(db: Db, workspaceId: string, id: string, patch: Updateable<ExternalConnectorTable>) {
+export function updateConnector(db: Db, workspaceId: string, id: string, patch: Updateable<ExternalConnectorTable>, now: Date) {
   return db
     .updateTable('external_connectors')
-    .set({ ...patch, updated_at: new Date() })
+    .set({ ...patch, updated_at: now })
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', id)
     .returningAll()

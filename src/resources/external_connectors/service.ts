@@ -14,7 +14,7 @@ import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { isObject } from '../../json.ts';
 import { sealSecret } from '../../secret-box.ts';
-import type { Updateable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
 import { insertConnector, updateConnector } from './external-connectors.sql.ts';
@@ -23,6 +23,7 @@ import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
 
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const connectorInput: InputSchema = {
   name: { kind: 'string', required: true, max: 200 },
   // Required unless a bundled provider_slug supplies it.
@@ -70,9 +71,9 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
     const r = c.rate_limit;
     const at = '/data/attributes/config/rate_limit';
     if (!isObject(r)) throw invalidAt(at, 'config.rate_limit must be an object {requests, per_seconds}');
-    if (!Number.isInteger(r.requests) || (r.requests as number) < 1 || (r.requests as number) > 1_000_000)
-      throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
-    if (!Number.isInteger(r.per_seconds) || (r.per_seconds as number) < 1 || (r.per_seconds as number) > 86_400)
+    const wholeUpTo = (n: unknown, max: number) => typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= max;
+    if (!wholeUpTo(r.requests, 1_000_000)) throw invalidAt(`${at}/requests`, 'config.rate_limit.requests must be a whole number from 1 to 1000000');
+    if (!wholeUpTo(r.per_seconds, 86_400))
       throw invalidAt(`${at}/per_seconds`, 'config.rate_limit.per_seconds must be a whole number of seconds from 1 to 86400');
   }
   return JSON.stringify(config);
@@ -138,14 +139,22 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   }
 }
 
-export async function patchConnector(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
+export async function patchConnector(
+  db: Db,
+  principal: Principal,
+  existing: Selectable<ExternalConnectorTable>,
+  attrs: Record<string, unknown>,
+  opts: ConnectorWriteOptions,
+  now: Date,
+) {
   authorize(principal, 'external_connector.update');
   checkOrganization(principal, attrs.organization_id);
   const patch: Updateable<ExternalConnectorTable> = {};
   for (const k of ['name', 'auth_type', 'type', 'direction', 'description', 'provider_slug'] as const) {
+    // connectorInput checked each against its column: strings, and the enums' members.
     if (attrs[k] !== undefined) (patch as Record<string, unknown>)[k] = attrs[k];
   }
-  const type = attrs.type !== undefined ? (attrs.type as string | null) : (existing.type as string | null);
+  const type = attrs.type !== undefined ? (attrs.type as string | null) : existing.type;
   if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, type, opts);
   // A connector that becomes a snowflake one keeps its config: that config is checked as one.
   else if (attrs.type !== undefined) checkConfig(existing.config, type, opts);
@@ -154,7 +163,7 @@ export async function patchConnector(db: Db, principal: Principal, existing: Rec
     patch.secret_ciphertext = sealed(opts, attrs.secret);
   }
   try {
-    const row = await updateConnector(db, principal.workspaceId, existing.id, patch);
+    const row = await updateConnector(db, principal.workspaceId, existing.id, patch, now);
     if (!row) throw new AppError('not_found', 'No external_connector with this id');
     return row;
   } catch (err) {

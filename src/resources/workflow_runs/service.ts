@@ -1,5 +1,6 @@
 /** Replaying a run: a new run of the same workflow version with the same payload, linked by replay_of. */
 import type { Principal } from '../../auth/principal.ts';
+import type { RunStatus } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
@@ -8,7 +9,9 @@ import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
 import { RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
 
-export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string): Promise<Record<string, any>> {
+const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
+
+export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string) {
   const row = isUuid(runId)
     ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts)
     : undefined;
@@ -26,12 +29,12 @@ export async function adminListRuns(deps: Deps, query: Record<string, unknown>) 
   const limit = query.limit === undefined ? 100 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParam('limit', 'limit must be a whole number from 1 to 1000');
   for (const k of ['workspace_id', 'workflow_id'] as const) if (query[k] !== undefined && !isUuid(query[k])) throw invalidParam(k, `${k} must be an id`);
-  if (query.status !== undefined && !(RUN_STATUSES as readonly unknown[]).includes(query.status))
-    throw invalidParam('status', `status must be one of ${RUN_STATUSES.join(', ')}`);
+  const status = query.status;
+  if (status !== undefined && !isRunStatus(status)) throw invalidParam('status', `status must be one of ${RUN_STATUSES.join(', ')}`);
   const rows = await listRuns(deps.db, {
     workspaceId: (query.workspace_id as string | undefined)?.toLowerCase(),
     workflowId: (query.workflow_id as string | undefined)?.toLowerCase(),
-    status: query.status as string | undefined,
+    status,
     limit: limit + 1,
   });
   // Runs as the JSON:API shows them: 1,000 of them stay within a known size.

@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/connect.ts';
+import type { RunStatus, WorkflowRunTable } from '../../db/tables.ts';
 
 /**
  * A new run of the same workflow version and payload as `originalId`, linked to it; the
@@ -7,7 +8,7 @@ import type { Db } from '../../db/connect.ts';
  * is no such run.
  */
 export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number) {
-  const result = await sql<Record<string, any>>`
+  const result = await sql<Selectable<WorkflowRunTable>>`
     with r as (
       insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, run_at, inserted_at, updated_at)
       select ${id}, o.organization_id, o.workspace_id, o.workflow_id, o.workflow_version, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, ${now}, ${now}, ${now}
@@ -43,7 +44,7 @@ const RUN_COLUMNS = [
 export interface RunListFilter {
   workspaceId?: string;
   workflowId?: string;
-  status?: string;
+  status?: RunStatus | undefined;
   limit: number;
 }
 
@@ -52,7 +53,7 @@ export function listRuns(db: Db, f: RunListFilter) {
   let q = db.selectFrom('workflow_runs').select(RUN_COLUMNS).orderBy('inserted_at', 'desc').orderBy('id', 'desc').limit(f.limit);
   if (f.workspaceId) q = q.where('workspace_id', '=', f.workspaceId);
   if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
-  if (f.status) q = q.where('status', '=', f.status as never);
+  if (f.status) q = q.where('status', '=', f.status);
   return q.execute();
 }
 

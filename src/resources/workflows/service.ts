@@ -11,7 +11,8 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../../auth/principal.ts';
 import { authorize } from '../../auth/access.ts';
 import type { Db } from '../../db/connect.ts';
-import type { WorkflowTriggerView } from '../../db/tables.ts';
+import type { Selectable } from 'kysely';
+import type { WorkflowTable, WorkflowTriggerView } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
@@ -25,6 +26,7 @@ import { operationOf } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 
+/** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const builderStateInput: InputSchema = {
   is_new_version: { kind: 'boolean', required: true },
   organization_id: { kind: 'string', required: true, max: 64 },
@@ -51,15 +53,15 @@ function lockVersionOf(revision: number, graphHash: string): string {
 
 /** References that only the database can check, checked inside the save's transaction. */
 async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggers: Map<string, { type: string }>): Promise<void> {
-  const slugs = [...new Set(def.steps.filter((s) => s.type === 'write_fact').map((s) => s.config.data_model_slug as string))];
+  const slugs = [...new Set(def.steps.flatMap((s) => (s.type === 'write_fact' ? [s.config.data_model_slug] : [])))];
   const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
   def.steps.forEach((step, i) => {
     if (step.type !== 'write_fact') return;
     const at = `${AT}/step_params/${i}/config`;
-    const model = models.get(step.config.data_model_slug as string);
+    const model = models.get(step.config.data_model_slug);
     if (!model)
       throw invalidAt(`${at}/data_model_slug`, `data_model_slug ${JSON.stringify(step.config.data_model_slug)} is not a data model of this workspace`);
-    const mapping = step.config.mapping as Record<string, string> | undefined;
+    const mapping = step.config.mapping;
     if (mapping) {
       const names = new Set(model.fields.map((f) => f.name));
       for (const field of Object.keys(mapping)) {
@@ -92,14 +94,14 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
  * parameter of that operation is given in params.
  */
 async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): Promise<void> {
-  const ids = [...new Set(def.steps.filter((s) => s.type === 'http_request').map((s) => s.config.connector_id as string))];
+  const ids = [...new Set(def.steps.flatMap((s) => (s.type === 'http_request' ? [s.config.connector_id] : [])))];
   const connectors = await q.outboundConnectors(trx, principal.workspaceId, ids);
   def.steps.forEach((step, i) => {
     if (step.type !== 'http_request') return;
     const at = `${AT}/step_params/${i}/config`;
-    const c = connectors.get(step.config.connector_id as string);
+    const c = connectors.get(step.config.connector_id);
     if (!c) throw invalidAt(`${at}/connector_id`, 'connector_id must name an outbound connector of this workspace');
-    const ref = step.config.operation_ref as string | undefined;
+    const ref = step.config.operation_ref;
     const driverOps = c.type === null ? undefined : DRIVER_OPERATIONS[c.type];
     if (driverOps) {
       if (ref === undefined || !driverOps.includes(ref))
@@ -124,7 +126,7 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
           ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification`
           : 'the connector has no api_spec attached: give method and path, or attach one',
       );
-    const given = new Set(Object.keys((step.config.params as Record<string, string> | undefined) ?? {}));
+    const given = new Set(Object.keys(step.config.params ?? {}));
     const missing = op.params.filter((p) => p.required && ['path', 'query', 'header'].includes(p.in) && !given.has(p.name));
     if (missing.length > 0)
       throw invalidAt(`${at}/params`, `the operation ${ref} requires ${missing.map((p) => `${p.name} (${p.in})`).join(', ')}: params must give them`);
@@ -136,13 +138,13 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
 }
 
 export interface SavedWorkflow {
-  row: Record<string, any>;
+  row: Selectable<WorkflowTable>;
   /** Tokens of the triggers created by this save, by key: shown this once. */
   triggerTokens: Record<string, string>;
 }
 
 /** `now`: when a schedule saved, changed or activated here starts counting ticks. */
-export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date = new Date()): Promise<SavedWorkflow> {
+export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date): Promise<SavedWorkflow> {
   checkOrganization(principal, attrs.organization_id);
   const def = readDefinition(attrs);
   // An http_request step calls out with a connector's credentials, to a method and path the
@@ -208,7 +210,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       }
 
       const row = existing
-        ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: new Date() })
+        ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: now })
         : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
       await q.putVersion(trx, id, version, def.steps, principal.membershipId);
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
