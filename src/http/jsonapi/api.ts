@@ -74,7 +74,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       const row = await verifyConnector(deps.connectors, deps.db, principal.workspaceId, existing.id, deps.clock);
       if (!row) throw new AppError('not_found', 'No external_connector with this id');
       const self = `${API_PREFIX}/external_connectors/${row.id}`;
-      return sendDocument(reply, 200, await buildDocument(deps.db, RESOURCE_TYPES, principal, externalConnectorType, row, q, { links: { self } }));
+      return sendDocument(reply, 200, await buildDocument(deps.db, RESOURCE_TYPES, principal, externalConnectorType, row, q, { links: { self }, now: now() }));
     });
 
     // The whole graph in one save; new triggers' tokens are shown this once, in meta.
@@ -102,7 +102,7 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id);
       const self = `${API_PREFIX}/workflow_runs/${row.id}`;
       reply.header('location', self);
-      return sendDocument(reply, 201, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self } }));
+      return sendDocument(reply, 201, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }));
     });
   });
 }

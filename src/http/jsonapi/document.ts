@@ -29,8 +29,8 @@ export function resourceObject(
   type: ResourceType,
   row: Row,
   fields: Set<string> | undefined,
-  linkage?: LinkageMap,
-  now: Date = new Date(),
+  linkage: LinkageMap | undefined,
+  now: Date,
 ): Record<string, unknown> {
   const presented = type.present?.(row, now);
   const attributes: Record<string, unknown> = {};
@@ -125,8 +125,8 @@ async function walkIncludes(
 export interface DocumentOptions {
   links?: Record<string, string | null>;
   meta?: Record<string, unknown>;
-  /** The read's instant (the deps clock), for attributes derived from time. */
-  now?: Date;
+  /** The answer's instant (the deps clock), for attributes derived from time. */
+  now: Date;
 }
 
 /** A complete document for one row or a list of rows of `type`. */
@@ -137,7 +137,7 @@ export async function buildDocument(
   type: ResourceType,
   data: Row | Row[],
   q: Pick<ParsedQuery, 'include' | 'fields'>,
-  opts: DocumentOptions = {},
+  opts: DocumentOptions,
 ): Promise<Record<string, unknown>> {
   const rows = Array.isArray(data) ? data : [data];
   const linkage: LinkageMap = new Map();

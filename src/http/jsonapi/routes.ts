@@ -69,7 +69,7 @@ function listLinksAndMeta(
   hasNext: boolean,
   hasPrev: boolean,
   total: number | undefined,
-): DocumentOptions {
+): Omit<DocumentOptions, 'now'> {
   // self is the page that was asked for, offset or cursor included.
   const links: Record<string, string | null> = { self: pageUrl(path, raw, {}, true) };
   const page: Record<string, unknown> = { limit: q.page.limit };
@@ -252,13 +252,13 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     return sendDocument(
       reply,
       201,
-      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }),
+      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, now: new Date(deps.clock()), ...meta(written) }),
     );
   });
   app.patch(`${path}/:id`, options, async (request, reply) => {
     const q = parseFor(request, registry, type, false);
     const existing = await findOr404(deps.db, type, request.principal!, (request.params as { id: string }).id);
-    const read = resourceObject(type, existing, undefined);
+    const read = resourceObject(type, existing, undefined, undefined, new Date(deps.clock()));
     const current = { ...(read.attributes as object), ...(read.relationships as object | undefined) };
     const attrs = readAttributes(request.body, { type: type.type, id: String(existing.id), relationships: type.relationships, current }, handlers.input);
     const written = await handlers.update(deps.db, request.principal!, existing, attrs);
@@ -266,7 +266,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     return sendDocument(
       reply,
       200,
-      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, ...meta(written) }),
+      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, now: new Date(deps.clock()), ...meta(written) }),
     );
   });
 }
