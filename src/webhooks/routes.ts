@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
 import { AppError, databaseUnavailable, fromPgError, type ErrorCode } from '../errors.ts';
-import { accountStanding, verifyBearer } from '../auth/principal.ts';
+import { accountStanding, bearerProblem, verifyBearer } from '../auth/principal.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { rateLimitHeaders } from '../http/rate-limit.ts';
@@ -23,7 +23,7 @@ import { isJsonMediaType, isObject, parseJson } from '../json.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
-import { verifyStandardWebhook } from '../connectors/standard-webhooks.ts';
+import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
 import { verifyApiKey } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
 
@@ -64,6 +64,7 @@ const CONTRACT_TEXTS = new Set<string>(Object.values(WEBHOOK_TEXT));
  * where the text alone would leave a sender guessing (which header, which limit).
  */
 export function webhookErrorBody(e: AppError): string {
+  if (e instanceof WebhookRefusal) return JSON.stringify({ error: e.text, detail: e.detail });
   const text = CONTRACT_TEXTS.has(e.detail) ? e.detail : (TEXT_BY_CODE[e.code] ?? e.title);
   const body: Record<string, string> = { error: text };
   if (!CONTRACT_TEXTS.has(e.detail) && e.status < 500 && e.code !== 'not_found' && e.code !== 'unauthorized' && e.code !== 'forbidden') body.detail = e.detail;
@@ -77,18 +78,40 @@ export function renderWebhookError(e: AppError, _request: FastifyRequest, reply:
 const fail = (code: ErrorCode, text: string, opts: ConstructorParameters<typeof AppError>[2] = {}) => new AppError(code, text, opts);
 const processingFailed = (detail: string) => new AppError('invalid_request', detail);
 
-function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): void {
+/**
+ * A 401 whose `error` keeps its documented text while `detail` says what the sender can
+ * fix: which part of the signature failed, or whether the bearer token expired.
+ */
+export class WebhookRefusal extends AppError {
+  readonly text: string;
+  constructor(text: string, reason: string, opts: ConstructorParameters<typeof AppError>[2] = {}) {
+    super('unauthorized', reason, opts);
+    this.text = text;
+  }
+}
+
+/** The connector's verdict on the delivery: the signer's message id when its scheme signs one. */
+function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): SignedId | undefined {
   const mode = trigger.connector_auth_type;
-  if (trigger.connector_id === null || mode === 'none') return;
+  if (trigger.connector_id === null || mode === 'none') return undefined;
   if (mode !== 'api_key' && mode !== 'hmac') throw fail('invalid_request', WEBHOOK_TEXT.unsupportedAuth);
   const secret = trigger.connector_secret === null ? undefined : deps.connectors.inboundSecret(trigger.connector_secret);
   // A connector without a secret cannot vouch for anything.
   if (secret === undefined || secret === '') throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
-  const ok =
-    mode === 'hmac'
-      ? verifyStandardWebhook(request.headers, body, secret, epochSeconds(deps.clock))
-      : verifyApiKey(request.headers, secret, typeof trigger.connector_config?.header_name === 'string' ? trigger.connector_config.header_name : undefined);
-  if (!ok) throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+  const config = trigger.connector_config;
+  if (mode === 'api_key') {
+    if (!verifyApiKey(request.headers, secret, typeof config?.header_name === 'string' ? config.header_name : undefined))
+      throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+    return undefined;
+  }
+  const scheme = isSignatureScheme(config?.signature_scheme) ? config.signature_scheme : DEFAULT_SIGNATURE_SCHEME;
+  const check = verifySignature(scheme, request.headers, body, secret, epochSeconds(deps.clock));
+  if (!check.ok) {
+    // The reason only, with the request id the logger adds: never the signature or the secret.
+    request.log.info({ signature_scheme: scheme, reason: check.reason }, 'webhook signature refused');
+    throw new WebhookRefusal(WEBHOOK_TEXT.unauthorized, check.reason);
+  }
+  return check.signedId;
 }
 
 /** The workflow payload: the document's `payload` member when it has one, else the whole document. */
@@ -102,7 +125,10 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   try {
     claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
   } catch {
-    throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
+    const problem = bearerProblem(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
+    // No token at all: the documented text alone says it.
+    if (problem === undefined) throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
+    throw new WebhookRefusal(WEBHOOK_TEXT.missingCredentials, problem, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
   }
   const tokenHash = sha256Hex(token);
   let found;
