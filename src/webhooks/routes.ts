@@ -160,7 +160,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   }
   if (!claims.scp.includes('webhooks') || !account.scopes.includes('webhooks')) throw fail('forbidden', WEBHOOK_TEXT.insufficientScope);
-  verifyConnector(deps, trigger, request, body);
+  const signedId = verifyConnector(deps, trigger, request, body);
 
   const { max, windowSeconds } = deps.config.webhookRateLimit;
   const window = await deps.limiter.hit(`wh:${trigger.id}`, max, windowSeconds);
@@ -179,7 +179,8 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     throw processingFailed(at === undefined ? err.detail : `${err.detail} (at ${at === '' ? 'the document root' : at})`);
   }
   const now = deps.clock();
-  const identity = deliveryIdentity(request.headers, tokenHash, body, now);
+  const signed = signedId === undefined ? undefined : { triggerId: trigger.id, scheme: signedId.scheme, value: signedId.value };
+  const identity = deliveryIdentity(request.headers, tokenHash, body, now, signed);
   if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   // The run stores the payload as JSON, numbers written out (1e20 takes 21 digits): the
   // stored form stays within the body limit too.
@@ -207,6 +208,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
       identity.key,
       new Date(now),
       new Date(now - deps.config.deliveryGuardDays * 86_400_000),
+      identity.signedKey ?? null,
     );
   } catch (err) {
     // A value the database refuses cannot succeed on a retry (the body checks should have

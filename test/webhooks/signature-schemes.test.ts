@@ -2,7 +2,8 @@
  * The signature schemes of real senders on an hmac connector: each accepts what the
  * provider's own signing code (or its published algorithm and documented vector) produces
  * and refuses a changed body, a wrong secret, a stale timestamp and missing headers, with a
- * `detail` that says which. A bearer token that expired or is invalid says so too.
+ * `detail` that says which. A bearer token that expired or is invalid says so too. The
+ * message id a verified sender signs is the delivery identity after the four headers.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,7 +14,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { signatureHeaders, verifySignature, type SignatureScheme } from '../../src/connectors/signature-schemes.ts';
 import { signToken } from '../../src/auth/tokens.ts';
-import { capturingLogger } from '../helpers/app.ts';
+import { capturingLogger, tokenFor } from '../helpers/app.ts';
 import { API, deliver, saveOk, startFlow, type Flow } from './helpers.ts';
 
 const lines: Array<Record<string, unknown>> = [];
@@ -189,7 +190,7 @@ describe('failures a sender can act on', () => {
     const path = await hook('log-secret-value', 'github');
     const sig = 'sha256=' + 'ab'.repeat(32);
     refused(await deliver(f, path, '{}', { 'x-hub-signature-256': sig, 'x-request-id': 'req-sig-1' }), 'signature mismatch');
-    const line = lines.find((l) => l.msg === 'webhook signature refused' && l.reason === 'signature mismatch');
+    const line = lines.find((l) => l.msg === 'webhook signature refused' && l.reqId === 'req-sig-1');
     assert.ok(line, 'a log line with the reason');
     assert.equal(line.level, 30);
     assert.equal(line.reqId, 'req-sig-1', JSON.stringify(line));
@@ -213,5 +214,101 @@ describe('failures a sender can act on', () => {
     assert.deepEqual(b.body, { error: 'missing_credentials', detail: 'the bearer token is invalid' });
     const c = await deliver(f, path, '{}', {}, null);
     assert.deepEqual(c.body, { error: 'missing_credentials' });
+  });
+});
+
+describe('the senders’ own delivery ids', () => {
+  const status = (d: { status: number; body: any; text: string }) => {
+    assert.equal(d.status, 202, d.text);
+    return d.body.status as string;
+  };
+  const HOURS_3 = 3 * 3600 * 1000;
+
+  it('a provider’s retry deduplicates across a body-bucket boundary, and a re-sent id with another body is a duplicate', async () => {
+    const github = await hook('gh-secret', 'github');
+    const sw = new StandardWebhook(senders[0]!.secret);
+    const standard = await hook(senders[0]!.secret, undefined);
+    const body = JSON.stringify({ n: 'bucket' });
+    const ghHeaders = { 'x-github-delivery': 'gh-delivery-1', 'x-hub-signature-256': await githubSign('gh-secret', body) };
+    const swHeaders = (at: number, payload: string) => ({
+      'webhook-id': 'msg_bucket',
+      'webhook-timestamp': String(at),
+      'webhook-signature': sw.sign('msg_bucket', new Date(at * 1000), payload),
+    });
+    assert.equal(status(await deliver(f, github, body, ghHeaders)), 'accepted');
+    assert.equal(status(await deliver(f, standard, body, swHeaders(nowS(), body))), 'accepted');
+    const plainStripe = await hook(senders[3]!.secret, 'stripe');
+    const real = f.t.deps.clock;
+    const later = real() + HOURS_3;
+    f.t.deps.clock = () => later;
+    try {
+      const bearer = await tokenFor(f.t, f.tenant);
+      const at = Math.floor(later / 1000);
+      assert.equal(status(await deliver(f, github, body, ghHeaders, bearer)), 'duplicate');
+      assert.equal(status(await deliver(f, standard, body, swHeaders(at, body), bearer)), 'duplicate');
+      const changed = JSON.stringify({ n: 'bucket', edited: true });
+      assert.equal(
+        status(await deliver(f, github, changed, { ...ghHeaders, 'x-hub-signature-256': await githubSign('gh-secret', changed) }, bearer)),
+        'duplicate',
+      );
+      assert.equal(status(await deliver(f, standard, changed, swHeaders(at, changed), bearer)), 'duplicate');
+      // Without a signed id the body digest is the identity, and it is another bucket now.
+      const h = await senders[3]!.sign(senders[3]!.secret, body, at);
+      assert.equal(status(await deliver(f, plainStripe, body, h, bearer)), 'accepted');
+      assert.equal(status(await deliver(f, plainStripe, body, h, bearer)), 'duplicate');
+    } finally {
+      f.t.deps.clock = real;
+    }
+  });
+
+  it('two messages with different ids and identical bodies are two runs', async () => {
+    const shopify = await hook('shop-secret', 'shopify');
+    const body = JSON.stringify({ n: 'twins' });
+    const a = await deliver(f, shopify, body, signatureHeaders('shopify', 'shop-secret', body, 'wh-1', nowS()));
+    const b = await deliver(f, shopify, body, signatureHeaders('shopify', 'shop-secret', body, 'wh-2', nowS()));
+    assert.equal(status(a), 'accepted');
+    assert.equal(status(b), 'accepted');
+    assert.notEqual(a.body.workflow_run_id, b.body.workflow_run_id);
+    const run = await f.api.get(`${API}/workflow_runs/${b.body.workflow_run_id}`);
+    assert.equal(run.body.data.attributes.delivery_id, 'wh-2');
+  });
+
+  it('a captured signed message replayed with a fresh Idempotency-Key is a duplicate; the header still comes first', async () => {
+    const secret = whsec();
+    const path = await hook(secret, undefined);
+    const body = JSON.stringify({ n: 'replay' });
+    const signed = {
+      'webhook-id': 'msg_replay',
+      'webhook-timestamp': String(nowS()),
+      'webhook-signature': new StandardWebhook(secret).sign('msg_replay', new Date(), body),
+    };
+    const first = await deliver(f, path, body, { ...signed, 'idempotency-key': 'key-1' });
+    assert.equal(status(first), 'accepted');
+    const run = await f.api.get(`${API}/workflow_runs/${first.body.workflow_run_id}`);
+    assert.equal(run.body.data.attributes.delivery_id, 'key-1');
+    assert.equal(status(await deliver(f, path, body, { ...signed, 'idempotency-key': 'key-2' })), 'duplicate');
+    assert.equal(status(await deliver(f, path, body, signed)), 'duplicate');
+    // The key taken by the refused replay stays a duplicate; a new message with it is too.
+    assert.equal(status(await deliver(f, path, body, { ...signed, 'idempotency-key': 'key-2' })), 'duplicate');
+    // A new message under a new key runs.
+    const next = {
+      'webhook-id': 'msg_replay_2',
+      'webhook-timestamp': String(nowS()),
+      'webhook-signature': new StandardWebhook(secret).sign('msg_replay_2', new Date(), body),
+    };
+    assert.equal(status(await deliver(f, path, body, { ...next, 'idempotency-key': 'key-3' })), 'accepted');
+  });
+
+  it('one message to two triggers is a run for each', async () => {
+    const secret = whsec();
+    const [a, b] = [await hook(secret, undefined), await hook(secret, undefined)];
+    const body = JSON.stringify({ n: 'fan-out' });
+    const h = {
+      'webhook-id': 'msg_fan',
+      'webhook-timestamp': String(nowS()),
+      'webhook-signature': new StandardWebhook(secret).sign('msg_fan', new Date(), body),
+    };
+    assert.equal(status(await deliver(f, a, body, h)), 'accepted');
+    assert.equal(status(await deliver(f, b, body, h)), 'accepted');
   });
 });
