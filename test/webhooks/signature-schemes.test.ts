@@ -14,6 +14,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { signatureHeaders, verifySignature, type SignatureScheme } from '../../src/connectors/signature-schemes.ts';
 import { signToken } from '../../src/auth/tokens.ts';
+import { deliveryIdentity } from '../../src/webhooks/identity.ts';
 import { capturingLogger, tokenFor } from '../helpers/app.ts';
 import { API, deliver, saveOk, startFlow, type Flow } from './helpers.ts';
 
@@ -310,5 +311,35 @@ describe('the senders’ own delivery ids', () => {
     };
     assert.equal(status(await deliver(f, a, body, h)), 'accepted');
     assert.equal(status(await deliver(f, b, body, h)), 'accepted');
+  });
+});
+
+describe('signed ids beside the header identities', () => {
+  it('a header keeps the key it always had; the signed id adds its own, per trigger', () => {
+    const signed = { triggerId: 't-1', scheme: 'github', value: 'd-1' };
+    const body = Buffer.from('{}');
+    const plain = deliveryIdentity({ 'idempotency-key': 'k' }, 'hash', body, 0);
+    const both = deliveryIdentity({ 'idempotency-key': 'k' }, 'hash', body, 0, signed);
+    assert.equal(both.key, plain.key);
+    assert.equal(both.deliveryId, 'k');
+    assert.ok(both.signedKey?.startsWith('s:t-1:github:'));
+    const alone = deliveryIdentity({}, 'hash', body, 0, signed);
+    assert.equal(alone.key, both.signedKey);
+    assert.equal(alone.deliveryId, 'd-1');
+    assert.notEqual(deliveryIdentity({}, 'hash', body, 0, { ...signed, triggerId: 't-2' }).key, alone.key);
+  });
+
+  it('concurrent replays of one signed message under fresh Idempotency-Keys make one run', async () => {
+    const secret = whsec();
+    const path = await hook(secret, undefined);
+    const body = JSON.stringify({ n: 'race' });
+    const h = {
+      'webhook-id': 'msg_race',
+      'webhook-timestamp': String(nowS()),
+      'webhook-signature': new StandardWebhook(secret).sign('msg_race', new Date(), body),
+    };
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => deliver(f, path, body, { ...h, 'idempotency-key': `race-${i}` })));
+    for (const a of answers) assert.equal(a.status, 202, a.text);
+    assert.equal(answers.filter((a) => a.body.status === 'accepted').length, 1);
   });
 });
