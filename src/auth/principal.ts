@@ -8,7 +8,7 @@ import { isUuid } from '../ids.ts';
 import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/tables.ts';
 import { loadAccountById, type AccountRow } from './auth.sql.ts';
-import { verifyToken, type Scope, type TokenClaims } from './tokens.ts';
+import { tokenExpired, verifyToken, type Scope, type TokenClaims } from './tokens.ts';
 
 export interface Principal {
   credentialId: string;
@@ -108,4 +108,15 @@ export function principalFromAccount(claims: TokenClaims, account: AccountRow | 
   // A token of an account whose membership was deactivated is still its own: 403, not 401.
   if (standing === 'membership_inactive') throw new AppError('forbidden', 'The run-as membership of this service account is inactive');
   return principalOf(claims, account!);
+}
+
+/**
+ * Why a present bearer token is refused, in words a caller can act on (an expired one is
+ * exchanged again; an invalid one never works); undefined when there is no token at all.
+ */
+export function bearerProblem(signingKey: Buffer, authorization: string | undefined, nowSeconds: number): string | undefined {
+  if (!authorization) return undefined;
+  const match = BEARER_RE.exec(authorization);
+  if (match && tokenExpired(signingKey, match[1]!, nowSeconds)) return 'the bearer token has expired';
+  return 'the bearer token is invalid';
 }

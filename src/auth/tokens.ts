@@ -65,3 +65,9 @@ export function verifyToken(key: Buffer, token: string, nowSeconds: number): Tok
 export function isScope(s: string): s is Scope {
   return (SCOPES as readonly string[]).includes(s);
 }
+
+/** Whether a token that verifyToken refuses is one of ours that only ran out (so the caller may say "expired", not "invalid"). */
+export function tokenExpired(key: Buffer, token: string, nowSeconds: number): boolean {
+  const claims = verifyToken(key, token, 0);
+  return claims !== undefined && claims.exp <= nowSeconds;
+}

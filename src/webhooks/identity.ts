@@ -6,6 +6,13 @@
  * trigger and the raw body within a two-hour bucket (byte-identical retries inside one
  * bucket deduplicate; a retry across its boundary can run twice). X-Request-Id never
  * counts: it is a correlation value, different on every attempt.
+ *
+ * After the four headers, and only for a delivery its connector verified, the message id
+ * the sender signed (Standard Webhooks' webhook-id, GitHub's X-GitHub-Delivery, Shopify's
+ * X-Shopify-Webhook-Id) is the identity, per trigger: a provider's retry deduplicates in
+ * any bucket, a re-sent id with another body is a duplicate, two ids with one body are two
+ * messages. When a header gave the identity, the signed id is guarded as well, so a
+ * captured message replayed with a fresh Idempotency-Key is a duplicate too.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -21,7 +28,20 @@ export interface DeliveryIdentity {
   /** What the run shows as delivery_id: the header's value, or the body digest. */
   deliveryId: string;
   fromHeader: boolean;
+  /** The guard of the signed message id, kept beside a header's key (taken in the same statement). */
+  signedKey?: string;
 }
+
+/** The message id a verified delivery's signer vouches for, and the trigger it was sent to. */
+export interface SignedDelivery {
+  triggerId: string;
+  scheme: string;
+  value: string;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+// Per trigger: a sender that delivers one message to two endpoints (two triggers) means two runs.
+const signedKeyOf = (s: SignedDelivery) => `s:${s.triggerId}:${s.scheme}:${sha256(s.value)}`;
 
 export function deliveryHeader(headers: IncomingHttpHeaders): { name: (typeof DELIVERY_ID_HEADERS)[number]; value: string } | undefined {
   for (const name of DELIVERY_ID_HEADERS) {
@@ -36,12 +56,22 @@ export function deliveryHeader(headers: IncomingHttpHeaders): { name: (typeof DE
  * The identity of a delivery to the trigger whose token hashes to `triggerTokenHash`
  * (the hash, not the token, so the token is never kept in memory longer than needed).
  */
-export function deliveryIdentity(headers: IncomingHttpHeaders, triggerTokenHash: string, body: Buffer, nowMs: number): DeliveryIdentity {
+export function deliveryIdentity(
+  headers: IncomingHttpHeaders,
+  triggerTokenHash: string,
+  body: Buffer,
+  nowMs: number,
+  signed?: SignedDelivery,
+): DeliveryIdentity {
   const header = deliveryHeader(headers);
   if (header !== undefined) {
-    const digest = createHash('sha256').update(header.value).digest('hex');
-    return { key: header.name === 'idempotency-key' ? `h:${digest}` : `h:${header.name}:${digest}`, deliveryId: header.value, fromHeader: true };
+    const digest = sha256(header.value);
+    const key = header.name === 'idempotency-key' ? `h:${digest}` : `h:${header.name}:${digest}`;
+    return signed === undefined
+      ? { key, deliveryId: header.value, fromHeader: true }
+      : { key, deliveryId: header.value, fromHeader: true, signedKey: signedKeyOf(signed) };
   }
+  if (signed !== undefined) return { key: signedKeyOf(signed), deliveryId: signed.value.trim(), fromHeader: true };
   const bucket = Math.floor(nowMs / BODY_BUCKET_MS);
   const digest = createHash('sha256').update(`${triggerTokenHash}:${bucket}:`).update(body).digest('hex');
   return { key: `b:${digest}`, deliveryId: `sha256:${digest}`, fromHeader: false };

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
 import { AppError, databaseUnavailable, fromPgError, type ErrorCode } from '../errors.ts';
-import { principalOf, tokenStanding, verifyBearer } from '../auth/principal.ts';
+import { bearerProblem, principalOf, tokenStanding, verifyBearer } from '../auth/principal.ts';
 import { permits } from '../auth/access.ts';
 import type { TokenClaims } from '../auth/tokens.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
@@ -24,7 +24,7 @@ import { isJsonMediaType, isObject, parseJson } from '../json.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
-import { verifyStandardWebhook } from '../connectors/standard-webhooks.ts';
+import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
 import { verifyApiKey } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
 
@@ -68,6 +68,8 @@ const CONTRACT_TEXTS = new Set<string>(Object.values(WEBHOOK_TEXT));
  * where the text alone would leave a sender guessing (which header, which limit).
  */
 export function webhookErrorBody(e: AppError): string {
+  const refused = refusalText.get(e);
+  if (refused !== undefined) return JSON.stringify({ error: refused, detail: e.detail });
   const text = CONTRACT_TEXTS.has(e.detail) ? e.detail : (TEXT_BY_CODE[e.code] ?? e.title);
   const body: Record<string, string> = { error: text };
   if (!CONTRACT_TEXTS.has(e.detail) && e.status < 500 && e.code !== 'not_found' && e.code !== 'unauthorized' && e.code !== 'forbidden') body.detail = e.detail;
@@ -81,18 +83,41 @@ export function renderWebhookError(e: AppError, _request: FastifyRequest, reply:
 const fail = (code: ErrorCode, text: string, opts: ConstructorParameters<typeof AppError>[2] = {}) => new AppError(code, text, opts);
 const processingFailed = (detail: string) => new AppError('invalid_request', detail);
 
-function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): void {
+/**
+ * 401s whose `error` keeps its documented text while `detail` says what the sender can fix
+ * (which part of the signature failed, whether the bearer token expired): the one AppError,
+ * with its documented text kept beside it for the renderer.
+ */
+const refusalText = new WeakMap<AppError, string>();
+
+function refusal(text: string, reason: string, opts: ConstructorParameters<typeof AppError>[2] = {}): AppError {
+  const e = new AppError('unauthorized', reason, opts);
+  refusalText.set(e, text);
+  return e;
+}
+
+/** The connector's verdict on the delivery: the signer's message id when its scheme signs one. */
+function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): SignedId | undefined {
   const mode = trigger.connector_auth_type;
-  if (trigger.connector_id === null || mode === 'none') return;
+  if (trigger.connector_id === null || mode === 'none') return undefined;
   if (mode !== 'api_key' && mode !== 'hmac') throw fail('invalid_request', WEBHOOK_TEXT.unsupportedAuth);
   const secret = trigger.connector_secret === null ? undefined : deps.connectors.inboundSecret(trigger.connector_secret);
   // A connector without a secret cannot vouch for anything.
   if (secret === undefined || secret === '') throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
-  const ok =
-    mode === 'hmac'
-      ? verifyStandardWebhook(request.headers, body, secret, epochSeconds(deps.clock))
-      : verifyApiKey(request.headers, secret, typeof trigger.connector_config?.header_name === 'string' ? trigger.connector_config.header_name : undefined);
-  if (!ok) throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+  const config = trigger.connector_config;
+  if (mode === 'api_key') {
+    if (!verifyApiKey(request.headers, secret, typeof config?.header_name === 'string' ? config.header_name : undefined))
+      throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+    return undefined;
+  }
+  const scheme = isSignatureScheme(config?.signature_scheme) ? config.signature_scheme : DEFAULT_SIGNATURE_SCHEME;
+  const check = verifySignature(scheme, request.headers, body, secret, epochSeconds(deps.clock));
+  if (!check.ok) {
+    // The reason only, with the request id the logger adds: never the signature or the secret.
+    request.log.info({ signature_scheme: scheme, reason: check.reason }, 'webhook signature refused');
+    throw refusal(WEBHOOK_TEXT.unauthorized, check.reason);
+  }
+  return check.signedId;
 }
 
 /** The workflow payload: the document's `payload` member when it has one, else the whole document. */
@@ -106,7 +131,10 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   try {
     claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
   } catch {
-    throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
+    const problem = bearerProblem(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
+    // No token at all: the documented text alone says it.
+    if (problem === undefined) throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
+    throw refusal(WEBHOOK_TEXT.missingCredentials, problem, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
   }
   const tokenHash = sha256Hex(token);
   let found;
@@ -120,7 +148,9 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   const standing = tokenStanding(claims, account);
   // The token itself no longer holds: account gone or deactivated, moved, or revoked since.
   if (standing === 'revoked' || !account) {
-    throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+    throw refusal(WEBHOOK_TEXT.missingCredentials, 'the bearer token is invalid (its account changed or revoked its tokens)', {
+      headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+    });
   }
   if (!trigger || !trigger.workflow_active) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
   if (orgDomain !== undefined && trigger.organization_domain.toLowerCase() !== orgDomain.toLowerCase()) throw fail('not_found', WEBHOOK_TEXT.triggerNotFound);
@@ -136,7 +166,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   // A sender that cannot vouch for the delivery itself (the relay) asks that the trigger's connector does.
   if (request.headers[REQUIRE_VERIFICATION_HEADER] === 'true' && (trigger.connector_id === null || trigger.connector_auth_type === 'none'))
     throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
-  verifyConnector(deps, trigger, request, body);
+  const signedId = verifyConnector(deps, trigger, request, body);
 
   const { max, windowSeconds } = deps.config.webhookRateLimit;
   const window = await deps.limiter.hit(`wh:${trigger.id}`, max, windowSeconds);
@@ -155,7 +185,8 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     throw processingFailed(at === undefined ? err.detail : `${err.detail} (at ${at === '' ? 'the document root' : at})`);
   }
   const now = deps.clock();
-  const identity = deliveryIdentity(request.headers, tokenHash, body, now);
+  const signed = signedId === undefined ? undefined : { triggerId: trigger.id, scheme: signedId.scheme, value: signedId.value };
+  const identity = deliveryIdentity(request.headers, tokenHash, body, now, signed);
   if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   // The run stores the payload as JSON, numbers written out (1e20 takes 21 digits): the
   // stored form stays within the body limit too.
@@ -183,6 +214,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
       identity.key,
       new Date(now),
       new Date(now - deps.config.deliveryGuardDays * 86_400_000),
+      identity.signedKey ?? null,
     );
   } catch (err) {
     // A value the database refuses cannot succeed on a retry (the body checks should have

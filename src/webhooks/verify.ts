@@ -1,6 +1,6 @@
 /**
  * Inbound connector verification of a delivery, over the raw bytes before any parsing:
- * - hmac: Standard Webhooks (connectors/standard-webhooks.ts), 5 minutes of clock tolerance;
+ * - hmac: the connector's config.signature_scheme (connectors/signature-schemes.ts), 5 minutes of clock tolerance;
  * - api_key: a configured header (default X-Api-Key) equal to the secret.
  * Every comparison is constant-time.
  */

@@ -74,13 +74,17 @@ export interface NewRun {
  * The guard and the run in one statement (so one commit): the run is inserted only when
  * the guard's insert took, i.e. when no unexpired guard of the same (organization,
  * identity) exists. The unique key decides between concurrent identical deliveries; an
- * expired guard is taken over in place. (No NOTIFY here: see workflows/wake.ts.)
+ * expired guard is taken over in place. A verified delivery may bring a second key (the
+ * signed message id beside a header's): the run is inserted only when every key took, so
+ * either one already held makes the delivery a duplicate. A key taken for a delivery that
+ * made no run only ever turns a later one with that key into a duplicate, which it is.
+ * (No NOTIFY here: see workflows/wake.ts.)
  * Returns the run's id, or undefined for a duplicate.
  */
 const ACCEPT = `
   with g as (
     insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
-    values ($1, $2, $3, $4)
+    select $1, k, $3, $4 from unnest(array[$2::text, $13::text]) as k where k is not null
     on conflict (organization_id, delivery_key) do update set run_id = excluded.run_id, inserted_at = excluded.inserted_at
       where delivery_guards.inserted_at < $5
     returning run_id
@@ -88,13 +92,22 @@ const ACCEPT = `
     insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at)
     select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4
     from g
+    where (select count(*) from g) = case when $13::text is null then 1 else 2 end
+    limit 1
     returning id
   )
   select id from r`;
 // Named once: the text is fixed, and it runs on every delivery.
 preferPrepared(ACCEPT);
 
-export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now: Date, guardCutoff: Date): Promise<string | undefined> {
+export async function acceptDelivery(
+  db: Db,
+  run: NewRun,
+  guardKey: string,
+  now: Date,
+  guardCutoff: Date,
+  signedKey: string | null = null,
+): Promise<string | undefined> {
   const params = [
     run.organizationId,
     guardKey,
@@ -108,6 +121,7 @@ export async function acceptDelivery(db: Db, run: NewRun, guardKey: string, now:
     run.deliveryId,
     run.payloadJson,
     run.maxAttempts,
+    signedKey,
   ];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;

@@ -102,7 +102,11 @@ export function jsonApi(deps: Deps): SurfaceSpec {
       const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id);
       const self = `${API_PREFIX}/workflow_runs/${row.id}`;
       reply.header('location', self);
-      return sendDocument(reply, 201, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }));
+      return sendDocument(
+        reply,
+        201,
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }),
+      );
     });
   });
 }

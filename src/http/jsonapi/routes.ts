@@ -252,7 +252,11 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     return sendDocument(
       reply,
       201,
-      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, now: new Date(deps.clock()), ...meta(written) }),
+      await buildDocument(deps.db, registry, request.principal!, type, row, q, {
+        links: { self: `${path}/${row.id}` },
+        now: new Date(deps.clock()),
+        ...meta(written),
+      }),
     );
   });
   app.patch(`${path}/:id`, options, async (request, reply) => {
@@ -266,7 +270,11 @@ export function registerWriteRoutes(app: FastifyInstance, deps: Deps, registry: 
     return sendDocument(
       reply,
       200,
-      await buildDocument(deps.db, registry, request.principal!, type, row, q, { links: { self: `${path}/${row.id}` }, now: new Date(deps.clock()), ...meta(written) }),
+      await buildDocument(deps.db, registry, request.principal!, type, row, q, {
+        links: { self: `${path}/${row.id}` },
+        now: new Date(deps.clock()),
+        ...meta(written),
+      }),
     );
   });
 }

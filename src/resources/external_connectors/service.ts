@@ -22,6 +22,7 @@ import { insertApiSpec } from '../api_specs/api-specs.sql.ts';
 import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
+import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, SIGNATURE_SCHEMES } from '../../connectors/signature-schemes.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const connectorInput: InputSchema = {
@@ -82,9 +83,20 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
 // Standard Webhooks: "whsec_" and the base64 of a key of 24 to 64 bytes (padding optional).
 const WHSEC_RE = /^whsec_([A-Za-z0-9+/]+)={0,2}$/;
 
+/** config.signature_scheme: one of the schemes, and only on an hmac connector (no other mode signs). */
+function checkScheme(config: unknown, authType: string | undefined): void {
+  if (!isObject(config) || config.signature_scheme === undefined || config.signature_scheme === null) return;
+  const at = '/data/attributes/config/signature_scheme';
+  if (!isSignatureScheme(config.signature_scheme)) throw invalidAt(at, `config.signature_scheme must be one of ${SIGNATURE_SCHEMES.join(', ')}`);
+  if (authType !== 'hmac') throw invalidAt(at, 'config.signature_scheme applies to an hmac connector only');
+}
+
 /** An hmac connector's secret is read as a Standard Webhooks key at every use: anything else would fail only then. */
-function checkSecret(authType: string | undefined, secret: unknown): void {
+function checkSecret(authType: string | undefined, secret: unknown, config: unknown): void {
   if (authType !== 'hmac' || typeof secret !== 'string' || secret === '') return;
+  // The other schemes key their HMAC with the secret's own bytes, whatever its form (Stripe's whsec_ included).
+  const scheme = isObject(config) ? config.signature_scheme : undefined;
+  if (scheme !== undefined && scheme !== null && scheme !== DEFAULT_SIGNATURE_SCHEME) return;
   const m = WHSEC_RE.exec(secret);
   const bytes = m ? Math.floor((m[1]!.length * 6) / 8) : 0;
   if (bytes < 24 || bytes > 64)
@@ -109,7 +121,8 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   const config = provider ? { ...provider.connector.config, ...given } : attrs.config;
   const authType = (attrs.auth_type as ExternalConnectorTable['auth_type'] | undefined) ?? provider?.connector.auth_type;
   if (authType === undefined) throw invalidAt('/data/attributes/auth_type', 'auth_type is required');
-  checkSecret(authType, attrs.secret);
+  checkScheme(config, authType);
+  checkSecret(authType, attrs.secret, config);
   const type = (attrs.type as ExternalConnectorTable['type'] | undefined) ?? provider?.connector.type ?? null;
   const row = {
     id: uuidv7(),
@@ -158,8 +171,11 @@ export async function patchConnector(
   if (attrs.config !== undefined) patch.config = checkConfig(attrs.config, type, opts);
   // A connector that becomes a snowflake one keeps its config: that config is checked as one.
   else if (attrs.type !== undefined) checkConfig(existing.config, type, opts);
+  const authType = (attrs.auth_type as string | undefined) ?? existing.auth_type;
+  const config = attrs.config !== undefined ? attrs.config : existing.config;
+  checkScheme(config, authType);
   if (attrs.secret !== undefined) {
-    checkSecret((attrs.auth_type as string | undefined) ?? existing.auth_type, attrs.secret);
+    checkSecret(authType, attrs.secret, config);
     patch.secret_ciphertext = sealed(opts, attrs.secret);
   }
   try {
