@@ -125,7 +125,7 @@ describe('the relay', () => {
     // A signature over other bytes is the service's 401, passed through.
     const forged = await viaRelay(signed, '{"payload":{"order":"B"}}', standardWebhook('msg_relay_2', body));
     assert.equal(forged.status, 401, forged.text);
-    assert.deepEqual(forged.body, { error: 'Unauthorized' });
+    assert.deepEqual(forged.body, { error: 'Unauthorized', detail: 'signature mismatch' });
   });
 
   it('a trigger without a verifying connector: 401 Unauthorized through the relay, unchanged directly', async () => {
