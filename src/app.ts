@@ -12,16 +12,16 @@ import { connectionOptions, registerConnectionHooks } from './http/connections.t
 import { errorHandlerFor, renderPlainError } from './http/render-error.ts';
 import { registerSurface, type SurfaceSpec } from './http/surface.ts';
 import { RequestLogController, requestId, requestLogger } from './http/request-log.ts';
-import { tokenEndpoint } from './token/route.ts';
-import { adminApi } from './admin/routes.ts';
-import { jsonApi } from './http/jsonapi/api.ts';
-import { graphqlApi } from './graphql/route.ts';
-import { webhookSurface } from './webhooks/routes.ts';
+import { tokenSurface } from './token/surface.ts';
+import { adminSurface } from './admin/surface.ts';
+import { jsonApiSurface } from './http/jsonapi/surface.ts';
+import { graphqlSurface } from './graphql/surface.ts';
+import { webhookSurface } from './webhooks/surface.ts';
 
 const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
 
 /** Health and readiness: public, answered in the plain shape. */
-function health(deps: Deps): SurfaceSpec {
+function healthSurface(deps: Deps): SurfaceSpec {
   return {
     render: renderPlainError,
     setup(scope) {
@@ -48,7 +48,7 @@ function health(deps: Deps): SurfaceSpec {
 }
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
-  const surfaces = [health(deps), tokenEndpoint(deps), jsonApi(deps), graphqlApi(deps), webhookSurface(deps), adminApi(deps)];
+  const surfaces = [healthSurface(deps), tokenSurface(deps), jsonApiSurface(deps), graphqlSurface(deps), webhookSurface(deps), adminSurface(deps)];
   // What no surface's context takes (an unknown path, a URL the router cannot read, bytes
   // Node's parser refused) is answered in the shape of the surface whose prefix the path has.
   const ownerOf = (path: string) => surfaces.find((s) => s.prefix !== undefined && path.startsWith(s.prefix));

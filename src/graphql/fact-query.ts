@@ -40,7 +40,7 @@ export interface GraphqlContext {
   principal: Principal | undefined;
   /** The request's "now": the default end of a timeline window. */
   now: Date;
-  /** Models looked up with the account re-check (route.ts), or remembered, for the slugs the document names. */
+  /** Models looked up with the account re-check (surface.ts), or remembered, for the slugs the document names. */
   models: PrefetchedModels | undefined;
   /**
    * Set instead of `principal` when the route found the document's models remembered: the

@@ -20,7 +20,7 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { connectionOptions, registerConnectionHooks, requestsInFlight } from '../http/connections.ts';
 import { toAppError } from '../http/render-error.ts';
-import { REQUIRE_VERIFICATION_HEADER, renderWebhookError, WEBHOOK_PREFIX, WEBHOOK_TEXT, webhookErrorBody } from '../webhooks/routes.ts';
+import { REQUIRE_VERIFICATION_HEADER, renderWebhookError, WEBHOOK_PREFIX, WEBHOOK_TEXT, webhookErrorBody } from '../webhooks/surface.ts';
 import { ExchangeError, tokenSource, type Exchanged, type TokenSource } from './token.ts';
 
 export const RELAY_PATH = '/hooks/';

@@ -2,7 +2,7 @@
  * The domain never imports a surface (docs/architecture.md, "Layers").
  *
  * A surface module is one that answers requests of one surface: everything under
- * src/http/, src/graphql/ and src/token/, src/webhooks/routes.ts, and src/admin/ except
+ * src/http/, src/graphql/ and src/token/, src/webhooks/surface.ts, and src/admin/ except
  * its services (service.ts, admin.sql.ts, bootstrap.ts). A domain module is everything
  * under src/facts/, src/resources/, src/providers/, src/workflows/, src/worker/,
  * src/connectors/, src/openapi/, src/auth/, src/db/, src/webhooks/ other than routes.ts,
@@ -68,7 +68,7 @@ const GRAPH = new Map(FILES.map((f) => [f, importsOf(f)]));
 
 describe('layers', () => {
   it('reads the imports of every module (the rule is not vacuous)', () => {
-    for (const surface of ['http/surface.ts', 'graphql/route.ts', 'token/route.ts', 'webhooks/routes.ts', 'admin/routes.ts']) {
+    for (const surface of ['http/surface.ts', 'graphql/surface.ts', 'token/surface.ts', 'webhooks/surface.ts', 'admin/surface.ts']) {
       assert.ok(GRAPH.has(surface) && isSurface(surface), `${surface} is a surface module`);
     }
     for (const domain of ['facts/write.ts', 'resources/workflows/service.ts', 'auth/principal.ts', 'worker/steps.ts', 'webhooks/webhooks.sql.ts', 'deps.ts']) {

@@ -1,112 +1,112 @@
-/**
- * The JSON:API surface (/api/json/v1): a bearer token of a service account on every route,
- * then the caller's rate window, the route's permission, JSON:API content negotiation, and
- * Idempotency-Key on the routes that honour it. Routes say what they need in their
- * `config`; these hooks enforce it, so a handler never checks any of it itself.
- */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import type { Selectable } from 'kysely';
+import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
-import { epochSeconds } from '../../deps.ts';
-import { AppError } from '../../errors.ts';
-import { authenticate, verifyBearer, type Principal } from '../../auth/principal.ts';
-import { authorize, type Permission } from '../../auth/access.ts';
-import type { TokenClaims } from '../../auth/tokens.ts';
-import { beginIdempotent, finishIdempotent, type IdempotencyState } from '../idempotency.ts';
-import { chargeAccountWindow } from '../rate-limit.ts';
+import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
+import { authorize } from '../../auth/access.ts';
+import { AppError, invalidAt } from '../../errors.ts';
+import { verifyConnector } from '../../connectors/verify.ts';
+import { API_PREFIX, buildDocument } from './document.ts';
+import { readAttributes } from './input.ts';
+import { jsonApiContext } from './context.ts';
 import type { SurfaceSpec } from '../surface.ts';
-import { JSONAPI_MEDIA_TYPE, renderJsonApiError } from './errors.ts';
+import { RESOURCE_TYPES } from '../../resources/types.ts';
+import { dataModelType } from '../../resources/data_models/resource.ts';
+import { dataModelFieldType } from '../../resources/data_model_fields/resource.ts';
+import { createDataModel, dataModelInput, patchDataModel } from '../../resources/data_models/service.ts';
+import { createField, fieldInput, patchField } from '../../resources/data_model_fields/service.ts';
+import { externalConnectorType } from '../../resources/external_connectors/resource.ts';
+import { connectorInput, createConnector, patchConnector } from '../../resources/external_connectors/service.ts';
+import { workflowType } from '../../resources/workflows/resource.ts';
+import { builderStateInput, saveBuilderState } from '../../resources/workflows/service.ts';
+import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
+import { replayRun } from '../../resources/workflow_runs/service.ts';
+import { apiSpecType } from '../../resources/api_specs/resource.ts';
+import { apiSpecInput, createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
+import { providerRoutes } from './providers.ts';
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** What a JSON:API route needs of its caller (auth/access.ts). */
-    permission?: Permission;
-    /** Honour Idempotency-Key (POST/PATCH). */
-    idempotent?: boolean;
-    /** Count the request against this window: the service account's. */
-    rateLimit?: 'account';
-    /**
-     * The handler re-checks the account itself, in the statement that reads its row, and
-     * authorizes `permission` after it; the hook only verifies the token's signature and expiry.
-     */
-    deferAccount?: boolean;
-  }
-  interface FastifyRequest {
-    principal: Principal | undefined;
-    /** Verified token claims, set for deferAccount routes before the account re-check. */
-    claims: TokenClaims | undefined;
-    idempotency: IdempotencyState | undefined;
-  }
-}
-
-export const JSONAPI_PREFIX = '/api/json/';
-
-/** JSON:API 1.1 content negotiation: media type parameters other than ext/profile are refused. */
-function acceptableJsonApi(mediaType: string): boolean {
-  const [type, ...params] = mediaType.split(';').map((s) => s.trim());
-  if (type?.toLowerCase() !== JSONAPI_MEDIA_TYPE) return false;
-  return params.every((p) => /^(ext|profile)\s*=/i.test(p));
-}
-
-function negotiateJsonApi(request: FastifyRequest): void {
-  const accept = request.headers.accept;
-  if (accept !== undefined && accept.trim() !== '') {
-    const ranges = accept.split(',').map((s) => s.trim());
-    const ok = ranges.some((r) => {
-      const type = r.split(';')[0]!.trim().toLowerCase();
-      return type === '*/*' || type === 'application/*' || (type === JSONAPI_MEDIA_TYPE && acceptableJsonApi(r.replace(/;\s*q=[\d.]+/i, '')));
+/** The JSON:API surface with every resource type's routes. */
+export function jsonApiSurface(deps: Deps): SurfaceSpec {
+  const now = () => new Date(deps.clock());
+  // An update's `existing` is the row findOr404 read with all its type's table's columns: its
+  // handler names that table's row type (the write routes are generic over types, so they cannot).
+  return jsonApiContext(deps, (scope: FastifyInstance) => {
+    for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, {
+      input: dataModelInput,
+      create: rowOnly(createDataModel),
+      update: rowOnly((db, principal, existing: Selectable<DataModelTable>, attrs) => patchDataModel(db, principal, existing, attrs, now())),
     });
-    if (!ok) throw new AppError('not_acceptable', `Accept must allow ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Accept' } });
-  }
-  const hasBody =
-    request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
-  // Only a body's media type matters: some clients send Content-Type on bodiless GETs.
-  if (hasBody) {
-    const ct = request.headers['content-type'];
-    if (ct === undefined || !acceptableJsonApi(ct)) {
-      throw new AppError('unsupported_media_type', `Content-Type must be ${JSONAPI_MEDIA_TYPE}`, { source: { header: 'Content-Type' } });
-    }
-  }
-}
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, {
+      input: fieldInput,
+      create: rowOnly(createField),
+      update: rowOnly((db, principal, existing: Selectable<DataModelFieldTable>, attrs) => patchField(db, principal, existing, attrs, now())),
+    });
+    const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
+      input: connectorInput,
+      create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
+      update: rowOnly((db, principal, existing: Selectable<ExternalConnectorTable>, attrs) =>
+        patchConnector(db, principal, existing, attrs, connectorOptions, now()),
+      ),
+    });
+    const specOptions = {
+      allowPrivateEgress: deps.config.allowPrivateEgress,
+      maxBytes: deps.config.apiSpecMaxBytes,
+      maxOperations: deps.config.apiSpecMaxOperations,
+      importer: deps.specImporter,
+    };
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {
+      input: apiSpecInput(deps.config.apiSpecMaxBytes),
+      create: (db, principal, attrs) => createApiSpec(db, principal, attrs, specOptions),
+      update: (db, principal, existing: Selectable<ApiSpecTable>, attrs) => patchApiSpec(db, principal, existing, attrs, specOptions, now()),
+      // The document travels JSON-escaped inside a JSON:API document: room for its escapes.
+      bodyLimit: Math.max(deps.config.bodyLimitBytes, 2 * deps.config.apiSpecMaxBytes + 65_536),
+    });
+    providerRoutes(scope);
 
-/** The JSON:API surface with the routes `registerRoutes` adds to it. */
-export function jsonApiSurface(deps: Deps, registerRoutes: (scope: FastifyInstance) => void): SurfaceSpec {
-  return {
-    prefix: JSONAPI_PREFIX,
-    render: renderJsonApiError,
-    setup(scope) {
-      scope.decorateRequest('principal', undefined);
-      scope.decorateRequest('claims', undefined);
-      scope.decorateRequest('idempotency', undefined);
+    // A cheap call through the driver; the connector becomes verified or failing.
+    scope.post(`${API_PREFIX}/external_connectors/:id/verify`, writeOptions(externalConnectorType.type), async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, externalConnectorType, false);
+      const principal = request.principal!;
+      const existing = await findOr404(deps.db, externalConnectorType, principal, (request.params as { id: string }).id);
+      authorize(principal, 'external_connector.verify');
+      const row = await verifyConnector(deps.connectors, deps.db, principal.workspaceId, existing.id, deps.clock);
+      if (!row) throw new AppError('not_found', 'No external_connector with this id');
+      const self = `${API_PREFIX}/external_connectors/${row.id}`;
+      return sendDocument(reply, 200, await buildDocument(deps.db, RESOURCE_TYPES, principal, externalConnectorType, row, q, { links: { self }, now: now() }));
+    });
 
-      // The authenticator: the token, the account re-checked (unless the route does it in
-      // its own statement), the account's rate window, the permission; then negotiation.
-      scope.addHook('onRequest', async (request, reply) => {
-        const cfg = request.routeOptions.config;
-        let credentialId: string;
-        if (cfg.deferAccount) {
-          request.claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
-          credentialId = request.claims.sub;
-        } else {
-          request.principal = await authenticate(deps.db, deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
-          credentialId = request.principal.credentialId;
-        }
-        if (cfg.rateLimit === 'account') await chargeAccountWindow(deps.limiter, deps.config.rateLimit, reply, credentialId);
-        if (cfg.permission && request.principal) authorize(request.principal, cfg.permission);
-        negotiateJsonApi(request);
-      });
+    // The whole graph in one save; new triggers' tokens are shown this once, in meta.
+    scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions(workflowType.type), async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
+      const attrs = readAttributes(request.body, { type: 'workflow_builder_state' }, builderStateInput);
+      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs, now());
+      const self = `${API_PREFIX}/workflows/${row.id}`;
+      reply.header('location', self);
+      return sendDocument(
+        reply,
+        201,
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, {
+          links: { self },
+          meta: { trigger_tokens: triggerTokens },
+          now: new Date(deps.clock()),
+        }),
+      );
+    });
 
-      scope.addHook('preHandler', async (request, reply) => {
-        // A replay is answered here; returning the reply stops the handler from running.
-        if (request.routeOptions.config.idempotent && request.principal && (await beginIdempotent(deps.db, deps.config.idempotencyTtlSeconds, request, reply)))
-          return reply;
-      });
-
-      scope.addHook('onSend', async (request, reply, payload) => {
-        if (request.idempotency) await finishIdempotent(deps.db, request, reply, payload);
-        return payload;
-      });
-
-      registerRoutes(scope);
-    },
-  };
+    scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
+      // Nothing of a body would be read: refuse one rather than let a client think it counted.
+      if (request.body !== undefined) throw invalidAt('', 'A replay takes no body: it runs the original payload again on the same workflow version');
+      const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id);
+      const self = `${API_PREFIX}/workflow_runs/${row.id}`;
+      reply.header('location', self);
+      return sendDocument(
+        reply,
+        201,
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }),
+      );
+    });
+  });
 }

@@ -200,7 +200,7 @@ function readDocument(documents: DocumentCache, query: string): { cached: Return
  * The GraphQL surface. Its authenticator (authorize) runs inside the handler, not as a
  * hook: whether a token is needed depends on the document (health is public).
  */
-export function graphqlApi(deps: Deps): SurfaceSpec {
+export function graphqlSurface(deps: Deps): SurfaceSpec {
   return { render: renderGraphqlError, setup: (scope) => registerGraphqlRoute(scope, deps) };
 }
 

@@ -26,7 +26,7 @@ function send(reply: FastifyReply, status: number, data: unknown): FastifyReply 
   return reply.code(status).type('application/json').send(JSON.stringify({ data }));
 }
 
-export function adminApi(deps: Deps): SurfaceSpec {
+export function adminSurface(deps: Deps): SurfaceSpec {
   return {
     render: renderJsonApiError,
     setup(scope) {

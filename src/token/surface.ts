@@ -76,7 +76,7 @@ function credentialsInQuery(url: string): boolean {
 }
 
 /** The token surface: POST /api/v1/oauth/token; client authentication is the handler's own. */
-export function tokenEndpoint(deps: Deps): SurfaceSpec {
+export function tokenSurface(deps: Deps): SurfaceSpec {
   return {
     render: renderOAuthError,
     setup(scope) {
