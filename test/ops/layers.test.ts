@@ -5,7 +5,7 @@
  * src/http/, src/graphql/ and src/token/, src/webhooks/surface.ts, and src/admin/ except
  * its services (service.ts, admin.sql.ts, bootstrap.ts). A domain module is everything
  * under src/facts/, src/resources/, src/providers/, src/workflows/, src/worker/,
- * src/connectors/, src/openapi/, src/auth/, src/db/, src/webhooks/ other than routes.ts,
+ * src/connectors/, src/openapi/, src/auth/, src/db/, src/webhooks/ other than surface.ts,
  * those admin services, and the files directly in src/ other than the entry points
  * (main.ts, server.ts, app.ts). A domain module imports no surface module, with `import`,
  * `import type`, `export ... from` or `import()` alike. src/cli/ and src/maintenance/ are
@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 
 const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
 
-const SURFACE = [/^http\//, /^graphql\//, /^token\//, /^webhooks\/routes\.ts$/, /^admin\/(?!(service|admin\.sql|bootstrap)\.ts$)/];
+const SURFACE = [/^http\//, /^graphql\//, /^token\//, /^webhooks\/surface\.ts$/, /^admin\/(?!(service|admin\.sql|bootstrap)\.ts$)/];
 const DOMAIN = [
   /^facts\//,
   /^resources\//,
@@ -32,7 +32,7 @@ const DOMAIN = [
   /^openapi\//,
   /^auth\//,
   /^db\//,
-  /^webhooks\/(?!routes\.ts$)/,
+  /^webhooks\/(?!surface\.ts$)/,
   /^admin\/(service|admin\.sql|bootstrap)\.ts$/,
   /^(?!(main|server|app)\.ts$)[^/]+\.ts$/,
 ];
