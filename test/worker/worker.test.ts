@@ -52,11 +52,12 @@ describe('leases', () => {
     assert.equal(await factCount(), before + 3);
     // Nobody else can claim it while the lease holds.
     assert.deepEqual(await claimRuns(db, 'other', 10, new Date(), lease(1000)), []);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    assert.equal(await reclaimExpired(db, new Date(), 3), 1);
+    // The clock moves past the 100 ms lease rather than the test sleeping through it.
+    const later = () => Date.now() + 150;
+    assert.equal(await reclaimExpired(db, new Date(later()), 3), 1);
     assert.equal((await runRow(claimed!.id)).status, 'retrying');
-    // A real worker takes it over; the step runs again and stores nothing twice.
-    const w = startWorker(f.t.deps);
+    // A real worker, on the moved clock, takes it over; the step runs again and stores nothing twice.
+    const w = startWorker({ ...f.t.deps, clock: later });
     try {
       const run = await waitForRun(f, claimed!.id);
       assert.equal(run.attributes.status, 'succeeded');
