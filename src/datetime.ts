@@ -43,3 +43,11 @@ export function parseDateTime(text: string, opts: DateTimeOptions = {}): Date | 
   const ms = d.getTime() - offsetMinutes * 60_000;
   return ms < MIN_MS || ms > MAX_MS ? undefined : new Date(ms);
 }
+
+/** Node's timers take at most this many milliseconds (about 24.8 days); a longer wait is done in steps. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** How long to sleep before looking again: until `due`, in steps a timer can take. */
+export function timerDelay(due: Date, now: Date): number {
+  return Math.max(0, Math.min(MAX_TIMER_MS, due.getTime() - now.getTime()));
+}

@@ -6,24 +6,17 @@
 import { Cron } from 'croner';
 import type { Deps } from '../deps.ts';
 import { sweepExclusive } from './sweep.ts';
+import { timerDelay } from '../datetime.ts';
 
 export interface Scheduler {
   stop(): Promise<void>;
 }
-
-/** Node's timers take at most this many milliseconds (about 24.8 days); a longer wait is done in steps. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The first instant of the schedule strictly after `now` (config.ts has checked that one exists). */
 export function nextRunAfter(cron: string, now: Date): Date {
   const next = new Cron(cron, { timezone: 'UTC', mode: '5-part' }).nextRun(now);
   if (next === null) throw new Error(`the cron expression "${cron}" names no future instant`);
   return next;
-}
-
-/** How long to sleep before looking again: until `due`, in steps a timer can take. */
-export function timerDelay(due: Date, now: Date): number {
-  return Math.max(0, Math.min(MAX_TIMER_MS, due.getTime() - now.getTime()));
 }
 
 /** One scheduled sweep; false when another process was sweeping (it then skips this run). */

@@ -16,7 +16,7 @@ import { uuidv7 } from '../ids.ts';
 import { latestTick, nextTick, ticksBetween } from '../workflows/schedule.ts';
 import { fireTick, loadSchedules, type ScheduleRow } from '../workflows/schedule.sql.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
-import { timerDelay } from '../maintenance/scheduler.ts';
+import { timerDelay } from '../datetime.ts';
 
 /** How often the schedules are loaded again: a schedule saved, changed or deactivated takes effect within this. */
 export const SCHEDULE_REFRESH_MS = 2000;

@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MAX_TIMER_MS, nextRunAfter, startScheduler, timerDelay } from '../../src/maintenance/scheduler.ts';
+import { nextRunAfter, startScheduler } from '../../src/maintenance/scheduler.ts';
+import { MAX_TIMER_MS, timerDelay } from '../../src/datetime.ts';
 import { writeFacts } from '../../src/facts/write.ts';
 import { seedTenant, startApp } from '../helpers/app.ts';
 import { createModel, daysAgo, factCount } from '../facts/helpers.ts';
