@@ -18,6 +18,7 @@ import * as m0009 from './migrations/0009_run_lease_losses.ts';
 import * as m0010 from './migrations/0010_workflow_version_saver.ts';
 import * as m0011 from './migrations/0011_api_spec_answer_bytes.ts';
 import * as m0012 from './migrations/0012_schedule_triggers.ts';
+import * as m0013 from './migrations/0013_run_outcomes.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '0010_workflow_version_saver': m0010,
   '0011_api_spec_answer_bytes': m0011,
   '0012_schedule_triggers': m0012,
+  '0013_run_outcomes': m0013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

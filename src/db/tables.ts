@@ -334,6 +334,8 @@ export interface WorkflowTriggerTable {
 
 export type RunStatus = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed';
 export type StepStatus = 'succeeded' | 'failed' | 'skipped';
+/** Why a finished run ended (null while it has not): see migrations/0013_run_outcomes.ts. */
+export type RunOutcome = 'completed' | 'stopped_at_condition' | 'failed' | 'dead_letter';
 
 /** A step's record on its run. */
 export interface StepRecord {
@@ -346,6 +348,10 @@ export interface StepRecord {
   /** Set when the record keeps only a preview of the output (its size cap): the output's size as JSON. */
   output_truncated?: true;
   output_bytes?: number;
+  /** A skipped step: why (`condition false at step K`, `step K failed`). */
+  reason?: string;
+  /** A condition: the value its expression gave, before it was read as true or false. */
+  value?: unknown;
 }
 
 export interface WorkflowRunTable {
@@ -364,6 +370,10 @@ export interface WorkflowRunTable {
   steps: ColumnType<StepRecord[], string | undefined, string>;
   error: string | null;
   replay_of: string | null;
+  outcome: ColumnType<RunOutcome | null, RunOutcome | null | undefined, RunOutcome | null>;
+  facts_written: Generated<number>;
+  /** What the facts' source keys derive from: the delivery identity, a schedule's tick, or the original's (a replay). */
+  source_identity: string | null;
   run_at: Timestamp;
   locked_by: string | null;
   locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;

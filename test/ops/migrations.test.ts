@@ -62,6 +62,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0010_workflow_version_saver',
       '0011_api_spec_answer_bytes',
       '0012_schedule_triggers',
+      '0013_run_outcomes',
     ]);
     assert.deepEqual(await current(), rows);
 

@@ -4,6 +4,7 @@ import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 import { presentRun } from '../../workflows/run-record.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
+export const RUN_OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter'] as const;
 
 export const workflowRunType: ResourceType = {
   type: 'workflow_run',
@@ -24,6 +25,8 @@ export const workflowRunType: ResourceType = {
     steps: { column: 'steps', kind: 'json' },
     error: { column: 'error', kind: 'string', nullable: true },
     replay_of: { column: 'replay_of', kind: 'uuid', filter: true, nullable: true },
+    outcome: { column: 'outcome', kind: 'enum', values: RUN_OUTCOMES, filter: true, sort: true, nullable: true },
+    facts_written: { column: 'facts_written', kind: 'integer', filter: true, sort: true },
     started_at: { column: 'started_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     finished_at: { column: 'finished_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     ...TIMESTAMPS,

@@ -35,6 +35,8 @@ const RUN_COLUMNS = [
   'steps',
   'error',
   'replay_of',
+  'outcome',
+  'facts_written',
   'inserted_at',
   'updated_at',
   'started_at',
