@@ -21,6 +21,7 @@ import pino from 'pino';
 import { Pool } from 'undici';
 import { createRelay } from '../src/relay/relay.ts';
 import {
+  benchEnv,
   exchangeToken,
   fmt,
   inProcessDetail,
@@ -112,18 +113,10 @@ async function benchEngine(engine: Engine): Promise<EngineReport> {
       prefix: 'tributary_bench_relay',
       skipped,
       vars: (dir) => ({
-        DATA_DIR: dir,
-        TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
-        LOG_LEVEL: 'silent',
-        PORT: '0',
-        RATE_LIMIT_MAX: '1000000',
-        RATE_LIMIT_WINDOW_SECONDS: '1',
-        TOKEN_RATE_LIMIT_MAX: '1000000000',
-        TOKEN_RATE_LIMIT_WINDOW_SECONDS: '1',
+        ...benchEnv(dir),
         WEBHOOK_RATE_LIMIT_MAX: '1000000000',
         WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '1',
         MAX_CONNECTIONS_PER_ADDRESS: '0',
-        WORKER: 'false',
       }),
     },
     async (run) => {
