@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
+import { addApiOptions } from './api-client.ts';
 
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
@@ -88,6 +89,7 @@ export async function runCli(
       }
     });
 
+  addApiOptions(program);
   registerAdminCommands(program, io);
   registerFactsCommands(program, io);
 
