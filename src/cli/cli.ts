@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
 import { addApiOptions } from './api-client.ts';
+import { registerWorkflowCommands } from './workflow-commands.ts';
 
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
@@ -92,6 +93,7 @@ export async function runCli(
   addApiOptions(program);
   registerAdminCommands(program, io);
   registerFactsCommands(program, io);
+  registerWorkflowCommands(program, io);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
