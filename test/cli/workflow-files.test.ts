@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { runCli } from '../helpers/cli.ts';
+import { ROOT, runCli } from '../helpers/cli.ts';
 import { jsonApi, seedAccount, startApp, seedTenant, tokenFor } from '../helpers/app.ts';
 import { API } from '../webhooks/helpers.ts';
 
@@ -302,4 +302,24 @@ it('finds the account in DATA_DIR/bootstrap.json by default, or in --credentials
   const half = await cli(['workflow', 'list'], { TRIBUTARY_CLIENT_SECRET: '' });
   assert.equal(half.code, 78);
   assert.match(half.stderr, /TRIBUTARY_CLIENT_SECRET must be set together with the other/);
+});
+
+it("docs/workflows.md's quick start files apply as written", async () => {
+  const docs = fs.readFileSync(path.join(ROOT, 'docs/workflows.md'), 'utf8');
+  const start = docs.indexOf('\n## Quick start: a workflow file\n');
+  assert.ok(start >= 0, 'workflows.md starts with the quick start');
+  const section = docs.slice(start, docs.indexOf('\n## ', start + 10));
+  const [model, workflow] = [...section.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+  assert.ok(model && workflow);
+  // Another workspace, so the names are free.
+  const other = await seedTenant(t.deps);
+  const as = (args: string[]) => runCli(['--url', t.url, ...args], env({ TRIBUTARY_CLIENT_ID: other.clientId, TRIBUTARY_CLIENT_SECRET: other.clientSecret }));
+  const m = await as(['data-model', 'apply', '-f', write('docs-model.yaml', model)]);
+  assert.equal(m.code, 0, m.stderr);
+  assert.match(m.stdout, /data model orders created/);
+  const w = await as(['workflow', 'apply', '-f', write('docs-orders.yaml', workflow)]);
+  assert.equal(w.code, 0, w.stderr);
+  assert.match(w.stdout, /workflow "orders" created: id \S+, version 1[^]*trigger shop: new token/);
+  const again = await as(['--json', 'workflow', 'apply', '-f', path.join(dir, 'docs-orders.yaml')]);
+  assert.equal(JSON.parse(again.stdout).meta.action, 'unchanged');
 });
