@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import YAML from 'yaml';
 import { isUuid } from '../ids.ts';
 import { AdminApiError, CommandFailure, EXIT_FAILURE, reportFailure } from './admin-client.ts';
 import { apiClientOf, type ApiClient, type Resource } from './api-client.ts';
@@ -191,7 +192,11 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         const newLock = saved.attributes.lock_version as string;
         let fileUpdated = false;
         if (wanted.lock_version !== null && wanted.lock_version !== newLock && text.split(wanted.lock_version).length === 2) {
-          fs.writeFileSync(o.file, text.replace(wanted.lock_version, newLock));
+          // Unquoted in YAML, a lock_version of digits (and an e) would read back as a number.
+          const at = text.indexOf(wanted.lock_version);
+          const quoted = /["']/.test(text[at - 1] ?? '');
+          const plain = quoted || typeof YAML.parse(newLock) === 'string';
+          fs.writeFileSync(o.file, text.replace(wanted.lock_version, plain ? newLock : JSON.stringify(newLock)));
           fileUpdated = true;
         }
         if (asJson) {

@@ -10,6 +10,7 @@ import { after, it } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { jsonApi, seedTenant, startApp, tokenFor } from '../helpers/app.ts';
 import { API, createModel } from '../webhooks/helpers.ts';
+import { renderTestRun } from '../../src/cli/workflow-commands.ts';
 
 const t = await startApp();
 after(() => t.close());
@@ -116,4 +117,53 @@ it('a payload file that is not JSON, an unknown workflow and a bad --version are
   const noSuchVersion = await cli(['workflow', 'test', 'orders', '--payload', write('ok3.json', '{}'), '--version', '9']);
   assert.equal(noSuchVersion.code, 1);
   assert.match(noSuchVersion.stderr, /^error: .*\(HTTP 4\d\d \w+\)\n$/);
+});
+
+it('renders an answer of the documented shape: every step block, facts, problems, the request as the server redacted it', () => {
+  const text = renderTestRun({
+    workflow_id: 'wf-1',
+    workflow_version: 3,
+    status: 'failed',
+    outcome: 'failed',
+    facts_would_write: [{ data_model_slug: 'orders', data: { order_id: 'o-1' } }],
+    error: 'step store failed',
+    steps: [
+      { key: 'shape', type: 'transform', status: 'succeeded', input: {}, output: { id: 'o-1' }, error: null },
+      { key: 'big', type: 'condition', status: 'succeeded', input: {}, output: true, error: null, value: true },
+      {
+        key: 'store',
+        type: 'write_fact',
+        status: 'failed',
+        input: {},
+        output: null,
+        error: 'a fact does not fit the data model',
+        facts: [{ data: { order_id: 'o-1' } }],
+        problems: [{ item: 0, pointer: '/amount', detail: 'must be a float' }],
+      },
+      {
+        key: 'notify',
+        type: 'http_request',
+        status: 'skipped',
+        reason: 'not called: POST is not a safe method',
+        input: {},
+        output: null,
+        error: null,
+        request: { method: 'POST', url: 'https://shop.example.com/notify', headers: { authorization: '[redacted]' }, body: { id: 'o-1' } },
+      },
+    ],
+  });
+  assert.match(
+    text,
+    /^test run of workflow wf-1 version 3: failed \(outcome failed\); nothing was stored\nerror: step store failed\nfacts it would write: 1\n/,
+  );
+  assert.match(text, /\n1\. shape \(transform\): succeeded\n {3}output: \{"id":"o-1"\}\n/);
+  assert.match(text, /\n2\. big \(condition\): succeeded\n {3}value: true\n/);
+  assert.match(
+    text,
+    /\n3\. store \(write_fact\): failed\n {3}error: a fact does not fit the data model\n {3}would write:\n {5}\{"data":\{"order_id":"o-1"\}\}\n {3}problems:\n {5}item 0 \/amount: must be a float\n/,
+  );
+  assert.match(
+    text,
+    /\n4\. notify \(http_request\): skipped: not called: POST is not a safe method\n {3}request: POST https:\/\/shop\.example\.com\/notify\n {5}authorization: \[redacted\]\n {5}body: \{"id":"o-1"\}\n$/,
+  );
 });
