@@ -26,7 +26,6 @@ it('exchanges once more when the server refuses its token (401), and goes on', a
   // Every token minted so far is refused from now on; the account itself still works.
   const revoked = await adminCall(t, 'PATCH', `/credentials/${tenant.credentialId}`, { revoke_tokens: true });
   assert.equal(revoked.status, 200, revoked.text);
-  await new Promise((r) => setTimeout(r, 1100)); // tokens carry whole seconds: a new one must be minted after the revocation's second
   const doc = await client.get('/data_models');
   assert.deepEqual(doc.data, []);
 });
@@ -77,4 +76,14 @@ it('finds the credentials: --credentials, then TRIBUTARY_CLIENT_ID/SECRET, then 
   );
   fs.writeFileSync(path.join(dir, 'bad.json'), JSON.stringify({ client_id: 'tbci_x' }));
   assert.throws(() => resolveApiSettings({ credentialsFile: path.join(dir, 'bad.json') }), /has no client_id and client_secret strings/);
+});
+
+it('all() follows links.next to the end of a list', async () => {
+  const client = createApiClient({ url: t.url, credentials });
+  for (const slug of ['page-a', 'page-b', 'page-c']) await client.post('/data_models', { data: { type: 'data_model', attributes: { name: slug, slug } } });
+  const all = await client.all('/data_models?page[limit]=1&sort=slug');
+  assert.deepEqual(
+    all.map((m) => m.attributes.slug),
+    ['page-a', 'page-b', 'page-c'],
+  );
 });
