@@ -8,6 +8,8 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
+import { addApiOptions } from './api-client.ts';
+import { registerWorkflowCommands } from './workflow-commands.ts';
 
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
@@ -20,7 +22,6 @@ export async function runCli(
 ): Promise<number> {
   const program = new Command('tributary')
     .description('Tributary: harmonized business data and workflows')
-    .version(packageVersion(), '-V, --version', 'print the version')
     .option('--json', 'print exactly one JSON document on stdout')
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err });
@@ -88,8 +89,16 @@ export async function runCli(
       }
     });
 
+  addApiOptions(program);
   registerAdminCommands(program, io);
   registerFactsCommands(program, io);
+  registerWorkflowCommands(program, io);
+
+  // `--version` after a command is that command's (`workflow test --version N`): the
+  // program's own --version, which commander would take wherever it stands, is only before one.
+  const firstCommand = argv.findIndex((a) => program.commands.some((c) => c.name() === a));
+  const versionFlag = argv.findIndex((a) => a === '--version' || a === '-V');
+  if (firstCommand === -1 || versionFlag === -1 || versionFlag < firstCommand) program.version(packageVersion(), '-V, --version', 'print the version');
 
   try {
     await program.parseAsync(argv, { from: 'user' });
