@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect.ts';
-import type { RunStatus, WorkflowRunTable } from '../../db/tables.ts';
+import type { RunStatus } from '../../db/tables.ts';
 
 /** The public columns of a run (never its lease or queue columns). */
 const RUN_COLUMNS = [
