@@ -16,7 +16,7 @@ type Data = Record<string, unknown>;
 const ROLES = ['owner', 'admin', 'member'] as const;
 
 interface RunsReplayOptions {
-  version?: string;
+  workflowVersion?: string;
   workspace?: string;
   workflow?: string;
   status?: string;
@@ -321,7 +321,13 @@ export function registerAdminCommands(program: Command, io: Io): void {
       'run a run again with the same payload, linked by replay_of: one run by id, or every finished run the filters match (oldest first, at most --limit)',
     )
     .argument('[run-id]', 'run id (or filters instead)')
-    .addOption(new Option('--version <version>', "the workflow version to run on: original (the run's own) or current").choices(['original', 'current']))
+    // Not --version: the program's own --version (print the version) is recognised after a subcommand too.
+    .addOption(
+      new Option('--workflow-version <which>', "the workflow version to run on: original (the run's own, the default) or current").choices([
+        'original',
+        'current',
+      ]),
+    )
     .option('--workspace <workspace-id>', 'only runs of this workspace')
     .option('--workflow <workflow-id>', 'only runs of this workflow')
     .addOption(new Option('--status <status>', 'only runs in this state').choices(['succeeded', 'failed']))
@@ -343,7 +349,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
       if (id !== undefined) {
         if (narrowed || o.workspace !== undefined || o.limit !== undefined)
           cmd.error('error: give a run id or filters, not both', { exitCode: EXIT_USAGE, code: 'tributary.replayArguments' });
-        return execute((c) => c.request('POST', `/runs/${encodeURIComponent(id)}/replay`, o.version ? { version: o.version } : undefined));
+        return execute((c) => c.request('POST', `/runs/${encodeURIComponent(id)}/replay`, o.workflowVersion ? { version: o.workflowVersion } : undefined));
       }
       if (!narrowed)
         cmd.error('error: give a run id, or at least one of --workflow, --status, --outcome, --trigger, --since, --until', {
@@ -354,7 +360,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
         `replayed ${formatValue(d.replayed)} run${d.replayed === 1 ? '' : 's'}` +
         (d.has_more ? '\nnote: more runs matched; run the same command again to replay the next ones (a replayed run is not replayed twice)' : '');
       return execute(
-        (c) => c.request('POST', '/runs/replay', { ...filters, workspace_id: o.workspace, version: o.version, limit: o.limit }),
+        (c) => c.request('POST', '/runs/replay', { ...filters, workspace_id: o.workspace, version: o.workflowVersion, limit: o.limit }),
         undefined,
         renderReplayed,
       );
