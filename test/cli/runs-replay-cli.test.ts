@@ -65,9 +65,10 @@ it('replays the runs that match the filters, at most --limit, and says how many'
   const made = await replaysOf(ids);
   assert.deepEqual(made.map((m) => m.id).sort(), [...doc.run_ids].sort());
   assert.ok(made.every((m) => m.workflow_version === 2));
-  const human = await cli(base);
+  const human = await cli([...base, '--limit', '1']);
   assert.equal(human.code, 0, human.stderr);
   assert.match(human.stdout, /^replayed 1 run$/m);
+  assert.doesNotMatch(human.stdout, /more runs matched/);
   const none = await cli(base);
   assert.equal(none.code, 0, none.stderr);
   assert.match(none.stdout, /^replayed 0 runs$/m);

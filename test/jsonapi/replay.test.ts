@@ -80,6 +80,23 @@ describe('replaying one run', async () => {
     for (const [body, pointer] of cases) assertJsonApiError(await replay(body), 422, 'invalid_request', { pointer });
   });
 
+  it("a bulk replay's runs are run by the worker, here on the current version", async () => {
+    const fresh = await waitForRun(f, (await deliver(f, `/api/v1/webhooks/${v1.tokens.hook}`, '{"n":9}')).body.workflow_run_id);
+    assert.ok(fresh.attributes.delivery_id);
+    const r = await f.api.post(`${BULK}?filter[delivery_id]=${encodeURIComponent(fresh.attributes.delivery_id)}`, { meta: { version: 'current' } });
+    assert.equal(r.status, 201, r.text);
+    assert.deepEqual(r.body.meta, { replayed: 1, has_more: false });
+    const done = await waitForRun(f, r.body.data[0].id);
+    assert.equal(done.attributes.status, 'succeeded');
+    assert.equal(done.attributes.replay_of, fresh.id);
+    assert.equal(done.attributes.workflow_version, 2);
+    assert.deepEqual(done.attributes.payload, { n: 9 });
+    assert.deepEqual(
+      done.attributes.steps.map((s: any) => [s.key, s.output]),
+      [['new_step', 'v2']],
+    );
+  });
+
   it("another workspace's run is 404", async () => {
     const other = await seedTenant(f.t.deps);
     const api = jsonApi(f.t, await tokenFor(f.t, other));
