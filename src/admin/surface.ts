@@ -13,6 +13,7 @@ import { renderJsonApiError } from '../http/jsonapi/errors.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { authenticateAdmin } from './admin-auth.ts';
 import { adminFindRun, adminListRuns, adminReplayRun } from '../resources/workflow_runs/service.ts';
+import { adminBulkReplay, adminReplayVersion } from '../resources/workflow_runs/replay.ts';
 
 type Body = Record<string, unknown>;
 
@@ -85,7 +86,11 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
       .send(JSON.stringify(await adminListRuns(deps, req.query))),
   );
   app.get<ById>(`${p}/runs/:id`, async (req, reply) => send(reply, 200, await adminFindRun(deps, req.params.id)));
-  app.post<ById>(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, req.params.id)));
+  app.post<ById>(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, req.params.id, adminReplayVersion(body(req.body)))));
+  app.post(`${p}/runs/replay`, async (req, reply) => {
+    const result = await adminBulkReplay(deps, body(req.body));
+    return send(reply, result.replayed > 0 ? 201 : 200, result);
+  });
   app.get(`${p}/whoami`, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));
   registerFactsAdminRoutes(app, deps);
 }

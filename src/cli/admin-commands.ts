@@ -15,6 +15,18 @@ type Data = Record<string, unknown>;
 
 const ROLES = ['owner', 'admin', 'member'] as const;
 
+interface RunsReplayOptions {
+  workflowVersion?: string;
+  workspace?: string;
+  workflow?: string;
+  status?: string;
+  outcome?: string;
+  trigger?: string;
+  since?: string;
+  until?: string;
+  limit?: number;
+}
+
 function scopesArg(value: string): string[] {
   const list = value
     .split(',')
@@ -305,9 +317,54 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .action((id: string) => execute((c) => c.request('GET', `/runs/${encodeURIComponent(id)}`)));
   runs
     .command('replay')
-    .description('start a new run of the same workflow version with the same payload, linked by replay_of')
-    .argument('<run-id>', 'run id')
-    .action((id: string) => execute((c) => c.request('POST', `/runs/${encodeURIComponent(id)}/replay`)));
+    .description(
+      'run a run again with the same payload, linked by replay_of: one run by id, or every finished run the filters match (oldest first, at most --limit)',
+    )
+    .argument('[run-id]', 'run id (or filters instead)')
+    // Not --version: the program's own --version (print the version) is recognised after a subcommand too.
+    .addOption(
+      new Option('--workflow-version <which>', "the workflow version to run on: original (the run's own, the default) or current").choices([
+        'original',
+        'current',
+      ]),
+    )
+    .option('--workspace <workspace-id>', 'only runs of this workspace')
+    .option('--workflow <workflow-id>', 'only runs of this workflow')
+    .addOption(new Option('--status <status>', 'only runs in this state').choices(['succeeded', 'failed']))
+    .addOption(new Option('--outcome <outcome>', 'only runs with this outcome').choices(['completed', 'stopped_at_condition', 'failed', 'dead_letter']))
+    .option('--trigger <key>', 'only runs started by this trigger key')
+    .option('--since <time>', 'only runs inserted at or after this ISO 8601 time, or this long ago (2h, 30m, 7d)')
+    .option('--until <time>', 'only runs inserted before this ISO 8601 time, or this long ago')
+    .option('--limit <n>', 'at most this many runs, 1 to 1000 (default 1000)', limitArg)
+    .action(async (id: string | undefined, o: RunsReplayOptions, cmd: Command) => {
+      const filters = {
+        workflow_id: o.workflow,
+        status: o.status,
+        outcome: o.outcome,
+        trigger_key: o.trigger,
+        since: o.since,
+        until: o.until,
+      };
+      const narrowed = Object.values(filters).some((v) => v !== undefined);
+      if (id !== undefined) {
+        if (narrowed || o.workspace !== undefined || o.limit !== undefined)
+          cmd.error('error: give a run id or filters, not both', { exitCode: EXIT_USAGE, code: 'tributary.replayArguments' });
+        return execute((c) => c.request('POST', `/runs/${encodeURIComponent(id)}/replay`, o.workflowVersion ? { version: o.workflowVersion } : undefined));
+      }
+      if (!narrowed)
+        cmd.error('error: give a run id, or at least one of --workflow, --status, --outcome, --trigger, --since, --until', {
+          exitCode: EXIT_USAGE,
+          code: 'tributary.replayArguments',
+        });
+      const renderReplayed = (d: Data) =>
+        `replayed ${formatValue(d.replayed)} run${d.replayed === 1 ? '' : 's'}` +
+        (d.has_more ? '\nnote: more runs matched; run the same command again to replay the next ones (a replayed run is not replayed twice)' : '');
+      return execute(
+        (c) => c.request('POST', '/runs/replay', { ...filters, workspace_id: o.workspace, version: o.workflowVersion, limit: o.limit }),
+        undefined,
+        renderReplayed,
+      );
+    });
 
   program
     .command('whoami')

@@ -4,7 +4,7 @@ import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnect
 import type { Deps } from '../../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
 import { authorize } from '../../auth/access.ts';
-import { AppError, invalidAt } from '../../errors.ts';
+import { AppError, invalidParam } from '../../errors.ts';
 import { verifyConnector } from '../../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from './document.ts';
 import { readAttributes } from './input.ts';
@@ -21,6 +21,7 @@ import { workflowType } from '../../resources/workflows/resource.ts';
 import { builderStateInput, saveBuilderState } from '../../resources/workflows/service.ts';
 import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
 import { replayRun } from '../../resources/workflow_runs/service.ts';
+import { bulkReplay, readReplayMeta } from '../../resources/workflow_runs/replay.ts';
 import { apiSpecType } from '../../resources/api_specs/resource.ts';
 import { apiSpecInput, createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
 import { providerRoutes } from './providers.ts';
@@ -97,9 +98,8 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
 
     scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
-      // Nothing of a body would be read: refuse one rather than let a client think it counted.
-      if (request.body !== undefined) throw invalidAt('', 'A replay takes no body: it runs the original payload again on the same workflow version');
-      const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id);
+      const { version } = readReplayMeta(request.body, false);
+      const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id, version);
       const self = `${API_PREFIX}/workflow_runs/${row.id}`;
       reply.header('location', self);
       return sendDocument(
@@ -107,6 +107,33 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
         201,
         await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }),
       );
+    });
+
+    // Bulk replay: the list's filter[...] parameters pick the runs; the body's meta the version and limit.
+    scope.post(`${API_PREFIX}/workflow_runs/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
+      for (const name of Object.keys(request.query as object)) {
+        if (!name.startsWith('filter['))
+          throw invalidParam(name, 'A bulk replay takes filter[...] parameters only; its limit and version go in the body, meta.limit and meta.version');
+      }
+      const q = parseFor(request, RESOURCE_TYPES, workflowRunType, true);
+      if (q.filter.length === 0) {
+        throw new AppError(
+          'invalid_request',
+          'A bulk replay needs at least one filter[...] parameter, so that a whole workspace is never replayed by accident',
+          {
+            source: { parameter: 'filter' },
+          },
+        );
+      }
+      const meta = readReplayMeta(request.body, true);
+      const filter = q.filter.map(({ attr, op, value }) => ({ attr, op, value }));
+      const result = await bulkReplay(deps, request.principal!.workspaceId, filter, meta);
+      return sendDocument(reply, result.replayed > 0 ? 201 : 200, {
+        jsonapi: { version: '1.1' },
+        data: result.run_ids.map((id) => ({ type: workflowRunType.type, id })),
+        meta: { replayed: result.replayed, has_more: result.has_more },
+        links: { self: `${API_PREFIX}/workflow_runs/replay` },
+      });
     });
   });
 }

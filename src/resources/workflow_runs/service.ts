@@ -1,19 +1,20 @@
-/** Replaying a run: a new run of the same workflow version with the same payload, linked by replay_of. */
+/** Replaying a run: a new run with the same payload, linked by replay_of, on its own or the workflow's current version. */
 import type { Principal } from '../../auth/principal.ts';
 import type { RunStatus } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { wakeWorkers } from '../../workflows/wake.ts';
-import { findRun, insertReplay, listRuns } from './workflow-runs.sql.ts';
+import { findRun, listRuns } from './workflow-runs.sql.ts';
+import { insertReplay, type ReplayVersion } from './replay.sql.ts';
 import { RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
 
-export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string) {
+export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string, version: ReplayVersion = 'original') {
   const row = isUuid(runId)
-    ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts)
+    ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts, version)
     : undefined;
   if (!row) throw new AppError('not_found', 'No workflow_run with this id');
   wakeWorkers(deps);
@@ -48,7 +49,7 @@ export async function adminFindRun(deps: Deps, id: string) {
 }
 
 /** Replays a run of any workspace (the admin acts for every workspace). */
-export async function adminReplayRun(deps: Deps, id: string) {
+export async function adminReplayRun(deps: Deps, id: string, version: ReplayVersion = 'original') {
   const original = await adminFindRun(deps, id);
-  return replayRun(deps, { workspaceId: original.workspace_id }, original.id);
+  return replayRun(deps, { workspaceId: original.workspace_id }, original.id, version);
 }

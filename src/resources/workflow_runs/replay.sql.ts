@@ -1,0 +1,121 @@
+/**
+ * Replays in SQL: one run again (insertReplay) and many at once (insertBulkReplay), and the
+ * one filter builder that both the JSON:API bulk route and the admin API narrow runs with.
+ */
+import { sql, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
+import type { Db } from '../../db/connect.ts';
+import type { WorkflowRunTable } from '../../db/tables.ts';
+import { workflowRunType } from './resource.ts';
+
+/** original: the version the run ran on; current: the workflow's version now. */
+export type ReplayVersion = 'original' | 'current';
+
+export type RunFilterOp = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'is_null' | 'contains';
+
+/** One condition on a filterable attribute of workflow_run, its value already of the attribute's kind (a list for `in`). */
+export interface RunFilterClause {
+  attr: string;
+  op: RunFilterOp;
+  value: unknown;
+}
+
+/** The column of a filterable run attribute; anything else is a programming error, never SQL. */
+function filterColumn(attr: string): string {
+  const def = Object.hasOwn(workflowRunType.attributes, attr) ? workflowRunType.attributes[attr] : undefined;
+  if (def === undefined || def.filter !== true) throw new Error(`workflow_run cannot be filtered by ${attr}`);
+  return def.column;
+}
+
+function clauseSql(c: RunFilterClause): RawBuilder<SqlBool> {
+  const col = sql.id('o', filterColumn(c.attr));
+  const v = c.value;
+  switch (c.op) {
+    case 'eq':
+      return sql<SqlBool>`${col} = ${v}`;
+    case 'ne':
+      return sql<SqlBool>`${col} is distinct from ${v}`;
+    case 'gt':
+      return sql<SqlBool>`${col} > ${v}`;
+    case 'gte':
+      return sql<SqlBool>`${col} >= ${v}`;
+    case 'lt':
+      return sql<SqlBool>`${col} < ${v}`;
+    case 'lte':
+      return sql<SqlBool>`${col} <= ${v}`;
+    case 'in':
+      return sql<SqlBool>`${col} in (${sql.join(v as unknown[])})`;
+    case 'is_null':
+      return v === true ? sql<SqlBool>`${col} is null` : sql<SqlBool>`${col} is not null`;
+    case 'contains':
+      return sql<SqlBool>`strpos(${col}, ${v}) > 0`;
+  }
+}
+
+/** The workflow version a replay runs on: `o` is the original run, `w` its workflow. */
+const versionOf = (version: ReplayVersion) => (version === 'current' ? sql`w.version` : sql`o.workflow_version`);
+
+/**
+ * A new run of `originalId` with the same payload, trigger and source identity, linked to
+ * it, on the original's or the workflow's current version; the original must be a run of
+ * the workspace. Returns the new row, or undefined when there is no such run.
+ */
+export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number, version: ReplayVersion) {
+  const result = await sql<Selectable<WorkflowRunTable>>`
+    with r as (
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, run_at, inserted_at, updated_at)
+      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, ${now}, ${now}, ${now}
+      from workflow_runs as o
+      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
+      where o.workspace_id = ${workspaceId} and o.id = ${originalId}
+      returning *
+    )
+    select * from r`.execute(db);
+  return result.rows[0];
+}
+
+export interface BulkReplay {
+  /** The workspace whose runs are replayed; null only for the admin API, which acts for every workspace. */
+  workspaceId: string | null;
+  filter: readonly RunFilterClause[];
+  version: ReplayVersion;
+  /** At most this many runs are made; `ids` holds that many fresh ids, in order. */
+  ids: readonly string[];
+  now: Date;
+  maxAttempts: number;
+}
+
+/**
+ * Replays, in one statement, the finished runs that match, oldest first, up to ids.length
+ * of them. A run that has a replay already is left out: its replay stands for it, so a
+ * second call carries on where the first stopped instead of replaying the same runs again.
+ * Returns the new runs' ids (in the order of their originals) and whether more matched.
+ */
+export async function insertBulkReplay(db: Db, r: BulkReplay): Promise<{ ids: string[]; hasMore: boolean }> {
+  const limit = r.ids.length;
+  const conditions = [
+    sql<SqlBool>`o.status in ('succeeded', 'failed')`,
+    sql<SqlBool>`not exists (select 1 from workflow_runs as p where p.workspace_id = o.workspace_id and p.replay_of = o.id)`,
+    ...r.filter.map(clauseSql),
+  ];
+  if (r.workspaceId !== null) conditions.unshift(sql<SqlBool>`o.workspace_id = ${r.workspaceId}`);
+  const result = await sql<{ id: string; matched: number | string }>`
+    with matched as (
+      select o.id, row_number() over (order by o.inserted_at, o.id) as n
+      from workflow_runs as o
+      where ${sql.join(conditions, sql` and `)}
+      order by o.inserted_at, o.id
+      limit ${limit + 1}
+    ),
+    made as (
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, run_at, inserted_at, updated_at)
+      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, ${r.now}, ${r.now}, ${r.now}
+      from matched as m
+      join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
+      join workflow_runs as o on o.id = m.id
+      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
+      returning id, replay_of
+    )
+    select made.id, (select count(*) from matched) as matched from made join matched as m on m.id = made.replay_of order by m.n`.execute(db);
+  const matched = Number(result.rows[0]?.matched ?? 0);
+  return { ids: result.rows.map((row) => row.id), hasMore: matched > limit };
+}
