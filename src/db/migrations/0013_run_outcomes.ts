@@ -26,4 +26,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     where status in ('succeeded', 'failed')`.execute(db);
   // Lists filter on the outcome within a workspace, newest first.
   await sql`create index workflow_runs_outcome_idx on workflow_runs (workspace_id, outcome, inserted_at)`.execute(db);
+  // A bulk replay leaves out runs already replayed (an anti-join on replay_of), and deleting
+  // a run sets its replays' replay_of to null: both look runs up by it.
+  await sql`create index workflow_runs_replay_of_idx on workflow_runs (replay_of) where replay_of is not null`.execute(db);
 }
