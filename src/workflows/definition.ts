@@ -265,7 +265,10 @@ function expressionsOf(step: WorkflowStep): Array<[string, string]> {
       return [['expression', step.config.expression]];
     case 'write_fact': {
       const w = step.config;
-      const out: Array<[string, string]> = [...(w.for_each === undefined ? [] : [['for_each', w.for_each] as [string, string]]), ...members('mapping', w.mapping)];
+      const out: Array<[string, string]> = [
+        ...(w.for_each === undefined ? [] : [['for_each', w.for_each] as [string, string]]),
+        ...members('mapping', w.mapping),
+      ];
       if (w.data !== undefined) out.push(['data', w.data]);
       if (w.observed_at !== undefined) out.push(['observed_at', w.observed_at]);
       return out;

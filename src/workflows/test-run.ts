@@ -78,7 +78,8 @@ function skipReason(records: StepRecord[], definition: WorkflowStep[]): string |
 
 export async function testRun(deps: TestRunDeps, principal: Principal, workflowId: string, input: TestRunInput): Promise<TestRunResult> {
   const tested = isUuid(workflowId) ? await loadTestedVersion(deps.db, principal.workspaceId, workflowId.toLowerCase(), input.version) : undefined;
-  if (!tested) throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
+  if (!tested)
+    throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
   const call = input.call ?? 'none';
   // Calling out with a connector's credentials asks what saving such a step asks.
   if (call === 'safe' && tested.definition.some((s) => s.type === 'http_request')) authorize(principal, 'workflow.save_http_request');
