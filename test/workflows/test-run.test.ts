@@ -278,3 +278,38 @@ describe('bad documents', () => {
     assertJsonApiError(await post(testRunDoc({ payload: { text: 'x'.repeat(5000) } })), 422, 'invalid_request', { pointer: '/data/attributes/payload' });
   });
 });
+
+describe('the request shown', () => {
+  it('redacts every auth type and fetches no oauth2 token without call "safe"', async () => {
+    const SECRET = `s3cr3t_${'q'.repeat(30)}`;
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ auth_type: 'bearer_token' }, 'authorization'],
+      [{ auth_type: 'basic_auth', config: { username: 'ops' } }, 'authorization'],
+      [{ auth_type: 'oauth2', config: { token_url: `${mock.url}/oauth/token`, client_id: 'cid' } }, 'authorization'],
+      [{ auth_type: 'hmac', secret: `whsec_${Buffer.from(SECRET).toString('base64')}` }, 'webhook-signature'],
+    ];
+    for (const [attrs, header] of cases) {
+      const { config, ...rest } = attrs as { config?: Record<string, unknown>; auth_type: string };
+      const made = await f.api.post(`${API}/external_connectors`, {
+        data: {
+          type: 'external_connector',
+          attributes: { name: `C ${rest.auth_type}`, direction: 'outbound', secret: SECRET, ...rest, config: { base_url: `${mock.url}/v2`, ...config } },
+        },
+      });
+      assert.equal(made.status, 201, made.text);
+      const id = await workflow([
+        { key: 'send', type: 'http_request', config: { connector_id: made.body.data.id, method: 'PUT', path: '/things/1', body: '{"n": 1}' } },
+      ]);
+      const calls = mock.requests.length;
+      const r = await testRun(id, { payload: {}, call: 'safe' });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(mock.requests.length, calls, `${rest.auth_type}: nothing sent`);
+      const request = r.body.data.attributes.steps[0].request;
+      assert.equal(request.headers[header], '[redacted]', `${rest.auth_type}: ${JSON.stringify(request.headers)}`);
+      assert.equal(request.url, `${mock.url}/v2/things/1`);
+      assert.deepEqual(request.body, { n: 1 });
+      for (const spelling of [SECRET, Buffer.from(SECRET).toString('base64'), Buffer.from(`ops:${SECRET}`).toString('base64')])
+        assert.ok(!r.text.includes(spelling), `${rest.auth_type}: the secret is not in the answer`);
+    }
+  });
+});
