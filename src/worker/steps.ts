@@ -56,7 +56,7 @@ export interface DryRun {
 }
 
 export interface DryRunNote {
-  facts?: Array<{ observed_at: unknown; data: unknown }>;
+  facts?: Array<{ observed_at: unknown; data: unknown; entity_id?: string | null }>;
   problems?: Array<{ item?: number; pointer: string; detail: string }>;
   request?: RequestPreview;
   response?: unknown;
@@ -112,10 +112,15 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
   // All or nothing: one bad item fails the step before any of its facts is stored.
   const problems: string[] = [];
   let count = 0;
-  const dry = env.dryRun && { facts: items.map(({ observed_at, data }) => ({ observed_at, data })), problems: [] as NonNullable<DryRunNote['problems']> };
+  const dry = env.dryRun && {
+    facts: items.map(({ observed_at, data }): NonNullable<DryRunNote['facts']>[number] => ({ observed_at, data })),
+    problems: [] as NonNullable<DryRunNote['problems']>,
+  };
   if (dry) env.dryRun!.notes.set(step.key, dry);
   items.forEach((item, index) => {
     const v = validateFact(model, item);
+    // A test run shows a valid fact as it would be stored: its instant and datetimes normalized, its entity.
+    if (v.ok && dry) dry.facts[index] = { observed_at: v.fact.observedAt, data: v.fact.data, entity_id: v.fact.entityId };
     if (v.ok) return;
     for (const e of v.errors) {
       dry?.problems.push({ ...(c.for_each === undefined ? {} : { item: index }), pointer: e.pointer, detail: e.detail });
