@@ -12,7 +12,7 @@ import type { OutboundResponse } from './http.ts';
 import { buildCall, operationOf, type Scalars } from './operations.ts';
 import { rateLimitOf, takeBudget } from './rate.ts';
 import { providerExcerpt } from './redact.ts';
-import { callHttp, type ConnectorRuntime } from './runtime.ts';
+import { callHttp, previewHttp, type ConnectorRuntime, type HttpPreview } from './runtime.ts';
 import { statementIsLiteral } from './snowflake-sql.ts';
 
 /**
@@ -128,6 +128,53 @@ export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: C
     }
     if (res.status >= 400) throw answerFailure(res, rt.clock());
     return res;
+  };
+}
+
+/** A test run's view of a call: an http request as it would be sent, or a driver's operation (never sent in a test run). */
+export type RequestPreview = HttpPreview | { operation: string; method: null; url: null; headers: Record<string, string>; body: unknown };
+
+/**
+ * The call of `target` as connectorCall would make it, for a test run: the request shown
+ * (credentials redacted) and, for an http connector, a send that takes no rate budget (a
+ * test must not spend the budget of the real runs).
+ */
+export function previewCall(
+  rt: ConnectorRuntime,
+  row: ConnectorRow,
+  target: CallTarget,
+  idempotencyKey: string,
+): (parts: CallParts) => Promise<{ request: RequestPreview; send?: () => Promise<OutboundResponse> }> {
+  if (isDriver(row)) {
+    const ops = DRIVER_OPERATIONS[row.type]!;
+    const ref = target.operation_ref;
+    if (ref === undefined || !ops.includes(ref)) throw permanent(`A ${row.type} connector performs ${ops.join(', ')} (operation_ref)`);
+    return async (parts) => ({ request: { operation: ref, method: null, url: null, headers: parts.headers, body: parts.body ?? null } });
+  }
+  let http: Parameters<typeof buildCall>[0];
+  if (target.operation_ref !== undefined) {
+    const operation = operationOf(row.operations, target.operation_ref);
+    if (!operation) throw permanent(`${target.operation_ref} is not an operation of the connector's specification (any more)`);
+    http = { operation };
+  } else http = { method: target.method!, path: target.path! };
+  return async (parts) => {
+    try {
+      const call = buildCall(http, parts, idempotencyKey);
+      const request = await previewHttp(rt, row, call);
+      const send = async () => {
+        let res: OutboundResponse;
+        try {
+          res = await callHttp(rt, row, call);
+        } catch (err) {
+          throw callFailureOf(err);
+        }
+        if (res.status >= 400) throw answerFailure(res, rt.clock());
+        return res;
+      };
+      return { request, send };
+    } catch (err) {
+      throw callFailureOf(err);
+    }
   };
 }
 

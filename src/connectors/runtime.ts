@@ -13,6 +13,7 @@ import type { ConnectorRow } from './connectors.sql.ts';
 import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
 import { databaseCounter, limiterCounter, type WindowCounter } from './rate.ts';
 import { redactError, redactor } from './redact.ts';
+import { REDACTED } from '../log.ts';
 
 export interface ConnectorRuntime {
   http: HttpClient;
@@ -130,8 +131,8 @@ export function buildUrl(base: string, path: string, query: Record<string, strin
 }
 
 /** One HTTP call through the connector, with its credentials (its budget is taken by call.ts). */
-export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse> {
-  const connector = connectorRecord(rt, row);
+/** The request of a call before its credentials are added: what callHttp and previewHttp share. */
+function plainRequest(row: ConnectorRow, call: HttpCall) {
   const url = buildUrl(baseUrlOf(row), call.path, call.query, call.template);
   const method = call.method.toUpperCase();
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -142,6 +143,40 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
     if (typeof call.body !== 'string') headers['content-type'] ??= 'application/json';
   }
   if (call.idempotencyKey !== undefined && UNSAFE.has(method)) headers['idempotency-key'] ??= call.idempotencyKey;
+  return { url, method, headers, body };
+}
+
+/** What a test run shows of a call: the request as callHttp would send it. */
+export interface HttpPreview {
+  method: string;
+  url: string;
+  /** The connector's credential headers are there with their values redacted. */
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+// A test run fetches no oauth2 token: the header is shown, its value redacted either way.
+const NO_TOKENS: TokenCache = { token: async () => REDACTED, forget: () => undefined };
+
+/**
+ * The request callHttp would send, credentials added by the same authorize and then
+ * redacted: every header the connector's auth added, and every spelling of its secret anywhere.
+ */
+export async function previewHttp(rt: Pick<ConnectorRuntime, 'connectorKey' | 'clock'>, row: ConnectorRow, call: HttpCall): Promise<HttpPreview> {
+  const connector = connectorRecord(rt, row);
+  const { url, method, headers, body } = plainRequest(row, call);
+  const { request } = await authorize(connector, { method, url, headers, body }, NO_TOKENS, call.idempotencyKey, Math.floor(rt.clock() / 1000));
+  const shown: Record<string, string> = {};
+  for (const [k, v] of Object.entries(request.headers)) shown[k] = headers[k] === v ? v : REDACTED;
+  const redact = redactor(sentCredentials(connector));
+  let sentBody: unknown = body;
+  if (body !== undefined && typeof call.body !== 'string') sentBody = call.body;
+  return redact({ method, url: url.toString(), headers: shown, body: sentBody ?? null });
+}
+
+export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse> {
+  const connector = connectorRecord(rt, row);
+  const { url, method, headers, body } = plainRequest(row, call);
   // What comes back (an answer, an error quoting one) is stored with the run and shown to
   // members: every credential sent is cut out of it, whatever spelling the provider echoes.
   const sent = sentCredentials(connector);

@@ -18,7 +18,7 @@ import { ExpressionError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
-import { connectorCall } from '../connectors/call.ts';
+import { connectorCall, previewCall, type CallParts, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
 
@@ -41,7 +41,33 @@ export interface StepEnv {
   /** Outbound calls (http_request); absent where no step calls out. */
   connectors?: ConnectorRuntime;
   expressions: ExpressionPool;
+  /** A test run (workflows/test-run.ts): the steps' effects are shown in `notes` instead of done. */
+  dryRun?: DryRun;
 }
+
+/**
+ * A test run's effect points: write_fact validates and shows its facts without storing them,
+ * http_request shows its request and sends it only when `call` is safe and its method reads.
+ */
+export interface DryRun {
+  call: 'none' | 'safe';
+  /** What each step would have done, by step key. */
+  notes: Map<string, DryRunNote>;
+}
+
+export interface DryRunNote {
+  facts?: Array<{ observed_at: unknown; data: unknown; entity_id?: string | null }>;
+  problems?: Array<{ item?: number; pointer: string; detail: string }>;
+  request?: RequestPreview;
+  response?: unknown;
+  /** Why the step's output is what it is in a test run (a call not made). */
+  note?: string;
+  /** A condition's value, before it was read as true or false. */
+  value?: unknown;
+}
+
+/** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 interface Context {
   payload: unknown;
@@ -86,10 +112,18 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
   // All or nothing: one bad item fails the step before any of its facts is stored.
   const problems: string[] = [];
   let count = 0;
+  const dry = env.dryRun && {
+    facts: items.map(({ observed_at, data }): NonNullable<DryRunNote['facts']>[number] => ({ observed_at, data })),
+    problems: [] as NonNullable<DryRunNote['problems']>,
+  };
+  if (dry) env.dryRun!.notes.set(step.key, dry);
   items.forEach((item, index) => {
     const v = validateFact(model, item);
+    // A test run shows a valid fact as it would be stored: its instant and datetimes normalized, its entity.
+    if (v.ok && dry) dry.facts[index] = { observed_at: v.fact.observedAt, data: v.fact.data, entity_id: v.fact.entityId };
     if (v.ok) return;
     for (const e of v.errors) {
+      dry?.problems.push({ ...(c.for_each === undefined ? {} : { item: index }), pointer: e.pointer, detail: e.detail });
       count++;
       if (problems.length < MAX_LISTED_PROBLEMS) problems.push(`${c.for_each === undefined ? 'the fact' : `item ${index}`}: ${e.pointer.slice(1)} ${e.detail}`);
     }
@@ -98,6 +132,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
     throw permanentFailure(
       `The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`,
     );
+  if (dry) return { data_model_slug: model.slug, items: items.length, written: items.length, duplicates: 0 };
   const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items);
   return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
 }
@@ -150,9 +185,28 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: HttpRequestS
   let offset = 0;
   const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
   const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };
+  if (env.dryRun) return dryRunCall(env.dryRun, step.key, previewCall(env.connectors, row, c, `${run.id}:${step.key}:0`), parts);
   const res = await send(parts);
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   return { status: res.status, headers, body: res.body };
+}
+
+/** A test run's http_request: the request shown, sent only when asked to and safe (without taking the rate budget). */
+async function dryRunCall(dry: DryRun, key: string, preview: ReturnType<typeof previewCall>, parts: CallParts): Promise<unknown> {
+  const { request, send } = await preview(parts);
+  const note: DryRunNote = { request };
+  dry.notes.set(key, note);
+  if (dry.call !== 'safe' || send === undefined || !SAFE_METHODS.has(request.method ?? '')) {
+    note.note =
+      dry.call !== 'safe'
+        ? 'Not sent (call is "none"): the output is null, and the next steps see null'
+        : `Not sent: only GET, HEAD and OPTIONS calls of an http connector are made in a test run; the output is null, and the next steps see null`;
+    return null;
+  }
+  const res = await send();
+  const { 'set-cookie': _cookie, ...headers } = res.headers;
+  note.response = { status: res.status, headers, body: res.body };
+  return note.response;
 }
 
 /** Delay before attempt `attempt + 1`: doubling from `baseMs`, capped at 5 minutes, with full jitter on its upper half. */
@@ -178,9 +232,12 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
         case 'transform':
           output = await evaluateOne(env, step.config.expression, ctx);
           break;
-        case 'condition':
-          output = truthy(await evaluateOne(env, step.config.expression, ctx));
+        case 'condition': {
+          const value = await evaluateOne(env, step.config.expression, ctx);
+          env.dryRun?.notes.set(step.key, { value: value ?? null });
+          output = truthy(value);
           break;
+        }
         case 'write_fact':
           output = await writeFactStep(env, run, step, ctx);
           break;

@@ -11,6 +11,7 @@ import type { HttpRequestConfig, WorkflowStep, WriteFactConfig } from '../db/tab
 import { isUuid } from '../ids.ts';
 import { SLUG_RE } from '../input.ts';
 import { compileExpression } from './expressions.ts';
+import { stepRefProblem } from './step-refs.ts';
 import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE, scheduleProblem, type CatchUp } from './schedule.ts';
 
 export const WORKFLOW_LIMITS = {
@@ -231,7 +232,7 @@ function readSteps(v: unknown): WorkflowStep[] {
   if (!Array.isArray(v)) throw invalidAt(at, 'step_params must be an array');
   if (v.length > WORKFLOW_LIMITS.maxSteps) throw invalidAt(at, `step_params may hold at most ${WORKFLOW_LIMITS.maxSteps} steps`);
   const seen = new Set<string>();
-  return v.map((step, i) => {
+  const steps = v.map((step, i) => {
     const sat = `${at}/${i}`;
     if (!isObject(step)) throw invalidAt(sat, 'a step must be an object {key, type, config}');
     onlyMembers(step, ['key', 'type', 'config'], sat, 'a step');
@@ -243,6 +244,42 @@ function readSteps(v: unknown): WorkflowStep[] {
     if (!isObject(config)) throw invalidAt(`${sat}/config`, 'config must be an object');
     return readStep(step.key, step.type, config, `${sat}/config`);
   });
+  // A step reads only the outputs of the steps before it: anything else is undefined at run time.
+  const keys = steps.map((s) => s.key);
+  steps.forEach((step, i) => {
+    for (const [pointer, text] of expressionsOf(step)) {
+      const problem = stepRefProblem(text, keys, i);
+      if (problem !== undefined) throw invalidAt(`${at}/${i}/config/${pointer}`, problem);
+    }
+  });
+  return steps;
+}
+
+/** A step's expressions with their pointers under its config. */
+function expressionsOf(step: WorkflowStep): Array<[string, string]> {
+  const members = (name: string, map: Record<string, string> | undefined): Array<[string, string]> =>
+    Object.entries(map ?? {}).map(([k, e]) => [`${name}/${pointerToken(k)}`, e]);
+  switch (step.type) {
+    case 'transform':
+    case 'condition':
+      return [['expression', step.config.expression]];
+    case 'write_fact': {
+      const w = step.config;
+      const out: Array<[string, string]> = [
+        ...(w.for_each === undefined ? [] : [['for_each', w.for_each] as [string, string]]),
+        ...members('mapping', w.mapping),
+      ];
+      if (w.data !== undefined) out.push(['data', w.data]);
+      if (w.observed_at !== undefined) out.push(['observed_at', w.observed_at]);
+      return out;
+    }
+    case 'http_request': {
+      const h = step.config;
+      const out = [...members('params', h.params), ...members('query', h.query), ...members('headers', h.headers)];
+      if (h.body !== undefined) out.push(['body', h.body]);
+      return out;
+    }
+  }
 }
 
 const TRIGGER_MEMBERS = {

@@ -4,7 +4,7 @@ import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnect
 import type { Deps } from '../../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
 import { authorize } from '../../auth/access.ts';
-import { AppError, invalidParam } from '../../errors.ts';
+import { AppError, invalidAt, invalidParam } from '../../errors.ts';
 import { verifyConnector } from '../../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from './document.ts';
 import { readAttributes } from './input.ts';
@@ -25,6 +25,8 @@ import { bulkReplay, readReplayMeta } from '../../resources/workflow_runs/replay
 import { apiSpecType } from '../../resources/api_specs/resource.ts';
 import { apiSpecInput, createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
 import { providerRoutes } from './providers.ts';
+import { isObject } from '../../json.ts';
+import { testRun, testRunInput, type TestRunInput } from '../../workflows/test-run.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApiSurface(deps: Deps): SurfaceSpec {
@@ -96,6 +98,19 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       );
     });
 
+    // A dry run of a workflow version on a given payload: nothing is stored, the answer is all there is.
+    const testRunBodyLimit = Math.max(deps.config.bodyLimitBytes, 2 * deps.config.webhookMaxBodyBytes + 65_536);
+    scope.post(
+      `${API_PREFIX}/workflows/:id/test_run`,
+      { config: { permission: 'workflow.test_run', rateLimit: 'account', idempotent: true }, bodyLimit: testRunBodyLimit },
+      async (request, reply) => {
+        const input = readTestRunDocument(request.body, deps.config.webhookMaxBodyBytes);
+        const result = await testRun(deps, request.principal!, (request.params as { id: string }).id, input);
+        const { id, ...attributes } = result;
+        return sendDocument(reply, 200, { data: { type: 'workflow_test_run', id, attributes } });
+      },
+    );
+
     scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
       const { version } = readReplayMeta(request.body, false);
@@ -136,4 +151,28 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       });
     });
   });
+}
+
+/**
+ * A workflow_test_run document: `payload` is any JSON (bounded as a webhook delivery's body
+ * is), the other attributes are checked by readAttributes.
+ */
+function readTestRunDocument(body: unknown, maxPayloadBytes: number): TestRunInput {
+  const data = isObject(body) ? body.data : undefined;
+  const attributes = isObject(data) ? data.attributes : undefined;
+  if (!isObject(body) || !isObject(data) || !isObject(attributes)) {
+    readAttributes(body, { type: 'workflow_test_run' }, testRunInput);
+    throw invalidAt('/data/attributes', 'attributes must be an object with a payload');
+  }
+  const { payload, ...rest } = attributes;
+  const attrs = readAttributes({ ...body, data: { ...data, attributes: rest } }, { type: 'workflow_test_run' }, testRunInput);
+  if (!Object.hasOwn(attributes, 'payload')) throw invalidAt('/data/attributes/payload', 'payload is required: the JSON a trigger would deliver');
+  if (Buffer.byteLength(JSON.stringify(payload)) > maxPayloadBytes)
+    throw invalidAt('/data/attributes/payload', `payload must be at most ${maxPayloadBytes} bytes as JSON, as a webhook delivery's body`);
+  return {
+    payload,
+    version: attrs.version as number | undefined,
+    trigger_key: attrs.trigger_key as string | null | undefined,
+    call: attrs.call as TestRunInput['call'],
+  };
 }

@@ -1,0 +1,31 @@
+/** What a test run reads: one version of a workspace's workflow, with what claimRuns reads beside a run's steps. */
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import type { Role, WorkflowStep } from '../db/tables.ts';
+import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
+
+export interface TestedVersion {
+  workflow_id: string;
+  organization_id: string;
+  workspace_id: string;
+  version: number;
+  definition: WorkflowStep[];
+  models: DataModelWithFields[];
+  saver: { role: Role; is_active: boolean } | null;
+}
+
+/** The version (none: the workflow's current one) of the workflow, when both exist in the workspace. */
+export async function loadTestedVersion(db: Db, workspaceId: string, workflowId: string, version: number | undefined): Promise<TestedVersion | undefined> {
+  const { rows } = await sql<TestedVersion>`
+    select w.id as workflow_id, w.organization_id, w.workspace_id, v.version, v.steps as definition,
+      ${modelsJson(
+        sql`w.workspace_id`,
+        sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`,
+      )} as models,
+      (select json_build_object('role', m.role, 'is_active', m.is_active) from org_memberships as m
+        where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver
+    from workflows as w
+    join workflow_versions as v on v.workflow_id = w.id and v.version = coalesce(${version ?? null}::int, w.version)
+    where w.id = ${workflowId} and w.workspace_id = ${workspaceId}`.execute(db);
+  return rows[0];
+}

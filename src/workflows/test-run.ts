@@ -1,0 +1,150 @@
+/**
+ * A test run: one workflow version executed on a payload the caller gives, by the worker's
+ * own executeRun in its dry-run mode, and nothing written. Transform and condition steps
+ * evaluate as in a run; write_fact validates and shows the facts it would store;
+ * http_request shows the request it would send (credentials redacted) and sends it only
+ * when the caller asks for safe calls and its method reads (GET, HEAD, OPTIONS), without
+ * taking the connector's rate budget. No run row, fact, delivery guard or rate window is
+ * written: the answer is all there is.
+ */
+import type { Db } from '../db/connect.ts';
+import type { StepRecord, WorkflowStep } from '../db/tables.ts';
+import { AppError } from '../errors.ts';
+import { authorize } from '../auth/access.ts';
+import type { Principal } from '../auth/principal.ts';
+import { isUuid, uuidv7 } from '../ids.ts';
+import type { InputSchema } from '../input.ts';
+import type { ConnectorRuntime } from '../connectors/runtime.ts';
+import { executeRun, type DryRun, type DryRunNote } from '../worker/steps.ts';
+import type { ClaimedRun } from '../worker/queue.sql.ts';
+import type { ExpressionPool } from './expression-pool.ts';
+import { loadTestedVersion } from './test-run.sql.ts';
+
+export const TEST_RUN_CALLS = ['none', 'safe'] as const;
+export type TestRunCall = (typeof TEST_RUN_CALLS)[number];
+
+/** The attributes of a workflow_test_run document besides `payload` (any JSON, read by the surface). */
+export const testRunInput: InputSchema = {
+  version: { kind: 'integer', min: 1, max: 2_147_483_647 },
+  trigger_key: { kind: 'string', nullable: true, max: 63 },
+  call: { kind: 'enum', values: TEST_RUN_CALLS },
+};
+
+export interface TestRunInput {
+  payload: unknown;
+  version?: number | undefined;
+  trigger_key?: string | null | undefined;
+  call?: TestRunCall | undefined;
+}
+
+export interface TestRunDeps {
+  db: Db;
+  clock: () => number;
+  connectors?: ConnectorRuntime;
+  expressions: ExpressionPool;
+}
+
+export type TestRunOutcome = 'completed' | 'stopped_at_condition' | 'failed';
+
+export interface TestStep extends DryRunNote {
+  key: string;
+  type: string;
+  status: StepRecord['status'];
+  reason?: string;
+  /** What the step's expressions were evaluated over; null for a step that did not run. */
+  input: unknown;
+  output: unknown;
+  error: string | null;
+}
+
+export interface TestRunResult {
+  id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: 'succeeded' | 'failed';
+  outcome: TestRunOutcome;
+  facts_would_write: number;
+  error: string | null;
+  steps: TestStep[];
+}
+
+/** Why each skipped step was skipped, when the record does not say. */
+function skipReason(records: StepRecord[], definition: WorkflowStep[]): string | undefined {
+  const failed = records.find((r) => r.status === 'failed');
+  if (failed) return `step ${failed.key} failed`;
+  const stop = records.find((r, i) => definition[i]?.type === 'condition' && r.status === 'succeeded' && r.output === false);
+  return stop ? `condition false at step ${stop.key}` : undefined;
+}
+
+export async function testRun(deps: TestRunDeps, principal: Principal, workflowId: string, input: TestRunInput): Promise<TestRunResult> {
+  const tested = isUuid(workflowId) ? await loadTestedVersion(deps.db, principal.workspaceId, workflowId.toLowerCase(), input.version) : undefined;
+  if (!tested)
+    throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
+  const call = input.call ?? 'none';
+  // Calling out with a connector's credentials asks what saving such a step asks.
+  if (call === 'safe' && tested.definition.some((s) => s.type === 'http_request')) authorize(principal, 'workflow.save_http_request');
+  const now = deps.clock();
+  const id = uuidv7(now);
+  const run: ClaimedRun = {
+    id,
+    organization_id: tested.organization_id,
+    workspace_id: tested.workspace_id,
+    workflow_id: tested.workflow_id,
+    workflow_version: tested.version,
+    trigger_key: input.trigger_key ?? null,
+    payload: input.payload as ClaimedRun['payload'],
+    attempt: 1,
+    // One attempt: a transient failure is shown as the failure it is, not retried.
+    max_attempts: 1,
+    inserted_at: new Date(now),
+    definition: tested.definition,
+    models: tested.models,
+    saver: tested.saver,
+  };
+  const dryRun: DryRun = { call, notes: new Map() };
+  const env = { db: deps.db, clock: deps.clock, expressions: deps.expressions, dryRun, ...(deps.connectors ? { connectors: deps.connectors } : {}) };
+  const outcome = await executeRun(env, run, 1000);
+  const records = outcome.steps;
+  const reason = skipReason(records, tested.definition);
+  const seen: Record<string, unknown> = {};
+  let facts = 0;
+  const steps = records.map((r, i): TestStep => {
+    const type = tested.definition[i]?.type ?? 'unknown';
+    const note = dryRun.notes.get(r.key) ?? {};
+    const ran = r.status !== 'skipped';
+    const stepInput = ran ? { payload: run.payload, steps: { ...seen }, run: { id, attempt: 1 }, trigger: { key: run.trigger_key } } : null;
+    if (r.status === 'succeeded') {
+      seen[r.key] = r.output;
+      if (type === 'write_fact') facts += note.facts?.length ?? 0;
+    }
+    const why = r.reason ?? (ran ? undefined : reason);
+    const value = r.value !== undefined ? r.value : note.value;
+    return {
+      key: r.key,
+      type,
+      status: r.status,
+      ...(why === undefined ? {} : { reason: why }),
+      input: stepInput,
+      output: r.output,
+      error: r.error,
+      ...(type === 'condition' && ran && value !== undefined ? { value } : {}),
+      ...(note.facts ? { facts: note.facts, problems: note.problems ?? [] } : {}),
+      ...(note.request ? { request: note.request } : {}),
+      ...(note.response !== undefined ? { response: note.response } : {}),
+      ...(note.note ? { note: note.note } : {}),
+    };
+  });
+  const failed = outcome.status !== 'succeeded';
+  const stopped = !failed && reason !== undefined;
+  return {
+    id,
+    workflow_id: tested.workflow_id,
+    workflow_version: tested.version,
+    status: failed ? 'failed' : 'succeeded',
+    outcome: failed ? 'failed' : stopped ? 'stopped_at_condition' : 'completed',
+    // A real run keeps the facts of the steps before one that failed: they count.
+    facts_would_write: facts,
+    error: outcome.error,
+    steps,
+  };
+}
