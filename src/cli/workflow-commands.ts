@@ -86,13 +86,12 @@ function inFileTerms(err: unknown, file: string, w: WorkflowFile): unknown {
 /** One test-run answer for people: the run, then one block per step. */
 export function renderTestRun(attrs: Obj): string {
   const lines: string[] = [];
-  const facts = Array.isArray(attrs.facts_would_write) ? attrs.facts_would_write : [];
   lines.push(
     `test run of workflow ${compact(attrs.workflow_id)} version ${compact(attrs.workflow_version)}: ${compact(attrs.status)}` +
       `${attrs.outcome ? ` (outcome ${compact(attrs.outcome)})` : ''}; nothing was stored`,
   );
   if (attrs.error !== null && attrs.error !== undefined) lines.push(`error: ${compact(attrs.error)}`);
-  lines.push(`facts it would write: ${facts.length}`);
+  lines.push(`facts it would write: ${typeof attrs.facts_would_write === 'number' ? attrs.facts_would_write : 0}`);
   const steps = Array.isArray(attrs.steps) ? (attrs.steps as Obj[]) : [];
   steps.forEach((s, i) => {
     lines.push('');
