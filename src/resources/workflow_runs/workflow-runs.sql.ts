@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import type { RunStatus, WorkflowRunTable } from '../../db/tables.ts';
+import type { RunOutcome, RunStatus, WorkflowRunTable } from '../../db/tables.ts';
 
 /**
  * A new run of the same workflow version and payload as `originalId`, linked to it; the
@@ -47,6 +47,7 @@ export interface RunListFilter {
   workspaceId?: string;
   workflowId?: string;
   status?: RunStatus | undefined;
+  outcome?: RunOutcome | undefined;
   limit: number;
 }
 
@@ -56,6 +57,7 @@ export function listRuns(db: Db, f: RunListFilter) {
   if (f.workspaceId) q = q.where('workspace_id', '=', f.workspaceId);
   if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
   if (f.status) q = q.where('status', '=', f.status);
+  if (f.outcome) q = q.where('outcome', '=', f.outcome);
   return q.execute();
 }
 
