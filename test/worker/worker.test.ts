@@ -63,6 +63,7 @@ describe('leases', () => {
       const run = await waitForRun(f, claimed!.id);
       assert.equal(run.attributes.status, 'succeeded');
       assert.equal(run.attributes.attempt, 2);
+      assert.equal(run.attributes.outcome, 'completed');
       assert.deepEqual(run.attributes.steps[1].output, { data_model_slug: 'items', items: 3, written: 0, duplicates: 3 });
       assert.equal(await factCount(), before + 3);
     } finally {
@@ -81,6 +82,7 @@ describe('leases', () => {
     }
     const row = await runRow(d.body.workflow_run_id);
     assert.equal(row.status, 'failed');
+    assert.equal(row.outcome, 'dead_letter', 'a lost worker is a passing failure: the last attempt spent, a dead letter');
     assert.equal(row.error, LEASE_LOST);
     assert.ok(row.finished_at instanceof Date);
   });
@@ -91,6 +93,7 @@ describe('leases', () => {
     assert.equal(first!.id, d.body.workflow_run_id);
     await reclaimExpired(db, new Date(), 2);
     assert.equal((await runRow(first!.id)).status, 'retrying');
+    assert.equal((await runRow(first!.id)).outcome, null);
     const [second] = await claimRuns(db, 'crashed-2', 10, new Date(), lease(-1));
     assert.equal(second!.id, first!.id);
     await reclaimExpired(db, new Date(), 2);
@@ -99,6 +102,7 @@ describe('leases', () => {
     assert.equal(row.attempt, 2, 'attempts were left (max 3)');
     assert.equal(row.lease_losses, 2);
     assert.equal(row.error, leaseLostTooOften(2));
+    assert.equal(row.outcome, 'failed');
     assert.ok(row.finished_at instanceof Date);
     // Failed for good: no worker claims it again.
     assert.deepEqual(await claimRuns(db, 'w', 10, new Date(), lease(1000)), []);
