@@ -88,10 +88,19 @@ const FAILED_ATTEMPT_MESSAGE = {
 } as const;
 
 /**
+ * A failure's text as the log shows it: up to its first colon, what failed without the
+ * details after it, which may quote data (a provider's answer, an expression's message,
+ * a field's value). The step record keeps the whole text.
+ */
+export function logSummary(text: string): string {
+  const i = text.indexOf(': ');
+  return i < 0 ? text : text.slice(0, i);
+}
+
+/**
  * The one line of a failed attempt: which run and step, which attempt of how many, when the
- * next one is, the failure's code and text (what the step record says), and for an error
- * none of ours named its stack. Never the payload, a header or a secret: the text is the
- * user-facing one, which quotes none of them.
+ * next one is, the failure's code and the summary of its text, and for an error none of
+ * ours named its stack. Never the payload, a header value or a secret.
  */
 function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
   const f = outcome.failure;
@@ -108,7 +117,7 @@ function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
       outcome: outcome.outcome,
       code: f.code,
       ...(f.status === undefined ? {} : { status: f.status }),
-      error: f.message,
+      error: logSummary(f.message),
       ...(outcome.unexpected === undefined ? {} : { err: outcome.unexpected }),
     },
     FAILED_ATTEMPT_MESSAGE[kind],

@@ -151,6 +151,18 @@ describe('outcomes', () => {
     assert.equal(run.steps[1].error, 'The provider answered 503');
   });
 
+  it('failures that quote data keep the quote in the record, not in the log', async () => {
+    const boom = await runWith([{ key: 'boom', type: 'transform', config: { expression: '$error("bad note " & payload.note)' } }], { note: MARKER });
+    runs.boom = boom;
+    assert.equal(boom.outcome, 'failed');
+    assert.match(boom.steps[0].error, new RegExp(`^The expression failed: .*bad note ${MARKER}`));
+    mock.script('/v1/orders', { status: 422, body: { error: `unknown customer ${MARKER}` } });
+    const refused = await runWith([call], { id: MARKER });
+    runs.refused = refused;
+    assert.equal(refused.outcome, 'failed');
+    assert.match(refused.steps[0].error, new RegExp(`The provider answered 422: .*unknown customer ${MARKER}`));
+  });
+
   it('a provider that recovers within the attempts: completed, its one fact counted once', async () => {
     mock.script('/v1/orders', { status: 503 }, { status: 201, body: { id: 'ord_abcdefgh', status: 'open' } });
     const run = await runWith([store, call], { id: 'o-5', amount: 2 });
@@ -221,7 +233,13 @@ describe('warn lines', () => {
     assert.equal(failed!.msg, 'workflow run failed');
     assert.equal(failed!.code, 'permanent');
     assert.equal(failed!.step, 'store');
+    assert.equal(failed!.error, 'mapping.amount', 'the text up to its first colon');
     assert.equal(failed!.err, undefined, 'a failure of ours has no stack to show');
+    const [boom] = of(runs.boom.id);
+    assert.equal(boom!.error, 'The expression failed');
+    const [refused] = of(runs.refused.id);
+    assert.equal(refused!.error, 'The provider answered 422');
+    assert.equal(refused!.status, 422);
     // Runs that did not fail log nothing at warn.
     assert.deepEqual(of(runs.completed.id), []);
     assert.deepEqual(of(runs.stopped.id), []);
