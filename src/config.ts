@@ -152,6 +152,13 @@ function durationList(env: Env, name: string, def: string, maxEntries = 100): nu
   });
 }
 
+/** RUN_RETRY_SCHEDULE; the setting it replaced is refused by name, so an upgrade does not silently change how retries wait. */
+function retrySchedule(env: Env): number[] {
+  if (str(env, 'RUN_RETRY_BASE_MS') !== undefined)
+    throw new ConfigError('RUN_RETRY_BASE_MS', 'is no longer read: set RUN_RETRY_SCHEDULE instead (comma-separated waits such as 1m,10m,1h,6h)');
+  return durationList(env, 'RUN_RETRY_SCHEDULE', '1m,10m,1h,6h');
+}
+
 function int(env: Env, name: string, def: number, min: number, max: number): number {
   const v = str(env, name);
   if (v === undefined) return def;
@@ -270,7 +277,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 2, 3600),
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
     runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
-    runRetrySchedule: Object.freeze(durationList(env, 'RUN_RETRY_SCHEDULE', '1m,10m,1h,6h')),
+    runRetrySchedule: Object.freeze(retrySchedule(env)),
     runRetryAfterMaxMs: durationList(env, 'RUN_RETRY_AFTER_MAX', '1h', 1)[0]!,
     runMaxLeaseLosses: int(env, 'RUN_MAX_LEASE_LOSSES', 3, 1, 100),
     expressionProcesses: int(env, 'EXPRESSION_PROCESSES', Math.min(4, os.availableParallelism()), 1, 64),

@@ -43,6 +43,7 @@ describe('RUN_RETRY_SCHEDULE and RUN_RETRY_AFTER_MAX', () => {
     refused({ RUN_RETRY_SCHEDULE: '0s' }, 'RUN_RETRY_SCHEDULE durations must be between 1ms and 7d, got "0s"');
     refused({ RUN_RETRY_SCHEDULE: '1m,8d' }, 'RUN_RETRY_SCHEDULE durations must be between 1ms and 7d, got "8d"');
     refused({ RUN_RETRY_SCHEDULE: Array(101).fill('1m').join(',') }, 'RUN_RETRY_SCHEDULE must list at most 100 durations, got 101');
+    refused({ RUN_RETRY_BASE_MS: '1000' }, 'RUN_RETRY_BASE_MS is no longer read: set RUN_RETRY_SCHEDULE instead (comma-separated waits such as 1m,10m,1h,6h)');
     refused({ RUN_RETRY_AFTER_MAX: '1h,2h' }, 'RUN_RETRY_AFTER_MAX must be one duration such as 1h, got "1h,2h"');
     refused({ RUN_RETRY_AFTER_MAX: '3600' }, `RUN_RETRY_AFTER_MAX must be a duration ${units}, got "3600"`);
   });
