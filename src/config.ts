@@ -73,8 +73,10 @@ export interface Config {
   readonly workerPollMs: number;
   /** Attempts of a run before it fails (RUN_MAX_ATTEMPTS). */
   readonly runMaxAttempts: number;
-  /** The first retry's delay; each next one doubles, up to 5 minutes, with jitter (RUN_RETRY_BASE_MS). */
-  readonly runRetryBaseMs: number;
+  /** Delays before the 2nd, 3rd, ... attempt, in ms; attempts past the list wait its last entry (RUN_RETRY_SCHEDULE). */
+  readonly runRetrySchedule: readonly number[];
+  /** The longest a provider's Retry-After may hold a run back, in ms (RUN_RETRY_AFTER_MAX). */
+  readonly runRetryAfterMaxMs: number;
   /** Times a run may lose its worker mid-attempt (the process died) before it fails (RUN_MAX_LEASE_LOSSES). */
   readonly runMaxLeaseLosses: number;
   /** Child processes that evaluate workflow expressions (EXPRESSION_PROCESSES). */
@@ -122,6 +124,39 @@ type Env = Readonly<Record<string, string | undefined>>;
 function str(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** The longest delay a duration setting takes: a week, beyond which a run's record would outlive its retention anyway. */
+const MAX_DURATION_MS = 7 * 86_400_000;
+
+/** Comma-separated durations such as `30s,2m,15m,1h,6h` (units ms, s, m, h, d), each between 1 ms and 7 days. */
+function durationList(env: Env, name: string, def: string, maxEntries = 100): number[] {
+  const v = str(env, name) ?? def;
+  const parts = v.split(',').map((p) => p.trim());
+  if (parts.length > maxEntries)
+    throw new ConfigError(
+      name,
+      maxEntries === 1 ? `must be one duration such as 1h, got "${v}"` : `must list at most ${maxEntries} durations, got ${parts.length}`,
+    );
+  return parts.map((p) => {
+    const m = /^(\d{1,9})(ms|s|m|h|d)$/.exec(p);
+    if (!m)
+      throw new ConfigError(
+        name,
+        `must be ${maxEntries === 1 ? 'a duration' : 'comma-separated durations'} such as 30s, 15m, 6h or 1d (units ms, s, m, h, d), got "${p}"`,
+      );
+    const ms = Number(m[1]) * DURATION_UNITS[m[2]!]!;
+    if (ms < 1 || ms > MAX_DURATION_MS) throw new ConfigError(name, `durations must be between 1ms and 7d, got "${p}"`);
+    return ms;
+  });
+}
+
+/** RUN_RETRY_SCHEDULE; the setting it replaced is refused by name, so an upgrade does not silently change how retries wait. */
+function retrySchedule(env: Env): number[] {
+  if (str(env, 'RUN_RETRY_BASE_MS') !== undefined)
+    throw new ConfigError('RUN_RETRY_BASE_MS', 'is no longer read: set RUN_RETRY_SCHEDULE instead (comma-separated waits such as 1m,10m,1h,6h)');
+  return durationList(env, 'RUN_RETRY_SCHEDULE', '1m,10m,1h,6h');
 }
 
 function int(env: Env, name: string, def: number, min: number, max: number): number {
@@ -242,7 +277,8 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 2, 3600),
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
     runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
-    runRetryBaseMs: int(env, 'RUN_RETRY_BASE_MS', 1000, 1, 300_000),
+    runRetrySchedule: Object.freeze(retrySchedule(env)),
+    runRetryAfterMaxMs: durationList(env, 'RUN_RETRY_AFTER_MAX', '1h', 1)[0]!,
     runMaxLeaseLosses: int(env, 'RUN_MAX_LEASE_LOSSES', 3, 1, 100),
     expressionProcesses: int(env, 'EXPRESSION_PROCESSES', Math.min(4, os.availableParallelism()), 1, 64),
     expressionMemoryMb: int(env, 'EXPRESSION_MEMORY_MB', 128, 16, 4096),

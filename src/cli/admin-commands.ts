@@ -292,19 +292,34 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .option('--workspace <workspace-id>', 'only those of this workspace')
     .option('--workflow <workflow-id>', 'only those of this workflow')
     .option('--status <status>', 'only those in this state: queued, running, retrying, succeeded, failed')
-    .action(async (o: { limit: number; workspace?: string; workflow?: string; status?: string }) => {
+    .option('--outcome <outcome>', 'only those that ended so: completed, stopped_at_condition, failed, dead_letter')
+    .action(async (o: { limit: number; workspace?: string; workflow?: string; status?: string; outcome?: string }) => {
       const asJson = json();
       try {
         const query = new URLSearchParams({ limit: String(o.limit) });
         if (o.workspace) query.set('workspace_id', o.workspace);
         if (o.workflow) query.set('workflow_id', o.workflow);
         if (o.status) query.set('status', o.status);
+        if (o.outcome) query.set('outcome', o.outcome);
         const page = await settings().list(`/runs?${query}`);
         if (asJson) io.out(`${JSON.stringify(page)}\n`);
         else {
-          io.out(renderTable(page.data, ['id', 'workflow_id', 'workflow_version', 'trigger_key', 'status', 'attempt', 'inserted_at', 'error']));
+          io.out(
+            renderTable(page.data, [
+              'id',
+              'workflow_id',
+              'workflow_version',
+              'trigger_key',
+              'status',
+              'outcome',
+              'attempt',
+              'facts_written',
+              'inserted_at',
+              'error',
+            ]),
+          );
           if (page.has_more)
-            io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000) or narrow with --workspace, --workflow, --status\n`);
+            io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000) or narrow with --workspace, --workflow, --status, --outcome\n`);
         }
       } catch (err) {
         reportFailure(err, asJson, io);

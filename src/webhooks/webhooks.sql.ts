@@ -79,6 +79,11 @@ export interface NewRun {
  * either one already held makes the delivery a duplicate. A key taken for a delivery that
  * made no run only ever turns a later one with that key into a duplicate, which it is.
  * (No NOTIFY here: see workflows/wake.ts.)
+ *
+ * The run's source identity (what its facts' source keys derive from, worker/steps.ts) is
+ * the guard key, a digest already, with the instant the guard was taken: within the guard's
+ * days the key makes one run, and a key seen again after its guard expired is a new
+ * delivery whose facts are its own.
  * Returns the run's id, or undefined for a duplicate.
  */
 const ACCEPT = `
@@ -89,8 +94,8 @@ const ACCEPT = `
       where delivery_guards.inserted_at < $5
     returning run_id
   ), r as (
-    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at)
-    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4
+    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity)
+    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14
     from g
     where (select count(*) from g) = case when $13::text is null then 1 else 2 end
     limit 1
@@ -99,6 +104,9 @@ const ACCEPT = `
   select id from r`;
 // Named once: the text is fixed, and it runs on every delivery.
 preferPrepared(ACCEPT);
+
+/** A delivery's source identity: its guard key (a digest, never a header value or secret in clear) and when it was taken. */
+export const deliverySourceIdentity = (guardKey: string, now: Date) => `delivery:${guardKey}@${now.toISOString()}`;
 
 export async function acceptDelivery(
   db: Db,
@@ -122,6 +130,7 @@ export async function acceptDelivery(
     run.payloadJson,
     run.maxAttempts,
     signedKey,
+    deliverySourceIdentity(guardKey, now),
   ];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;

@@ -7,11 +7,21 @@
  */
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { Role, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
+import type { Role, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 
 type ClaimedColumns =
-  'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version' | 'trigger_key' | 'payload' | 'attempt' | 'max_attempts' | 'inserted_at';
+  | 'id'
+  | 'organization_id'
+  | 'workspace_id'
+  | 'workflow_id'
+  | 'workflow_version'
+  | 'trigger_key'
+  | 'payload'
+  | 'attempt'
+  | 'max_attempts'
+  | 'inserted_at'
+  | 'source_identity';
 
 /** The run row's columns the worker reads, and its version's steps. */
 export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
@@ -48,7 +58,7 @@ export async function claimRuns(db: Db, workerId: string, limit: number, now: Da
       )
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver`.execute(db);
+              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver`.execute(db);
   return rows;
 }
 
@@ -65,13 +75,15 @@ export const leaseLostTooOften = (times: number) =>
 
 /**
  * Runs whose lease ran out: ready again (the lost attempt counts), or failed when it was
- * the last attempt or the run has now lost `maxLeaseLosses` workers (a run that crashes
- * whichever process takes it must not crash-loop the service). Returns how many were reclaimed.
+ * the last attempt (outcome dead_letter: losing a worker is transient) or the run has now
+ * lost `maxLeaseLosses` workers (outcome failed: a run that crashes whichever process takes
+ * it must not crash-loop the service). Returns how many were reclaimed.
  */
 export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number): Promise<number> {
   const { rows } = await sql<{ id: string }>`
     update workflow_runs
     set status = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then 'failed' else 'retrying' end,
+        outcome = case when lease_losses + 1 >= ${maxLeaseLosses} then 'failed' when attempt >= max_attempts then 'dead_letter' else null end,
         error = case when lease_losses + 1 >= ${maxLeaseLosses} then ${leaseLostTooOften(maxLeaseLosses)} else ${LEASE_LOST} end,
         finished_at = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then ${now}::timestamptz else null end,
         lease_losses = lease_losses + 1,
@@ -83,8 +95,14 @@ export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number):
 
 export interface Outcome {
   status: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying'>;
+  /** Why the run ended; null while it is retrying. */
+  outcome: RunOutcome | null;
   steps: StepRecord[];
   error: string | null;
+  /** Facts this attempt's write_fact steps stored (duplicates not counted). */
+  factsWritten: number;
+  /** The step that failed, for the log: its key, `transient`, `permanent` or `unexpected`, its text, a provider's status. */
+  failure?: { step: string; code: string; message: string; status?: number };
   /** For retrying: when the next attempt may start. */
   runAt?: Date;
   /** What a step threw that no failure of ours named: for the log only, never stored. */
@@ -100,11 +118,14 @@ export async function finishRuns(db: Db, workerId: string, done: Array<{ id: str
   const col = <T>(f: (d: { id: string; outcome: Outcome }) => T) => done.map(f);
   const { rows } = await sql<{ id: string }>`
     update workflow_runs as r
-    set status = u.status, steps = u.steps::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
+    set status = u.status, outcome = u.outcome, facts_written = r.facts_written + u.facts_written,
+        steps = u.steps::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
         finished_at = case when u.status = 'retrying' then r.finished_at else ${now}::timestamptz end,
         run_at = case when u.status = 'retrying' then u.run_at else r.run_at end
     from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
-                ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[]) as u(id, status, steps, error, run_at)
+                ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[],
+                ${col((d) => d.outcome.outcome)}::text[], ${col((d) => d.outcome.factsWritten)}::int[])
+      as u(id, status, steps, error, run_at, outcome, facts_written)
     where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running'
     returning r.id`.execute(db);
   return new Set(rows.map((r) => r.id));

@@ -6,10 +6,12 @@
  * A step fails permanently on what a retry cannot change (an expression error, a fact
  * that does not fit its data model) and transiently on what it can (the database not
  * answering): the run then retries with backoff until its attempts are spent.
- * write_fact is at most once per (run, step, item) however often it runs: each fact's
- * source key is made of those three, and the fact table keeps one fact per source key.
+ * write_fact is at most once per (delivery, version, step, item) however often it runs, a
+ * retry or a replay on the same version: each fact's source key is made of those four (see
+ * sourceKey), and the fact table keeps one fact per source key.
  */
 import type { Db } from '../db/connect.ts';
+import { createHash } from 'node:crypto';
 import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts';
 import { isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
@@ -21,6 +23,7 @@ import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.t
 import { connectorCall, previewCall, type CallParts, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
+import { cutText } from '../workflows/run-record.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -62,8 +65,6 @@ export interface DryRunNote {
   response?: unknown;
   /** Why the step's output is what it is in a test run (a call not made). */
   note?: string;
-  /** A condition's value, before it was read as true or false. */
-  value?: unknown;
 }
 
 /** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
@@ -86,6 +87,41 @@ async function evaluate(env: StepEnv, job: ExpressionJob): Promise<unknown[][]> 
   }
 }
 
+/**
+ * A fact's source key. With the run's source identity (its delivery, its schedule tick, or
+ * the original's for a replay): `d:<sha256 of the identity, base64url>:v<version>:<step>:<index>`,
+ * the same for every attempt and every replay on the version, another on a newer version.
+ * A run made before source identities (none stored) keeps its run-id keys.
+ */
+export function sourceKey(run: Pick<ClaimedRun, 'id' | 'workflow_version' | 'source_identity'>, stepKey: string, index: number): string {
+  if (run.source_identity === null) return `run:${run.id}:${stepKey}:${index}`;
+  const digest = createHash('sha256').update(run.source_identity).digest('base64url');
+  return `d:${digest}:v${run.workflow_version}:${stepKey}:${index}`;
+}
+
+/** The model's required fields a mapping names whose expression gave nothing: the step's error, or undefined. */
+function missingRequired(model: ClaimedRun['models'][number], mapping: Record<string, string>, rows: unknown[][], forEach: boolean): string | undefined {
+  const required = new Set(model.fields.filter((f) => f.is_required).map((f) => f.name));
+  const fields = Object.keys(mapping)
+    .map((name, i) => ({ name, i }))
+    .filter((f) => required.has(f.name));
+  if (fields.length === 0) return undefined;
+  const problems: string[] = [];
+  let count = 0;
+  rows.forEach((row, index) => {
+    for (const f of fields) {
+      if (row[f.i] !== undefined) continue;
+      count++;
+      if (problems.length < MAX_LISTED_PROBLEMS)
+        problems.push(
+          `mapping.${f.name}${forEach ? ` (item ${index})` : ''}: the expression ${JSON.stringify(mapping[f.name])} gave nothing, and the data model ${model.slug} requires ${f.name}`,
+        );
+    }
+  });
+  if (count === 0) return undefined;
+  return `${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`;
+}
+
 const evaluateOne = async (env: StepEnv, expression: string, input: unknown) => (await evaluate(env, { input, expressions: [expression] }))[0]![0];
 
 async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep, ctx: Context): Promise<unknown> {
@@ -96,6 +132,9 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
   const expressions = c.mapping ? Object.values(c.mapping) : [c.data!];
   if (c.observed_at !== undefined) expressions.push(c.observed_at);
   const rows = await evaluate(env, { input: ctx, expressions, forEach: c.for_each, maxItems: MAX_FOR_EACH_ITEMS });
+  // Said before validation, which would only say "is required": which expression gave nothing.
+  const missing = c.mapping ? missingRequired(model, c.mapping, rows, c.for_each !== undefined) : undefined;
+  if (missing !== undefined) throw permanentFailure(missing);
   const defaultObservedAt = new Date(run.inserted_at).toISOString();
   const items: FactInput[] = rows.map((row, index) => {
     let data: unknown = row[0];
@@ -107,7 +146,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
       data = obj;
     }
     const observedAt = c.observed_at === undefined ? defaultObservedAt : row[expressions.length - 1];
-    return { observed_at: observedAt ?? null, data: data ?? null, source_key: `run:${run.id}:${step.key}:${index}` };
+    return { observed_at: observedAt ?? null, data: data ?? null, source_key: sourceKey(run, step.key, index) };
   });
   // All or nothing: one bad item fails the step before any of its facts is stored.
   const problems: string[] = [];
@@ -209,37 +248,59 @@ async function dryRunCall(dry: DryRun, key: string, preview: ReturnType<typeof p
   return note.response;
 }
 
-/** Delay before attempt `attempt + 1`: doubling from `baseMs`, capped at 5 minutes, with full jitter on its upper half. */
-export function backoffMs(attempt: number, baseMs: number, random: () => number = Math.random): number {
-  const capped = Math.min(5 * 60_000, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(capped / 2 + random() * (capped / 2));
+/** When a failed attempt is tried again (RUN_RETRY_SCHEDULE, RUN_RETRY_AFTER_MAX). */
+export interface RetryPolicy {
+  /** Delays before the 2nd, 3rd, ... attempt; attempts past the list wait its last entry. */
+  readonly schedule: readonly number[];
+  /** The longest a provider's Retry-After may hold a run back. */
+  readonly retryAfterMaxMs: number;
 }
 
-export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: number): Promise<Outcome> {
+/** Jitter: up to this share of the delay is added, so runs failed together do not all come back at once. */
+export const RETRY_JITTER = 0.1;
+
+/** Delay before attempt `attempt + 1`: the schedule's entry for it, plus up to 10% jitter; never shorter than the entry. */
+export function backoffMs(attempt: number, schedule: readonly number[], random: () => number = Math.random): number {
+  const base = schedule[Math.min(Math.max(0, attempt - 1), schedule.length - 1)]!;
+  return Math.round(base + random() * base * RETRY_JITTER);
+}
+
+/** The wait before the next attempt: the schedule's, or a provider's Retry-After when longer (up to its cap). */
+export function retryDelayMs(attempt: number, retry: RetryPolicy, retryAfterMs: number | undefined, random: () => number = Math.random): number {
+  return Math.max(backoffMs(attempt, retry.schedule, random), Math.min(retry.retryAfterMaxMs, retryAfterMs ?? 0));
+}
+
+/** How many facts a write_fact output says it stored. */
+const writtenBy = (output: unknown) => (typeof (output as { written?: unknown } | null)?.written === 'number' ? (output as { written: number }).written : 0);
+
+export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPolicy): Promise<Outcome> {
   const ctx: Context = { payload: run.payload, steps: {}, run: { id: run.id, attempt: run.attempt }, trigger: { key: run.trigger_key } };
   const records: StepRecord[] = [];
   const reads: AttemptReads = { connectors: new Map() };
   const iso = () => new Date(env.clock()).toISOString();
-  const skipRest = (from: number) => {
-    for (const s of run.definition.slice(from)) records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null });
+  let factsWritten = 0;
+  const skipRest = (from: number, reason: string) => {
+    for (const s of run.definition.slice(from))
+      records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null, reason });
   };
   for (let i = 0; i < run.definition.length; i++) {
     const step = run.definition[i]!;
     const startedAt = iso();
     try {
       let output: unknown;
+      let value: unknown;
       switch (step.type) {
         case 'transform':
           output = await evaluateOne(env, step.config.expression, ctx);
           break;
         case 'condition': {
-          const value = await evaluateOne(env, step.config.expression, ctx);
-          env.dryRun?.notes.set(step.key, { value: value ?? null });
+          value = await evaluateOne(env, step.config.expression, ctx);
           output = truthy(value);
           break;
         }
         case 'write_fact':
           output = await writeFactStep(env, run, step, ctx);
+          factsWritten += writtenBy(output);
           break;
         case 'http_request':
           output = await httpRequestStep(env, run, step, ctx, reads);
@@ -250,27 +311,47 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retryBaseMs: num
           throw permanentFailure(`Steps of type ${stored.type} cannot run in this release`);
         }
       }
-      records.push({ key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null });
+      const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null };
+      // What the expression gave, before truthiness (nothing is shown as null).
+      if (step.type === 'condition') record.value = conditionValue(value);
+      records.push(record);
       ctx.steps[step.key] = output;
       if (step.type === 'condition' && output === false) {
-        skipRest(i + 1);
-        return { status: 'succeeded', steps: records, error: null };
+        skipRest(i + 1, `condition false at step ${step.key}`);
+        return { status: 'succeeded', outcome: 'stopped_at_condition', steps: records, error: null, factsWritten };
       }
     } catch (err) {
       const failure = stepFailure(err);
       records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: failure.message });
-      skipRest(i + 1);
+      skipRest(i + 1, `step ${step.key} failed`);
       const error = `Step ${step.key} failed: ${failure.message}`;
       // An error none of ours named is kept for the log, with its stack; the record says only that it happened.
       const unexpected = err instanceof WorkFailure || failure.transient ? undefined : err;
-      if (!failure.transient || run.attempt >= run.max_attempts)
-        return { status: 'failed', steps: records, error, ...(unexpected === undefined ? {} : { unexpected }) };
-      // A provider's Retry-After is honoured when it asks for longer than the backoff (up to an hour).
-      const wait = Math.max(backoffMs(run.attempt, retryBaseMs), Math.min(3_600_000, failure.retryAfterMs ?? 0));
-      return { status: 'retrying', steps: records, error, runAt: new Date(env.clock() + wait) };
+      const status = (err as { status?: unknown }).status;
+      const failed = {
+        step: step.key,
+        code: unexpected !== undefined ? 'unexpected' : failure.transient ? 'transient' : 'permanent',
+        message: failure.message,
+        ...(typeof status === 'number' ? { status } : {}),
+      };
+      const common = { steps: records, error, factsWritten, failure: failed, ...(unexpected === undefined ? {} : { unexpected }) };
+      if (!failure.transient) return { status: 'failed', outcome: 'failed', ...common };
+      // A transient failure on the last attempt: the run is given up, a dead letter.
+      if (run.attempt >= run.max_attempts) return { status: 'failed', outcome: 'dead_letter', ...common };
+      const wait = retryDelayMs(run.attempt, retry, failure.retryAfterMs);
+      return { status: 'retrying', outcome: null, ...common, runAt: new Date(env.clock() + wait) };
     }
   }
-  return { status: 'succeeded', steps: records, error: null };
+  return { status: 'succeeded', outcome: 'completed', steps: records, error: null, factsWritten };
+}
+
+/** A condition's value as its record keeps it: whole when small, else the start of its JSON (a condition's value is for reading, not a store). */
+const CONDITION_VALUE_MAX_BYTES = 1024;
+function conditionValue(v: unknown): unknown {
+  if (v === undefined) return null;
+  const json = JSON.stringify(v) ?? 'null';
+  if (Buffer.byteLength(json) <= CONDITION_VALUE_MAX_BYTES) return v;
+  return cutText(json, CONDITION_VALUE_MAX_BYTES, ` ... [cut: ${Buffer.byteLength(json)} bytes]`);
 }
 
 /**

@@ -81,16 +81,62 @@ function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
     });
 }
 
+const FAILED_ATTEMPT_MESSAGE = {
+  retrying: 'workflow run attempt failed; retrying',
+  failed: 'workflow run failed',
+  dead_letter: 'workflow run dead-lettered: a transient failure on its last attempt',
+} as const;
+
+/**
+ * A failure's text as the log shows it: up to its first colon, what failed without the
+ * details after it, which may quote data (a provider's answer, an expression's message,
+ * a field's value). The step record keeps the whole text.
+ */
+export function logSummary(text: string): string {
+  const i = text.indexOf(': ');
+  return i < 0 ? text : text.slice(0, i);
+}
+
+/**
+ * The one line of a failed attempt: which run and step, which attempt of how many, when the
+ * next one is, the failure's code and the summary of its text, and for an error none of
+ * ours named its stack. Never the payload, a header value or a secret.
+ */
+function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
+  const f = outcome.failure;
+  if (f === undefined) return;
+  const kind = outcome.status === 'retrying' ? 'retrying' : outcome.outcome === 'dead_letter' ? 'dead_letter' : 'failed';
+  deps.log.warn(
+    {
+      run: run.id,
+      workflow: run.workflow_id,
+      step: f.step,
+      attempt: run.attempt,
+      max_attempts: run.max_attempts,
+      ...(outcome.runAt ? { next_attempt_at: outcome.runAt.toISOString() } : {}),
+      outcome: outcome.outcome,
+      code: f.code,
+      ...(f.status === undefined ? {} : { status: f.status }),
+      error: logSummary(f.message),
+      ...(outcome.unexpected === undefined ? {} : { err: outcome.unexpected }),
+    },
+    FAILED_ATTEMPT_MESSAGE[kind],
+  );
+}
+
 /** One attempt of a run, executed and its outcome recorded; what it could not foresee is logged with the run's id. */
 async function attempt(deps: Deps, recordOutcome: RecordOutcome, run: ClaimedRun): Promise<void> {
   let outcome: Outcome;
   try {
-    outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions }, run, deps.config.runRetryBaseMs);
+    outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions }, run, {
+      schedule: deps.config.runRetrySchedule,
+      retryAfterMaxMs: deps.config.runRetryAfterMaxMs,
+    });
   } catch (err) {
-    deps.log.error({ run: run.id, err }, 'workflow run failed unexpectedly');
+    deps.log.error({ run: run.id, workflow: run.workflow_id, err }, 'workflow run failed unexpectedly');
     return;
   }
-  if (outcome.unexpected !== undefined) deps.log.error({ run: run.id, err: outcome.unexpected }, 'workflow step failed unexpectedly');
+  logFailedAttempt(deps, run, outcome);
   await recordOutcome(run.id, outcome);
 }
 

@@ -42,8 +42,11 @@ export interface Tick {
  * inserted, in one statement, so of processes that try the same tick exactly one moves it
  * (the others wait on the row and then find it moved) and makes the run. A tick at or
  * before the last fired one, before the schedule's since, of an inactive workflow or of a
- * schedule changed meanwhile, makes nothing. Returns the run's id, or undefined.
+ * schedule changed meanwhile, makes nothing. The run's source identity is the trigger and
+ * the tick, so its facts are the tick's. Returns the run's id, or undefined.
  */
+export const tickSourceIdentity = (triggerId: string, tick: Date) => `tick:${triggerId}:${tick.toISOString()}`;
+
 export async function fireTick(db: Db, t: Tick): Promise<string | undefined> {
   const { rows } = await sql<{ id: string }>`
     with g as (
@@ -54,8 +57,9 @@ export async function fireTick(db: Db, t: Tick): Promise<string | undefined> {
         and t.schedule_since <= ${t.tick} and (t.last_tick_at is null or t.last_tick_at < ${t.tick})
       returning t.organization_id, t.workspace_id, t.workflow_id, w.version, t.key
     ), r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, payload, max_attempts, run_at, inserted_at, updated_at)
-      select ${t.runId}, g.organization_id, g.workspace_id, g.workflow_id, g.version, g.key, ${t.payloadJson}::jsonb, ${t.maxAttempts}, ${t.now}, ${t.now}, ${t.now}
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, payload, max_attempts, run_at, inserted_at, updated_at, source_identity)
+      select ${t.runId}, g.organization_id, g.workspace_id, g.workflow_id, g.version, g.key, ${t.payloadJson}::jsonb, ${t.maxAttempts}, ${t.now}, ${t.now}, ${t.now},
+             ${tickSourceIdentity(t.triggerId, t.tick)}
       from g
       returning id
     )

@@ -8,7 +8,7 @@
  * written: the answer is all there is.
  */
 import type { Db } from '../db/connect.ts';
-import type { StepRecord, WorkflowStep } from '../db/tables.ts';
+import type { StepRecord } from '../db/tables.ts';
 import { AppError } from '../errors.ts';
 import { authorize } from '../auth/access.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -68,14 +68,6 @@ export interface TestRunResult {
   steps: TestStep[];
 }
 
-/** Why each skipped step was skipped, when the record does not say. */
-function skipReason(records: StepRecord[], definition: WorkflowStep[]): string | undefined {
-  const failed = records.find((r) => r.status === 'failed');
-  if (failed) return `step ${failed.key} failed`;
-  const stop = records.find((r, i) => definition[i]?.type === 'condition' && r.status === 'succeeded' && r.output === false);
-  return stop ? `condition false at step ${stop.key}` : undefined;
-}
-
 export async function testRun(deps: TestRunDeps, principal: Principal, workflowId: string, input: TestRunInput): Promise<TestRunResult> {
   const tested = isUuid(workflowId) ? await loadTestedVersion(deps.db, principal.workspaceId, workflowId.toLowerCase(), input.version) : undefined;
   if (!tested)
@@ -97,15 +89,16 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     // One attempt: a transient failure is shown as the failure it is, not retried.
     max_attempts: 1,
     inserted_at: new Date(now),
+    // Facts shown, never stored: the key is not used.
+    source_identity: null,
     definition: tested.definition,
     models: tested.models,
     saver: tested.saver,
   };
   const dryRun: DryRun = { call, notes: new Map() };
   const env = { db: deps.db, clock: deps.clock, expressions: deps.expressions, dryRun, ...(deps.connectors ? { connectors: deps.connectors } : {}) };
-  const outcome = await executeRun(env, run, 1000);
+  const outcome = await executeRun(env, run, { schedule: [0], retryAfterMaxMs: 0 });
   const records = outcome.steps;
-  const reason = skipReason(records, tested.definition);
   const seen: Record<string, unknown> = {};
   let facts = 0;
   const steps = records.map((r, i): TestStep => {
@@ -117,17 +110,15 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
       seen[r.key] = r.output;
       if (type === 'write_fact') facts += note.facts?.length ?? 0;
     }
-    const why = r.reason ?? (ran ? undefined : reason);
-    const value = r.value !== undefined ? r.value : note.value;
     return {
       key: r.key,
       type,
       status: r.status,
-      ...(why === undefined ? {} : { reason: why }),
+      ...(r.reason === undefined ? {} : { reason: r.reason }),
       input: stepInput,
       output: r.output,
       error: r.error,
-      ...(type === 'condition' && ran && value !== undefined ? { value } : {}),
+      ...(r.value === undefined ? {} : { value: r.value }),
       ...(note.facts ? { facts: note.facts, problems: note.problems ?? [] } : {}),
       ...(note.request ? { request: note.request } : {}),
       ...(note.response !== undefined ? { response: note.response } : {}),
@@ -135,13 +126,13 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     };
   });
   const failed = outcome.status !== 'succeeded';
-  const stopped = !failed && reason !== undefined;
   return {
     id,
     workflow_id: tested.workflow_id,
     workflow_version: tested.version,
     status: failed ? 'failed' : 'succeeded',
-    outcome: failed ? 'failed' : stopped ? 'stopped_at_condition' : 'completed',
+    // One attempt: a transient failure is as failed as a permanent one here.
+    outcome: failed ? 'failed' : outcome.outcome === 'stopped_at_condition' ? 'stopped_at_condition' : 'completed',
     // A real run keeps the facts of the steps before one that failed: they count.
     facts_would_write: facts,
     error: outcome.error,

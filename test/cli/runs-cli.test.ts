@@ -26,7 +26,18 @@ it('lists runs, newest first, narrowed by workspace, workflow and status', async
   assert.ok(!('locked_by' in page.data[0]), 'no queue columns');
   const human = await cli(['runs', 'list', '--workspace', f.tenant.workspaceId]);
   assert.equal(human.code, 0, human.stderr);
-  assert.match(human.stdout, new RegExp(`${original.id}.*succeeded`));
+  assert.match(human.stdout, new RegExp(`${original.id}.*succeeded +completed +1 +1 `));
+  assert.match(human.stdout.split('\n')[0]!, /status +outcome +attempt +facts_written/);
+  const completed = JSON.parse((await cli(['--json', 'runs', 'list', '--workflow', workflow.id, '--outcome', 'completed'])).stdout);
+  assert.deepEqual(
+    completed.data.map((x: any) => [x.id, x.outcome, x.facts_written]),
+    [[original.id, 'completed', 1]],
+  );
+  const dead = JSON.parse((await cli(['--json', 'runs', 'list', '--workflow', workflow.id, '--outcome', 'dead_letter'])).stdout);
+  assert.deepEqual(dead.data, []);
+  const badOutcome = await cli(['--json', 'runs', 'list', '--outcome', 'done']);
+  assert.notEqual(badOutcome.code, 0);
+  assert.match(badOutcome.stdout, /outcome must be one of completed, stopped_at_condition, failed, dead_letter/);
   const bad = await cli(['--json', 'runs', 'list', '--status', 'done']);
   assert.notEqual(bad.code, 0);
   assert.match(bad.stderr + bad.stdout, /status must be one of/);

@@ -14,7 +14,7 @@ export interface Flow {
 }
 
 export async function startFlow(env: Record<string, string> = {}, opts: StartOptions = { worker: true }): Promise<Flow> {
-  const t = await startApp({ RUN_RETRY_BASE_MS: '20', ...env }, opts);
+  const t = await startApp({ RUN_RETRY_SCHEDULE: '20ms', ...env }, opts);
   after(() => t.close());
   const tenant = await seedTenant(t.deps);
   const bearer = await tokenFor(t, tenant);

@@ -1,6 +1,6 @@
 /**
  * A step that fails in a way none of our failures names fails its run for good, with the
- * record's usual text, and the worker logs the error itself (its stack) with the run's id.
+ * record's usual text, and the worker's warn line of the attempt holds the error itself (its stack) with the run's id.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -24,9 +24,13 @@ describe('an unexpected step failure', () => {
       const run = await waitForRun(f, d.body.workflow_run_id);
       assert.equal(run.attributes.status, 'failed');
       assert.equal(run.attributes.error, 'Step shape failed: The step failed unexpectedly');
-      const line = lines.find((l) => l.msg === 'workflow step failed unexpectedly');
+      const line = lines.find((l) => l.msg === 'workflow run failed');
       assert.ok(line, JSON.stringify(lines));
+      assert.equal(line.level, 40);
       assert.equal(line.run, d.body.workflow_run_id);
+      assert.equal(line.step, 'shape');
+      assert.equal(line.code, 'unexpected');
+      assert.equal(line.error, 'The step failed unexpectedly');
       assert.equal(line.err?.message, 'the pool broke');
       assert.match(line.err?.stack ?? '', /TypeError: the pool broke\n\s+at /);
     } finally {

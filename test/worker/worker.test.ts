@@ -27,6 +27,7 @@ const path = `/api/v1/webhooks/${tokens.hook}`;
 const db = f.t.deps.db;
 const env = { db, clock: () => Date.now(), expressions: f.t.deps.expressions };
 const lease = (ms: number) => new Date(Date.now() + ms);
+const RETRY = { schedule: [10], retryAfterMaxMs: 3_600_000 };
 const factCount = async () => Number((await sql<{ n: string }>`select count(*) as n from facts`.execute(db)).rows[0]!.n);
 const runRow = (id: string) => db.selectFrom('workflow_runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
@@ -47,7 +48,7 @@ describe('leases', () => {
     // A worker claims the run, runs its steps (the facts are written), and dies before recording the outcome.
     const [claimed] = await claimRuns(db, 'dead-worker', 10, new Date(), lease(100));
     assert.equal(claimed!.id, d.body.workflow_run_id);
-    const first = await executeRun(env, claimed!, 10);
+    const first = await executeRun(env, claimed!, RETRY);
     assert.equal(first.status, 'succeeded');
     assert.equal(await factCount(), before + 3);
     // Nobody else can claim it while the lease holds.
@@ -62,6 +63,7 @@ describe('leases', () => {
       const run = await waitForRun(f, claimed!.id);
       assert.equal(run.attributes.status, 'succeeded');
       assert.equal(run.attributes.attempt, 2);
+      assert.equal(run.attributes.outcome, 'completed');
       assert.deepEqual(run.attributes.steps[1].output, { data_model_slug: 'items', items: 3, written: 0, duplicates: 3 });
       assert.equal(await factCount(), before + 3);
     } finally {
@@ -80,6 +82,7 @@ describe('leases', () => {
     }
     const row = await runRow(d.body.workflow_run_id);
     assert.equal(row.status, 'failed');
+    assert.equal(row.outcome, 'dead_letter', 'a lost worker is a passing failure: the last attempt spent, a dead letter');
     assert.equal(row.error, LEASE_LOST);
     assert.ok(row.finished_at instanceof Date);
   });
@@ -90,6 +93,7 @@ describe('leases', () => {
     assert.equal(first!.id, d.body.workflow_run_id);
     await reclaimExpired(db, new Date(), 2);
     assert.equal((await runRow(first!.id)).status, 'retrying');
+    assert.equal((await runRow(first!.id)).outcome, null);
     const [second] = await claimRuns(db, 'crashed-2', 10, new Date(), lease(-1));
     assert.equal(second!.id, first!.id);
     await reclaimExpired(db, new Date(), 2);
@@ -98,6 +102,7 @@ describe('leases', () => {
     assert.equal(row.attempt, 2, 'attempts were left (max 3)');
     assert.equal(row.lease_losses, 2);
     assert.equal(row.error, leaseLostTooOften(2));
+    assert.equal(row.outcome, 'failed');
     assert.ok(row.finished_at instanceof Date);
     // Failed for good: no worker claims it again.
     assert.deepEqual(await claimRuns(db, 'w', 10, new Date(), lease(1000)), []);
@@ -139,26 +144,27 @@ describe('stopping', () => {
 });
 
 describe('retries', () => {
-  it('backoff doubles from the base, is capped at 5 minutes, with jitter in its upper half', () => {
+  it('backoff follows the schedule, its last entry past it, with up to 10% jitter added', () => {
+    const schedule = [30_000, 120_000, 3_600_000];
     assert.equal(
-      backoffMs(1, 1000, () => 0),
-      500,
+      backoffMs(1, schedule, () => 0),
+      30_000,
     );
     assert.equal(
-      backoffMs(1, 1000, () => 1),
-      1000,
+      backoffMs(1, schedule, () => 1),
+      33_000,
     );
     assert.equal(
-      backoffMs(3, 1000, () => 1),
-      4000,
+      backoffMs(2, schedule, () => 0),
+      120_000,
     );
     assert.equal(
-      backoffMs(30, 1000, () => 1),
-      300_000,
+      backoffMs(3, schedule, () => 1),
+      3_960_000,
     );
     assert.equal(
-      backoffMs(30, 1000, () => 0),
-      150_000,
+      backoffMs(30, schedule, () => 0),
+      3_600_000,
     );
   });
 
@@ -168,11 +174,11 @@ describe('retries', () => {
     assert.equal(claimed?.id, d.body.workflow_run_id);
     // A database that cannot be reached (nothing listens on port 1): a transient error.
     const unreachable = createDb({ databaseUrl: 'postgres://nobody@127.0.0.1:1/none', connectTimeoutMs: 1000 });
-    const transient = await executeRun({ ...env, db: unreachable.db }, claimed!, 10).finally(() => unreachable.db.destroy());
+    const transient = await executeRun({ ...env, db: unreachable.db }, claimed!, RETRY).finally(() => unreachable.db.destroy());
     assert.equal(transient.status, 'retrying');
     assert.ok(transient.runAt instanceof Date);
     assert.match(transient.error!, /Step store failed: The database was unavailable/);
-    const permanent = await executeRun(env, { ...claimed!, payload: { lines: [{ sku: 'x', qty: 'many' }] } }, 10);
+    const permanent = await executeRun(env, { ...claimed!, payload: { lines: [{ sku: 'x', qty: 'many' }] } }, RETRY);
     assert.equal(permanent.status, 'failed');
     assert.match(permanent.error!, /item 0: data\/qty/);
     await finishRuns(db, 'flaky', [{ id: d.body.workflow_run_id, outcome: transient }], new Date());

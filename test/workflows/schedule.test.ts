@@ -38,10 +38,12 @@ async function count(workflowId: string): Promise<number> {
   return (await runsOf(workflowId)).length;
 }
 
-async function runsOf(workflowId: string): Promise<Array<{ id: string; trigger_key: string | null; payload: any; workflow_version: number }>> {
+async function runsOf(
+  workflowId: string,
+): Promise<Array<{ id: string; trigger_key: string | null; payload: any; workflow_version: number; source_identity: string | null }>> {
   return f.t.deps.db
     .selectFrom('workflow_runs')
-    .select(['id', 'trigger_key', 'payload', 'workflow_version', 'inserted_at'])
+    .select(['id', 'trigger_key', 'payload', 'workflow_version', 'inserted_at', 'source_identity'])
     .where('workflow_id', '=', workflowId)
     .orderBy('inserted_at')
     .orderBy('id')
@@ -158,6 +160,8 @@ describe('firing', () => {
       assert.equal(r.workflow_version, 1);
       assert.deepEqual(Object.keys(r.payload).sort(), ['fired_at', 'scheduled_at']);
       assert.ok(Date.parse(r.payload.fired_at) >= Date.parse(r.payload.scheduled_at));
+      // Its facts are the tick's: the trigger and the tick make the source identity.
+      assert.equal(r.source_identity, `tick:${workflow.attributes.triggers[0].id}:${r.payload.scheduled_at}`);
     }
     // The run as the API shows it, executed by the worker.
     const done = await waitForRun(f, runs[0]!.id);

@@ -1,16 +1,17 @@
 /** Replaying a run: a new run with the same payload, linked by replay_of, on its own or the workflow's current version. */
 import type { Principal } from '../../auth/principal.ts';
-import type { RunStatus } from '../../db/tables.ts';
+import type { RunOutcome, RunStatus } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { wakeWorkers } from '../../workflows/wake.ts';
 import { findRun, listRuns } from './workflow-runs.sql.ts';
 import { insertReplay, type ReplayVersion } from './replay.sql.ts';
-import { RUN_STATUSES } from './resource.ts';
+import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
+const isRunOutcome = (s: unknown): s is RunOutcome => (RUN_OUTCOMES as readonly unknown[]).includes(s);
 
 export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string, version: ReplayVersion = 'original') {
   const row = isUuid(runId)
@@ -24,18 +25,21 @@ export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspac
 /** The admin API's list of runs (`tributary runs list`): newest first, optionally narrowed. */
 export async function adminListRuns(deps: Deps, query: Record<string, unknown>) {
   for (const k of Object.keys(query)) {
-    if (!['limit', 'workspace_id', 'workflow_id', 'status'].includes(k))
-      throw invalidParam(k, `unknown parameter ${k}; runs take limit, workspace_id, workflow_id and status`);
+    if (!['limit', 'workspace_id', 'workflow_id', 'status', 'outcome'].includes(k))
+      throw invalidParam(k, `unknown parameter ${k}; runs take limit, workspace_id, workflow_id, status and outcome`);
   }
   const limit = query.limit === undefined ? 100 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParam('limit', 'limit must be a whole number from 1 to 1000');
   for (const k of ['workspace_id', 'workflow_id'] as const) if (query[k] !== undefined && !isUuid(query[k])) throw invalidParam(k, `${k} must be an id`);
   const status = query.status;
   if (status !== undefined && !isRunStatus(status)) throw invalidParam('status', `status must be one of ${RUN_STATUSES.join(', ')}`);
+  const outcome = query.outcome;
+  if (outcome !== undefined && !isRunOutcome(outcome)) throw invalidParam('outcome', `outcome must be one of ${RUN_OUTCOMES.join(', ')}`);
   const rows = await listRuns(deps.db, {
     workspaceId: (query.workspace_id as string | undefined)?.toLowerCase(),
     workflowId: (query.workflow_id as string | undefined)?.toLowerCase(),
     status,
+    outcome,
     limit: limit + 1,
   });
   // Runs as the JSON:API shows them: 1,000 of them stay within a known size.

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect.ts';
-import type { RunStatus } from '../../db/tables.ts';
+import type { RunOutcome, RunStatus } from '../../db/tables.ts';
 
 /** The public columns of a run (never its lease or queue columns). */
 const RUN_COLUMNS = [
@@ -29,6 +29,7 @@ export interface RunListFilter {
   workspaceId?: string;
   workflowId?: string;
   status?: RunStatus | undefined;
+  outcome?: RunOutcome | undefined;
   limit: number;
 }
 
@@ -38,6 +39,7 @@ export function listRuns(db: Db, f: RunListFilter) {
   if (f.workspaceId) q = q.where('workspace_id', '=', f.workspaceId);
   if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
   if (f.status) q = q.where('status', '=', f.status);
+  if (f.outcome) q = q.where('outcome', '=', f.outcome);
   return q.execute();
 }
 
