@@ -134,7 +134,8 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
   const rows = await evaluate(env, { input: ctx, expressions, forEach: c.for_each, maxItems: MAX_FOR_EACH_ITEMS });
   // Said before validation, which would only say "is required": which expression gave nothing.
   const missing = c.mapping ? missingRequired(model, c.mapping, rows, c.for_each !== undefined) : undefined;
-  if (missing !== undefined) throw permanentFailure(missing);
+  // A test run still shows the would-be facts and every problem before it says so.
+  if (missing !== undefined && !env.dryRun) throw permanentFailure(missing);
   const defaultObservedAt = new Date(run.inserted_at).toISOString();
   const items: FactInput[] = rows.map((row, index) => {
     let data: unknown = row[0];
@@ -167,6 +168,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
       if (problems.length < MAX_LISTED_PROBLEMS) problems.push(`${c.for_each === undefined ? 'the fact' : `item ${index}`}: ${e.pointer.slice(1)} ${e.detail}`);
     }
   });
+  if (missing !== undefined) throw permanentFailure(missing);
   if (count > 0)
     throw permanentFailure(
       `The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`,

@@ -19,6 +19,24 @@ import { executeRun, type DryRun, type DryRunNote } from '../worker/steps.ts';
 import type { ClaimedRun } from '../worker/queue.sql.ts';
 import type { ExpressionPool } from './expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
+import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from './run-record.ts';
+
+/**
+ * An answer stays bounded as a run's does: each step's input within PAYLOAD_SHOWN_BYTES
+ * (beyond, a preview), outputs and errors within the run record's answer caps, and at most
+ * SHOWN_ITEMS would-be facts and problems per step (with how many more there were).
+ */
+export const SHOWN_ITEMS = 100;
+
+function shownInput(input: unknown): { input: unknown; input_truncated?: true; input_bytes?: number } {
+  const bytes = jsonBytes(input);
+  if (bytes <= PAYLOAD_SHOWN_BYTES) return { input };
+  return { input: cutText(JSON.stringify(input), PREVIEW_BYTES), input_truncated: true, input_bytes: bytes };
+}
+
+function shownItems<T>(name: 'facts' | 'problems', items: T[]): Record<string, unknown> {
+  return items.length <= SHOWN_ITEMS ? { [name]: items } : { [name]: items.slice(0, SHOWN_ITEMS), [`${name}_not_shown`]: items.length - SHOWN_ITEMS };
+}
 
 export const TEST_RUN_CALLS = ['none', 'safe'] as const;
 export type TestRunCall = (typeof TEST_RUN_CALLS)[number];
@@ -98,7 +116,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
   const dryRun: DryRun = { call, notes: new Map() };
   const env = { db: deps.db, clock: deps.clock, expressions: deps.expressions, dryRun, ...(deps.connectors ? { connectors: deps.connectors } : {}) };
   const outcome = await executeRun(env, run, { schedule: [0], retryAfterMaxMs: 0 });
-  const records = outcome.steps;
+  const records = capSteps(outcome.steps, ANSWER_CAPS);
   const seen: Record<string, unknown> = {};
   let facts = 0;
   const steps = records.map((r, i): TestStep => {
@@ -107,7 +125,8 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     const ran = r.status !== 'skipped';
     const stepInput = ran ? { payload: run.payload, steps: { ...seen }, run: { id, attempt: 1 }, trigger: { key: run.trigger_key } } : null;
     if (r.status === 'succeeded') {
-      seen[r.key] = r.output;
+      // The next step saw the whole output, whatever the record keeps of it.
+      seen[r.key] = outcome.steps[i]!.output;
       if (type === 'write_fact') facts += note.facts?.length ?? 0;
     }
     return {
@@ -115,11 +134,12 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
       type,
       status: r.status,
       ...(r.reason === undefined ? {} : { reason: r.reason }),
-      input: stepInput,
+      ...shownInput(stepInput),
       output: r.output,
+      ...(r.output_truncated ? { output_truncated: true, output_bytes: r.output_bytes } : {}),
       error: r.error,
       ...(r.value === undefined ? {} : { value: r.value }),
-      ...(note.facts ? { facts: note.facts, problems: note.problems ?? [] } : {}),
+      ...(note.facts ? { ...shownItems('facts', note.facts), ...shownItems('problems', note.problems ?? []) } : {}),
       ...(note.request ? { request: note.request } : {}),
       ...(note.response !== undefined ? { response: note.response } : {}),
       ...(note.note ? { note: note.note } : {}),

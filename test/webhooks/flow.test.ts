@@ -123,8 +123,10 @@ describe('webhook to facts', () => {
     assert.deepEqual(r.body.data.attributes.payload, original.attributes.payload);
     const replayed = await waitForRun(f, r.body.data.id);
     assert.equal(replayed.attributes.status, 'succeeded');
-    // The replay wrote under its own run id: a second fact of the same entity.
-    assert.equal(replayed.attributes.steps[2].output.written, 1);
+    // The same delivery on the same version: the original's fact, not a second one.
+    assert.equal(replayed.attributes.steps[2].output.written, 0);
+    assert.equal(replayed.attributes.steps[2].output.duplicates, 1);
+    assert.equal(replayed.attributes.facts_written, 0);
   });
 
   it('a replay with a body other than meta.version is refused (422), since nothing of it would be read; no run is made', async () => {

@@ -214,6 +214,33 @@ describe('a test run', () => {
     for (const p of store.problems) assert.equal(typeof p.detail, 'string');
   });
 
+  it('stays bounded: a large input is a preview, at most 100 facts and problems are listed', async () => {
+    const id = await workflow([
+      {
+        key: 'shape',
+        type: 'transform',
+        config: { expression: '[0..149].{"id": "o-" & $string($), "status": $ % 2 = 0 ? "paid" : $, "filler": $pad("", 500, "x")}' },
+      },
+      {
+        key: 'store',
+        type: 'write_fact',
+        config: { data_model_slug: 'orders', for_each: 'steps.shape', mapping: { order_id: 'item.id', status: 'item.status' } },
+      },
+    ]);
+    const r = await testRun(id, { payload: {} });
+    assert.equal(r.status, 200, r.text);
+    const [shape, store] = r.body.data.attributes.steps;
+    assert.equal(shape.input_truncated, undefined);
+    // The store step's input holds the 150 items of shape's output.
+    assert.equal(store.input_truncated, true);
+    assert.equal(typeof store.input, 'string');
+    assert.ok(store.input_bytes > 65_536);
+    assert.equal(store.facts.length, 100);
+    assert.equal(store.facts_not_shown, 50);
+    assert.equal(store.problems.length, 75);
+    assert.equal(store.problems_not_shown, undefined);
+  });
+
   it('runs the version asked for', async () => {
     const id = await workflow([{ key: 'v', type: 'transform', config: { expression: '"one"' } }]);
     const again = await f.api.get(`${API}/workflows/${id}`);
