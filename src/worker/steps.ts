@@ -44,7 +44,7 @@ export interface StepEnv {
   /** Outbound calls (http_request); absent where no step calls out. */
   connectors?: ConnectorRuntime;
   expressions: ExpressionPool;
-  /** A test run (workflows/test-run.ts): the steps' effects are shown in `notes` instead of done. */
+  /** A test run (worker/test-run.ts): the steps' effects are shown in `notes` instead of done. */
   dryRun?: DryRun;
 }
 

@@ -26,7 +26,7 @@ import { apiSpecType } from '../../resources/api_specs/resource.ts';
 import { apiSpecInput, createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
 import { providerRoutes } from './providers.ts';
 import { isObject } from '../../json.ts';
-import { testRun, testRunInput, type TestRunInput } from '../../workflows/test-run.ts';
+import { testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApiSurface(deps: Deps): SurfaceSpec {

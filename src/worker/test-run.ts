@@ -15,11 +15,11 @@ import type { Principal } from '../auth/principal.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { InputSchema } from '../input.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { executeRun, type DryRun, type DryRunNote } from '../worker/steps.ts';
-import type { ClaimedRun } from '../worker/queue.sql.ts';
-import type { ExpressionPool } from './expression-pool.ts';
+import { executeRun, type DryRun, type DryRunNote } from './steps.ts';
+import type { ClaimedRun } from './queue.sql.ts';
+import type { ExpressionPool } from '../workflows/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
-import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from './run-record.ts';
+import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../workflows/run-record.ts';
 
 /**
  * An answer stays bounded as a run's does: each step's input within PAYLOAD_SHOWN_BYTES
