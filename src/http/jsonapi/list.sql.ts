@@ -16,6 +16,7 @@
  */
 import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { JsonApiFilter, ParsedQuery } from './types.ts';
+import { filterClauseSql } from '../../resources/filter.sql.ts';
 
 type AnySelect = SelectQueryBuilder<any, any, any>;
 
@@ -96,30 +97,7 @@ function orderKeys(q: ParsedQuery): OrderKey[] {
 }
 
 function filterSql(table: string, clause: JsonApiFilter): RawBuilder<SqlBool> {
-  const col = sql.id(table, clause.column);
-  const value = clause.value;
-  switch (clause.op) {
-    case 'eq':
-      return sql<SqlBool>`${col} = ${value}`;
-    case 'ne':
-      // A NULL is "not equal" to a value as far as a client can tell.
-      return sql<SqlBool>`${col} is distinct from ${value}`;
-    case 'gt':
-      return sql<SqlBool>`${col} > ${value}`;
-    case 'gte':
-      return sql<SqlBool>`${col} >= ${value}`;
-    case 'lt':
-      return sql<SqlBool>`${col} < ${value}`;
-    case 'lte':
-      return sql<SqlBool>`${col} <= ${value}`;
-    case 'in':
-      return sql<SqlBool>`${col} in (${sql.join(value as unknown[])})`;
-    case 'is_null':
-      return value === true ? sql<SqlBool>`${col} is null` : sql<SqlBool>`${col} is not null`;
-    case 'contains':
-      // strpos, not LIKE: `%` and `_` in the value are literal characters.
-      return clause.kind === 'string_array' ? sql<SqlBool>`${value} = any(${col})` : sql<SqlBool>`strpos(${col}, ${value}) > 0`;
-  }
+  return filterClauseSql(sql.id(table, clause.column), clause.op, clause.value, clause.kind === 'string_array');
 }
 
 /**

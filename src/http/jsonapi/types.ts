@@ -3,8 +3,9 @@
  * query string. A type's declaration (ResourceSpec) is resources/resource.ts.
  */
 import type { AttrKind } from '../../resources/resource.ts';
+import type { FilterOp } from '../../resources/filter.sql.ts';
 
-export type JsonApiFilterOp = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'is_null' | 'contains';
+export type JsonApiFilterOp = FilterOp;
 
 export interface JsonApiFilter {
   attr: string;

@@ -6,16 +6,15 @@ import { sql, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { WorkflowRunTable } from '../../db/tables.ts';
 import { workflowRunType } from './resource.ts';
+import { filterClauseSql, type FilterOp } from '../filter.sql.ts';
 
 /** original: the version the run ran on; current: the workflow's version now. */
 export type ReplayVersion = 'original' | 'current';
 
-export type RunFilterOp = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'is_null' | 'contains';
-
 /** One condition on a filterable attribute of workflow_run, its value already of the attribute's kind (a list for `in`). */
 export interface RunFilterClause {
   attr: string;
-  op: RunFilterOp;
+  op: FilterOp;
   value: unknown;
 }
 
@@ -27,28 +26,7 @@ function filterColumn(attr: string): string {
 }
 
 function clauseSql(c: RunFilterClause): RawBuilder<SqlBool> {
-  const col = sql.id('o', filterColumn(c.attr));
-  const v = c.value;
-  switch (c.op) {
-    case 'eq':
-      return sql<SqlBool>`${col} = ${v}`;
-    case 'ne':
-      return sql<SqlBool>`${col} is distinct from ${v}`;
-    case 'gt':
-      return sql<SqlBool>`${col} > ${v}`;
-    case 'gte':
-      return sql<SqlBool>`${col} >= ${v}`;
-    case 'lt':
-      return sql<SqlBool>`${col} < ${v}`;
-    case 'lte':
-      return sql<SqlBool>`${col} <= ${v}`;
-    case 'in':
-      return sql<SqlBool>`${col} in (${sql.join(v as unknown[])})`;
-    case 'is_null':
-      return v === true ? sql<SqlBool>`${col} is null` : sql<SqlBool>`${col} is not null`;
-    case 'contains':
-      return sql<SqlBool>`strpos(${col}, ${v}) > 0`;
-  }
+  return filterClauseSql(sql.id('o', filterColumn(c.attr)), c.op, c.value);
 }
 
 /** The workflow version a replay runs on: `o` is the original run, `w` its workflow. */
