@@ -8,6 +8,8 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
+import { createApiClient } from './api-client.ts';
+import { registerConnectorCommands } from './connector-commands.ts';
 
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
@@ -90,6 +92,15 @@ export async function runCli(
 
   registerAdminCommands(program, io);
   registerFactsCommands(program, io);
+  program.option(
+    '--credentials-file <file>',
+    'service account credentials {client_id, client_secret} for JSON:API commands (default: DATA_DIR/bootstrap.json)',
+  );
+  registerConnectorCommands(program, io, () => {
+    const { url, credentialsFile } = program.opts() as { url?: string; credentialsFile?: string };
+    const client = createApiClient({ url, credentialsFile });
+    return (method, path, body) => client.request(method, path, body);
+  });
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -53,7 +53,8 @@ export function configFrom(text: string, file: string): Data {
   } catch (err) {
     throw new UsageError(`--config-file ${file} is not JSON or YAML: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`--config-file ${file} must hold one object (the connector's config)`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UsageError(`--config-file ${file} must hold one object (the connector's config)`);
   return parsed as Data;
 }
 
@@ -124,7 +125,8 @@ export function connectorAttributes(o: CreateOptions, stdin: () => string): Data
   // Without a provider to supply it, a connector has no type nor auth: say so here rather than after a round trip.
   if (o.provider === undefined) {
     attrs.type ??= 'http';
-    if (attrs.auth_type === undefined) throw new UsageError('--auth is required (none, api_key, bearer_token, basic_auth, oauth2, hmac) unless --provider supplies it');
+    if (attrs.auth_type === undefined)
+      throw new UsageError('--auth is required (none, api_key, bearer_token, basic_auth, oauth2, hmac) unless --provider supplies it');
   }
   if (o.secretFile !== undefined) attrs.secret = secretFrom(readInput(o.secretFile, 'the secret', stdin), o.secretFile);
   return attrs;
@@ -181,10 +183,10 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
     .command('create')
     .description('create an external connector; the secret is read from --secret-file (or stdin with -), never from an option')
     .requiredOption('--name <name>', 'display name')
-    .addOption(new Option('--type <type>', 'driver (default http, or the provider\'s)').choices(CONNECTOR_TYPES))
-    .addOption(new Option('--auth <auth-type>', "how calls are authenticated (required unless --provider supplies it)").choices(AUTH_TYPES))
+    .addOption(new Option('--type <type>', "driver (default http, or the provider's)").choices(CONNECTOR_TYPES))
+    .addOption(new Option('--auth <auth-type>', 'how calls are authenticated (required unless --provider supplies it)').choices(AUTH_TYPES))
     .addOption(new Option('--direction <direction>', 'outbound (steps call it) or inbound (webhook triggers)').choices(DIRECTIONS))
-    .option('--provider <slug>', "a bundled provider: its settings and its specification (GET /api/json/v1/providers lists them)")
+    .option('--provider <slug>', 'a bundled provider: its settings and its specification (GET /api/json/v1/providers lists them)')
     .option('--description <text>', 'description')
     .option('--base-url <url>', 'config.base_url: where relative paths go (http)')
     .option('--health-operation <operation-ref>', 'config.health_operation: the operation verification calls (needs an attached specification)')
@@ -207,10 +209,15 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
   connector
     .command('list')
     .description('list the external connectors of the workspace, by name')
-    .option('--limit <n>', 'at most this many rows, 1 to 250', (v) => {
-      if (!/^\d{1,3}$/.test(v) || Number(v) < 1 || Number(v) > 250) throw new InvalidArgumentError('expected a whole number from 1 to 250');
-      return Number(v);
-    }, 100)
+    .option(
+      '--limit <n>',
+      'at most this many rows, 1 to 250',
+      (v) => {
+        if (!/^\d{1,3}$/.test(v) || Number(v) < 1 || Number(v) > 250) throw new InvalidArgumentError('expected a whole number from 1 to 250');
+        return Number(v);
+      },
+      100,
+    )
     .addOption(new Option('--status <status>', 'only those with this status').choices(['unverified', 'verified', 'failing']))
     .addOption(new Option('--type <type>', 'only those of this driver').choices(CONNECTOR_TYPES))
     .action((o: { limit: number; status?: string; type?: string }) =>

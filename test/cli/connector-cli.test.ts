@@ -92,7 +92,25 @@ describe('connector create', () => {
     const config = file('s3.yaml', 'region: eu-west-1\nbucket: exports\naccess_key_id: AKIAEXAMPLE\nforce_path_style: false\n');
     const r = json(
       await cli(
-        ['--json', 'connector', 'create', '--name', 'Exports', '--type', 's3', '--auth', 'api_key', '--config-file', config, '--set', 'force_path_style=true', '--set', `endpoint=${mock.url}`, '--secret-file', '-'],
+        [
+          '--json',
+          'connector',
+          'create',
+          '--name',
+          'Exports',
+          '--type',
+          's3',
+          '--auth',
+          'api_key',
+          '--config-file',
+          config,
+          '--set',
+          'force_path_style=true',
+          '--set',
+          `endpoint=${mock.url}`,
+          '--secret-file',
+          '-',
+        ],
         { input: 'the-secret-access-key\n' },
       ),
     );
@@ -121,9 +139,24 @@ describe('connector create', () => {
     assert.match(badYaml.stderr, /must hold one object/);
   });
 
+  it('takes the account from --credentials-file too, and says so when it has none', async () => {
+    const creds = file('creds.json', JSON.stringify({ client_id: f.tenant.clientId, client_secret: f.tenant.clientSecret }));
+    const empty = fs.mkdtempSync(path.join(dir, 'empty-'));
+    const listed = await cli(['--json', '--credentials-file', creds, 'connector', 'list'], { dataDir: empty });
+    assert.equal(listed.code, 0, listed.stderr);
+    const none = await cli(['connector', 'list'], { dataDir: empty });
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /^error: no service account credentials: cannot read .*bootstrap\.json \(no such file\); pass --credentials-file/);
+    const wrong = await cli(['connector', 'list', '--json'], { dataDir: dataDirFor(f.tenant.clientId, 'not-the-secret') });
+    assert.equal(wrong.code, 1);
+    assert.match(JSON.parse(wrong.stdout).error, /^the token exchange was refused/);
+  });
+
   it("is refused for a member's account (403), as the API refuses it", async () => {
     const member = await seedAccount(f.t.deps, f.tenant, { role: 'member' });
-    const r = await cli(['connector', 'create', '--name', 'x', '--auth', 'none', '--base-url', mock.url], { dataDir: dataDirFor(member.clientId, member.clientSecret) });
+    const r = await cli(['connector', 'create', '--name', 'x', '--auth', 'none', '--base-url', mock.url], {
+      dataDir: dataDirFor(member.clientId, member.clientSecret),
+    });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: .*\(HTTP 403 forbidden\)/);
   });
@@ -132,7 +165,19 @@ describe('connector create', () => {
 describe('connector verify, api-spec import', () => {
   it('verify names the URL it called and exits 1 while failing; with health_operation, a spec attached by api-spec import is used', async () => {
     const created = json(
-      await cli(['--json', 'connector', 'create', '--name', 'Orders', '--auth', 'none', '--base-url', `${mock.url}/orders-api`, '--health-operation', 'getHealth']),
+      await cli([
+        '--json',
+        'connector',
+        'create',
+        '--name',
+        'Orders',
+        '--auth',
+        'none',
+        '--base-url',
+        `${mock.url}/orders-api`,
+        '--health-operation',
+        'getHealth',
+      ]),
     );
     const before = mock.requests.length;
     const failing = await cli(['connector', 'verify', created.id]);
@@ -168,7 +213,13 @@ describe('connector verify, api-spec import', () => {
   });
 
   it('import prints the operations; a bad document is 422 with its pointer; an unknown connector is refused', async () => {
-    const human = await cli(['api-spec', 'import', file('plain.json', JSON.stringify({ openapi: '3.0.3', info: { title: 'P', version: '1' }, paths: {} })), '--name', 'Plain']);
+    const human = await cli([
+      'api-spec',
+      'import',
+      file('plain.json', JSON.stringify({ openapi: '3.0.3', info: { title: 'P', version: '1' }, paths: {} })),
+      '--name',
+      'Plain',
+    ]);
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stdout, /name: Plain\n/);
     assert.match(human.stdout, /operations: 0\n/);
