@@ -273,13 +273,35 @@ export interface CliConfig {
   readonly url: string;
   readonly adminToken: string | undefined;
   readonly dataDir: string;
+  /** TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET, both or neither: the service account of the JSON:API commands. */
+  readonly clientId: string | undefined;
+  readonly clientSecret: string | undefined;
+  /** TRIBUTARY_CREDENTIALS_FILE, else DATA_DIR/bootstrap.json: a JSON file with client_id and client_secret. */
+  readonly credentialsFile: string;
 }
 
 export function loadCliConfig(env: Env = process.env): CliConfig {
   const port = int(env, 'PORT', 8080, 1, 65535);
+  const dataDir = path.resolve(str(env, 'DATA_DIR') ?? '.tributary');
+  const clientId = str(env, 'TRIBUTARY_CLIENT_ID');
+  const clientSecret = str(env, 'TRIBUTARY_CLIENT_SECRET');
+  if ((clientId === undefined) !== (clientSecret === undefined))
+    throw new ConfigError(
+      clientId === undefined ? 'TRIBUTARY_CLIENT_ID' : 'TRIBUTARY_CLIENT_SECRET',
+      'must be set together with the other of TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET',
+    );
+  const credentialsFile = str(env, 'TRIBUTARY_CREDENTIALS_FILE');
+  if (clientId !== undefined && credentialsFile !== undefined)
+    throw new ConfigError(
+      'TRIBUTARY_CREDENTIALS_FILE',
+      'cannot be set together with TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET: give the account one way',
+    );
   return Object.freeze({
     url: url(env, 'TRIBUTARY_URL', ['http:', 'https:']) ?? `http://127.0.0.1:${port}`,
     adminToken: str(env, 'TRIBUTARY_ADMIN_TOKEN'),
-    dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.tributary'),
+    dataDir,
+    clientId,
+    clientSecret,
+    credentialsFile: path.resolve(credentialsFile ?? path.join(dataDir, 'bootstrap.json')),
   });
 }

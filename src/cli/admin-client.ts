@@ -60,7 +60,17 @@ export interface ClientOptions {
 export function resolveClientSettings(opts: ClientOptions, load: () => CliConfig = loadCliConfig): { url: string; adminToken: string } {
   let config: CliConfig | undefined;
   const cfg = () => (config ??= load());
-  const rawUrl = opts.url ?? cfg().url;
+  const url = resolveServerUrl(opts.url, cfg);
+  const adminToken = opts.adminToken ?? cfg().adminToken ?? readAdminTokenFile(cfg().dataDir);
+  if (!adminToken) {
+    throw new UsageError('no admin token: pass --admin-token, set TRIBUTARY_ADMIN_TOKEN, or run where DATA_DIR/admin-token is readable');
+  }
+  return { url, adminToken };
+}
+
+/** The server's base URL without a trailing slash: --url when given, else TRIBUTARY_URL or http://127.0.0.1:$PORT. */
+export function resolveServerUrl(option: string | undefined, cfg: () => CliConfig): string {
+  const rawUrl = option ?? cfg().url;
   let parsed: URL;
   try {
     parsed = new URL(rawUrl);
@@ -68,14 +78,10 @@ export function resolveClientSettings(opts: ClientOptions, load: () => CliConfig
     throw new UsageError(`--url must be an http(s) URL, got "${rawUrl}"`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--url must be an http(s) URL, got "${rawUrl}"`);
-  const adminToken = opts.adminToken ?? cfg().adminToken ?? readAdminTokenFile(cfg().dataDir);
-  if (!adminToken) {
-    throw new UsageError('no admin token: pass --admin-token, set TRIBUTARY_ADMIN_TOKEN, or run where DATA_DIR/admin-token is readable');
-  }
-  return { url: rawUrl.replace(/\/+$/, ''), adminToken };
+  return rawUrl.replace(/\/+$/, '');
 }
 
-const DEFAULT_TIMEOUT_MS = 60_000;
+export const DEFAULT_TIMEOUT_MS = 60_000;
 
 /** The socket error code under fetch's "fetch failed" (ECONNREFUSED, ENOTFOUND, ...), or the innermost message. */
 export function networkReason(err: unknown): { code: string | undefined; reason: string | undefined } {
@@ -109,31 +115,33 @@ export function errorFromBody(status: number, text: string): AdminApiError {
   return new AdminApiError(`the server answered HTTP ${status}`, status, 'http_error');
 }
 
+/**
+ * One HTTP call to the server at `base`; a failure to get an answer becomes an AdminApiError
+ * (timeout, connection refused, ...) naming the server, never the request's headers.
+ */
+export async function send(base: string, url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+  try {
+    return await fetch(url, { ...init, signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined });
+  } catch (err) {
+    if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
+      throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
+    }
+    const { code, reason } = networkReason(err);
+    throw new AdminApiError(
+      `cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`,
+      null,
+      code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed',
+    );
+  }
+}
+
 export function createAdminClient(settings: { url: string; adminToken: string }): AdminClient {
   const base = settings.url;
   /** One call; the parsed JSON answer of a 2xx, else the error the answer describes. */
   const call = async (method: string, path: string, body: unknown, timeoutMs: number): Promise<Record<string, unknown>> => {
     const headers: Record<string, string> = { authorization: `Bearer ${settings.adminToken}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetch(`${base}/admin/v1${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
-      });
-    } catch (err) {
-      if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
-        throw new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
-      }
-      const { code, reason } = networkReason(err);
-      throw new AdminApiError(
-        `cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`,
-        null,
-        code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed',
-      );
-    }
+    const res = await send(base, `${base}/admin/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
     const text = await res.text();
     if (!res.ok) throw errorFromBody(res.status, text);
     let doc: unknown;

@@ -8,8 +8,9 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
-import { createApiClient } from './api-client.ts';
+import { addApiOptions, apiClientOf } from './api-client.ts';
 import { registerConnectorCommands } from './connector-commands.ts';
+import { registerWorkflowCommands } from './workflow-commands.ts';
 
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
@@ -22,7 +23,6 @@ export async function runCli(
 ): Promise<number> {
   const program = new Command('tributary')
     .description('Tributary: harmonized business data and workflows')
-    .version(packageVersion(), '-V, --version', 'print the version')
     .option('--json', 'print exactly one JSON document on stdout')
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err });
@@ -90,17 +90,17 @@ export async function runCli(
       }
     });
 
+  addApiOptions(program);
   registerAdminCommands(program, io);
   registerFactsCommands(program, io);
-  program.option(
-    '--credentials-file <file>',
-    'service account credentials {client_id, client_secret} for JSON:API commands (default: DATA_DIR/bootstrap.json)',
-  );
-  registerConnectorCommands(program, io, () => {
-    const { url, credentialsFile } = program.opts() as { url?: string; credentialsFile?: string };
-    const client = createApiClient({ url, credentialsFile });
-    return (method, path, body) => client.request(method, path, body);
-  });
+  registerWorkflowCommands(program, io);
+  registerConnectorCommands(program, io, () => apiClientOf(program));
+
+  // `--version` after a command is that command's (`workflow test --version N`): the
+  // program's own --version, which commander would take wherever it stands, is only before one.
+  const firstCommand = argv.findIndex((a) => program.commands.some((c) => c.name() === a));
+  const versionFlag = argv.findIndex((a) => a === '--version' || a === '-V');
+  if (firstCommand === -1 || versionFlag === -1 || versionFlag < firstCommand) program.version(packageVersion(), '-V, --version', 'print the version');
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -11,15 +11,11 @@ import { parse as parseYaml } from 'yaml';
 import { listOperations } from '../connectors/operations.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from '../resources/external_connectors/resource.ts';
 import { CommandFailure, EXIT_FAILURE, UsageError, reportFailure } from './admin-client.ts';
+import type { ApiClient } from './api-client.ts';
 import { renderHuman, renderTable } from './admin-commands.ts';
 
 type Io = { out: (s: string) => void; err: (s: string) => void };
 type Data = Record<string, unknown>;
-
-/** What these commands need of the JSON:API client: one call, the answer's document. */
-export interface JsonApiCall {
-  (method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown): Promise<Data>;
-}
 
 /** A resource object as one flat record: its id and its attributes. */
 export function flatten(resource: unknown): Data {
@@ -165,7 +161,7 @@ function renderSpec(s: Data): string {
 /** stdin, read whole (a secret or a small config file). */
 const readStdin = () => fs.readFileSync(0, 'utf8');
 
-export function registerConnectorCommands(program: Command, io: Io, api: () => JsonApiCall, stdin: () => string = readStdin): void {
+export function registerConnectorCommands(program: Command, io: Io, api: () => ApiClient, stdin: () => string = readStdin): void {
   const json = () => program.opts().json === true;
 
   const run = async (work: () => Promise<void>) => {
@@ -178,7 +174,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
   };
   const print = (data: Data, render: (d: Data) => string) => io.out(json() ? `${JSON.stringify(data)}\n` : render(data));
 
-  const connector = program.command('connector').description('external connectors (JSON:API, as the service account of bootstrap.json or --credentials-file)');
+  const connector = program.command('connector').description('external connectors (JSON:API, as the service account of --credentials or bootstrap.json)');
   connector
     .command('create')
     .description('create an external connector; the secret is read from --secret-file (or stdin with -), never from an option')
@@ -201,7 +197,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
     .action((o: CreateOptions) =>
       run(async () => {
         const attrs = connectorAttributes(o, stdin);
-        const doc = await api()('POST', '/external_connectors', { data: { type: 'external_connector', attributes: attrs } });
+        const doc = await api().post('/external_connectors', { data: { type: 'external_connector', attributes: attrs } });
         print(flatten(doc.data), renderConnector);
       }),
     );
@@ -225,9 +221,9 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
         const query = new URLSearchParams({ sort: 'name', 'page[limit]': String(o.limit) });
         if (o.status) query.set('filter[status]', o.status);
         if (o.type) query.set('filter[type]', o.type);
-        const doc = await api()('GET', `/external_connectors?${query}`);
+        const doc = await api().get(`/external_connectors?${query}`);
         const data = (Array.isArray(doc.data) ? doc.data : []).map(flatten);
-        const hasMore = typeof (doc.links as Data | undefined)?.next === 'string';
+        const hasMore = typeof doc.links?.next === 'string';
         if (json()) io.out(`${JSON.stringify({ data, has_more: hasMore })}\n`);
         else {
           io.out(renderTable(data, CONNECTOR_COLUMNS));
@@ -242,7 +238,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
     .argument('<connector-id>', 'connector id')
     .action((id: string) =>
       run(async () => {
-        const doc = await api()('POST', `/external_connectors/${encodeURIComponent(id)}/verify`);
+        const doc = await api().request('POST', `/external_connectors/${encodeURIComponent(id)}/verify`);
         const c = flatten(doc.data);
         print(c, (d) => renderHuman({ id: d.id, name: d.name, status: d.status, last_verified_at: d.last_verified_at, last_error: d.last_error }));
         // A script can tell the outcome from the exit code; the reason is printed above.
@@ -264,7 +260,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => J
         const name = o.name ?? (file === '-' ? 'stdin' : path.basename(file).replace(/\.(json|ya?ml)$/i, ''));
         const attributes: Data = { name, format: specFormat(file, text, o.format), raw_document: text };
         if (o.connector !== undefined) attributes.external_connector_id = o.connector;
-        const doc = await api()('POST', '/api_specs', { data: { type: 'api_spec', attributes } });
+        const doc = await api().post('/api_specs', { data: { type: 'api_spec', attributes } });
         const { raw_document: _raw, ...shown } = flatten(doc.data);
         print(shown, renderSpec);
       }),

@@ -32,7 +32,16 @@ const ownerDir = dataDirFor(f.tenant.clientId, f.tenant.clientSecret);
 /** `tributary ARGS` with `input` on stdin, as the account of `dataDir`. */
 function cli(args: string[], opts: { input?: string; dataDir?: string } = {}): Promise<CliRun> {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', DATA_DIR: opts.dataDir ?? ownerDir, TRIBUTARY_URL: f.t.url };
-  for (const k of ['TRIBUTARY_ADMIN_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'PORT']) delete env[k];
+  for (const k of [
+    'TRIBUTARY_ADMIN_TOKEN',
+    'TRIBUTARY_CLIENT_ID',
+    'TRIBUTARY_CLIENT_SECRET',
+    'TRIBUTARY_CREDENTIALS_FILE',
+    'DATABASE_URL',
+    'REDIS_URL',
+    'PORT',
+  ])
+    delete env[k];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env });
     let stdout = '';
@@ -139,17 +148,17 @@ describe('connector create', () => {
     assert.match(badYaml.stderr, /must hold one object/);
   });
 
-  it('takes the account from --credentials-file too, and says so when it has none', async () => {
+  it('takes the account from --credentials too, and says so when it has none', async () => {
     const creds = file('creds.json', JSON.stringify({ client_id: f.tenant.clientId, client_secret: f.tenant.clientSecret }));
     const empty = fs.mkdtempSync(path.join(dir, 'empty-'));
-    const listed = await cli(['--json', '--credentials-file', creds, 'connector', 'list'], { dataDir: empty });
+    const listed = await cli(['--json', '--credentials', creds, 'connector', 'list'], { dataDir: empty });
     assert.equal(listed.code, 0, listed.stderr);
     const none = await cli(['connector', 'list'], { dataDir: empty });
     assert.equal(none.code, 2);
-    assert.match(none.stderr, /^error: no service account credentials: cannot read .*bootstrap\.json \(no such file\); pass --credentials-file/);
+    assert.match(none.stderr, /^error: no client credentials: cannot read .*bootstrap\.json \(no such file\); pass --credentials FILE/);
     const wrong = await cli(['connector', 'list', '--json'], { dataDir: dataDirFor(f.tenant.clientId, 'not-the-secret') });
     assert.equal(wrong.code, 1);
-    assert.match(JSON.parse(wrong.stdout).error, /^the token exchange was refused/);
+    assert.match(JSON.parse(wrong.stdout).error, /^the server refused the client credentials from .*bootstrap\.json/);
   });
 
   it("is refused for a member's account (403), as the API refuses it", async () => {

@@ -117,7 +117,17 @@ test('defaults are the documented ones', () => {
   assert.equal(loadConfig({ SWEEP_CRON: '   ' }).sweepCron, '0 3 * * *');
 
   const cli = loadCliConfig({});
-  assert.deepEqual({ ...cli }, { url: 'http://127.0.0.1:8080', adminToken: undefined, dataDir: path.resolve('.tributary') });
+  assert.deepEqual(
+    { ...cli },
+    {
+      url: 'http://127.0.0.1:8080',
+      adminToken: undefined,
+      dataDir: path.resolve('.tributary'),
+      clientId: undefined,
+      clientSecret: undefined,
+      credentialsFile: path.resolve('.tributary/bootstrap.json'),
+    },
+  );
   assert.equal(loadCliConfig({ PORT: '9090' }).url, 'http://127.0.0.1:9090');
   assert.equal(loadCliConfig({ PORT: '9090', TRIBUTARY_URL: 'https://tributary.example' }).url, 'https://tributary.example');
   assert.throws(() => loadCliConfig({ TRIBUTARY_URL: 'ftp://x' }), {

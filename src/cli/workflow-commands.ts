@@ -1,0 +1,359 @@
+/**
+ * Workflows and data models from files, through the JSON:API as a service account:
+ * `workflow apply|get|list|test` and `data-model apply`. Apply is by name (slug for a data
+ * model): it creates, updates, or, when nothing differs, does not save at all.
+ */
+import fs from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import YAML from 'yaml';
+import { isUuid } from '../ids.ts';
+import { AdminApiError, CommandFailure, EXIT_FAILURE, reportFailure } from './admin-client.ts';
+import { apiClientOf, type ApiClient, type Resource } from './api-client.ts';
+import { renderTable } from './admin-commands.ts';
+import {
+  changedMembers,
+  compareWorkflows,
+  fileMemberOfPointer,
+  parseDocumentText,
+  readDataModelFile,
+  readWorkflowFile,
+  renderYaml,
+  workflowFileDocument,
+  workflowOfResource,
+  type WorkflowFile,
+} from './workflow-files.ts';
+
+type Io = { out: (s: string) => void; err: (s: string) => void };
+type Obj = Record<string, unknown>;
+
+function readFileText(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new CommandFailure(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'unreadable')}`, 'file_unreadable');
+  }
+}
+
+function versionArg(value: string): number {
+  if (!/^\d{1,9}$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('expected a version number (1 or more)');
+  return Number(value);
+}
+
+const compact = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+
+/** The workflow an argument names: an id, or the name of exactly one workflow. */
+async function findWorkflow(client: ApiClient, idOrName: string): Promise<Resource | undefined> {
+  if (isUuid(idOrName)) {
+    try {
+      return (await client.get(`/workflows/${idOrName}`)).data as Resource;
+    } catch (err) {
+      if (err instanceof AdminApiError && err.status === 404) return undefined;
+      throw err;
+    }
+  }
+  const found = await client.all(`/workflows?${new URLSearchParams({ 'filter[name]': String(idOrName).trim() })}`);
+  if (found.length > 1)
+    throw new CommandFailure(
+      `${found.length} workflows are named ${JSON.stringify(idOrName)} (${found.map((w) => w.id).join(', ')}): name one by its id`,
+      'ambiguous_name',
+    );
+  return found[0];
+}
+
+async function mustFindWorkflow(client: ApiClient, idOrName: string): Promise<Resource> {
+  const wf = await findWorkflow(client, idOrName);
+  if (!wf) throw new AdminApiError(`no workflow ${isUuid(idOrName) ? 'with the id' : 'named'} ${JSON.stringify(idOrName)}`, 404, 'not_found');
+  return wf;
+}
+
+/** A save's error, pointing into the file rather than the request the CLI made of it. */
+function inFileTerms(err: unknown, file: string, w: WorkflowFile): unknown {
+  if (!(err instanceof AdminApiError)) return err;
+  if (err.code === 'stale_lock_version') {
+    return new AdminApiError(
+      `the workflow ${JSON.stringify(w.name)} was saved by someone else since ${file}'s lock_version was read: run \`tributary workflow get ${JSON.stringify(w.name)} --yaml\` to see the current one, merge your change, and apply again`,
+      err.status,
+      err.code,
+    );
+  }
+  const pointer = typeof err.source?.pointer === 'string' ? err.source.pointer : undefined;
+  const member = pointer === undefined ? undefined : fileMemberOfPointer(pointer, w);
+  if (member === undefined) return err;
+  return new AdminApiError(`${file} at ${member}: ${err.message}`, err.status, err.code, { member });
+}
+
+/** One test-run answer for people: the run, then one block per step. */
+export function renderTestRun(attrs: Obj): string {
+  const lines: string[] = [];
+  const facts = Array.isArray(attrs.facts_would_write) ? attrs.facts_would_write : [];
+  lines.push(
+    `test run of workflow ${compact(attrs.workflow_id)} version ${compact(attrs.workflow_version)}: ${compact(attrs.status)}` +
+      `${attrs.outcome ? ` (outcome ${compact(attrs.outcome)})` : ''}; nothing was stored`,
+  );
+  if (attrs.error !== null && attrs.error !== undefined) lines.push(`error: ${compact(attrs.error)}`);
+  lines.push(`facts it would write: ${facts.length}`);
+  const steps = Array.isArray(attrs.steps) ? (attrs.steps as Obj[]) : [];
+  steps.forEach((s, i) => {
+    lines.push('');
+    lines.push(`${i + 1}. ${compact(s.key)} (${compact(s.type)}): ${compact(s.status)}${s.reason ? `: ${compact(s.reason)}` : ''}`);
+    if (s.value !== undefined) lines.push(`   value: ${compact(s.value)}`);
+    if (s.error !== null && s.error !== undefined) lines.push(`   error: ${compact(s.error)}`);
+    else if (s.output !== null && s.output !== undefined) lines.push(`   output: ${JSON.stringify(s.output)}`);
+    if (Array.isArray(s.facts) && s.facts.length > 0) {
+      lines.push('   would write:');
+      for (const f of s.facts) lines.push(`     ${JSON.stringify(f)}`);
+    }
+    if (Array.isArray(s.problems) && s.problems.length > 0) {
+      lines.push('   problems:');
+      for (const p of s.problems as Obj[])
+        lines.push(`     ${p.item !== undefined ? `item ${compact(p.item)} ` : ''}${compact(p.pointer) || '/'}: ${compact(p.detail)}`);
+    }
+    const req = s.request as Obj | undefined | null;
+    if (req) {
+      lines.push(`   request: ${compact(req.method)} ${compact(req.url)}`);
+      if (req.headers && typeof req.headers === 'object') for (const [k, v] of Object.entries(req.headers as Obj)) lines.push(`     ${k}: ${compact(v)}`);
+      if (req.body !== undefined && req.body !== null) lines.push(`     body: ${compact(req.body)}`);
+    }
+    if (s.response !== undefined && s.response !== null) lines.push(`   response: ${JSON.stringify(s.response)}`);
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerWorkflowCommands(program: Command, io: Io): void {
+  const json = () => program.opts().json === true;
+  const client = () => apiClientOf(program);
+  const run = async (work: (asJson: boolean) => Promise<void>) => {
+    const asJson = json();
+    try {
+      await work(asJson);
+    } catch (err) {
+      reportFailure(err, asJson, io);
+    }
+  };
+
+  const workflow = program.command('workflow').description('workflows as files, through the JSON:API as a service account (docs/cli.md)');
+
+  workflow
+    .command('apply')
+    .description('create or update the workflow a file describes (by its name); saves nothing when nothing differs')
+    .requiredOption('-f, --file <file>', 'the workflow file, YAML or JSON')
+    .action((o: { file: string }) =>
+      run(async (asJson) => {
+        const text = readFileText(o.file);
+        const wanted = readWorkflowFile(o.file, parseDocumentText(o.file, text));
+        const c = client();
+        const existing = await findWorkflow(c, wanted.name);
+        const current = existing ? workflowOfResource(existing.attributes) : undefined;
+        const needsAccount = wanted.triggers.some((t) => t.type === 'webhook' && t.members.service_account_id === undefined);
+        const me = await c.identity();
+        if (needsAccount) {
+          for (const t of wanted.triggers)
+            if (t.type === 'webhook' && t.members.service_account_id === undefined) t.members.service_account_id = me.credentialId;
+        }
+        const webhookUrl = (token: string) => `${c.url}/api/v1/webhooks/${token}`;
+        let action: 'created' | 'updated' | 'unchanged';
+        let saved: Resource;
+        let tokens: Record<string, string> = {};
+        const diff = current ? compareWorkflows(wanted, current) : { stepsDiffer: true, anyDiffers: true };
+        if (existing && !diff.anyDiffers) {
+          action = 'unchanged';
+          saved = existing;
+        } else {
+          const kept = new Map(
+            (Array.isArray(existing?.attributes.triggers) ? (existing.attributes.triggers as Obj[]) : []).map((t) => [`${t.type}:${t.key}`, t.id]),
+          );
+          const attributes: Obj = {
+            // A change of steps is a new version: runs made so far keep the steps they ran.
+            is_new_version: existing !== undefined && diff.stepsDiffer,
+            organization_id: me.organizationId,
+            workflow_id: existing?.id ?? null,
+            // The file's lock_version (from `get --yaml`) refuses a save over a change made since;
+            // without one, the version read just now narrows the race to this command.
+            lock_version: existing ? (wanted.lock_version ?? current!.lock_version) : null,
+            wf_params: { name: wanted.name, description: wanted.description, is_active: wanted.is_active },
+            step_params: wanted.steps.map((s) => ({ key: s.key, type: s.type, config: s.config })),
+            trigger_params: wanted.triggers.map((t) => {
+              const id = kept.get(`${t.type}:${t.key}`);
+              return { key: t.key, type: t.type, ...t.members, ...(id ? { id } : {}) };
+            }),
+          };
+          let doc;
+          try {
+            doc = await c.post('/workflows/save_builder_state', { data: { type: 'workflow_builder_state', attributes } });
+          } catch (err) {
+            throw inFileTerms(err, o.file, wanted);
+          }
+          saved = doc.data as Resource;
+          tokens = (doc.meta?.trigger_tokens as Record<string, string> | undefined) ?? {};
+          action = existing ? 'updated' : 'created';
+        }
+        // A file read with `get --yaml` goes on naming what it was saved as, so the next edit applies.
+        const newLock = saved.attributes.lock_version as string;
+        let fileUpdated = false;
+        if (wanted.lock_version !== null && wanted.lock_version !== newLock && text.split(wanted.lock_version).length === 2) {
+          // Unquoted in YAML, a lock_version of digits (and an e) would read back as a number.
+          const at = text.indexOf(wanted.lock_version);
+          const quoted = /["']/.test(text[at - 1] ?? '');
+          const plain = quoted || typeof YAML.parse(newLock) === 'string';
+          fs.writeFileSync(o.file, text.replace(wanted.lock_version, plain ? newLock : JSON.stringify(newLock)));
+          fileUpdated = true;
+        }
+        if (asJson) {
+          const urls = Object.fromEntries(Object.entries(tokens).map(([k, t]) => [k, webhookUrl(t)]));
+          io.out(`${JSON.stringify({ data: saved, meta: { action, trigger_tokens: tokens, webhook_urls: urls, file_lock_version_updated: fileUpdated } })}\n`);
+          return;
+        }
+        const a = saved.attributes;
+        io.out(`workflow ${JSON.stringify(a.name)} ${action}: id ${saved.id}, version ${compact(a.version)}, lock_version ${newLock}\n`);
+        for (const t of (a.triggers as Obj[]) ?? []) {
+          const token = tokens[String(t.key)];
+          if (token) {
+            io.out(`trigger ${compact(t.key)}: new token, shown only this once (keep it like a password)\n`);
+            io.out(`  ${token}\n  deliver to: POST ${webhookUrl(token)}\n`);
+          } else if (t.type === 'webhook') io.out(`trigger ${compact(t.key)}: webhook, token unchanged\n`);
+          else io.out(`trigger ${compact(t.key)}: schedule ${compact(t.cron)} (${compact(t.timezone)})\n`);
+        }
+        if (fileUpdated) io.out(`${o.file}: lock_version is now ${newLock}\n`);
+      }),
+    );
+
+  workflow
+    .command('get')
+    .description('write a workflow as a file (YAML, or JSON with -o FILE.json); --json prints the resource')
+    .argument('<id-or-name>', 'workflow id or name')
+    .option('--yaml', 'the workflow file format (the default)')
+    .option('-o, --output <file>', 'write the file here instead of stdout')
+    .action((idOrName: string, o: { yaml?: boolean; output?: string }) =>
+      run(async (asJson) => {
+        const c = client();
+        const wf = await mustFindWorkflow(c, idOrName);
+        if (asJson && !o.output) {
+          io.out(`${JSON.stringify(wf)}\n`);
+          return;
+        }
+        const me = await c.identity();
+        const doc = workflowFileDocument(workflowOfResource(wf.attributes), me.credentialId);
+        const header =
+          '# tributary workflow apply -f <this file>: saved by name. lock_version is the version this file was read at:\n' +
+          '# a save over a change made since is refused. Webhooks without service_account_id use the applying account.';
+        const out = o.output?.toLowerCase().endsWith('.json') ? `${JSON.stringify(doc, null, 2)}\n` : renderYaml(doc, header);
+        if (o.output) {
+          fs.writeFileSync(o.output, out);
+          io.out(asJson ? `${JSON.stringify({ written: o.output, id: wf.id, lock_version: wf.attributes.lock_version })}\n` : `wrote ${o.output}\n`);
+        } else io.out(out);
+      }),
+    );
+
+  workflow
+    .command('list')
+    .description('list the workflows of the account’s workspace, by name')
+    .action(() =>
+      run(async (asJson) => {
+        const all = await client().all('/workflows?sort=name');
+        if (asJson) io.out(`${JSON.stringify({ data: all })}\n`);
+        else
+          io.out(
+            renderTable(
+              all.map((w) => ({ id: w.id, ...w.attributes, triggers: ((w.attributes.triggers as Obj[]) ?? []).map((t) => t.key) })),
+              ['id', 'name', 'version', 'is_active', 'triggers', 'lock_version', 'updated_at'],
+            ),
+          );
+      }),
+    );
+
+  workflow
+    .command('test')
+    .description('run a workflow on a sample payload without storing or sending anything; exits 1 when the test run failed')
+    .argument('<id-or-name>', 'workflow id or name')
+    .requiredOption('--payload <file>', 'the sample payload, a JSON (or YAML) file')
+    .option('--version <n>', 'test this saved version (default: the current one)', versionArg)
+    .addOption(new Option('--call <mode>', 'safe: perform http_request steps whose method is safe (GET, HEAD, OPTIONS)').choices(['safe']))
+    .action((idOrName: string, o: { payload: string; version?: number; call?: string }) =>
+      run(async (asJson) => {
+        const payload = parseDocumentText(o.payload, readFileText(o.payload));
+        const c = client();
+        const wf = await mustFindWorkflow(c, idOrName);
+        const attributes: Obj = { payload };
+        if (o.version !== undefined) attributes.version = o.version;
+        if (o.call !== undefined) attributes.call = o.call;
+        const doc = await c.request('POST', `/workflows/${wf.id}/test_run`, { data: { type: 'workflow_test_run', attributes } }, { timeoutMs: 0 });
+        const data = doc.data as Resource;
+        io.out(asJson ? `${JSON.stringify(data)}\n` : renderTestRun(data.attributes));
+        if (data.attributes.status === 'failed') throw new CommanderError(EXIT_FAILURE, 'tributary.testRunFailed', 'the test run failed');
+      }),
+    );
+
+  const dataModel = program.commands.find((cmd) => cmd.name() === 'data-model') ?? program.command('data-model').description('data models');
+  dataModel
+    .command('apply')
+    .description('create or update a data model and its fields from a file (by slug), through the JSON:API; fields are never deleted')
+    .requiredOption('-f, --file <file>', 'the data model file, YAML or JSON')
+    .action((o: { file: string }) =>
+      run(async (asJson) => {
+        const wanted = readDataModelFile(o.file, parseDocumentText(o.file, readFileText(o.file)));
+        const c = client();
+        const fileError = (err: unknown, at: Array<string | number>) =>
+          err instanceof AdminApiError && err.status === 422
+            ? new AdminApiError(`${o.file} at ${at.join('.') || '(top)'}: ${err.message}`, err.status, err.code, { member: at.join('.') })
+            : err;
+        const found = await c.all(`/data_models?${new URLSearchParams({ 'filter[slug]': wanted.slug })}`);
+        let model = found[0];
+        let action: 'created' | 'updated' | 'unchanged' = 'unchanged';
+        try {
+          if (!model) {
+            model = (await c.post('/data_models', { data: { type: 'data_model', attributes: { slug: wanted.slug, ...wanted.attributes } } })).data as Resource;
+            action = 'created';
+          } else {
+            const patch = changedMembers(wanted.attributes, model.attributes);
+            if (Object.keys(patch).length > 0) {
+              model = (await c.patch(`/data_models/${model.id}`, { data: { type: 'data_model', id: model.id, attributes: patch } })).data as Resource;
+              action = 'updated';
+            }
+          }
+        } catch (err) {
+          const member = err instanceof AdminApiError && typeof err.source?.pointer === 'string' ? err.source.pointer.split('/').pop()! : '';
+          throw fileError(err, member ? [member] : []);
+        }
+        const existing = new Map(
+          (action === 'created' ? [] : await c.all(`/data_model_fields?${new URLSearchParams({ 'filter[data_model_id]': model.id })}`)).map((f) => [
+            String(f.attributes.name),
+            f,
+          ]),
+        );
+        const fields: Record<string, string> = {};
+        for (const f of wanted.fields) {
+          const have = existing.get(f.name);
+          const pointerAt = (err: unknown) => {
+            const tail = err instanceof AdminApiError && typeof err.source?.pointer === 'string' ? err.source.pointer.split('/').pop()! : '';
+            return tail && tail !== 'name' ? [...f.at, tail] : f.at;
+          };
+          try {
+            if (!have) {
+              await c.post('/data_model_fields', {
+                data: { type: 'data_model_field', attributes: { data_model_id: model.id, name: f.name, ...f.attributes } },
+              });
+              fields[f.name] = 'created';
+            } else {
+              const patch = changedMembers(f.attributes, have.attributes);
+              if (Object.keys(patch).length > 0) {
+                await c.patch(`/data_model_fields/${have.id}`, { data: { type: 'data_model_field', id: have.id, attributes: patch } });
+                fields[f.name] = `updated (${Object.keys(patch).join(', ')})`;
+              } else fields[f.name] = 'unchanged';
+            }
+          } catch (err) {
+            throw fileError(err, pointerAt(err));
+          }
+        }
+        const notInFile = [...existing.keys()].filter((name) => !wanted.fields.some((f) => f.name === name));
+        if (action === 'unchanged' && Object.values(fields).some((v) => v !== 'unchanged')) action = 'updated';
+        if (asJson) {
+          io.out(`${JSON.stringify({ data: model, meta: { action, fields, not_in_file: notInFile } })}\n`);
+          return;
+        }
+        io.out(`data model ${wanted.slug} ${action}: id ${model.id}\n`);
+        for (const [name, what] of Object.entries(fields)) io.out(`field ${name}: ${what}\n`);
+        for (const name of notInFile) io.out(`field ${name}: not in the file, kept (apply never deletes a field)\n`);
+      }),
+    );
+}

@@ -1,0 +1,89 @@
+/** The CLI's JSON:API client against a running server: credentials, token exchange and renewal, errors. */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { it } from 'node:test';
+import { loadCliConfig } from '../../src/config.ts';
+import { AdminApiError, UsageError } from '../../src/cli/admin-client.ts';
+import { createApiClient, resolveApiSettings } from '../../src/cli/api-client.ts';
+import { adminCall, appWithTenant } from '../helpers/app.ts';
+import { freePort } from '../helpers/cli.ts';
+
+const { t, tenant } = await appWithTenant();
+const credentials = { clientId: tenant.clientId, clientSecret: tenant.clientSecret, source: 'test' };
+
+it('reads with a token it exchanged, and knows its own account and organization', async () => {
+  const client = createApiClient({ url: t.url, credentials });
+  const doc = await client.get('/data_models');
+  assert.deepEqual(doc.data, []);
+  assert.deepEqual(await client.identity(), { clientId: tenant.clientId, credentialId: tenant.credentialId, organizationId: tenant.organizationId });
+});
+
+it('exchanges once more when the server refuses its token (401), and goes on', async () => {
+  const client = createApiClient({ url: t.url, credentials });
+  await client.get('/data_models');
+  // Every token minted so far is refused from now on; the account itself still works.
+  const revoked = await adminCall(t, 'PATCH', `/credentials/${tenant.credentialId}`, { revoke_tokens: true });
+  assert.equal(revoked.status, 200, revoked.text);
+  const doc = await client.get('/data_models');
+  assert.deepEqual(doc.data, []);
+});
+
+it('a refused account or a JSON:API error becomes one AdminApiError, never with the secret', async () => {
+  const wrong = createApiClient({ url: t.url, credentials: { ...credentials, clientSecret: 'tbcs_wrong-secret-value' } });
+  await assert.rejects(wrong.get('/data_models'), (err: unknown) => {
+    assert.ok(err instanceof AdminApiError);
+    assert.equal(err.status, 401);
+    assert.equal(err.code, 'invalid_client');
+    assert.ok(!err.message.includes('tbcs_wrong-secret-value'));
+    assert.match(err.message, new RegExp(tenant.clientId));
+    return true;
+  });
+  const client = createApiClient({ url: t.url, credentials });
+  await assert.rejects(client.post('/data_models', { data: { type: 'data_model', attributes: { name: 'x', slug: 'Bad Slug' } } }), (err: unknown) => {
+    assert.ok(err instanceof AdminApiError);
+    assert.equal(err.status, 422);
+    assert.deepEqual(err.source, { pointer: '/data/attributes/slug' });
+    return true;
+  });
+  const nowhere = createApiClient({ url: `http://127.0.0.1:${await freePort()}`, credentials });
+  await assert.rejects(nowhere.get('/data_models'), { code: 'connection_refused' });
+});
+
+it('finds the credentials: --credentials, then TRIBUTARY_CLIENT_ID/SECRET, then TRIBUTARY_CREDENTIALS_FILE, then DATA_DIR/bootstrap.json', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-cred-'));
+  fs.writeFileSync(path.join(dir, 'bootstrap.json'), JSON.stringify({ client_id: 'tbci_boot', client_secret: 's1' }));
+  fs.writeFileSync(path.join(dir, 'other.json'), JSON.stringify({ client_id: 'tbci_other', client_secret: 's2' }));
+  const env = (e: Record<string, string>) => () => loadCliConfig({ DATA_DIR: dir, ...e });
+  assert.equal(resolveApiSettings({}, env({})).credentials.clientId, 'tbci_boot');
+  assert.equal(resolveApiSettings({}, env({ TRIBUTARY_CREDENTIALS_FILE: path.join(dir, 'other.json') })).credentials.clientId, 'tbci_other');
+  assert.equal(resolveApiSettings({}, env({ TRIBUTARY_CLIENT_ID: 'tbci_env', TRIBUTARY_CLIENT_SECRET: 's3' })).credentials.clientId, 'tbci_env');
+  assert.equal(
+    resolveApiSettings({ credentialsFile: path.join(dir, 'other.json') }, env({ TRIBUTARY_CLIENT_ID: 'tbci_env', TRIBUTARY_CLIENT_SECRET: 's3' })).credentials
+      .clientId,
+    'tbci_other',
+  );
+  assert.equal(resolveApiSettings({}, env({ PORT: '9191' })).url, 'http://127.0.0.1:9191');
+  assert.throws(() => resolveApiSettings({}, env({ TRIBUTARY_CLIENT_ID: 'tbci_env' })), /TRIBUTARY_CLIENT_SECRET must be set together/);
+  assert.throws(
+    () => resolveApiSettings({}, () => loadCliConfig({ DATA_DIR: path.join(dir, 'none') })),
+    (err: unknown) => {
+      assert.ok(err instanceof UsageError);
+      assert.match(err.message, /no client credentials: cannot read .*bootstrap\.json \(no such file\)/);
+      return true;
+    },
+  );
+  fs.writeFileSync(path.join(dir, 'bad.json'), JSON.stringify({ client_id: 'tbci_x' }));
+  assert.throws(() => resolveApiSettings({ credentialsFile: path.join(dir, 'bad.json') }), /has no client_id and client_secret strings/);
+});
+
+it('all() follows links.next to the end of a list', async () => {
+  const client = createApiClient({ url: t.url, credentials });
+  for (const slug of ['page-a', 'page-b', 'page-c']) await client.post('/data_models', { data: { type: 'data_model', attributes: { name: slug, slug } } });
+  const all = await client.all('/data_models?page[limit]=1&sort=slug');
+  assert.deepEqual(
+    all.map((m) => m.attributes.slug),
+    ['page-a', 'page-b', 'page-c'],
+  );
+});

@@ -1,0 +1,169 @@
+/**
+ * `tributary workflow test`: a sample payload through POST /api/json/v1/workflows/{id}/test_run,
+ * printed one block per step. Needs the test_run endpoint (built on its own branch).
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, it } from 'node:test';
+import { runCli } from '../helpers/cli.ts';
+import { jsonApi, seedTenant, startApp, tokenFor } from '../helpers/app.ts';
+import { API, createModel } from '../webhooks/helpers.ts';
+import { renderTestRun } from '../../src/cli/workflow-commands.ts';
+
+const t = await startApp();
+after(() => t.close());
+const tenant = await seedTenant(t.deps);
+const api = jsonApi(t, await tokenFor(t, tenant));
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-wftest-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+const SECRET = 'tok_shop_0123456789abcdef';
+
+const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TRIBUTARY_CLIENT_ID: tenant.clientId, TRIBUTARY_CLIENT_SECRET: tenant.clientSecret };
+const cli = (args: string[]) => runCli(['--url', t.url, ...args], env);
+const write = (name: string, text: string) => {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text);
+  return file;
+};
+
+await createModel({ t, tenant, api, bearer: '' }, 'orders', [
+  { name: 'order_id', type: 'string' },
+  { name: 'amount', type: 'float' },
+]);
+const connector = await api.post(`${API}/external_connectors`, {
+  data: {
+    type: 'external_connector',
+    attributes: {
+      name: 'Shop',
+      auth_type: 'bearer_token',
+      type: 'http',
+      direction: 'outbound',
+      config: { base_url: 'https://shop.example.com' },
+      secret: SECRET,
+    },
+  },
+});
+assert.equal(connector.status, 201, connector.text);
+
+const applied = await cli([
+  'workflow',
+  'apply',
+  '-f',
+  write(
+    'orders.yaml',
+    `name: orders
+triggers:
+  shop: { type: webhook }
+steps:
+  shape: { type: transform, expression: "{ 'id': payload.data.id, 'amount': payload.data.amount }" }
+  big: { type: condition, expression: steps.shape.amount > 0 }
+  store: { type: write_fact, data_model_slug: orders, mapping: { order_id: steps.shape.id, amount: steps.shape.amount } }
+  notify: { type: http_request, connector_id: ${connector.body.data.id}, method: POST, path: /notify, body: steps.shape }
+`,
+  ),
+]);
+assert.equal(applied.code, 0, applied.stderr);
+
+it('prints each step: status, output, the fact it would write, the request it would send (credentials redacted)', async () => {
+  const payload = write('order.json', JSON.stringify({ data: { id: 'o-1', amount: 12.5 } }));
+  const r = await cli(['workflow', 'test', 'orders', '--payload', payload]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^test run of workflow \S+ version 1: /);
+  assert.match(r.stdout, /facts it would write: 1/);
+  assert.match(r.stdout, /1\. shape \(transform\): succeeded\n {3}output: \{"id":"o-1","amount":12\.5\}/);
+  assert.match(r.stdout, /2\. big \(condition\): succeeded/);
+  assert.match(r.stdout, /3\. store \(write_fact\): succeeded[^]*would write:\n {5}.*"order_id":"o-1"/);
+  assert.match(r.stdout, /4\. notify \(http_request\): \w+/);
+  assert.match(r.stdout, /request: POST https:\/\/shop\.example\.com\/notify/);
+  assert.match(r.stdout, /authorization: .*\[redacted\]/i);
+  assert.ok(!r.stdout.includes(SECRET), 'the connector secret is never shown');
+
+  const json = await cli(['--json', 'workflow', 'test', 'orders', '--payload', payload]);
+  assert.equal(json.code, 0, json.stderr);
+  const data = JSON.parse(json.stdout);
+  assert.equal(data.type, 'workflow_test_run');
+  assert.equal(data.attributes.workflow_version, 1);
+  assert.deepEqual(
+    data.attributes.steps.map((s: any) => s.key),
+    ['shape', 'big', 'store', 'notify'],
+  );
+  // Nothing was stored: no run, no fact.
+  const runs = await api.get(`${API}/workflow_runs`);
+  assert.deepEqual(runs.body.data, []);
+  const facts = await t.deps.db.selectFrom('facts').select('id').where('workspace_id', '=', tenant.workspaceId).execute();
+  assert.deepEqual(facts, []);
+});
+
+it('shows the problems of a payload the model refuses, and a failed test run exits 1', async () => {
+  const payload = write('bad-order.json', JSON.stringify({ data: { id: 'o-2', amount: 'twelve' } }));
+  const r = await cli(['workflow', 'test', 'orders', '--payload', payload]);
+  assert.match(r.stdout, /3\. store \(write_fact\): failed/);
+  assert.match(r.stdout, /problems:\n {5}.*\/amount: /);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+});
+
+it('a payload file that is not JSON, an unknown workflow and a bad --version are clear errors', async () => {
+  const bad = await cli(['workflow', 'test', 'orders', '--payload', write('bad.json', '{"data": ')]);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /^error: .*bad\.json: not valid JSON/);
+  const unknown = await cli(['workflow', 'test', 'nope', '--payload', write('ok.json', '{}')]);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /no workflow named "nope"/);
+  const version = await cli(['workflow', 'test', 'orders', '--payload', write('ok2.json', '{}'), '--version', 'zero']);
+  assert.equal(version.code, 2);
+  assert.match(version.stderr, /expected a version number/);
+  const noSuchVersion = await cli(['workflow', 'test', 'orders', '--payload', write('ok3.json', '{}'), '--version', '9']);
+  assert.equal(noSuchVersion.code, 1);
+  assert.match(noSuchVersion.stderr, /^error: .*\(HTTP 4\d\d \w+\)\n$/);
+});
+
+it('renders an answer of the documented shape: every step block, facts, problems, the request as the server redacted it', () => {
+  const text = renderTestRun({
+    workflow_id: 'wf-1',
+    workflow_version: 3,
+    status: 'failed',
+    outcome: 'failed',
+    facts_would_write: [{ data_model_slug: 'orders', data: { order_id: 'o-1' } }],
+    error: 'step store failed',
+    steps: [
+      { key: 'shape', type: 'transform', status: 'succeeded', input: {}, output: { id: 'o-1' }, error: null },
+      { key: 'big', type: 'condition', status: 'succeeded', input: {}, output: true, error: null, value: true },
+      {
+        key: 'store',
+        type: 'write_fact',
+        status: 'failed',
+        input: {},
+        output: null,
+        error: 'a fact does not fit the data model',
+        facts: [{ data: { order_id: 'o-1' } }],
+        problems: [{ item: 0, pointer: '/amount', detail: 'must be a float' }],
+      },
+      {
+        key: 'notify',
+        type: 'http_request',
+        status: 'skipped',
+        reason: 'not called: POST is not a safe method',
+        input: {},
+        output: null,
+        error: null,
+        request: { method: 'POST', url: 'https://shop.example.com/notify', headers: { authorization: '[redacted]' }, body: { id: 'o-1' } },
+      },
+    ],
+  });
+  assert.match(
+    text,
+    /^test run of workflow wf-1 version 3: failed \(outcome failed\); nothing was stored\nerror: step store failed\nfacts it would write: 1\n/,
+  );
+  assert.match(text, /\n1\. shape \(transform\): succeeded\n {3}output: \{"id":"o-1"\}\n/);
+  assert.match(text, /\n2\. big \(condition\): succeeded\n {3}value: true\n/);
+  assert.match(
+    text,
+    /\n3\. store \(write_fact\): failed\n {3}error: a fact does not fit the data model\n {3}would write:\n {5}\{"data":\{"order_id":"o-1"\}\}\n {3}problems:\n {5}item 0 \/amount: must be a float\n/,
+  );
+  assert.match(
+    text,
+    /\n4\. notify \(http_request\): skipped: not called: POST is not a safe method\n {3}request: POST https:\/\/shop\.example\.com\/notify\n {5}authorization: \[redacted\]\n {5}body: \{"id":"o-1"\}\n$/,
+  );
+});
