@@ -241,8 +241,11 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => A
         const doc = await api().request('POST', `/external_connectors/${encodeURIComponent(id)}/verify`);
         const c = flatten(doc.data);
         print(c, (d) => renderHuman({ id: d.id, name: d.name, status: d.status, last_verified_at: d.last_verified_at, last_error: d.last_error }));
-        // A script can tell the outcome from the exit code; the reason is printed above.
-        if (c.status !== 'verified') throw new CommanderError(EXIT_FAILURE, 'tributary.failing', `connector ${id} is ${String(c.status)}`);
+        // A script can tell the outcome from the exit code; the reason is printed above (last_error).
+        if (c.status !== 'verified') {
+          if (!json()) io.err(`error: the connector is ${String(c.status)}: see last_error\n`);
+          throw new CommanderError(EXIT_FAILURE, 'tributary.failing', `connector ${id} is ${String(c.status)}`);
+        }
       }),
     );
 

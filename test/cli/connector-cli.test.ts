@@ -192,6 +192,7 @@ describe('connector verify, api-spec import', () => {
     const failing = await cli(['connector', 'verify', created.id]);
     assert.equal(failing.code, 1, failing.stdout + failing.stderr);
     assert.match(failing.stdout, /status: failing/);
+    assert.equal(failing.stderr, 'error: the connector is failing: see last_error\n');
     assert.match(failing.stdout, /last_error: config\.health_operation is "getHealth", but the connector has no api_spec attached/);
     assert.equal(mock.requests.length, before, 'nothing is called while the health operation cannot be found');
 
@@ -214,6 +215,7 @@ describe('connector verify, api-spec import', () => {
     mock.script('/orders-api/health', { status: 503, body: 'down' }, { status: 200, body: { up: true } });
     const down = await cli(['--json', 'connector', 'verify', created.id]);
     assert.equal(down.code, 1);
+    assert.equal(down.stderr, '');
     assert.equal(JSON.parse(down.stdout).last_error, `GET ${mock.url}/orders-api/health: The provider answered 503`);
     const up = await cli(['connector', 'verify', created.id]);
     assert.equal(up.code, 0, up.stderr);
