@@ -8,7 +8,8 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
-import { addApiOptions } from './api-client.ts';
+import { addApiOptions, apiClientOf } from './api-client.ts';
+import { registerConnectorCommands } from './connector-commands.ts';
 import { registerWorkflowCommands } from './workflow-commands.ts';
 
 function packageVersion(): string {
@@ -93,6 +94,7 @@ export async function runCli(
   registerAdminCommands(program, io);
   registerFactsCommands(program, io);
   registerWorkflowCommands(program, io);
+  registerConnectorCommands(program, io, () => apiClientOf(program));
 
   // `--version` after a command is that command's (`workflow test --version N`): the
   // program's own --version, which commander would take wherever it stands, is only before one.

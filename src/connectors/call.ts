@@ -9,10 +9,11 @@ import type { ConnectorRow } from './connectors.sql.ts';
 import { callDriver, DRIVER_OPERATIONS, probeDriver } from './drivers.ts';
 import { networkFailure } from './errors.ts';
 import type { OutboundResponse } from './http.ts';
-import { buildCall, operationOf, type Scalars } from './operations.ts';
+import { buildCall, operationOf, unknownDriverOperationText, unknownOperationText, type Scalars } from './operations.ts';
 import { rateLimitOf, takeBudget } from './rate.ts';
-import { providerExcerpt } from './redact.ts';
-import { callHttp, previewHttp, type ConnectorRuntime, type HttpPreview } from './runtime.ts';
+import { providerExcerpt, redactor, urlForText, type Redact } from './redact.ts';
+import { baseUrlOf, buildUrl, callHttp, connectorRecord, previewHttp, type ConnectorRuntime, type HttpCall, type HttpPreview } from './runtime.ts';
+import { sentCredentials } from './auth.ts';
 import { statementIsLiteral } from './snowflake-sql.ts';
 
 /**
@@ -97,38 +98,46 @@ export type Send = (parts: CallParts) => Promise<OutboundResponse>;
  * cannot serve is a permanent CallFailure now, before any part of the call is computed.
  * `idempotencyKey` names the call to the provider (unsafe http methods).
  */
-export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: CallTarget, idempotencyKey: string): Send {
-  // The parts become a request before the budget is taken: a request that cannot be made spends none.
-  let prepare: (parts: CallParts) => () => Promise<OutboundResponse>;
+/** What a target resolves to on a connector: a driver's operation, or an http operation or method and path. */
+type Resolved = { driver: ConnectorRow & { type: 's3' | 'snowflake' }; ref: string } | { http: Parameters<typeof buildCall>[0] };
+
+/** The target on the connector, or the permanent CallFailure that says why it cannot be served. */
+function resolveTarget(row: ConnectorRow, target: CallTarget): Resolved {
   if (isDriver(row)) {
     const ops = DRIVER_OPERATIONS[row.type]!;
     const ref = target.operation_ref;
-    if (ref === undefined || !ops.includes(ref)) throw permanent(`A ${row.type} connector performs ${ops.join(', ')} (operation_ref)`);
-    if (row.type === 'snowflake' && (target.body === undefined || !statementIsLiteral(target.body)))
-      throw permanent('A snowflake statement must be a literal of the step (values go in bindings)');
-    prepare = (parts) => () => callDriver(rt, row, ref, parts);
-  } else {
-    let http: Parameters<typeof buildCall>[0];
-    if (target.operation_ref !== undefined) {
-      const operation = operationOf(row.operations, target.operation_ref);
-      if (!operation) throw permanent(`${target.operation_ref} is not an operation of the connector's specification (any more)`);
-      http = { operation };
-    } else http = { method: target.method!, path: target.path! };
-    prepare = (parts) => {
-      const request = buildCall(http, parts, idempotencyKey);
-      return () => callHttp(rt, row, request);
-    };
+    if (ref === undefined || !ops.includes(ref)) throw permanent(unknownDriverOperationText(row.type, ref, ops));
+    return { driver: row, ref };
   }
-  return async (parts) => {
-    let res: OutboundResponse;
-    try {
-      res = await withinBudget(rt, row, prepare(parts));
-    } catch (err) {
-      throw callFailureOf(err);
-    }
-    if (res.status >= 400) throw answerFailure(res, rt.clock());
-    return res;
+  if (target.operation_ref === undefined) return { http: { method: target.method!, path: target.path! } };
+  const operation = operationOf(row.operations, target.operation_ref);
+  if (!operation) throw permanent(unknownOperationText(target.operation_ref, row.operations));
+  return { http: { operation } };
+}
+
+/** A provider's answer, or the CallFailure that stands for it (any error, or a 4xx or 5xx answer). */
+async function answered(rt: ConnectorRuntime, call: () => Promise<OutboundResponse>): Promise<OutboundResponse> {
+  let res: OutboundResponse;
+  try {
+    res = await call();
+  } catch (err) {
+    throw callFailureOf(err);
+  }
+  if (res.status >= 400) throw answerFailure(res, rt.clock());
+  return res;
+}
+
+export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: CallTarget, idempotencyKey: string): Send {
+  const t = resolveTarget(row, target);
+  if ('driver' in t && t.driver.type === 'snowflake' && (target.body === undefined || !statementIsLiteral(target.body)))
+    throw permanent('A snowflake statement must be a literal of the step (values go in bindings)');
+  // The parts become a request before the budget is taken: a request that cannot be made spends none.
+  const prepare = (parts: CallParts): (() => Promise<OutboundResponse>) => {
+    if ('driver' in t) return () => callDriver(rt, t.driver, t.ref, parts);
+    const request = buildCall(t.http, parts, idempotencyKey);
+    return () => callHttp(rt, row, request);
   };
+  return (parts) => answered(rt, () => withinBudget(rt, row, prepare(parts)));
 }
 
 /** A test run's view of a call: an http request as it would be sent, or a driver's operation (never sent in a test run). */
@@ -145,52 +154,90 @@ export function previewCall(
   target: CallTarget,
   idempotencyKey: string,
 ): (parts: CallParts) => Promise<{ request: RequestPreview; send?: () => Promise<OutboundResponse> }> {
-  if (isDriver(row)) {
-    const ops = DRIVER_OPERATIONS[row.type]!;
-    const ref = target.operation_ref;
-    if (ref === undefined || !ops.includes(ref)) throw permanent(`A ${row.type} connector performs ${ops.join(', ')} (operation_ref)`);
-    return async (parts) => ({ request: { operation: ref, method: null, url: null, headers: parts.headers, body: parts.body ?? null } });
-  }
-  let http: Parameters<typeof buildCall>[0];
-  if (target.operation_ref !== undefined) {
-    const operation = operationOf(row.operations, target.operation_ref);
-    if (!operation) throw permanent(`${target.operation_ref} is not an operation of the connector's specification (any more)`);
-    http = { operation };
-  } else http = { method: target.method!, path: target.path! };
+  const t = resolveTarget(row, target);
+  if ('driver' in t) return async (parts) => ({ request: { operation: t.ref, method: null, url: null, headers: parts.headers, body: parts.body ?? null } });
   return async (parts) => {
     try {
-      const call = buildCall(http, parts, idempotencyKey);
-      const request = await previewHttp(rt, row, call);
-      const send = async () => {
-        let res: OutboundResponse;
-        try {
-          res = await callHttp(rt, row, call);
-        } catch (err) {
-          throw callFailureOf(err);
-        }
-        if (res.status >= 400) throw answerFailure(res, rt.clock());
-        return res;
-      };
-      return { request, send };
+      const call = buildCall(t.http, parts, idempotencyKey);
+      return { request: await previewHttp(rt, row, call), send: () => answered(rt, () => callHttp(rt, row, call)) };
     } catch (err) {
       throw callFailureOf(err);
     }
   };
 }
 
+/** What verification calls: its method and URL for the error texts (no secret in them), and the call. */
+export interface Probe {
+  /** `GET https://api.example.com/v1/health`, `HeadBucket exports (https://s3.eu-west-1.amazonaws.com)`; undefined when the settings name no URL. */
+  target: string | undefined;
+  /** Throws a CallFailure when the connector does not work. */
+  run(): Promise<void>;
+}
+
+/** The connector's sent credentials as a redactor, or none when its secret cannot be opened (the call then fails saying so). */
+function redactorOf(rt: ConnectorRuntime, row: ConnectorRow): Redact {
+  try {
+    return redactor(sentCredentials(connectorRecord(rt, row)));
+  } catch {
+    return (v) => v;
+  }
+}
+
+const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+
+function driverTarget(row: ConnectorRow & { type: 's3' | 'snowflake' }, redact: Redact): string | undefined {
+  const cfg = row.config ?? {};
+  if (row.type === 's3') {
+    const endpoint = text(cfg.endpoint) ?? (text(cfg.region) ? `https://s3.${text(cfg.region)}.amazonaws.com` : undefined);
+    return `HeadBucket ${text(cfg.bucket) ?? '(no bucket)'}${endpoint ? ` (${urlForText(endpoint, redact)})` : ''}`;
+  }
+  const url = text(cfg.access_url) ?? (text(cfg.account) ? `https://${text(cfg.account)}.snowflakecomputing.com` : undefined);
+  return url ? `select 1 on ${urlForText(url, redact)}` : undefined;
+}
+
 /**
  * One cheap call that tells whether the connector works (http: its configured
- * health_operation, else GET of the base URL; s3: HeadBucket; snowflake: SELECT 1).
- * Throws a CallFailure when it does not.
+ * health_operation, else GET of the base URL; s3: HeadBucket; snowflake: SELECT 1). A
+ * health_operation that cannot be called (no specification attached, or none of its
+ * operations) is a permanent CallFailure now, with no call made: falling back to the base
+ * URL would verify something else than what was configured.
  */
-export async function probeConnector(rt: ConnectorRuntime, row: ConnectorRow): Promise<void> {
-  let res: OutboundResponse;
-  try {
-    if (isDriver(row)) return await probeDriver(rt, row);
-    const health = typeof row.config?.health_operation === 'string' ? operationOf(row.operations, row.config.health_operation) : undefined;
-    res = await withinBudget(rt, row, () => callHttp(rt, row, health ? { method: health.method, path: health.path } : { method: 'GET', path: '' }));
-  } catch (err) {
-    throw callFailureOf(err);
+export function connectorProbe(rt: ConnectorRuntime, row: ConnectorRow): Probe {
+  const redact = redactorOf(rt, row);
+  if (isDriver(row)) {
+    return {
+      target: driverTarget(row, redact),
+      run: async () => {
+        try {
+          await probeDriver(rt, row);
+        } catch (err) {
+          throw callFailureOf(err);
+        }
+      },
+    };
   }
-  if (res.status >= 400) throw answerFailure(res, rt.clock());
+  const ref = row.config?.health_operation;
+  let call: HttpCall = { method: 'GET', path: '' };
+  if (ref !== undefined && ref !== null) {
+    if (typeof ref !== 'string' || ref === '') throw permanent('config.health_operation must be the operation_ref of an operation of the attached api_spec');
+    if (row.operations === null)
+      throw permanent(
+        `config.health_operation is ${JSON.stringify(ref)}, but the connector has no api_spec attached: attach the specification that declares it (api_spec external_connector_id), or remove health_operation`,
+      );
+    const op = operationOf(row.operations, ref);
+    if (!op) throw permanent(`config.health_operation: ${unknownOperationText(ref, row.operations)}`);
+    call = { method: op.method, path: op.path };
+  }
+  let target: string | undefined;
+  try {
+    target = `${call.method.toUpperCase()} ${urlForText(buildUrl(baseUrlOf(row), call.path, undefined), redact)}`;
+  } catch {
+    target = undefined;
+  }
+  return {
+    target,
+    run: async () => {
+      await answered(rt, () => withinBudget(rt, row, () => callHttp(rt, row, call)));
+    },
+  };
 }

@@ -25,6 +25,37 @@ export function operationOf(operations: unknown[] | null | undefined, ref: strin
   return op as SpecOperation | undefined;
 }
 
+/** Operations named in a "there is no such operation" text; a specification may hold hundreds. */
+export const OPERATIONS_LISTED = 20;
+
+/** The operation_refs of a specification's operations, in its order. */
+export function operationRefs(operations: unknown[] | null | undefined): string[] {
+  return (operations ?? []).flatMap((o) => (isObject(o) && typeof o.operation_ref === 'string' ? [o.operation_ref] : []));
+}
+
+/** `a, b, c`, or the first OPERATIONS_LISTED and `and N more`. */
+export function listOperations(refs: readonly string[], max = OPERATIONS_LISTED): string {
+  if (refs.length === 0) return 'none';
+  const shown = refs.slice(0, max).join(', ');
+  return refs.length > max ? `${shown} and ${refs.length - max} more` : shown;
+}
+
+/**
+ * Why `ref` names no operation, saying which do exist, for a step's save, its call and
+ * verification alike. `operations` is null when no specification is attached.
+ */
+export function unknownOperationText(ref: string, operations: unknown[] | null | undefined): string {
+  if (operations === null || operations === undefined)
+    return `${JSON.stringify(ref)} cannot be looked up: the connector has no api_spec attached (attach one, or give method and path)`;
+  return `${JSON.stringify(ref)} is not an operation of the connector's specification; its operations: ${listOperations(operationRefs(operations))}`;
+}
+
+/** Why `ref` is not an operation of a driver (s3, snowflake), listing those it performs. */
+export function unknownDriverOperationText(type: string, ref: string | undefined, ops: readonly string[]): string {
+  const why = ref === undefined ? 'give one as operation_ref' : `${JSON.stringify(ref)} is not one of them`;
+  return `${type === 's3' ? 'An' : 'A'} ${type} connector performs ${listOperations(ops)}: ${why}`;
+}
+
 /** A value a step computed for a parameter or header: a scalar, as text. */
 export type Scalars = Record<string, string>;
 

@@ -97,3 +97,20 @@ export function providerExcerpt(body: unknown, redact: Redact = (v) => v): strin
   const text = redact(typeof body === 'string' ? body : (JSON.stringify(redact(body)) ?? ''));
   return text.length > PROVIDER_EXCERPT_CHARS ? `${text.slice(0, PROVIDER_EXCERPT_CHARS)}...` : text;
 }
+
+/**
+ * A URL as an error text may show it: no user or password, each query value replaced (a
+ * base_url may carry a key in its query string, one the connector does not know as its
+ * secret), and the connector's sent credentials redacted from what is left.
+ */
+export function urlForText(url: string | URL, redact: Redact = (v) => v): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return REDACTED;
+  }
+  const names = [...u.searchParams.keys()];
+  const query = names.length === 0 ? '' : `?${names.map((n) => `${encodeURIComponent(n)}=${REDACTED}`).join('&')}`;
+  return redact(`${u.origin}${u.pathname}${query}`);
+}

@@ -116,7 +116,9 @@ const segments = (path: string) => path.split('?')[0]!.replace(/^\//, '').split(
  * no value can make it another endpoint of the provider.
  */
 export function buildUrl(base: string, path: string, query: Record<string, string> | undefined, template?: string): URL {
-  const url = new URL(base.endsWith('/') ? base : `${base}/`);
+  // The slash goes on the path: after a query string base_url carries, it would change that query's last value.
+  const url = new URL(base);
+  if (!url.pathname.endsWith('/')) url.pathname = `${url.pathname}/`;
   const rel = path.startsWith('/') ? path.slice(1) : path;
   const full = new URL(rel, url);
   // A path may not climb out of the base URL's host.

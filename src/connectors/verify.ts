@@ -1,10 +1,11 @@
 /**
- * Verifying a connector: one cheap call through its driver (probeConnector in call.ts). The
- * connector becomes `verified` or `failing`, with the time and, when failing, why (never a
- * secret: the texts are built here, not copied from answers).
+ * Verifying a connector: one cheap call through its driver (connectorProbe in call.ts). The
+ * connector becomes `verified` or `failing`, with the time and, when failing, why and the
+ * method and URL it called (never a secret: the texts are built here, not copied from
+ * answers, and the URL is shown without credentials or query values).
  */
 import type { Db } from '../db/connect.ts';
-import { callFailureOf, probeConnector, type CallFailure } from './call.ts';
+import { callFailureOf, connectorProbe, type CallFailure } from './call.ts';
 import { loadConnector, recordVerification } from './connectors.sql.ts';
 import type { ConnectorRuntime } from './runtime.ts';
 
@@ -23,11 +24,15 @@ function describe(f: CallFailure): string {
 export async function probe(rt: ConnectorRuntime, db: Db, workspaceId: string, id: string): Promise<VerifyResult | undefined> {
   const row = await loadConnector(db, workspaceId, id);
   if (!row) return undefined;
+  let target: string | undefined;
   try {
-    await probeConnector(rt, row);
+    const probe = connectorProbe(rt, row);
+    target = probe.target;
+    await probe.run();
     return { ok: true, error: null };
   } catch (err) {
-    return { ok: false, error: describe(callFailureOf(err)) };
+    const why = describe(callFailureOf(err));
+    return { ok: false, error: target === undefined ? why : `${target}: ${why}` };
   }
 }
 

@@ -82,7 +82,7 @@ describe('verify', () => {
     assert.equal(call.headers['x-api-key'], KEY);
     const bad = await f.api.post(`${API}/external_connectors/${id}/verify`, undefined);
     assert.equal(bad.body.data.attributes.status, 'failing');
-    assert.equal(bad.body.data.attributes.last_error, 'The provider answered 401');
+    assert.equal(bad.body.data.attributes.last_error, `GET ${mock.url}/v1/health: The provider answered 401`);
     assert.ok(!bad.text.includes(KEY));
     const listed = await f.api.get(`${API}/external_connectors?filter[status]=failing`);
     assert.ok(listed.body.data.some((c: any) => c.id === id));

@@ -116,7 +116,7 @@ describe('a provider echoing its request', () => {
     const asMember = await member.get(`${API}/external_connectors/${id}`);
     assert.equal(asMember.status, 200, asMember.text);
     const lastError: string = asMember.body.data.attributes.last_error;
-    assert.match(lastError, /^The token endpoint refused the client credentials \(400\)/);
+    assert.match(lastError, /^GET http:\/\/127\.0\.0\.1:\d+\/: The token endpoint refused the client credentials \(400\)/);
     assert.match(lastError, /\[redacted\]/);
     for (const leak of ['client_secret', 'client_id=cid', form(SECRET), SECRET]) assert.ok(!lastError.includes(leak), `${leak} is in last_error: ${lastError}`);
   });
@@ -126,7 +126,12 @@ describe('a provider echoing its request', () => {
     mock.script('/oauth/token', { status: 401, body: { error: `invalid_client ${'x'.repeat(5000)}` } });
     const verified = await f.api.post(`${API}/external_connectors/${id}/verify`, undefined);
     const lastError: string = verified.body.data.attributes.last_error;
-    assert.match(lastError, /^The token endpoint refused the client credentials \(401\): invalid_client x+\.\.\.$/);
-    assert.ok(lastError.length <= 'The token endpoint refused the client credentials (401): '.length + 512 + 3, `${lastError.length} characters`);
+    const prefix = `GET ${mock.url}/: `;
+    assert.ok(lastError.startsWith(prefix), lastError);
+    assert.match(lastError.slice(prefix.length), /^The token endpoint refused the client credentials \(401\): invalid_client x+\.\.\.$/);
+    assert.ok(
+      lastError.length <= prefix.length + 'The token endpoint refused the client credentials (401): '.length + 512 + 3,
+      `${lastError.length} characters`,
+    );
   });
 });

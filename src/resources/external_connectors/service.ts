@@ -65,6 +65,9 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
     const problem = baseUrlProblem(v, opts.allowPrivateEgress);
     if (problem) throw invalidAt(`/data/attributes/config/${name}`, `config.${name} ${problem}`);
   }
+  if (c.health_operation !== undefined && c.health_operation !== null && (typeof c.health_operation !== 'string' || c.health_operation === '')) {
+    throw invalidAt('/data/attributes/config/health_operation', 'config.health_operation must be the operation_ref of an operation of the attached api_spec');
+  }
   if (c.header_name !== undefined && (typeof c.header_name !== 'string' || !HEADER_NAME.test(c.header_name))) {
     throw invalidAt('/data/attributes/config/header_name', 'config.header_name must be an HTTP header name');
   }

@@ -22,7 +22,7 @@ import { checkOrganization } from '../data_models/service.ts';
 import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts';
 import { readDefinition, type Definition } from '../../workflows/definition.ts';
 import * as q from './workflows.sql.ts';
-import { operationOf } from '../../connectors/operations.ts';
+import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 
@@ -105,10 +105,7 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
     const driverOps = c.type === null ? undefined : DRIVER_OPERATIONS[c.type];
     if (driverOps) {
       if (ref === undefined || !driverOps.includes(ref))
-        throw invalidAt(
-          `${at}/${ref === undefined ? 'connector_id' : 'operation_ref'}`,
-          `a ${c.type} connector performs ${driverOps.join(', ')}: give one as operation_ref`,
-        );
+        throw invalidAt(`${at}/${ref === undefined ? 'connector_id' : 'operation_ref'}`, unknownDriverOperationText(c.type!, ref, driverOps));
       if (c.type === 'snowflake' && (typeof step.config.body !== 'string' || !statementIsLiteral(step.config.body))) {
         throw invalidAt(
           `${at}/body`,
@@ -119,13 +116,7 @@ async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): P
     if (ref === undefined) return;
     const op = operationOf(c.operations, ref);
     if (!op && driverOps) return;
-    if (!op)
-      throw invalidAt(
-        `${at}/operation_ref`,
-        c.operations
-          ? `operation_ref ${JSON.stringify(ref)} is not an operation of the connector's specification`
-          : 'the connector has no api_spec attached: give method and path, or attach one',
-      );
+    if (!op) throw invalidAt(`${at}/operation_ref`, `operation_ref ${unknownOperationText(ref, c.operations)}`);
     const given = new Set(Object.keys(step.config.params ?? {}));
     const missing = op.params.filter((p) => p.required && ['path', 'query', 'header'].includes(p.in) && !given.has(p.name));
     if (missing.length > 0)
