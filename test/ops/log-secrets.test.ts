@@ -6,29 +6,17 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
-import { createLogger } from '../../src/log.ts';
+import { capturedLog } from '../helpers/log-capture.ts';
 import { JSONAPI, jsonApi, seedTenant, startApp, tokenFor, type TestApp, type Tenant } from '../helpers/app.ts';
 
-const lines: string[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    lines.push(
-      ...chunk
-        .toString('utf8')
-        .split('\n')
-        .filter((l) => l !== ''),
-    );
-    done();
-  },
-});
+const { log, lines } = capturedLog();
 
 let t: TestApp;
 let tenant: Tenant;
 let token: string;
 
 before(async () => {
-  t = await startApp({}, { log: createLogger({ logLevel: 'info', logFormat: 'json' }, sink) });
+  t = await startApp({}, { log });
   tenant = await seedTenant(t.deps);
   token = await tokenFor(t, tenant);
 });
@@ -151,14 +139,8 @@ test("a list's links do not repeat a secret-looking filter value; other filter v
 
 test('a configured admin token without our prefix is redacted wherever it appears', async () => {
   const adminToken = 'plain-admin-token-for-this-installation-0123456789';
-  const own: string[] = [];
-  const ownSink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      own.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  const a = await startApp({ TRIBUTARY_ADMIN_TOKEN: adminToken }, { log: createLogger({ logLevel: 'info', logFormat: 'json', adminToken }, ownSink) });
+  const { log: ownLog, lines: own } = capturedLog({ adminToken });
+  const a = await startApp({ TRIBUTARY_ADMIN_TOKEN: adminToken }, { log: ownLog });
   try {
     // In a path (not only the query string), percent-encoded, in a header the logger writes, in an error message.
     const inPath = await fetch(`${a.url}/admin/v1/credentials/${adminToken}`, {

@@ -7,29 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { createLogger } from '../../src/log.ts';
+import { capturedLog } from '../helpers/log-capture.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';
 
-const lines: string[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    lines.push(
-      ...chunk
-        .toString('utf8')
-        .split('\n')
-        .filter((l) => l !== ''),
-    );
-    done();
-  },
-});
+const { log, lines } = capturedLog();
 
-const f: Flow = await startFlow(
-  { ALLOW_PRIVATE_EGRESS: 'true', RUN_MAX_ATTEMPTS: '2', RUN_RETRY_SCHEDULE: '20ms' },
-  { worker: true, log: createLogger({ logLevel: 'info', logFormat: 'json' }, sink) },
-);
+const f: Flow = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', RUN_MAX_ATTEMPTS: '2', RUN_RETRY_SCHEDULE: '20ms' }, { worker: true, log });
 const mock = await mockProvider();
 after(() => mock.close());
 await createModel(f, 'orders', [
