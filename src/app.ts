@@ -17,6 +17,7 @@ import { adminSurface } from './admin/surface.ts';
 import { jsonApiSurface } from './http/jsonapi/surface.ts';
 import { graphqlSurface } from './graphql/surface.ts';
 import { webhookSurface } from './webhooks/surface.ts';
+import { publishedSurface } from './http/published.ts';
 
 const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
 
@@ -48,7 +49,15 @@ function healthSurface(deps: Deps): SurfaceSpec {
 }
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
-  const surfaces = [healthSurface(deps), tokenSurface(deps), jsonApiSurface(deps), graphqlSurface(deps), webhookSurface(deps), adminSurface(deps)];
+  const surfaces = [
+    healthSurface(deps),
+    publishedSurface(deps),
+    tokenSurface(deps),
+    jsonApiSurface(deps),
+    graphqlSurface(deps),
+    webhookSurface(deps),
+    adminSurface(deps),
+  ];
   // What no surface's context takes (an unknown path, a URL the router cannot read, bytes
   // Node's parser refused) is answered in the shape of the surface whose prefix the path has.
   const ownerOf = (path: string) => surfaces.find((s) => s.prefix !== undefined && path.startsWith(s.prefix));

@@ -22,13 +22,23 @@ export type RawQuery = Record<string, string | string[] | undefined>;
 /** Anything longer is rejected before any splitting or regex work. */
 const MAX_RAW_LENGTH = 4096;
 const MAX_VALUE_LENGTH = 1024;
-const MAX_INCLUDE_PATHS = 20;
-const MAX_INCLUDE_DEPTH = 3;
-const MAX_SORT_KEYS = 5;
-const MAX_IN_VALUES = 100;
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 250;
-const MAX_OFFSET = 1_000_000;
+/** The limits a query is held to; exported for the published OpenAPI document (openapi.ts). */
+export const QUERY_LIMITS = {
+  maxIncludePaths: 20,
+  maxIncludeDepth: 3,
+  maxSortKeys: 5,
+  maxInValues: 100,
+  defaultLimit: 50,
+  maxLimit: 250,
+  maxOffset: 1_000_000,
+};
+const MAX_INCLUDE_PATHS = QUERY_LIMITS.maxIncludePaths;
+const MAX_INCLUDE_DEPTH = QUERY_LIMITS.maxIncludeDepth;
+const MAX_SORT_KEYS = QUERY_LIMITS.maxSortKeys;
+const MAX_IN_VALUES = QUERY_LIMITS.maxInValues;
+const DEFAULT_LIMIT = QUERY_LIMITS.defaultLimit;
+const MAX_LIMIT = QUERY_LIMITS.maxLimit;
+const MAX_OFFSET = QUERY_LIMITS.maxOffset;
 
 const FILTER_OPS: readonly JsonApiFilterOp[] = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'is_null', 'contains'];
 const RANGE_KINDS: readonly AttrKind[] = ['integer', 'datetime', 'string'];
@@ -162,8 +172,22 @@ function parseSort(name: string, value: string, spec: ResourceSpec): SortKey[] {
   return keys;
 }
 
-const canFilter = (def: AttrSpec) => def.filter === true && def.kind !== 'json';
-const canSort = (def: AttrSpec) => def.sort === true && SORTABLE_KINDS.includes(def.kind);
+export const canFilter = (def: AttrSpec) => def.filter === true && def.kind !== 'json';
+export const canSort = (def: AttrSpec) => def.sort === true && SORTABLE_KINDS.includes(def.kind);
+
+/**
+ * The operators a filterable attribute takes: the one rule parseFilter applies and the
+ * OpenAPI document lists. A string array answers element membership only.
+ */
+export function filterOperators(def: AttrSpec): JsonApiFilterOp[] {
+  return FILTER_OPS.filter((op) => {
+    if (op === 'is_null') return def.nullable === true;
+    if (def.kind === 'string_array') return op === 'contains';
+    if (op === 'contains') return def.kind === 'string';
+    if (op === 'gt' || op === 'gte' || op === 'lt' || op === 'lte') return RANGE_KINDS.includes(def.kind);
+    return true;
+  });
+}
 
 function namesWhere(spec: ResourceSpec, test: (def: AttrSpec) => boolean): string[] {
   return Object.entries(spec.attributes)
@@ -186,17 +210,9 @@ function parseFilter(name: string, value: string, spec: ResourceSpec): JsonApiFi
     throw invalidParam(name, `Operator ${op} does not apply to ${attr}`);
   };
 
-  if (op === 'is_null') {
-    if (def.nullable !== true) refuse();
-    return clause(parseBoolean(name, value));
-  }
-  if (def.kind === 'string_array') {
-    // Element membership is the only question a string array answers here.
-    if (op !== 'contains') refuse();
-    return clause(coerce(name, value, def, def.values === undefined ? 'string' : 'enum'));
-  }
-  if (op === 'contains' && def.kind !== 'string') refuse();
-  if ((op === 'gt' || op === 'gte' || op === 'lt' || op === 'lte') && !RANGE_KINDS.includes(def.kind)) refuse();
+  if (!filterOperators(def).includes(op)) refuse();
+  if (op === 'is_null') return clause(parseBoolean(name, value));
+  if (def.kind === 'string_array') return clause(coerce(name, value, def, def.values === undefined ? 'string' : 'enum'));
   if (op === 'in') {
     const parts = value.split(',');
     if (parts.length > MAX_IN_VALUES) throw invalidParam(name, `At most ${MAX_IN_VALUES} values are allowed`);
