@@ -107,7 +107,7 @@ describe('the OpenAPI document', () => {
       'include',
       'fields[workflow_run]',
       'sort',
-      'page[size]'.replace('size', 'limit'),
+      'page[limit]',
       'page[after]',
       'page[before]',
     ])
