@@ -17,7 +17,9 @@ import { adminSurface } from './admin/surface.ts';
 import { jsonApiSurface } from './http/jsonapi/surface.ts';
 import { graphqlSurface } from './graphql/surface.ts';
 import { webhookSurface } from './webhooks/surface.ts';
-import { publishedSurface } from './http/published.ts';
+import { printSchema } from 'graphql';
+import { GRAPHQL_SDL_PATH, OPENAPI_PATH, openApiText } from './http/jsonapi/openapi.ts';
+import { schema } from './graphql/schema.ts';
 
 const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
 
@@ -43,6 +45,25 @@ function healthSurface(deps: Deps): SurfaceSpec {
           reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
           return reply.code(503).send({ status: 'database unavailable', rate_limit: rateLimit });
         }
+      });
+    },
+  };
+}
+
+/**
+ * The published descriptions of the API, the OpenAPI document and the GraphQL SDL: public,
+ * like /healthz. They are the same for every caller and hold nothing of a workspace, and a
+ * code generator reads them without a token. Each is built once per process.
+ */
+function publishedSurface(deps: Deps): SurfaceSpec {
+  let sdl: string | undefined;
+  return {
+    render: renderPlainError,
+    setup(scope) {
+      scope.get(OPENAPI_PATH, async (_request, reply) => reply.type('application/json').send(openApiText({ apiSpecMaxBytes: deps.config.apiSpecMaxBytes })));
+      scope.get(GRAPHQL_SDL_PATH, async (_request, reply) => {
+        sdl ??= `${printSchema(schema)}\n`;
+        return reply.type('text/plain; charset=utf-8').send(sdl);
       });
     },
   };
