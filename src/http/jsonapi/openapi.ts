@@ -9,15 +9,12 @@ import type { InputField, InputSchema } from '../../input.ts';
 import type { AttrSpec, ResourceType, TypeRegistry } from '../../resources/resource.ts';
 import { SCOPES } from '../../auth/tokens.ts';
 import { RESOURCE_TYPES } from '../../resources/types.ts';
-import { dataModelInput } from '../../resources/data_models/service.ts';
-import { fieldInput } from '../../resources/data_model_fields/service.ts';
-import { connectorInput } from '../../resources/external_connectors/service.ts';
-import { apiSpecInput } from '../../resources/api_specs/service.ts';
 import { builderStateInput } from '../../resources/workflows/service.ts';
 import { testRunInput } from '../../worker/test-run.ts';
 import { REPLAY_VERSIONS, BULK_REPLAY_MAX } from '../../resources/workflow_runs/replay.ts';
 import { API_PREFIX } from './document.ts';
 import { JSONAPI_MEDIA_TYPE } from './errors.ts';
+import { writeInputs } from './writable.ts';
 import { QUERY_LIMITS, canFilter, canSort, filterOperators } from './query.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
@@ -33,17 +30,9 @@ export interface OpenApiOptions {
   apiSpecMaxBytes: number;
 }
 
-/**
- * The writable types and the input schema their POST and PATCH routes check (surface.ts
- * registers the same pairs; the route comparison test catches a type added on one side only).
- */
+/** The writable types' inputs, as surface.ts registers them (writable.ts). */
 function writableInputs(opts: OpenApiOptions): ReadonlyMap<string, InputSchema> {
-  return new Map([
-    ['data_model', dataModelInput],
-    ['data_model_field', fieldInput],
-    ['external_connector', connectorInput],
-    ['api_spec', apiSpecInput(opts.apiSpecMaxBytes)],
-  ]);
+  return new Map(Object.entries(writeInputs(opts.apiSpecMaxBytes)));
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });

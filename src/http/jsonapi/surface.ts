@@ -13,18 +13,19 @@ import type { SurfaceSpec } from '../surface.ts';
 import { RESOURCE_TYPES } from '../../resources/types.ts';
 import { dataModelType } from '../../resources/data_models/resource.ts';
 import { dataModelFieldType } from '../../resources/data_model_fields/resource.ts';
-import { createDataModel, dataModelInput, patchDataModel } from '../../resources/data_models/service.ts';
-import { createField, fieldInput, patchField } from '../../resources/data_model_fields/service.ts';
+import { createDataModel, patchDataModel } from '../../resources/data_models/service.ts';
+import { createField, patchField } from '../../resources/data_model_fields/service.ts';
 import { externalConnectorType } from '../../resources/external_connectors/resource.ts';
-import { connectorInput, createConnector, patchConnector } from '../../resources/external_connectors/service.ts';
+import { createConnector, patchConnector } from '../../resources/external_connectors/service.ts';
 import { workflowType } from '../../resources/workflows/resource.ts';
 import { builderStateInput, saveBuilderState } from '../../resources/workflows/service.ts';
 import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
 import { replayRun } from '../../resources/workflow_runs/service.ts';
 import { bulkReplay, readReplayMeta } from '../../resources/workflow_runs/replay.ts';
 import { apiSpecType } from '../../resources/api_specs/resource.ts';
-import { apiSpecInput, createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
+import { createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
 import { providerRoutes } from './providers.ts';
+import { writeInputs } from './writable.ts';
 import { isObject } from '../../json.ts';
 import { testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
 
@@ -33,21 +34,22 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
   const now = () => new Date(deps.clock());
   // An update's `existing` is the row findOr404 read with all its type's table's columns: its
   // handler names that table's row type (the write routes are generic over types, so they cannot).
+  const inputs = writeInputs(deps.config.apiSpecMaxBytes);
   return jsonApiContext(deps, (scope: FastifyInstance) => {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, {
-      input: dataModelInput,
+      input: inputs.data_model,
       create: rowOnly(createDataModel),
       update: rowOnly((db, principal, existing: Selectable<DataModelTable>, attrs) => patchDataModel(db, principal, existing, attrs, now())),
     });
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, {
-      input: fieldInput,
+      input: inputs.data_model_field,
       create: rowOnly(createField),
       update: rowOnly((db, principal, existing: Selectable<DataModelFieldTable>, attrs) => patchField(db, principal, existing, attrs, now())),
     });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
-      input: connectorInput,
+      input: inputs.external_connector,
       create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
       update: rowOnly((db, principal, existing: Selectable<ExternalConnectorTable>, attrs) =>
         patchConnector(db, principal, existing, attrs, connectorOptions, now()),
@@ -60,7 +62,7 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       importer: deps.specImporter,
     };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, apiSpecType, {
-      input: apiSpecInput(deps.config.apiSpecMaxBytes),
+      input: inputs.api_spec,
       create: (db, principal, attrs) => createApiSpec(db, principal, attrs, specOptions),
       update: (db, principal, existing: Selectable<ApiSpecTable>, attrs) => patchApiSpec(db, principal, existing, attrs, specOptions, now()),
       // The document travels JSON-escaped inside a JSON:API document: room for its escapes.
