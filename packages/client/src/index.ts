@@ -1,0 +1,302 @@
+/**
+ * @tributary/client: a typed client of the Tributary API as one service account.
+ * Token exchange and renewal, one re-exchange on 401, Retry-After and backoff on 429/503 with
+ * the same Idempotency-Key on every retry, pages as async iterators, GraphQL factQuery and
+ * webhook sending. The secret and the tokens never appear in an error message.
+ */
+import { randomUUID } from 'node:crypto';
+import { TributaryError, errorFromAnswer } from './errors.ts';
+import { withRetries, type RetryPolicy } from './retry.ts';
+import { tokenSource, type TokenSource } from './token.ts';
+import {
+  API_PREFIX,
+  type BulkReplayDocument,
+  type BulkReplayMeta,
+  type Collection,
+  type CreateData,
+  type Creatable,
+  type FactQueryVariables,
+  type ListOptions,
+  type One,
+  type Page,
+  type ReplayVersion,
+  type ResourceOf,
+  type TestRunAttributes,
+  type TestRunDocument,
+  type TokenAnswer,
+  type Updatable,
+  type UpdateData,
+  type WebhookAccepted,
+} from './types.ts';
+
+export { TributaryError } from './errors.ts';
+export { retryAfterMs, backoffMs, type RetryPolicy } from './retry.ts';
+export type * from './types.ts';
+
+export const TOKEN_PATH = '/api/v1/oauth/token';
+export const GRAPHQL_PATH = '/api/graphql';
+export const WEBHOOK_PATH = '/api/v1/webhooks';
+const JSONAPI = 'application/vnd.api+json';
+
+export interface ClientOptions {
+  /** Where the server is: `https://tributary.example.com` (no path). */
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** Space-separated scopes to ask for (default: all of the account's). */
+  scope?: string;
+  /** A fetch of your own (a proxy, a test double); default globalThis.fetch. */
+  fetch?: typeof fetch;
+  /** Attempts of one call on 429/503 or no answer, the first included (default 5). */
+  maxAttempts?: number;
+  /** Time one call may spend in all, waits included (default 60 000 ms). */
+  maxElapsedMs?: number;
+  /** First backoff ceiling when the server gives no Retry-After (default 500 ms, doubling up to 30 s). */
+  baseDelayMs?: number;
+  /** For tests: the clock (ms), the wait between attempts and the jitter's random source. */
+  clock?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+export interface CallOptions {
+  /** Idempotency-Key of an unsafe call; one is made per call when not given, and sent on every retry. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+export interface WebhookOptions {
+  /** The delivery's identity, sent as Idempotency-Key on every attempt; a UUID per call when not given. */
+  deliveryId?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface GraphqlAnswer<T> {
+  data: T;
+}
+
+export interface FactPage {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  pageNumber: number;
+  lastPage: number;
+  limit: number;
+  count: number | null;
+  results: Array<{ id: string; dataModelId: string; entityId: string | null; observedAt: string; data: string; insertedAt: string }> | null;
+}
+
+export interface TributaryClient {
+  /** One page of a collection. */
+  list<C extends Collection>(collection: C, opts?: ListOptions<C>): Promise<Page<C>>;
+  /** Every resource of a collection, page after page, following links.next. */
+  iterate<C extends Collection>(collection: C, opts?: ListOptions<C>): AsyncIterableIterator<ResourceOf<C>>;
+  get<C extends Collection>(collection: C, id: string, opts?: Pick<ListOptions<C>, 'include' | 'fields'>): Promise<One<C>>;
+  create<C extends Creatable>(collection: C, data: CreateData<C>, opts?: CallOptions): Promise<One<C>>;
+  update<C extends Updatable>(collection: C, id: string, data: UpdateData<C>, opts?: CallOptions): Promise<One<C>>;
+  /** Runs a workflow on a sample payload without storing anything (POST /workflows/{id}/test_run). */
+  testRun(workflowId: string, attributes: TestRunAttributes, opts?: CallOptions): Promise<TestRunDocument>;
+  /** A new run of a run's payload, on the version it ran (`original`) or the workflow's `current` one. */
+  replay(runId: string, version?: ReplayVersion, opts?: CallOptions): Promise<One<'workflow_runs'>>;
+  /** Replays the runs a filter selects (POST /workflow_runs/replay). */
+  bulkReplay(filter: ListOptions<'workflow_runs'>['filter'], meta?: BulkReplayMeta, opts?: CallOptions): Promise<BulkReplayDocument>;
+  /** Checks a connector's credentials against its provider (POST /external_connectors/{id}/verify). */
+  verifyConnector(connectorId: string, opts?: CallOptions): Promise<One<'external_connectors'>>;
+  /** A GraphQL query of facts; its variables are factQuery's arguments. Resolves to `data`. */
+  factQuery<T = { factQuery: FactPage | null }>(query: string, variables: FactQueryVariables): Promise<T>;
+  /** Delivers a payload to a workflow trigger as this account (POST /api/v1/webhooks/{token}). */
+  sendWebhook(triggerToken: string, body: unknown, opts?: WebhookOptions): Promise<WebhookAccepted & { deliveryId: string }>;
+  /** Raw JSON:API call under /api/json/v1 with the client's token and retry rules. */
+  request(method: string, path: string, body?: unknown, opts?: CallOptions): Promise<unknown>;
+  /** Token exchanges started so far (for monitoring; concurrent callers share one). */
+  readonly exchanges: number;
+}
+
+const UNSAFE = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+function list(value: string | readonly string[]): string {
+  return typeof value === 'string' ? value : value.join(',');
+}
+
+/** filter/sort/include/fields/page as the JSON:API query string. */
+export function queryString(opts: ListOptions<Collection> = {}): string {
+  const q = new URLSearchParams();
+  for (const [field, cond] of Object.entries(opts.filter ?? {})) {
+    if (cond === undefined) continue;
+    if (cond !== null && typeof cond === 'object' && !Array.isArray(cond)) {
+      for (const [op, v] of Object.entries(cond as Record<string, unknown>)) if (v !== undefined) q.append(`filter[${field}][${op}]`, scalar(v));
+    } else q.append(`filter[${field}]`, scalar(cond));
+  }
+  if (opts.sort !== undefined) q.append('sort', list(opts.sort));
+  if (opts.include !== undefined) q.append('include', list(opts.include));
+  for (const [type, names] of Object.entries(opts.fields ?? {})) q.append(`fields[${type}]`, list(names));
+  for (const [k, v] of Object.entries(opts.page ?? {})) q.append(`page[${k}]`, String(v));
+  const s = q.toString();
+  return s === '' ? '' : `?${s}`;
+}
+
+function scalar(v: unknown): string {
+  return Array.isArray(v) ? v.map(String).join(',') : String(v);
+}
+
+const sleeper = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function createClient(options: ClientOptions): TributaryClient {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const clock = options.clock ?? Date.now;
+  const policy: RetryPolicy = {
+    maxAttempts: Math.max(1, options.maxAttempts ?? 5),
+    maxElapsedMs: options.maxElapsedMs ?? 60_000,
+    baseDelayMs: options.baseDelayMs ?? 500,
+    capDelayMs: 30_000,
+    clock,
+    sleep: options.sleep ?? sleeper,
+    random: options.random ?? Math.random,
+  };
+
+  /** One call with the retry rules; a failed final answer becomes a TributaryError. */
+  const call = async (url: string, init: RequestInit): Promise<{ response: Response; attempts: number }> => {
+    const out = await withRetries(policy, () => doFetch(url, init));
+    if (!out.response) {
+      const reason = out.error instanceof Error ? out.error.message : String(out.error);
+      throw new TributaryError({ status: 0, code: 'no_answer', detail: `${new URL(url).origin}: ${reason}`, attempts: out.attempts, cause: out.error });
+    }
+    return { response: out.response, attempts: out.attempts };
+  };
+
+  const failure = async (response: Response, attempts: number): Promise<TributaryError> =>
+    errorFromAnswer(response.status, await response.text(), response.headers.get('x-request-id') ?? undefined, attempts);
+
+  const tokens: TokenSource = tokenSource(async () => {
+    const form: Record<string, string> = { grant_type: 'client_credentials', client_id: options.clientId, client_secret: options.clientSecret };
+    if (options.scope !== undefined) form.scope = options.scope;
+    const { response, attempts } = await call(`${base}${TOKEN_PATH}`, {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form).toString(),
+    });
+    if (response.status !== 200) throw await failure(response, attempts);
+    const doc = (await response.json()) as Partial<TokenAnswer>;
+    if (typeof doc.access_token !== 'string' || typeof doc.expires_in !== 'number')
+      throw new TributaryError({ status: 200, code: 'bad_response', detail: 'the token answer has no access_token and expires_in' });
+    return { token: doc.access_token, expiresInSeconds: doc.expires_in };
+  }, clock);
+
+  /**
+   * An authenticated call: the token, the retry rules, and on 401 (when `renewOn401` says the
+   * answer means a stale token) one re-exchange and one more try, with the same headers otherwise.
+   */
+  const authed = async (url: string, init: RequestInit & { headers: Record<string, string> }, renewOn401: (body: string) => boolean) => {
+    let token = await tokens.get();
+    let { response, attempts } = await call(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } });
+    if (response.status === 401) {
+      const text = await response.text();
+      if (!renewOn401(text)) throw errorFromAnswer(401, text, response.headers.get('x-request-id') ?? undefined, attempts);
+      token = await tokens.renew(token);
+      const again = await call(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } });
+      response = again.response;
+      attempts += again.attempts;
+    }
+    return { response, attempts };
+  };
+
+  const request = async (method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<unknown> => {
+    const headers: Record<string, string> = { accept: JSONAPI };
+    if (body !== undefined) headers['content-type'] = JSONAPI;
+    if (UNSAFE.has(method)) headers['idempotency-key'] = opts.idempotencyKey ?? randomUUID();
+    const url = path.startsWith('http') ? path : path.startsWith('/api/') ? `${base}${path}` : `${base}${API_PREFIX}${path}`;
+    const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: opts.signal };
+    const { response, attempts } = await authed(url, init, () => true);
+    if (!response.ok) throw await failure(response, attempts);
+    const text = await response.text();
+    return text === '' ? null : (JSON.parse(text) as unknown);
+  };
+
+  const page = async <C extends Collection>(url: string): Promise<Page<C>> => {
+    const doc = (await request('GET', url)) as {
+      data: ResourceOf<C>[];
+      included?: Page<C>['included'];
+      meta?: Record<string, unknown>;
+      links?: Page<C>['links'];
+    };
+    const links = doc.links ?? {};
+    const next = typeof links.next === 'string' && links.next !== '' ? new URL(links.next, `${base}/`).href : undefined;
+    return {
+      data: doc.data,
+      included: doc.included ?? [],
+      meta: doc.meta ?? {},
+      links,
+      next: async () => (next === undefined ? undefined : page<C>(next)),
+    };
+  };
+
+  const client: TributaryClient = {
+    list: (collection, opts) => page(`${base}${API_PREFIX}/${collection}${queryString(opts as ListOptions<Collection>)}`),
+    async *iterate(collection, opts) {
+      let p: Page<typeof collection> | undefined = await client.list(collection, opts);
+      while (p) {
+        yield* p.data;
+        p = await p.next();
+      }
+    },
+    get: async (collection, id, opts) =>
+      (await request('GET', `/${collection}/${encodeURIComponent(id)}${queryString((opts ?? {}) as ListOptions<Collection>)}`)) as One<typeof collection>,
+    create: async (collection, data, opts) => (await request('POST', `/${collection}`, { data }, opts)) as One<typeof collection>,
+    update: async (collection, id, data, opts) =>
+      (await request('PATCH', `/${collection}/${encodeURIComponent(id)}`, { data: { ...data, id } }, opts)) as One<typeof collection>,
+    testRun: async (workflowId, attributes, opts) =>
+      (await request(
+        'POST',
+        `/workflows/${encodeURIComponent(workflowId)}/test_run`,
+        { data: { type: 'workflow_test_run', attributes } },
+        opts,
+      )) as TestRunDocument,
+    replay: async (runId, version = 'original', opts) =>
+      (await request('POST', `/workflow_runs/${encodeURIComponent(runId)}/replay`, { meta: { version } }, opts)) as One<'workflow_runs'>,
+    bulkReplay: async (filter, meta = {}, opts) =>
+      (await request('POST', `/workflow_runs/replay${queryString({ filter } as ListOptions<Collection>)}`, { meta }, opts)) as BulkReplayDocument,
+    verifyConnector: async (connectorId, opts) =>
+      (await request('POST', `/external_connectors/${encodeURIComponent(connectorId)}/verify`, undefined, opts)) as One<'external_connectors'>,
+
+    async factQuery<T>(query: string, variables: FactQueryVariables): Promise<T> {
+      const vars: Record<string, unknown> = { ...variables };
+      for (const k of ['filters', 'joinFilters'] as const) if (Array.isArray(vars[k])) vars[k] = JSON.stringify(vars[k]);
+      const { response, attempts } = await authed(
+        `${base}${GRAPHQL_PATH}`,
+        { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify({ query, variables: vars }) },
+        () => true,
+      );
+      const text = await response.text();
+      const requestId = response.headers.get('x-request-id') ?? undefined;
+      let doc: { data?: T | null; errors?: unknown[] };
+      try {
+        doc = JSON.parse(text) as typeof doc;
+      } catch {
+        throw errorFromAnswer(response.status, text, requestId, attempts);
+      }
+      // GraphQL answers a request error with 200 and errors, no data (docs/graphql.md).
+      if (!response.ok || (Array.isArray(doc.errors) && doc.errors.length > 0)) throw errorFromAnswer(response.status, text, requestId, attempts);
+      return doc.data as T;
+    },
+
+    async sendWebhook(triggerToken, body, opts = {}) {
+      const deliveryId = opts.deliveryId ?? randomUUID();
+      const headers = { ...opts.headers, accept: 'application/json', 'content-type': 'application/json', 'idempotency-key': deliveryId };
+      const { response, attempts } = await authed(
+        `${base}${WEBHOOK_PATH}/${encodeURIComponent(triggerToken)}`,
+        { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body), signal: opts.signal },
+        // Only an expired or revoked token is worth one re-exchange; `Unauthorized` is the account or the signature.
+        (text) => text.includes('missing_credentials'),
+      );
+      if (response.status !== 202) throw await failure(response, attempts);
+      return { ...((await response.json()) as WebhookAccepted), deliveryId };
+    },
+
+    request,
+    get exchanges() {
+      return tokens.exchanges;
+    },
+  };
+  return client;
+}
