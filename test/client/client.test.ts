@@ -61,8 +61,18 @@ describe('tokens', () => {
     assert.equal(exchangesIn(sent), 1);
     assert.equal(c.exchanges, 1);
     // TOKEN_TTL_SECONDS is 900: past 80% the token still serves while a renewal runs in the background.
+    const bearer = () => sent.at(-1)!.headers.get('authorization');
+    const firstToken = bearer();
     advance(0.8 * 900_000 + 1000);
     await c.list('data_models');
+    assert.equal(c.exchanges, 2);
+    assert.equal(bearer(), firstToken, 'the old token serves while the renewal runs');
+    // The renewed token is used once its exchange is done (bounded: the exchange is one local request).
+    for (let i = 0; i < 200 && bearer() === firstToken; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      await c.list('data_models');
+    }
+    assert.notEqual(bearer(), firstToken);
     assert.equal(c.exchanges, 2);
     advance(900_000 + 1000);
     await Promise.all(Array.from({ length: 5 }, () => c.list('data_models')));
