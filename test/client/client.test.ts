@@ -228,7 +228,13 @@ describe('runs, facts and webhooks', () => {
     const current = await c.replay(runId, 'current');
     assert.equal(current.data.attributes?.replay_of, runId);
     assert.notEqual(current.data.id, original.data.id);
-    const failed = await c.list('workflow_runs', { filter: { replay_of: runId } });
-    assert.equal(failed.data.length, 2);
+    const replays = await c.list('workflow_runs', { filter: { replay_of: runId } });
+    assert.equal(replays.data.length, 2);
+    const bulk = await c.bulkReplay({ workflow_id: workflowId, status: 'succeeded' }, { version: 'current', limit: 1 });
+    assert.equal(bulk.meta?.replayed, 1);
+    assert.equal(bulk.data?.length, 1);
+    assert.equal(bulk.data?.[0]?.type, 'workflow_run');
+    const made = await c.get('workflow_runs', bulk.data![0]!.id);
+    assert.equal(typeof made.data.attributes?.replay_of, 'string');
   });
 });

@@ -120,6 +120,17 @@ describe('retries on 503 and 429', () => {
     assert.equal(calls.length, 3);
   });
 
+  it("the caller's abort is not retried", async () => {
+    const aborted = () => {
+      throw new DOMException('This operation was aborted', 'AbortError');
+    };
+    const { c, calls } = scripted([aborted, aborted]);
+    await assert.rejects(c.create('data_models', { type: 'data_model', attributes: { name: 'n', slug: 's' } }, { signal: AbortSignal.abort() }), {
+      name: 'AbortError',
+    });
+    assert.equal(calls.length, 1);
+  });
+
   it('never retries 403, 404, 409, 413 or 422', async () => {
     for (const status of [403, 404, 409, 413, 422]) {
       const { c, calls } = scripted([() => new Response(JSON.stringify({ errors: [{ code: `c${status}` }] }), { status })]);

@@ -205,7 +205,7 @@ export function createClient(options: ClientOptions): TributaryClient {
     const headers: Record<string, string> = { accept: JSONAPI };
     if (body !== undefined) headers['content-type'] = JSONAPI;
     if (UNSAFE.has(method)) headers['idempotency-key'] = opts.idempotencyKey ?? randomUUID();
-    const url = path.startsWith('http') ? path : path.startsWith('/api/') ? `${base}${path}` : `${base}${API_PREFIX}${path}`;
+    const url = path.startsWith('/api/') ? `${base}${path}` : `${base}${API_PREFIX}${path}`;
     const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: opts.signal };
     const { response, attempts } = await authed(url, init, () => true);
     if (!response.ok) throw await failure(response, attempts);
@@ -221,7 +221,9 @@ export function createClient(options: ClientOptions): TributaryClient {
       links?: Page<C>['links'];
     };
     const links = doc.links ?? {};
-    const next = typeof links.next === 'string' && links.next !== '' ? new URL(links.next, `${base}/`).href : undefined;
+    // The next page is asked of our own server, whatever host the link names: the token goes nowhere else.
+    const link = typeof links.next === 'string' && links.next !== '' ? new URL(links.next, `${base}/`) : undefined;
+    const next = link && `${link.pathname}${link.search}`;
     return {
       data: doc.data,
       included: doc.included ?? [],
@@ -232,7 +234,7 @@ export function createClient(options: ClientOptions): TributaryClient {
   };
 
   const client: TributaryClient = {
-    list: (collection, opts) => page(`${base}${API_PREFIX}/${collection}${queryString(opts as ListOptions<Collection>)}`),
+    list: (collection, opts) => page(`${API_PREFIX}/${collection}${queryString(opts as ListOptions<Collection>)}`),
     async *iterate(collection, opts) {
       let p: Page<typeof collection> | undefined = await client.list(collection, opts);
       while (p) {

@@ -51,6 +51,8 @@ export async function withRetries(policy: RetryPolicy, attempt: () => Promise<Re
     try {
       response = await attempt();
     } catch (err) {
+      // The caller's own abort or timeout is an answer to respect, not a failure to retry.
+      if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) throw err;
       error = err;
     }
     if (response && !RETRY_STATUSES.has(response.status)) return { response, error: undefined, attempts: n };
