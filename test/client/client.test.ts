@@ -4,12 +4,15 @@
  * run and a replay, factQuery, and webhook sending with the same delivery id.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { createClient, TributaryError, type ClientOptions } from '../../packages/client/src/index.ts';
 import { adminCall } from '../helpers/app.ts';
+import { mockProvider, type MockProvider } from '../connectors/mock-provider.ts';
 import { createModel, saveOk, startFlow } from '../webhooks/helpers.ts';
 
-const f = await startFlow();
+const f = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true' });
+const mock: MockProvider = await mockProvider();
+after(() => mock.close());
 const { t, tenant } = f;
 
 /** A client whose clock the test moves, and a log of the requests it made (method and path). */
@@ -236,5 +239,19 @@ describe('runs, facts and webhooks', () => {
     assert.equal(bulk.data?.[0]?.type, 'workflow_run');
     const made = await c.get('workflow_runs', bulk.data![0]!.id);
     assert.equal(typeof made.data.attributes?.replay_of, 'string');
+  });
+
+  it('verifies a connector against its provider', async () => {
+    const { c } = client();
+    const secret = `sk_live_${'v'.repeat(40)}`;
+    const created = await c.create('external_connectors', {
+      type: 'external_connector',
+      attributes: { name: 'Shop', auth_type: 'bearer_token', config: { base_url: `${mock.url}/shop` }, secret },
+    });
+    assert.equal(created.data.attributes?.status, 'unverified');
+    mock.script('/shop/', { status: 200, body: {} });
+    const verified = await c.verifyConnector(created.data.id);
+    assert.equal(verified.data.attributes?.status, 'verified');
+    assert.equal(mock.requests.at(-1)!.headers.authorization, `Bearer ${secret}`);
   });
 });

@@ -24,7 +24,9 @@ const HEADER = `/**
 /** The text of src/schema.d.ts for the document the server builds now. */
 export async function generateSchema(): Promise<string> {
   const doc = buildOpenApiDocument(DOCUMENT_OPTIONS);
-  const ast = await openapiTS(doc as unknown as OpenAPI3);
+  // An object schema without properties (a connector's config, a document's meta) is any JSON
+  // object, not an empty one: openapi-typescript's default would type it Record<string, never>.
+  const ast = await openapiTS(doc as unknown as OpenAPI3, { emptyObjectsUnknown: true });
   return HEADER + astToString(ast);
 }
 

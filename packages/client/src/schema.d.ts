@@ -639,20 +639,20 @@ export interface components {
         any_resource: {
             type: string;
             id: string;
-            attributes?: Record<string, never>;
-            relationships?: Record<string, never>;
+            attributes?: Record<string, unknown>;
+            relationships?: Record<string, unknown>;
         };
         provider: {
             /** @constant */
             type: "provider";
             id: string;
-            attributes?: Record<string, never>;
+            attributes?: Record<string, unknown>;
         };
         provider_document: {
             data: components["schemas"]["provider"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -661,7 +661,7 @@ export interface components {
             data: components["schemas"]["provider"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -680,15 +680,15 @@ export interface components {
             type: "organization";
             id: string;
             attributes?: components["schemas"]["organization_attributes"];
-            relationships?: Record<string, never>;
+            relationships?: Record<string, unknown>;
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         organization_document: {
             data: components["schemas"]["organization"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -697,7 +697,7 @@ export interface components {
             data: components["schemas"]["organization"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -727,7 +727,7 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
                 organization?: {
                     data?: {
@@ -738,17 +738,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         org_membership_document: {
             data: components["schemas"]["org_membership"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -757,7 +757,7 @@ export interface components {
             data: components["schemas"]["org_membership"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -780,15 +780,15 @@ export interface components {
             type: "user";
             id: string;
             attributes?: components["schemas"]["user_attributes"];
-            relationships?: Record<string, never>;
+            relationships?: Record<string, unknown>;
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         user_document: {
             data: components["schemas"]["user"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -797,7 +797,7 @@ export interface components {
             data: components["schemas"]["user"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -828,17 +828,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         credential_document: {
             data: components["schemas"]["credential"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -847,7 +847,7 @@ export interface components {
             data: components["schemas"]["credential"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -881,17 +881,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         dashboard_widget_document: {
             data: components["schemas"]["dashboard_widget"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -900,7 +900,7 @@ export interface components {
             data: components["schemas"]["dashboard_widget"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -933,17 +933,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         data_model_document: {
             data: components["schemas"]["data_model"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -952,7 +952,7 @@ export interface components {
             data: components["schemas"]["data_model"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -968,7 +968,7 @@ export interface components {
                     organization_id?: string | null;
                     retention_days?: number | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         data_model_update: {
@@ -983,7 +983,7 @@ export interface components {
                     organization_id?: string | null;
                     retention_days?: number | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         /** @description The public attributes of data_model_field; a sparse fieldset (fields[data_model_field]) returns fewer. */
@@ -1018,17 +1018,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         data_model_field_document: {
             data: components["schemas"]["data_model_field"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1037,7 +1037,7 @@ export interface components {
             data: components["schemas"]["data_model_field"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1055,9 +1055,9 @@ export interface components {
                     type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
                     is_primary_key?: boolean | null;
                     is_required?: boolean | null;
-                    constraints?: Record<string, never> | null;
+                    constraints?: Record<string, unknown> | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         data_model_field_update: {
@@ -1074,9 +1074,9 @@ export interface components {
                     type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
                     is_primary_key?: boolean | null;
                     is_required?: boolean | null;
-                    constraints?: Record<string, never> | null;
+                    constraints?: Record<string, unknown> | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         /** @description The public attributes of workspace; a sparse fieldset (fields[workspace]) returns fewer. */
@@ -1104,17 +1104,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         workspace_document: {
             data: components["schemas"]["workspace"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1123,7 +1123,7 @@ export interface components {
             data: components["schemas"]["workspace"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1158,15 +1158,15 @@ export interface components {
             type: "external_connector";
             id: string;
             attributes?: components["schemas"]["external_connector_attributes"];
-            relationships?: Record<string, never>;
+            relationships?: Record<string, unknown>;
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         external_connector_document: {
             data: components["schemas"]["external_connector"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1175,7 +1175,7 @@ export interface components {
             data: components["schemas"]["external_connector"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1192,13 +1192,13 @@ export interface components {
                     type?: "http" | "s3" | "snowflake" | null;
                     /** @enum {string|null} */
                     direction?: "inbound" | "outbound" | null;
-                    config?: Record<string, never> | null;
+                    config?: Record<string, unknown> | null;
                     description?: string | null;
                     provider_slug?: string | null;
                     organization_id?: string | null;
                     secret?: string | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         external_connector_update: {
@@ -1214,13 +1214,13 @@ export interface components {
                     type?: "http" | "s3" | "snowflake" | null;
                     /** @enum {string|null} */
                     direction?: "inbound" | "outbound" | null;
-                    config?: Record<string, never> | null;
+                    config?: Record<string, unknown> | null;
                     description?: string | null;
                     provider_slug?: string | null;
                     organization_id?: string | null;
                     secret?: string | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         /** @description The public attributes of workflow; a sparse fieldset (fields[workflow]) returns fewer. */
@@ -1254,17 +1254,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         workflow_document: {
             data: components["schemas"]["workflow"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1273,7 +1273,7 @@ export interface components {
             data: components["schemas"]["workflow"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1323,17 +1323,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         workflow_run_document: {
             data: components["schemas"]["workflow_run"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1342,7 +1342,7 @@ export interface components {
             data: components["schemas"]["workflow_run"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1384,17 +1384,17 @@ export interface components {
                     links?: {
                         [key: string]: string;
                     };
-                    meta?: Record<string, never>;
+                    meta?: Record<string, unknown>;
                 };
             };
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         api_spec_document: {
             data: components["schemas"]["api_spec"];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1403,7 +1403,7 @@ export interface components {
             data: components["schemas"]["api_spec"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
             };
@@ -1421,7 +1421,7 @@ export interface components {
                     external_connector_id?: string | null;
                     provider_slug?: string | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
         api_spec_update: {
@@ -1438,7 +1438,7 @@ export interface components {
                     external_connector_id?: string | null;
                     provider_slug?: string | null;
                 };
-                relationships?: Record<string, never>;
+                relationships?: Record<string, unknown>;
             };
         };
     };
@@ -4216,12 +4216,12 @@ export interface operations {
                             organization_id: string;
                             /** Format: uuid */
                             workflow_id?: string | null;
-                            wf_params: Record<string, never>;
+                            wf_params: Record<string, unknown>;
                             step_params: unknown[];
                             trigger_params: unknown[];
                             lock_version?: string | null;
                         };
-                        relationships?: Record<string, never>;
+                        relationships?: Record<string, unknown>;
                     };
                 };
             };
@@ -4275,7 +4275,7 @@ export interface operations {
                             /** @enum {string} */
                             call?: "none" | "safe";
                         };
-                        relationships?: Record<string, never>;
+                        relationships?: Record<string, unknown>;
                     };
                 };
             };
@@ -4292,7 +4292,7 @@ export interface operations {
                             /** @constant */
                             type?: "workflow_test_run";
                             id?: string;
-                            attributes?: Record<string, never>;
+                            attributes?: Record<string, unknown>;
                         };
                     };
                 };
@@ -4699,7 +4699,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
         };
