@@ -4,13 +4,12 @@
  * bootstrap.json, as on a first start), calling a mock provider on loopback.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { seedAccount } from '../helpers/app.ts';
-import { ROOT, type CliRun } from '../helpers/cli.ts';
+import { ROOT, runProcess, type CliRun } from '../helpers/cli.ts';
 import { API, startFlow, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider, type MockProvider } from '../connectors/mock-provider.ts';
 
@@ -42,16 +41,7 @@ function cli(args: string[], opts: { input?: string; dataDir?: string } = {}): P
     'PORT',
   ])
     delete env[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(opts.input ?? '');
-  });
+  return runProcess(process.execPath, ['src/main.ts', ...args], ROOT, env, opts.input ?? '');
 }
 
 const json = (r: CliRun) => {

@@ -28,8 +28,8 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = { ...process.env
   return runProcess(process.execPath, ['src/main.ts', ...args], ROOT, env);
 }
 
-/** Runs a command to its end, collecting what it prints. */
-export function runProcess(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliRun> {
+/** Runs a command to its end, collecting what it prints; `input`, when given, is its whole stdin. */
+export function runProcess(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, input?: string): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env });
     let stdout = '';
@@ -38,5 +38,6 @@ export function runProcess(command: string, args: string[], cwd: string, env: No
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    if (input !== undefined) child.stdin.end(input);
   });
 }
