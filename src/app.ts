@@ -20,6 +20,7 @@ import { webhookSurface } from './webhooks/surface.ts';
 import { printSchema } from 'graphql';
 import { GRAPHQL_SDL_PATH, OPENAPI_PATH, openApiText } from './http/jsonapi/openapi.ts';
 import { schema } from './graphql/schema.ts';
+import { CONSOLE_PATH, consoleSurface } from './console/surface.ts';
 
 const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
 
@@ -78,6 +79,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     graphqlSurface(deps),
     webhookSurface(deps),
     adminSurface(deps),
+    ...(deps.config.console ? [consoleSurface()] : []),
   ];
   // What no surface's context takes (an unknown path, a URL the router cannot read, bytes
   // Node's parser refused) is answered in the shape of the surface whose prefix the path has.
@@ -104,7 +106,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // Until the database answers (and is migrated) only health is served; everything else is
   // the database-unavailable 503, in the shape of the surface asked.
   app.addHook('onRequest', async (request) => {
-    if (!deps.ready.value && !HEALTH_ROUTES.has(request.routeOptions.url ?? '')) throw databaseUnavailable();
+    const route = request.routeOptions.url ?? '';
+    // The console's files need no database: its page loads and reports what the API answers.
+    if (!deps.ready.value && !HEALTH_ROUTES.has(route) && !route.startsWith(CONSOLE_PATH)) throw databaseUnavailable();
   });
 
   for (const s of surfaces) registerSurface(app, s);

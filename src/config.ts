@@ -41,6 +41,8 @@ export interface Config {
   /** Open connections allowed from one client address; 0: no limit (MAX_CONNECTIONS_PER_ADDRESS). */
   readonly maxConnectionsPerAddress: number;
   readonly worker: boolean;
+  /** `tributary serve` serves the browser console at /console (CONSOLE, default true). */
+  readonly console: boolean;
   /** Connector base_urls may point at loopback, private, link-local or metadata addresses (ALLOW_PRIVATE_EGRESS). */
   readonly allowPrivateEgress: boolean;
   /** Largest OpenAPI document an api_spec takes, in bytes (API_SPEC_MAX_BYTES). */
@@ -255,6 +257,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     responseTimeoutMs: int(env, 'RESPONSE_TIMEOUT_MS', 30_000, 100, 3_600_000),
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
     worker: bool(env, 'WORKER', true),
+    console: bool(env, 'CONSOLE', true),
     allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),
     apiSpecMaxBytes: int(env, 'API_SPEC_MAX_BYTES', 4 * 1_048_576, 1024, 32 * 1_048_576),
     listMaxBytes: int(env, 'LIST_MAX_BYTES', 16 * 1_048_576, 1024, 512 * 1_048_576),

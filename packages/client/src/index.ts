@@ -4,7 +4,7 @@
  * the same Idempotency-Key on every retry, pages as async iterators, GraphQL factQuery and
  * webhook sending. The secret and the tokens never appear in an error message.
  */
-import { randomUUID } from 'node:crypto';
+import { uuidv4 as randomUUID } from './uuid.ts';
 import { TributaryError, errorFromAnswer } from './errors.ts';
 import { withRetries, type RetryPolicy } from './retry.ts';
 import { tokenSource, type TokenSource } from './token.ts';

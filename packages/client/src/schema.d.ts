@@ -808,6 +808,8 @@ export interface components {
             is_active?: boolean;
             name?: string;
             scopes?: ("webhooks" | "api_read" | "api_write" | "embed")[];
+            /** Format: uuid */
+            workspace_id?: string;
             /** Format: date-time */
             inserted_at?: string;
             /** Format: date-time */
@@ -819,6 +821,17 @@ export interface components {
             id: string;
             attributes?: components["schemas"]["credential_attributes"];
             relationships?: {
+                workspace?: {
+                    data?: {
+                        /** @constant */
+                        type: "workspace";
+                        id: string;
+                    } | null;
+                    links?: {
+                        [key: string]: string;
+                    };
+                    meta?: Record<string, unknown>;
+                };
                 run_as_membership?: {
                     data?: {
                         /** @constant */
@@ -2107,6 +2120,14 @@ export interface operations {
                 "filter[name][contains]"?: string;
                 /** @description scopes contains */
                 "filter[scopes][contains]"?: string;
+                /** @description workspace_id equals (same as filter[workspace_id][eq]) */
+                "filter[workspace_id]"?: string;
+                /** @description workspace_id eq */
+                "filter[workspace_id][eq]"?: string;
+                /** @description workspace_id ne */
+                "filter[workspace_id][ne]"?: string;
+                /** @description workspace_id is one of the comma-separated values */
+                "filter[workspace_id][in]"?: string;
                 /** @description inserted_at equals (same as filter[inserted_at][eq]) */
                 "filter[inserted_at]"?: string;
                 /** @description inserted_at eq */
@@ -2151,10 +2172,12 @@ export interface operations {
                 "page[before]"?: string;
                 /** @description true adds meta.page.total */
                 "page[count]"?: boolean;
-                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: run_as_membership */
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workspace, run_as_membership */
                 include?: string;
-                /** @description Sparse fieldset of credential: comma-separated names of client_id, is_active, name, scopes, inserted_at, updated_at, run_as_membership */
+                /** @description Sparse fieldset of credential: comma-separated names of client_id, is_active, name, scopes, workspace_id, inserted_at, updated_at, workspace, run_as_membership */
                 "fields[credential]"?: string;
+                /** @description Sparse fieldset of workspace: comma-separated names of name, organization_id, inserted_at, updated_at, organization */
+                "fields[workspace]"?: string;
                 /** @description Sparse fieldset of org_membership: comma-separated names of is_active, role, inserted_at, updated_at, user, organization */
                 "fields[org_membership]"?: string;
             };
@@ -2184,10 +2207,12 @@ export interface operations {
     get_credential: {
         parameters: {
             query?: {
-                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: run_as_membership */
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workspace, run_as_membership */
                 include?: string;
-                /** @description Sparse fieldset of credential: comma-separated names of client_id, is_active, name, scopes, inserted_at, updated_at, run_as_membership */
+                /** @description Sparse fieldset of credential: comma-separated names of client_id, is_active, name, scopes, workspace_id, inserted_at, updated_at, workspace, run_as_membership */
                 "fields[credential]"?: string;
+                /** @description Sparse fieldset of workspace: comma-separated names of name, organization_id, inserted_at, updated_at, organization */
+                "fields[workspace]"?: string;
                 /** @description Sparse fieldset of org_membership: comma-separated names of is_active, role, inserted_at, updated_at, user, organization */
                 "fields[org_membership]"?: string;
             };
