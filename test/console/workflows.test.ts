@@ -112,6 +112,7 @@ describe('workflows in the console', { skip: BROWSER_SKIP }, () => {
     assert.match(await page.locator('body').innerText(), /stored hashed/);
     await assertAccessible(page, 'the workflow page');
     assert.ok(distinctPngBytes(await screenshot(page, 'workflow-flow')) > 16);
+    assert.ok(distinctPngBytes(await screenshot(page, 'workflow-triggers', { selector: '.section:has(.wf-triggers)' })) > 16);
     assertNoSecret(await page.content());
 
     // The version picker shows the steps of version 1.
@@ -171,15 +172,18 @@ describe('workflows in the console', { skip: BROWSER_SKIP }, () => {
     const facts = JSON.parse(await page.getByLabel('Facts step store would write').innerText());
     assert.equal(facts.length, 1);
     assert.deepEqual(facts[0].data, { order_id: 'o-1', amount: 25 });
-    assert.equal(
-      await page
-        .getByRole('article', { name: /^3\. store/ })
-        .getByText('succeeded')
-        .count(),
-      1,
-    );
+    const store = page.getByRole('article', { name: /^3\. store/ });
+    assert.equal(await store.getByText('succeeded', { exact: true }).count(), 1);
     await assertAccessible(page, 'the test-run result');
     assert.ok(distinctPngBytes(await screenshot(page, 'workflow-test-run', { selector: '.section:has(.wf-test-run)' })) > 16);
+
+    // A fact the data model refuses: the step fails and names the problem by its pointer.
+    await payload.fill('{"data": {"id": 7, "amount": 3}}');
+    await run.click();
+    await store.getByText('failed', { exact: true }).waitFor();
+    const problems = store.getByRole('table', { name: 'Problems of step store' });
+    assert.match(await problems.innerText(), /\/data\/order_id/);
+    await assertAccessible(page, 'a test run with problems');
     assertNoSecret(await page.content());
   });
 });

@@ -45,7 +45,7 @@ function Webhook(props: { trigger: TriggerView; origin: string }) {
         <dt>Service account</dt>
         <dd class="mono">{t.service_account_id ?? '—'}</dd>
         <dt>Inbound connector</dt>
-        <dd class="mono">{t.inbound_connector_id ?? <span class="muted">none: a bearer token alone delivers</span>}</dd>
+        <dd>{t.inbound_connector_id ? <span class="mono">{t.inbound_connector_id}</span> : <span class="muted">none: a bearer token alone delivers</span>}</dd>
       </dl>
       <p class="small">Deliver with the service account's bearer token to:</p>
       <Copyable text={`${props.origin}/api/v1/webhooks/${TOKEN}`} label={`Ingestion URL of ${t.key}`} />
