@@ -1,10 +1,154 @@
-import { Page } from '../ui/index.tsx';
+/**
+ * One workflow: what it is, its flow at any saved version (`?version=N`), the difference
+ * between two versions (`?diff=2..5`), where its triggers take deliveries, and a test run.
+ */
+import { useState } from 'preact/hooks';
+import { useClient, useLoad } from '../api.ts';
+import { href, navigate } from '../router.ts';
+import { Badge, ErrorNotice, Loading, Page, Section, Time } from '../ui/index.tsx';
+import { loadVersions, type WorkflowStep, type WorkflowVersion } from './workflow-versions.ts';
+import { Flow } from './workflow-flow.tsx';
+import { parseDiff, VersionDiff } from './workflow-diff.tsx';
+import { Triggers, type TriggerView } from './workflow-triggers.tsx';
+import { TestRun } from './workflow-test-run.tsx';
+import { VersionSelect } from './workflow-version-select.tsx';
+
+interface WorkflowAttributes {
+  name: string;
+  description: string | null;
+  is_active: boolean;
+  version: number;
+  steps: WorkflowStep[];
+  triggers: TriggerView[];
+  inserted_at: string;
+  updated_at: string;
+}
+
+function CompareForm(props: { id: string; versions: WorkflowVersion[]; diff: [number, number] | undefined }) {
+  const numbers = props.versions.map((v) => v.version);
+  const [from, setFrom] = useState(String(props.diff?.[0] ?? numbers[1] ?? numbers[0] ?? 1));
+  const [to, setTo] = useState(String(props.diff?.[1] ?? numbers[0] ?? 1));
+  const submit = (e: Event) => {
+    e.preventDefault();
+    navigate(href('workflows', props.id, { diff: `${from}..${to}` }));
+  };
+  return (
+    <form class="filters" onSubmit={submit} aria-label="Compare versions">
+      <VersionSelect label="From version" value={from} versions={numbers} onChange={setFrom} />
+      <VersionSelect label="To version" value={to} versions={numbers} onChange={setTo} />
+      <button type="submit" class="secondary">
+        Compare
+      </button>
+    </form>
+  );
+}
 
 export function WorkflowPage(props: { id: string; query: URLSearchParams }) {
-  void props;
+  const client = useClient();
+  const loaded = useLoad(async () => {
+    const doc = await client.get('workflows', props.id);
+    const a = doc.data.attributes as unknown as WorkflowAttributes;
+    const versions = await loadVersions(client, { id: props.id, version: a.version, steps: a.steps ?? [], updatedAt: a.updated_at ?? null });
+    return { workflow: a, ...versions };
+  }, [props.id]);
+
+  if (loaded.error && !loaded.data)
+    return (
+      <Page title="Workflow">
+        <ErrorNotice error={loaded.error} title="Could not load the workflow" />
+        <p>
+          <a href={href('workflows')}>Back to the workflows</a>
+        </p>
+      </Page>
+    );
+  if (!loaded.data)
+    return (
+      <Page title="Workflow">
+        <Loading />
+      </Page>
+    );
+
+  const { workflow: w, versions, listed } = loaded.data;
+  const wanted = Number(props.query.get('version') ?? w.version);
+  const shown = versions.find((v) => v.version === wanted) ?? versions[0]!;
+  const diff = parseDiff(props.query.get('diff'));
+  const diffFrom = diff && versions.find((v) => v.version === diff[0]);
+  const diffTo = diff && versions.find((v) => v.version === diff[1]);
+  const triggers = (w.triggers ?? []) as TriggerView[];
+
   return (
-    <Page title="WorkflowPage">
-      <p>Coming soon.</p>
+    <Page title={w.name} actions={<a href={href('runs', { workflow_id: props.id })}>Runs of this workflow</a>}>
+      <dl class="props">
+        <dt>State</dt>
+        <dd>
+          <Badge value={w.is_active ? 'active' : 'inactive'} />
+        </dd>
+        <dt>Current version</dt>
+        <dd>{w.version}</dd>
+        <dt>Updated</dt>
+        <dd>
+          <Time value={w.updated_at} />
+        </dd>
+        {w.description && (
+          <>
+            <dt>Description</dt>
+            <dd>{w.description}</dd>
+          </>
+        )}
+      </dl>
+
+      {diff && (
+        <Section title={`Difference of versions ${diff[0]} and ${diff[1]}`} actions={<a href={href('workflows', props.id)}>Close the difference</a>}>
+          {diffFrom && diffTo ? (
+            <VersionDiff from={diffFrom} to={diffTo} />
+          ) : (
+            <p class="notice error" role="alert">
+              {`Version ${!diffFrom ? diff[0] : diff[1]} is not a saved version of this workflow.`}
+              {listed ? '' : ' This server lists only the current version.'}
+            </p>
+          )}
+        </Section>
+      )}
+
+      <Section
+        title="Flow"
+        actions={
+          <VersionSelect
+            class="inline-field"
+            label="Version"
+            value={String(shown.version)}
+            versions={versions.map((v) => v.version)}
+            current={w.version}
+            onChange={(v) => navigate(href('workflows', props.id, { version: v }), { replace: true })}
+          />
+        }
+      >
+        <p class="muted small">
+          Version {shown.version}
+          {shown.savedAt && (
+            <>
+              , saved <Time value={shown.savedAt} />
+            </>
+          )}
+          {shown.version !== w.version && '. Triggers are the current ones: a version keeps only its steps.'}
+          {!listed && '. This server lists only the current version.'}
+        </p>
+        <Flow key={shown.version} steps={shown.steps} triggers={triggers} version={shown.version} />
+      </Section>
+
+      {versions.length > 1 && (
+        <Section title="Compare versions">
+          <CompareForm id={props.id} versions={versions} diff={diff} />
+        </Section>
+      )}
+
+      <Section title="Triggers">
+        <Triggers triggers={triggers} />
+      </Section>
+
+      <Section title="Test run">
+        <TestRun workflowId={props.id} versions={versions.map((v) => v.version)} current={w.version} triggerKeys={triggers.map((t) => t.key)} />
+      </Section>
     </Page>
   );
 }

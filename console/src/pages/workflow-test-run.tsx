@@ -1,0 +1,232 @@
+/**
+ * A test run from the console: a pasted payload (checked as JSON here, before any request),
+ * a version and a call mode, sent with the SDK's testRun; the answer shows each step's
+ * status, input, output, error, the facts it would write and their problems.
+ */
+import { useState } from 'preact/hooks';
+import { useClient } from '../api.ts';
+import { Badge, ErrorNotice, Field, Json } from '../ui/index.tsx';
+import { VersionSelect } from './workflow-version-select.tsx';
+
+interface TestStep {
+  key: string;
+  type: string;
+  status: string;
+  reason?: string;
+  note?: string;
+  input?: unknown;
+  input_truncated?: boolean;
+  output?: unknown;
+  error?: string | null;
+  value?: unknown;
+  request?: unknown;
+  response?: unknown;
+  facts?: unknown[];
+  facts_not_shown?: number;
+  problems?: Array<{ item?: number; pointer: string; detail: string }>;
+  problems_not_shown?: number;
+}
+
+interface TestRunAnswer {
+  workflow_version: number;
+  status: string;
+  outcome: string;
+  facts_would_write: number;
+  error: string | null;
+  steps: TestStep[];
+}
+
+const SAMPLE = '{\n  "data": {"id": "o-1", "amount": 12.5}\n}';
+
+/** What JSON.parse said, with the line and column when it gave only a position. */
+function parseProblem(text: string, error: unknown): string {
+  let message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
+  const at = /at position (\d+)$/.exec(message);
+  if (at) {
+    const before = text.slice(0, Number(at[1]));
+    message += ` (line ${before.split('\n').length}, column ${before.length - before.lastIndexOf('\n')})`;
+  }
+  return `The payload is not valid JSON: ${message}. Nothing was sent.`;
+}
+
+function StepResult(props: { step: TestStep; index: number }) {
+  const s = props.step;
+  const id = `test-step-${props.index}`;
+  return (
+    <article class="wf-test-step" aria-labelledby={id}>
+      <h3 id={id}>
+        {props.index + 1}. {s.key} <span class="muted small">({s.type.replaceAll('_', ' ')})</span> <Badge value={s.status} />
+      </h3>
+      {s.reason && <p class="muted">{s.reason}</p>}
+      {s.note && <p class="notice info small">{s.note}</p>}
+      {s.error && (
+        <p class="notice error small">
+          <strong>Error:</strong> {s.error}
+        </p>
+      )}
+      {s.status !== 'skipped' && (
+        <>
+          <h4>Output</h4>
+          <Json value={s.output ?? null} label={`Output of step ${s.key}`} />
+        </>
+      )}
+      {s.value !== undefined && (
+        <p>
+          The condition's expression gave <code>{JSON.stringify(s.value)}</code>.
+        </p>
+      )}
+      {s.request !== undefined && (
+        <>
+          <h4>Request it would send</h4>
+          <Json value={s.request} label={`Request of step ${s.key}`} />
+        </>
+      )}
+      {s.response !== undefined && (
+        <>
+          <h4>Response</h4>
+          <Json value={s.response} label={`Response of step ${s.key}`} />
+        </>
+      )}
+      {s.facts && s.facts.length > 0 && (
+        <>
+          <h4>
+            Facts it would write ({s.facts.length}
+            {s.facts_not_shown ? ` shown, ${s.facts_not_shown} more` : ''})
+          </h4>
+          <Json value={s.facts} label={`Facts step ${s.key} would write`} />
+        </>
+      )}
+      {s.problems && s.problems.length > 0 && (
+        <>
+          <h4>Problems{s.problems_not_shown ? ` (${s.problems_not_shown} more not shown)` : ''}</h4>
+          <div class="table-wrap">
+            <table>
+              <caption class="visually-hidden">Problems of step {s.key}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Item</th>
+                  <th scope="col">Pointer</th>
+                  <th scope="col">Problem</th>
+                </tr>
+              </thead>
+              <tbody>
+                {s.problems.map((p) => (
+                  <tr>
+                    <td>{p.item ?? '—'}</td>
+                    <td class="mono">{p.pointer}</td>
+                    <td>{p.detail}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+      {s.input !== undefined && s.input !== null && (
+        <details>
+          <summary>Input{s.input_truncated ? ' (the start of it)' : ''}</summary>
+          <Json value={s.input} label={`Input of step ${s.key}`} />
+        </details>
+      )}
+    </article>
+  );
+}
+
+export function TestRun(props: { workflowId: string; versions: number[]; current: number; triggerKeys: string[] }) {
+  const client = useClient();
+  const [payload, setPayload] = useState(SAMPLE);
+  const [version, setVersion] = useState(String(props.current));
+  const [call, setCall] = useState<'none' | 'safe'>('none');
+  const [trigger, setTrigger] = useState('');
+  const [invalid, setInvalid] = useState<string | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const [answer, setAnswer] = useState<TestRunAnswer | undefined>(undefined);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(undefined);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload);
+    } catch (err) {
+      setInvalid(parseProblem(payload, err));
+      return;
+    }
+    setInvalid(undefined);
+    setBusy(true);
+    try {
+      const doc = await client.testRun(props.workflowId, {
+        payload: parsed as never,
+        version: Number(version),
+        call,
+        ...(trigger ? { trigger_key: trigger } : {}),
+      });
+      setAnswer(doc.data?.attributes as unknown as TestRunAnswer);
+    } catch (err) {
+      setAnswer(undefined);
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div class="wf-test-run">
+      <form onSubmit={submit} noValidate aria-label="Test run">
+        <p class="muted small">Runs the chosen version on your payload with the worker's own steps. Nothing is stored and nothing is written.</p>
+        <Field label="Sample payload (JSON)" hint="What a trigger would deliver; the steps read it as payload.">
+          <textarea
+            name="payload"
+            rows={8}
+            spellcheck={false}
+            value={payload}
+            onInput={(e) => setPayload(e.currentTarget.value)}
+            aria-invalid={invalid ? true : undefined}
+            aria-describedby={invalid ? 'payload-problem' : undefined}
+          />
+        </Field>
+        {invalid && (
+          <p id="payload-problem" class="notice error" role="alert">
+            {invalid}
+          </p>
+        )}
+        <div class="filters">
+          <VersionSelect label="Version" value={version} versions={props.versions} current={props.current} onChange={setVersion} />
+          <Field label="Calls">
+            <select name="call" value={call} onChange={(e) => setCall(e.currentTarget.value as 'none' | 'safe')}>
+              <option value="none">none: send no request</option>
+              <option value="safe">safe: send GET, HEAD and OPTIONS</option>
+            </select>
+          </Field>
+          <Field label="Trigger">
+            <select name="trigger" value={trigger} onChange={(e) => setTrigger(e.currentTarget.value)}>
+              <option value="">none (trigger.key is null)</option>
+              {props.triggerKeys.map((k) => (
+                <option value={k}>{k}</option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <button type="submit" disabled={busy} aria-busy={busy}>
+          {busy ? 'Running test…' : 'Run test'}
+        </button>
+      </form>
+      <ErrorNotice error={error} title="The test run failed" />
+      {answer && (
+        <section class="wf-test-result" aria-labelledby="test-result-title">
+          <h3 id="test-result-title">
+            Result of version {answer.workflow_version}: <Badge value={answer.status} /> <Badge value={answer.outcome} />
+          </h3>
+          <p>
+            Facts it would write: <strong>{answer.facts_would_write}</strong>. Nothing was stored.
+          </p>
+          {answer.error && <p class="notice error">{answer.error}</p>}
+          {answer.steps.map((s, i) => (
+            <StepResult step={s} index={i} />
+          ))}
+        </section>
+      )}
+    </div>
+  );
+}
