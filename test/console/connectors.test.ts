@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { jsonApi, seedTenant, startApp, tokenFor } from '../helpers/app.ts';
+import { jsonApi, seedAccount, seedTenant, startApp, tokenFor } from '../helpers/app.ts';
 import { BROWSER_SKIP, assertAccessible, consoleAs, distinctPngBytes, screenshot } from '../helpers/browser.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';
 import { takeBudget } from '../../src/connectors/rate.ts';
@@ -226,6 +226,19 @@ describe('connectors and API specifications', { skip: BROWSER_SKIP }, () => {
     await assertAccessible(page, 'the API specification page with its drift report');
     const png = await screenshot(page, 'api-spec-page');
     assert.ok(distinctPngBytes(png) > 16);
+  });
+
+  it("shows the API's refusal when a member may not verify", async () => {
+    const member = await seedAccount(t.deps, tenant, { role: 'member' });
+    const page = await consoleAs(t, member);
+    await go(page, `#/connectors/${orders}`);
+    await page.getByRole('heading', { level: 1, name: 'Shop orders' }).waitFor();
+    await page.getByRole('button', { name: 'Verify' }).focus();
+    await page.keyboard.press('Enter');
+    const alert = page.getByRole('alert').filter({ hasText: 'Verify failed' });
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /code forbidden · request \S+/);
+    assertNoSecret(await page.content(), "a member's view of a connector");
   });
 
   it('says so when a connector or specification does not exist', async () => {
