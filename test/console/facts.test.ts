@@ -96,7 +96,9 @@ describe('facts', { skip: BROWSER_SKIP }, () => {
   it('lists the data models and shows each entity latest fact, newest first', async () => {
     const page = await consoleAs(t, tenant);
     await page.getByRole('link', { name: 'Facts', exact: true }).click();
-    await page.getByRole('link', { name: 'Orders' }).click();
+    // By keyboard: focus the data model's link and press Enter.
+    await page.getByRole('link', { name: 'Orders' }).focus();
+    await page.keyboard.press('Enter');
     await expectEntities(page, ['o3', 'o1', 'o2', 'o5', 'o4']);
     const o1 = page.getByTestId('latest-facts').locator('tbody tr', { hasText: 'o1' });
     assert.deepEqual((await o1.locator('td').allInnerTexts()).slice(2), ['o1', '15', '3', 'closed']);
@@ -119,7 +121,9 @@ describe('facts', { skip: BROWSER_SKIP }, () => {
     const page = await consoleAs(t, tenant);
     await page.goto(latestUrl());
     await expectEntities(page, ['o3', 'o1', 'o2', 'o5', 'o4']);
-    await page.getByRole('link', { name: 'Observed at: sort ascending' }).click();
+    // By keyboard: the column heading is a link; Enter follows it.
+    await page.getByRole('link', { name: 'Observed at: sort ascending' }).focus();
+    await page.keyboard.press('Enter');
     await expectEntities(page, ['o4', 'o5', 'o2', 'o1', 'o3']);
     assert.match(page.url(), /sort=observed_at&dir=asc/);
     assert.equal(await page.getByRole('columnheader', { name: /Observed at/ }).getAttribute('aria-sort'), 'ascending');
@@ -181,7 +185,9 @@ describe('facts', { skip: BROWSER_SKIP }, () => {
     await page.goto(latestUrl('limit=2'));
     await expectEntities(page, ['o3', 'o1']);
     assert.match(await page.getByTestId('fact-count').innerText(), /^5 entities · page 1 of 3$/);
-    await page.getByRole('link', { name: 'Page 2' }).click();
+    // By keyboard: Enter on the page's number.
+    await page.getByRole('link', { name: 'Page 2' }).focus();
+    await page.keyboard.press('Enter');
     await expectEntities(page, ['o2', 'o5']);
     assert.equal(await page.getByRole('link', { name: 'Page 2' }).getAttribute('aria-current'), 'page');
     await page.getByRole('link', { name: 'Next page' }).click();
@@ -248,5 +254,9 @@ describe('facts', { skip: BROWSER_SKIP }, () => {
     const page = await consoleAs(t, tenant);
     await page.goto(latestUrl().replace(slug, 'no-such-model'));
     await page.getByRole('heading', { name: 'Data model not found' }).waitFor();
+    // By keyboard: back to the list of data models.
+    await page.getByRole('link', { name: 'See its data models.' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('link', { name: 'Orders' }).waitFor();
   });
 });
