@@ -93,3 +93,43 @@ it('all() follows links.next to the end of a list', async () => {
     ['page-a', 'page-b', 'page-c'],
   );
 });
+
+it('through the SDK: a 503 is tried again; a failed exchange and an answer that never comes are said in the CLI’s words', async () => {
+  const settings = { url: 'http://tributary.invalid', credentials: { clientId: 'tbci_x', clientSecret: 'tbcs_not-printed', source: 'creds.json' } };
+  const token = () => new Response(JSON.stringify({ access_token: 'tok', token_type: 'bearer', expires_in: 900 }), { status: 200 });
+  const scripted = (answers: Array<(init?: RequestInit) => Response | Promise<Response>>, exchange: () => Response = token) => {
+    const paths: string[] = [];
+    const fetch = async (input: string | URL | Request, init?: RequestInit) => {
+      const p = new URL(String(input)).pathname;
+      paths.push(p);
+      return p === '/api/v1/oauth/token' ? exchange() : answers.shift()!(init);
+    };
+    return { paths, fetch: fetch as typeof globalThis.fetch };
+  };
+
+  const busy = scripted([
+    () => new Response('{"errors":[{"code":"unavailable"}]}', { status: 503, headers: { 'retry-after': '0' } }),
+    () => new Response(JSON.stringify({ data: [], links: {} }), { status: 200 }),
+  ]);
+  assert.deepEqual((await createApiClient(settings, { fetch: busy.fetch }).list('data_models')).data, []);
+  assert.deepEqual(busy.paths, ['/api/v1/oauth/token', '/api/json/v1/data_models', '/api/json/v1/data_models']);
+
+  const scope = scripted([], () => new Response(JSON.stringify({ error: 'invalid_scope', error_description: 'api_admin is not granted' }), { status: 400 }));
+  await assert.rejects(createApiClient(settings, { fetch: scope.fetch }).list('data_models'), (err: unknown) => {
+    assert.ok(err instanceof AdminApiError);
+    assert.equal(err.message, 'the token exchange for the client credentials from creds.json (client_id tbci_x) failed (HTTP 400): api_admin is not granted');
+    assert.equal(err.code, 'invalid_scope');
+    return true;
+  });
+
+  const never = (init?: RequestInit) => new Promise<Response>((_, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
+  const silent = scripted([never, never, never]);
+  await assert.rejects(createApiClient(settings, { fetch: silent.fetch, timeoutMs: 1000 }).list('data_models'), (err: unknown) => {
+    assert.ok(err instanceof AdminApiError);
+    assert.equal(err.message, 'no answer from the server at http://tributary.invalid within 1 s');
+    assert.equal(err.status, null);
+    assert.equal(err.code, 'timeout');
+    return true;
+  });
+  assert.equal(silent.paths.length, 4, 'the exchange, then three tries');
+});
