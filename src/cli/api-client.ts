@@ -113,6 +113,9 @@ export function cliError(err: unknown, settings: ApiSettings, timeoutMs: number)
     return new AdminApiError(`the token exchange for ${whose} failed (HTTP ${err.status})${err.detail ? `: ${err.detail}` : ''}`, err.status, err.code);
   }
   if (err.code === 'bad_response') return new AdminApiError(`the server at ${base} gave an answer the CLI cannot read: ${err.detail}`, err.status, err.code);
+  // Not a JSON:API error (a proxy's page, say): its text is no message for a terminal.
+  if (err.code === 'http_error' && err.title === undefined && err.source === undefined)
+    return new AdminApiError(`the server answered HTTP ${err.status}`, err.status, err.code);
   const source = err.source ? { ...err.source } : undefined;
   return new AdminApiError(err.detail ?? err.title ?? `the server answered HTTP ${err.status}`, err.status, err.code, source);
 }

@@ -94,7 +94,7 @@ it('all() follows links.next to the end of a list', async () => {
   );
 });
 
-it('through the SDK: a 503 is tried again; a failed exchange and an answer that never comes are said in the CLI’s words', async () => {
+it('through the SDK: a 503 is tried again; a proxy’s page, a failed exchange and an answer that never comes are said in the CLI’s words', async () => {
   const settings = { url: 'http://tributary.invalid', credentials: { clientId: 'tbci_x', clientSecret: 'tbcs_not-printed', source: 'creds.json' } };
   const token = () => new Response(JSON.stringify({ access_token: 'tok', token_type: 'bearer', expires_in: 900 }), { status: 200 });
   const scripted = (answers: Array<(init?: RequestInit) => Response | Promise<Response>>, exchange: () => Response = token) => {
@@ -113,6 +113,13 @@ it('through the SDK: a 503 is tried again; a failed exchange and an answer that 
   ]);
   assert.deepEqual((await createApiClient(settings, { fetch: busy.fetch }).list('data_models')).data, []);
   assert.deepEqual(busy.paths, ['/api/v1/oauth/token', '/api/json/v1/data_models', '/api/json/v1/data_models']);
+
+  const proxy = scripted([() => new Response('<html><body>Bad Gateway</body></html>', { status: 502 })]);
+  await assert.rejects(createApiClient(settings, { fetch: proxy.fetch }).list('data_models'), {
+    message: 'the server answered HTTP 502',
+    status: 502,
+    code: 'http_error',
+  });
 
   const scope = scripted([], () => new Response(JSON.stringify({ error: 'invalid_scope', error_description: 'api_admin is not granted' }), { status: 400 }));
   await assert.rejects(createApiClient(settings, { fetch: scope.fetch }).list('data_models'), (err: unknown) => {
