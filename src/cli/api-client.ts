@@ -1,33 +1,23 @@
 /**
- * The CLI's client of the JSON:API (/api/json/v1), as a service account: its client
- * credentials are exchanged at POST /api/v1/oauth/token for a bearer token, renewed before
- * it expires and exchanged again once when the server answers 401. Errors are the admin
- * client's AdminApiError, so reportFailure prints them the same way. Neither the secret
- * nor a token is ever printed or put in an error message.
+ * The CLI's client of the JSON:API (/api/json/v1): @tributary/client, the SDK any program of
+ * the user's would use (token exchange and renewal, one re-exchange on 401, retries of 429
+ * and 503 with one Idempotency-Key per call). What is the CLI's own stays here: where the
+ * service account's credentials come from, how long one request may take, and its failures
+ * as AdminApiError, so reportFailure prints them as every other command's. Neither the
+ * secret nor a token is ever printed or put in an error message.
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
+import { createClient, TributaryError, type Collection, type ListOptions, type Page, type TributaryClient } from '@tributary/client';
 import { loadCliConfig, type CliConfig } from '../config.ts';
-import { tokenSource, type TokenSource } from '../relay/token.ts';
-import { AdminApiError, DEFAULT_TIMEOUT_MS, errorFromBody, resolveServerUrl, send, UsageError } from './admin-client.ts';
+import { AdminApiError, DEFAULT_TIMEOUT_MS, networkReason, resolveServerUrl, UsageError } from './admin-client.ts';
 
-export const API_PREFIX = '/api/json/v1';
-export const TOKEN_PATH = '/api/v1/oauth/token';
-export const JSONAPI_MEDIA_TYPE = 'application/vnd.api+json';
-
-/** One resource object of a JSON:API document. */
+/** One resource object of a JSON:API document, its attributes read by name. */
 export interface Resource {
   type: string;
   id: string;
   attributes: Record<string, unknown>;
   relationships?: Record<string, unknown>;
-}
-
-export interface JsonApiDocument {
-  data: unknown;
-  meta?: Record<string, unknown>;
-  links?: Record<string, unknown>;
-  included?: Resource[];
 }
 
 export interface ClientCredentials {
@@ -55,15 +45,9 @@ export interface Identity {
   organizationId: string;
 }
 
-export interface ApiClient {
+/** The SDK's client, whose every failure is an AdminApiError, with what the commands add. */
+export interface ApiClient extends TributaryClient {
   readonly url: string;
-  /** A 2xx answer's document; any other answer becomes an AdminApiError. `path` is under /api/json/v1. */
-  request(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, opts?: { timeoutMs?: number }): Promise<JsonApiDocument>;
-  get(path: string): Promise<JsonApiDocument>;
-  post(path: string, body: unknown): Promise<JsonApiDocument>;
-  patch(path: string, body: unknown): Promise<JsonApiDocument>;
-  /** Every resource of a list, following links.next (at most `max`). */
-  all(path: string, max?: number): Promise<Resource[]>;
   /** The credentials' own service account and organization, read once. */
   identity(): Promise<Identity>;
 }
@@ -109,105 +93,110 @@ export function resolveApiSettings(opts: ApiClientOptions, load: () => CliConfig
   return { url, credentials: readCredentialsFile(c.credentialsFile) };
 }
 
-/** The OAuth error of a refused exchange (RFC 6749 5.2), as the CLI's error. */
-function exchangeError(status: number, text: string, credentials: ClientCredentials): AdminApiError {
-  let code = 'http_error';
-  try {
-    const doc = JSON.parse(text) as { error?: unknown; errors?: unknown };
-    if (typeof doc.error === 'string') code = doc.error;
-    else if (Array.isArray(doc.errors)) return errorFromBody(status, text);
-  } catch {
-    // not JSON
-  }
-  const whose = `the client credentials from ${credentials.source} (client_id ${credentials.clientId})`;
-  if (code === 'invalid_client') return new AdminApiError(`the server refused ${whose}: unknown, wrong secret or inactive account`, status, code);
-  return new AdminApiError(`the token exchange for ${whose} failed (HTTP ${status})`, status, code);
-}
-
-export function createApiClient(settings: ApiSettings, opts: { timeoutMs?: number } = {}): ApiClient {
+/** A failure of the SDK in the CLI's words: which server, which credentials; anything else unchanged. */
+export function cliError(err: unknown, settings: ApiSettings, timeoutMs: number): unknown {
+  if (!(err instanceof TributaryError)) return err;
   const base = settings.url;
   const { credentials } = settings;
+  if (err.status === 0) {
+    if (err.code === 'timeout') return new AdminApiError(`no answer from the server at ${base} within ${Math.round(timeoutMs / 1000)} s`, null, 'timeout');
+    const { code, reason } = networkReason(err.cause);
+    return new AdminApiError(
+      `cannot reach the server at ${base}${reason ? ` (${reason})` : ''}`,
+      null,
+      code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed',
+    );
+  }
+  if (err.tokenExchange) {
+    const whose = `the client credentials from ${credentials.source} (client_id ${credentials.clientId})`;
+    if (err.code === 'invalid_client') return new AdminApiError(`the server refused ${whose}: unknown, wrong secret or inactive account`, err.status, err.code);
+    return new AdminApiError(`the token exchange for ${whose} failed (HTTP ${err.status})${err.detail ? `: ${err.detail}` : ''}`, err.status, err.code);
+  }
+  if (err.code === 'bad_response') return new AdminApiError(`the server at ${base} gave an answer the CLI cannot read: ${err.detail}`, err.status, err.code);
+  // Not a JSON:API error (a proxy's page, say): its text is no message for a terminal.
+  if (err.code === 'http_error' && err.title === undefined && err.source === undefined)
+    return new AdminApiError(`the server answered HTTP ${err.status}`, err.status, err.code);
+  const source = err.source ? { ...err.source } : undefined;
+  return new AdminApiError(err.detail ?? err.title ?? `the server answered HTTP ${err.status}`, err.status, err.code, source);
+}
+
+/** `sdk` whose every call rejects with map(error), the pages it gives and the iterators too. */
+function mapErrors(sdk: TributaryClient, map: (err: unknown) => unknown): TributaryClient {
+  const guard = async <T>(p: Promise<T>): Promise<T> => {
+    try {
+      return await p;
+    } catch (err) {
+      throw map(err);
+    }
+  };
+  const pageOf = <C extends Collection>(p: Promise<Page<C> | undefined>): Promise<Page<C> | undefined> =>
+    guard(p).then((page) => page && { ...page, next: () => pageOf(page.next()) });
+  return {
+    list: (collection, opts) => pageOf(sdk.list(collection, opts)) as Promise<Page<typeof collection>>,
+    async *iterate(collection, opts) {
+      try {
+        yield* sdk.iterate(collection, opts);
+      } catch (err) {
+        throw map(err);
+      }
+    },
+    get: (collection, id, opts) => guard(sdk.get(collection, id, opts)),
+    create: (collection, data, opts) => guard(sdk.create(collection, data, opts)),
+    update: (collection, id, data, opts) => guard(sdk.update(collection, id, data, opts)),
+    testRun: (workflowId, attributes, opts) => guard(sdk.testRun(workflowId, attributes, opts)),
+    replay: (runId, version, opts) => guard(sdk.replay(runId, version, opts)),
+    bulkReplay: (filter, meta, opts) => guard(sdk.bulkReplay(filter, meta, opts)),
+    verifyConnector: (connectorId, opts) => guard(sdk.verifyConnector(connectorId, opts)),
+    connectorRateLimit: (connectorId) => guard(sdk.connectorRateLimit(connectorId)),
+    factQuery: <T>(query: string, variables: Parameters<TributaryClient['factQuery']>[1]) => guard(sdk.factQuery<T>(query, variables)),
+    sendWebhook: (triggerToken, body, opts) => guard(sdk.sendWebhook(triggerToken, body, opts)),
+    request: (method, path, body, opts) => guard(sdk.request(method, path, body, opts)),
+    get exchanges() {
+      return sdk.exchanges;
+    },
+  };
+}
+
+/** A resource of the SDK's, its attributes read by name (the server always sends them). */
+export function asResource(r: unknown): Resource {
+  return r as Resource;
+}
+
+/** Every resource of a list, page after page. */
+export async function all<C extends Collection>(client: TributaryClient, collection: C, opts?: ListOptions<C>): Promise<Resource[]> {
+  const out: Resource[] = [];
+  for await (const r of client.iterate(collection, opts)) out.push(asResource(r));
+  return out;
+}
+
+export function createApiClient(settings: ApiSettings, opts: { timeoutMs?: number; fetch?: typeof fetch } = {}): ApiClient {
+  const { credentials } = settings;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-
-  const tokens: TokenSource = tokenSource(async () => {
-    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: credentials.clientId, client_secret: credentials.clientSecret });
-    const res = await send(base, `${base}${TOKEN_PATH}`, { method: 'POST', headers: { accept: 'application/json' }, body }, timeoutMs);
-    const text = await res.text();
-    if (res.status !== 200) throw exchangeError(res.status, text, credentials);
-    let doc: { access_token?: unknown; expires_in?: unknown };
-    try {
-      doc = JSON.parse(text) as typeof doc;
-    } catch {
-      throw new AdminApiError(`the server at ${base} answered the token exchange with something other than JSON`, res.status, 'bad_response');
-    }
-    if (typeof doc.access_token !== 'string' || typeof doc.expires_in !== 'number')
-      throw new AdminApiError(`the server at ${base} answered the token exchange without access_token and expires_in`, res.status, 'bad_response');
-    return { token: doc.access_token, expiresInSeconds: doc.expires_in };
+  const sdk = createClient({
+    baseUrl: settings.url,
+    clientId: credentials.clientId,
+    clientSecret: credentials.clientSecret,
+    timeoutMs,
+    // Someone waits at the terminal: two more tries (a server restarting, a 503) rather than the SDK's four.
+    maxAttempts: 3,
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
   });
-
-  const once = async (token: string, method: string, path: string, body: unknown, ms: number): Promise<Response> => {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: JSONAPI_MEDIA_TYPE };
-    if (body !== undefined) headers['content-type'] = JSONAPI_MEDIA_TYPE;
-    const url = path.startsWith('/api/') ? `${base}${path}` : `${base}${API_PREFIX}${path}`;
-    return send(base, url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, ms);
-  };
-
-  const request: ApiClient['request'] = async (method, path, body, o = {}) => {
-    const ms = o.timeoutMs ?? timeoutMs;
-    let token = await tokens.get();
-    let res = await once(token, method, path, body, ms);
-    if (res.status === 401) {
-      // Revoked or expired under us (a clock apart, a restart with new keys): one fresh exchange.
-      await res.text();
-      token = await tokens.renew(token);
-      res = await once(token, method, path, body, ms);
-    }
-    const text = await res.text();
-    if (!res.ok) throw errorFromBody(res.status, text);
-    if (text === '') return { data: null };
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      throw new AdminApiError(`the server at ${base} answered with something other than JSON`, res.status, 'bad_response');
-    }
-    if (!doc || typeof doc !== 'object' || Array.isArray(doc) || !('data' in doc))
-      throw new AdminApiError(`the server at ${base} answered without a JSON:API document`, res.status, 'bad_response');
-    return doc as JsonApiDocument;
-  };
+  const client = mapErrors(sdk, (err) => cliError(err, settings, timeoutMs));
 
   let identity: Promise<Identity> | undefined;
-  const client: ApiClient = {
-    url: base,
-    request,
-    get: (path) => request('GET', path),
-    post: (path, body) => request('POST', path, body),
-    patch: (path, body) => request('PATCH', path, body),
-    async all(path, max = 10_000) {
-      const out: Resource[] = [];
-      let next: string | undefined = path;
-      while (next !== undefined && out.length < max) {
-        const doc = await request('GET', next);
-        if (!Array.isArray(doc.data)) throw new AdminApiError(`the server at ${base} answered without a list`, 200, 'bad_response');
-        out.push(...(doc.data as Resource[]));
-        const link = doc.links?.next;
-        next = typeof link === 'string' && link !== '' ? new URL(link, `${base}/`).pathname + new URL(link, `${base}/`).search : undefined;
-      }
-      return out;
-    },
+  return Object.assign(client, {
+    url: settings.url,
     identity() {
       return (identity ??= (async () => {
-        const accounts = await client.get(`/credentials?${new URLSearchParams({ 'filter[client_id]': credentials.clientId })}`);
-        const account = Array.isArray(accounts.data) ? (accounts.data[0] as Resource | undefined) : undefined;
-        const orgs = await client.get('/organizations');
-        const org = Array.isArray(orgs.data) ? (orgs.data[0] as Resource | undefined) : undefined;
+        const [accounts, orgs] = await Promise.all([client.list('credentials', { filter: { client_id: credentials.clientId } }), client.list('organizations')]);
+        const account = accounts.data[0];
+        const org = orgs.data[0];
         if (!account || !org)
-          throw new AdminApiError(`the server at ${base} does not show the account of client_id ${credentials.clientId}`, 200, 'bad_response');
+          throw new AdminApiError(`the server at ${settings.url} does not show the account of client_id ${credentials.clientId}`, 200, 'bad_response');
         return { clientId: credentials.clientId, credentialId: account.id, organizationId: org.id };
       })());
     },
-  };
-  return client;
+  });
 }
 
 /** The global options of the JSON:API commands (--url is the admin commands' too). */

@@ -1,8 +1,8 @@
 /**
  * `tributary connector create|list|verify` and `tributary api-spec import`: clients of the
- * JSON:API with a service account's client credentials (api-client.ts), as any program of
- * the user's would be. A connector's secret is read from a file or stdin, never from an
- * option: argv is visible to every user of the machine (ps, /proc).
+ * JSON:API with a service account's client credentials (api-client.ts: @tributary/client),
+ * as any program of the user's would be. A connector's secret is read from a file or stdin,
+ * never from an option: argv is visible to every user of the machine (ps, /proc).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { listOperations } from '../connectors/operations.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from '../resources/external_connectors/resource.ts';
 import { CommandFailure, EXIT_FAILURE, UsageError, reportFailure } from './admin-client.ts';
+import type { CreateData } from '@tributary/client';
 import type { ApiClient } from './api-client.ts';
 import { renderHuman, renderTable } from './admin-commands.ts';
 
@@ -197,7 +198,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => A
     .action((o: CreateOptions) =>
       run(async () => {
         const attrs = connectorAttributes(o, stdin);
-        const doc = await api().post('/external_connectors', { data: { type: 'external_connector', attributes: attrs } });
+        const doc = await api().create('external_connectors', { type: 'external_connector', attributes: attrs } as CreateData<'external_connectors'>);
         print(flatten(doc.data), renderConnector);
       }),
     );
@@ -218,12 +219,9 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => A
     .addOption(new Option('--type <type>', 'only those of this driver').choices(CONNECTOR_TYPES))
     .action((o: { limit: number; status?: string; type?: string }) =>
       run(async () => {
-        const query = new URLSearchParams({ sort: 'name', 'page[limit]': String(o.limit) });
-        if (o.status) query.set('filter[status]', o.status);
-        if (o.type) query.set('filter[type]', o.type);
-        const doc = await api().get(`/external_connectors?${query}`);
-        const data = (Array.isArray(doc.data) ? doc.data : []).map(flatten);
-        const hasMore = typeof doc.links?.next === 'string';
+        const page = await api().list('external_connectors', { sort: 'name', page: { limit: o.limit }, filter: { status: o.status, type: o.type } });
+        const data = page.data.map(flatten);
+        const hasMore = typeof page.links.next === 'string';
         if (json()) io.out(`${JSON.stringify({ data, has_more: hasMore })}\n`);
         else {
           io.out(renderTable(data, CONNECTOR_COLUMNS));
@@ -238,7 +236,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => A
     .argument('<connector-id>', 'connector id')
     .action((id: string) =>
       run(async () => {
-        const doc = await api().request('POST', `/external_connectors/${encodeURIComponent(id)}/verify`);
+        const doc = await api().verifyConnector(id);
         const c = flatten(doc.data);
         print(c, (d) => renderHuman({ id: d.id, name: d.name, status: d.status, last_verified_at: d.last_verified_at, last_error: d.last_error }));
         // A script can tell the outcome from the exit code; the reason is printed above (last_error).
@@ -263,7 +261,7 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => A
         const name = o.name ?? (file === '-' ? 'stdin' : path.basename(file).replace(/\.(json|ya?ml)$/i, ''));
         const attributes: Data = { name, format: specFormat(file, text, o.format), raw_document: text };
         if (o.connector !== undefined) attributes.external_connector_id = o.connector;
-        const doc = await api().post('/api_specs', { data: { type: 'api_spec', attributes } });
+        const doc = await api().create('api_specs', { type: 'api_spec', attributes } as CreateData<'api_specs'>);
         const { raw_document: _raw, ...shown } = flatten(doc.data);
         print(shown, renderSpec);
       }),

@@ -8,7 +8,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import YAML from 'yaml';
 import { isUuid } from '../ids.ts';
 import { AdminApiError, CommandFailure, EXIT_FAILURE, reportFailure } from './admin-client.ts';
-import { apiClientOf, type ApiClient, type Resource } from './api-client.ts';
+import type { CreateData, TestRunAttributes, UpdateData } from '@tributary/client';
+import { all, apiClientOf, asResource, type ApiClient, type Resource } from './api-client.ts';
 import { renderTable } from './admin-commands.ts';
 import {
   changedMembers,
@@ -46,13 +47,13 @@ const compact = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
 async function findWorkflow(client: ApiClient, idOrName: string): Promise<Resource | undefined> {
   if (isUuid(idOrName)) {
     try {
-      return (await client.get(`/workflows/${idOrName}`)).data as Resource;
+      return asResource((await client.get('workflows', idOrName)).data);
     } catch (err) {
       if (err instanceof AdminApiError && err.status === 404) return undefined;
       throw err;
     }
   }
-  const found = await client.all(`/workflows?${new URLSearchParams({ 'filter[name]': String(idOrName).trim() })}`);
+  const found = await all(client, 'workflows', { filter: { name: String(idOrName).trim() } });
   if (found.length > 1)
     throw new CommandFailure(
       `${found.length} workflows are named ${JSON.stringify(idOrName)} (${found.map((w) => w.id).join(', ')}): name one by its id`,
@@ -177,13 +178,13 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
               return { key: t.key, type: t.type, ...t.members, ...(id ? { id } : {}) };
             }),
           };
-          let doc;
+          let doc: { data: unknown; meta?: Obj };
           try {
-            doc = await c.post('/workflows/save_builder_state', { data: { type: 'workflow_builder_state', attributes } });
+            doc = (await c.request('POST', '/workflows/save_builder_state', { data: { type: 'workflow_builder_state', attributes } })) as typeof doc;
           } catch (err) {
             throw inFileTerms(err, o.file, wanted);
           }
-          saved = doc.data as Resource;
+          saved = asResource(doc.data);
           tokens = (doc.meta?.trigger_tokens as Record<string, string> | undefined) ?? {};
           action = existing ? 'updated' : 'created';
         }
@@ -249,12 +250,12 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
     .description('list the workflows of the account’s workspace, by name')
     .action(() =>
       run(async (asJson) => {
-        const all = await client().all('/workflows?sort=name');
-        if (asJson) io.out(`${JSON.stringify({ data: all })}\n`);
+        const workflows = await all(client(), 'workflows', { sort: 'name' });
+        if (asJson) io.out(`${JSON.stringify({ data: workflows })}\n`);
         else
           io.out(
             renderTable(
-              all.map((w) => ({ id: w.id, ...w.attributes, triggers: ((w.attributes.triggers as Obj[]) ?? []).map((t) => t.key) })),
+              workflows.map((w) => ({ id: w.id, ...w.attributes, triggers: ((w.attributes.triggers as Obj[]) ?? []).map((t) => t.key) })),
               ['id', 'name', 'version', 'is_active', 'triggers', 'lock_version', 'updated_at'],
             ),
           );
@@ -276,8 +277,9 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         const attributes: Obj = { payload };
         if (o.version !== undefined) attributes.version = o.version;
         if (o.call !== undefined) attributes.call = o.call;
-        const doc = await c.request('POST', `/workflows/${wf.id}/test_run`, { data: { type: 'workflow_test_run', attributes } }, { timeoutMs: 0 });
-        const data = doc.data as Resource;
+        // A test run may call out (--call safe) and take long: no time limit of its own.
+        const doc = await c.testRun(wf.id, attributes as TestRunAttributes, { timeoutMs: 0 });
+        const data = asResource(doc.data);
         io.out(asJson ? `${JSON.stringify(data)}\n` : renderTestRun(data.attributes));
         if (data.attributes.status === 'failed') throw new CommanderError(EXIT_FAILURE, 'tributary.testRunFailed', 'the test run failed');
       }),
@@ -296,17 +298,20 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
           err instanceof AdminApiError && err.status === 422
             ? new AdminApiError(`${o.file} at ${at.join('.') || '(top)'}: ${err.message}`, err.status, err.code, { member: at.join('.') })
             : err;
-        const found = await c.all(`/data_models?${new URLSearchParams({ 'filter[slug]': wanted.slug })}`);
+        const found = await all(c, 'data_models', { filter: { slug: wanted.slug } });
         let model = found[0];
         let action: 'created' | 'updated' | 'unchanged' = 'unchanged';
         try {
           if (!model) {
-            model = (await c.post('/data_models', { data: { type: 'data_model', attributes: { slug: wanted.slug, ...wanted.attributes } } })).data as Resource;
+            model = asResource(
+              (await c.create('data_models', { type: 'data_model', attributes: { slug: wanted.slug, ...wanted.attributes } } as CreateData<'data_models'>))
+                .data,
+            );
             action = 'created';
           } else {
             const patch = changedMembers(wanted.attributes, model.attributes);
             if (Object.keys(patch).length > 0) {
-              model = (await c.patch(`/data_models/${model.id}`, { data: { type: 'data_model', id: model.id, attributes: patch } })).data as Resource;
+              model = asResource((await c.update('data_models', model.id, { type: 'data_model', attributes: patch } as UpdateData<'data_models'>)).data);
               action = 'updated';
             }
           }
@@ -315,10 +320,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
           throw fileError(err, member ? [member] : []);
         }
         const existing = new Map(
-          (action === 'created' ? [] : await c.all(`/data_model_fields?${new URLSearchParams({ 'filter[data_model_id]': model.id })}`)).map((f) => [
-            String(f.attributes.name),
-            f,
-          ]),
+          (action === 'created' ? [] : await all(c, 'data_model_fields', { filter: { data_model_id: model.id } })).map((f) => [String(f.attributes.name), f]),
         );
         const fields: Record<string, string> = {};
         for (const f of wanted.fields) {
@@ -329,14 +331,15 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
           };
           try {
             if (!have) {
-              await c.post('/data_model_fields', {
-                data: { type: 'data_model_field', attributes: { data_model_id: model.id, name: f.name, ...f.attributes } },
-              });
+              await c.create('data_model_fields', {
+                type: 'data_model_field',
+                attributes: { data_model_id: model.id, name: f.name, ...f.attributes },
+              } as CreateData<'data_model_fields'>);
               fields[f.name] = 'created';
             } else {
               const patch = changedMembers(f.attributes, have.attributes);
               if (Object.keys(patch).length > 0) {
-                await c.patch(`/data_model_fields/${have.id}`, { data: { type: 'data_model_field', id: have.id, attributes: patch } });
+                await c.update('data_model_fields', have.id, { type: 'data_model_field', attributes: patch } as UpdateData<'data_model_fields'>);
                 fields[f.name] = `updated (${Object.keys(patch).join(', ')})`;
               } else fields[f.name] = 'unchanged';
             }

@@ -5,10 +5,21 @@ export interface TributaryErrorInit {
   code: string;
   detail?: string | undefined;
   pointer?: string | undefined;
+  title?: string | undefined;
+  source?: ErrorSource | undefined;
   requestId?: string | undefined;
+  /** The token exchange failed, not the call itself. */
+  tokenExchange?: boolean | undefined;
   /** Attempts made before giving up (1 when the answer was not retried). */
   attempts?: number | undefined;
   cause?: unknown;
+}
+
+/** A JSON:API error's `source` member: the field (JSON Pointer), query parameter or header at fault. */
+export interface ErrorSource {
+  pointer?: string;
+  parameter?: string;
+  header?: string;
 }
 
 export class TributaryError extends Error {
@@ -19,6 +30,15 @@ export class TributaryError extends Error {
   readonly detail: string | undefined;
   /** JSON Pointer into the request document of the field at fault (source.pointer), or the query parameter. */
   readonly pointer: string | undefined;
+  /** The JSON:API error's title: the same for every error of its code (detail tells this one). */
+  readonly title: string | undefined;
+  /** The JSON:API error's source as the server gave it ({pointer}, {parameter} or {header}). */
+  readonly source: ErrorSource | undefined;
+  /**
+   * True when the token exchange failed (refused credentials or scope, or the token endpoint
+   * did not answer), not the call itself: fix the client's configuration rather than the call.
+   */
+  readonly tokenExchange: boolean;
   /** The server's x-request-id of the failed answer: quote it when asking about the failure. */
   readonly requestId: string | undefined;
   readonly attempts: number;
@@ -30,32 +50,48 @@ export class TributaryError extends Error {
     this.code = init.code;
     this.detail = init.detail;
     this.pointer = init.pointer;
+    this.title = init.title;
+    this.source = init.source;
+    this.tokenExchange = init.tokenExchange ?? false;
     this.requestId = init.requestId;
     this.attempts = init.attempts ?? 1;
   }
 }
 
 /** The error of a failed answer, whatever surface it came from (JSON:API, OAuth, webhook, GraphQL). */
-export function errorFromAnswer(status: number, text: string, requestId: string | undefined, attempts: number): TributaryError {
+export function errorFromAnswer(status: number, text: string, requestId: string | undefined, attempts: number, tokenExchange = false): TributaryError {
+  const common = { status, requestId, attempts, tokenExchange };
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
-    return new TributaryError({ status, code: 'http_error', detail: text.slice(0, 200) || undefined, requestId, attempts });
+    return new TributaryError({ ...common, code: 'http_error', detail: text.slice(0, 200) || undefined });
   }
   const d = (doc && typeof doc === 'object' ? doc : {}) as Record<string, unknown>;
   if (Array.isArray(d.errors) && d.errors.length > 0) {
     const e = (d.errors[0] ?? {}) as Record<string, unknown>;
-    const source = (e.source ?? {}) as Record<string, unknown>;
     const ext = (e.extensions ?? {}) as Record<string, unknown>;
     const code = typeof e.code === 'string' ? e.code : typeof ext.code === 'string' ? ext.code : 'http_error';
     const detail = typeof e.detail === 'string' ? e.detail : typeof e.message === 'string' ? e.message : undefined;
-    const pointer = typeof source.pointer === 'string' ? source.pointer : typeof source.parameter === 'string' ? source.parameter : undefined;
-    return new TributaryError({ status, code, detail, pointer, requestId, attempts });
+    const title = typeof e.title === 'string' ? e.title : undefined;
+    const source = sourceOf(e.source);
+    const pointer = source?.pointer ?? source?.parameter;
+    return new TributaryError({ ...common, code, detail, title, source, pointer });
   }
   if (typeof d.error === 'string') {
     const detail = typeof d.error_description === 'string' ? d.error_description : undefined;
-    return new TributaryError({ status, code: d.error, detail, requestId, attempts });
+    return new TributaryError({ ...common, code: d.error, detail });
   }
-  return new TributaryError({ status, code: 'http_error', requestId, attempts });
+  return new TributaryError({ ...common, code: 'http_error' });
+}
+
+/** The string members of a JSON:API error's source that the specification names; undefined when there are none. */
+function sourceOf(value: unknown): ErrorSource | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const out: ErrorSource = {};
+  for (const k of ['pointer', 'parameter', 'header'] as const) {
+    const v = (value as Record<string, unknown>)[k];
+    if (typeof v === 'string') out[k] = v;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }

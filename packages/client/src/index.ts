@@ -4,7 +4,7 @@
  * the same Idempotency-Key on every retry, pages as async iterators, GraphQL factQuery and
  * webhook sending. The secret and the tokens never appear in an error message.
  */
-import { uuidv4 as randomUUID } from './uuid.ts';
+import { uuidV4 } from './uuid.ts';
 import { TributaryError, errorFromAnswer } from './errors.ts';
 import { withRetries, type RetryPolicy } from './retry.ts';
 import { tokenSource, type TokenSource } from './token.ts';
@@ -29,7 +29,7 @@ import {
   type WebhookAccepted,
 } from './types.ts';
 
-export { TributaryError } from './errors.ts';
+export { TributaryError, type ErrorSource } from './errors.ts';
 export { retryAfterMs, backoffMs, type RetryPolicy } from './retry.ts';
 export type * from './types.ts';
 
@@ -53,6 +53,11 @@ export interface ClientOptions {
   maxElapsedMs?: number;
   /** First backoff ceiling when the server gives no Retry-After (default 500 ms, doubling up to 30 s). */
   baseDelayMs?: number;
+  /**
+   * Time one attempt may wait for the server's answer (default 0: no limit). An attempt that
+   * times out is retried like one that got no answer; the last one fails with code `timeout`.
+   */
+  timeoutMs?: number;
   /** For tests: the clock (ms), the wait between attempts and the jitter's random source. */
   clock?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -63,6 +68,8 @@ export interface CallOptions {
   /** Idempotency-Key of an unsafe call; one is made per call when not given, and sent on every retry. */
   idempotencyKey?: string;
   signal?: AbortSignal;
+  /** This call's attempt time limit instead of the client's timeoutMs; 0 for none (a long test run). */
+  timeoutMs?: number;
 }
 
 export interface WebhookOptions {
@@ -143,6 +150,22 @@ function scalar(v: unknown): string {
 
 const sleeper = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** An attempt that outlived its time limit: no answer, retried as such (not the caller's own abort). */
+class AttemptTimeout extends Error {
+  readonly ms: number;
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms`);
+    this.name = 'AttemptTimeout';
+    this.ms = ms;
+  }
+}
+
+/** What one call is, besides its request: how long an attempt may take, and whether it is the token exchange. */
+interface CallShape {
+  timeoutMs: number;
+  tokenExchange?: boolean;
+}
+
 export function createClient(options: ClientOptions): TributaryClient {
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
@@ -157,31 +180,75 @@ export function createClient(options: ClientOptions): TributaryClient {
     random: options.random ?? Math.random,
   };
 
+  const timeoutMs = Math.max(0, options.timeoutMs ?? 0);
+
+  /** One attempt, within its time limit when it has one. */
+  const attempt = async (url: string, init: RequestInit, ms: number): Promise<Response> => {
+    if (ms <= 0) return doFetch(url, init);
+    const timer = AbortSignal.timeout(ms);
+    const signal = init.signal ? AbortSignal.any([init.signal, timer]) : timer;
+    try {
+      return await doFetch(url, { ...init, signal });
+    } catch (err) {
+      if (timer.aborted && !init.signal?.aborted) throw new AttemptTimeout(ms);
+      throw err;
+    }
+  };
+
   /** One call with the retry rules; a failed final answer becomes a TributaryError. */
-  const call = async (url: string, init: RequestInit): Promise<{ response: Response; attempts: number }> => {
-    const out = await withRetries(policy, () => doFetch(url, init));
+  const call = async (url: string, init: RequestInit, shape: CallShape): Promise<{ response: Response; attempts: number }> => {
+    const out = await withRetries(policy, () => attempt(url, init, shape.timeoutMs));
     if (!out.response) {
+      const timedOut = out.error instanceof AttemptTimeout;
       const reason = out.error instanceof Error ? out.error.message : String(out.error);
-      throw new TributaryError({ status: 0, code: 'no_answer', detail: `${new URL(url).origin}: ${reason}`, attempts: out.attempts, cause: out.error });
+      throw new TributaryError({
+        status: 0,
+        code: timedOut ? 'timeout' : 'no_answer',
+        detail: `${new URL(url).origin}: ${reason}`,
+        attempts: out.attempts,
+        tokenExchange: shape.tokenExchange,
+        cause: out.error,
+      });
     }
     return { response: out.response, attempts: out.attempts };
   };
 
-  const failure = async (response: Response, attempts: number): Promise<TributaryError> =>
-    errorFromAnswer(response.status, await response.text(), response.headers.get('x-request-id') ?? undefined, attempts);
+  const failure = async (response: Response, attempts: number, tokenExchange = false): Promise<TributaryError> =>
+    errorFromAnswer(response.status, await response.text(), response.headers.get('x-request-id') ?? undefined, attempts, tokenExchange);
+
+  /** The JSON of a 2xx answer; anything else there is the server's fault, said as such. */
+  const json = async (response: Response, tokenExchange = false): Promise<unknown> => {
+    const text = await response.text();
+    if (text === '') return null;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new TributaryError({
+        status: response.status,
+        code: 'bad_response',
+        detail: 'the answer is not JSON',
+        requestId: response.headers.get('x-request-id') ?? undefined,
+        tokenExchange,
+      });
+    }
+  };
 
   const tokens: TokenSource = tokenSource(async () => {
     const form: Record<string, string> = { grant_type: 'client_credentials', client_id: options.clientId, client_secret: options.clientSecret };
     if (options.scope !== undefined) form.scope = options.scope;
-    const { response, attempts } = await call(`${base}${TOKEN_PATH}`, {
-      method: 'POST',
-      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form).toString(),
-    });
-    if (response.status !== 200) throw await failure(response, attempts);
-    const doc = (await response.json()) as Partial<TokenAnswer>;
+    const { response, attempts } = await call(
+      `${base}${TOKEN_PATH}`,
+      {
+        method: 'POST',
+        headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(form).toString(),
+      },
+      { timeoutMs, tokenExchange: true },
+    );
+    if (response.status !== 200) throw await failure(response, attempts, true);
+    const doc = ((await json(response, true)) ?? {}) as Partial<TokenAnswer>;
     if (typeof doc.access_token !== 'string' || typeof doc.expires_in !== 'number')
-      throw new TributaryError({ status: 200, code: 'bad_response', detail: 'the token answer has no access_token and expires_in' });
+      throw new TributaryError({ status: 200, code: 'bad_response', detail: 'the token answer has no access_token and expires_in', tokenExchange: true });
     return { token: doc.access_token, expiresInSeconds: doc.expires_in };
   }, clock);
 
@@ -189,14 +256,19 @@ export function createClient(options: ClientOptions): TributaryClient {
    * An authenticated call: the token, the retry rules, and on 401 (when `renewOn401` says the
    * answer means a stale token) one re-exchange and one more try, with the same headers otherwise.
    */
-  const authed = async (url: string, init: RequestInit & { headers: Record<string, string> }, renewOn401: (body: string) => boolean) => {
+  const authed = async (
+    url: string,
+    init: RequestInit & { headers: Record<string, string> },
+    renewOn401: (body: string) => boolean,
+    shape: CallShape = { timeoutMs },
+  ) => {
     let token = await tokens.get();
-    let { response, attempts } = await call(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } });
+    let { response, attempts } = await call(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } }, shape);
     if (response.status === 401) {
       const text = await response.text();
       if (!renewOn401(text)) throw errorFromAnswer(401, text, response.headers.get('x-request-id') ?? undefined, attempts);
       token = await tokens.renew(token);
-      const again = await call(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } });
+      const again = await call(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } }, shape);
       response = again.response;
       attempts += again.attempts;
     }
@@ -206,13 +278,12 @@ export function createClient(options: ClientOptions): TributaryClient {
   const request = async (method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<unknown> => {
     const headers: Record<string, string> = { accept: JSONAPI };
     if (body !== undefined) headers['content-type'] = JSONAPI;
-    if (UNSAFE.has(method)) headers['idempotency-key'] = opts.idempotencyKey ?? randomUUID();
+    if (UNSAFE.has(method)) headers['idempotency-key'] = opts.idempotencyKey ?? uuidV4();
     const url = path.startsWith('/api/') ? `${base}${path}` : `${base}${API_PREFIX}${path}`;
     const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: opts.signal };
-    const { response, attempts } = await authed(url, init, () => true);
+    const { response, attempts } = await authed(url, init, () => true, { timeoutMs: Math.max(0, opts.timeoutMs ?? timeoutMs) });
     if (!response.ok) throw await failure(response, attempts);
-    const text = await response.text();
-    return text === '' ? null : (JSON.parse(text) as unknown);
+    return json(response);
   };
 
   const page = async <C extends Collection>(url: string): Promise<Page<C>> => {
@@ -287,7 +358,7 @@ export function createClient(options: ClientOptions): TributaryClient {
     },
 
     async sendWebhook(triggerToken, body, opts = {}) {
-      const deliveryId = opts.deliveryId ?? randomUUID();
+      const deliveryId = opts.deliveryId ?? uuidV4();
       const headers = { ...opts.headers, accept: 'application/json', 'content-type': 'application/json', 'idempotency-key': deliveryId };
       const { response, attempts } = await authed(
         `${base}${WEBHOOK_PATH}/${encodeURIComponent(triggerToken)}`,
@@ -296,7 +367,7 @@ export function createClient(options: ClientOptions): TributaryClient {
         (text) => text.includes('missing_credentials'),
       );
       if (response.status !== 202) throw await failure(response, attempts);
-      return { ...((await response.json()) as WebhookAccepted), deliveryId };
+      return { ...((await json(response)) as WebhookAccepted), deliveryId };
     },
 
     request,
