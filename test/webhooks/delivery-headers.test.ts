@@ -166,5 +166,12 @@ describe('a run made by a delivery', () => {
     const headers = r.body.data.attributes.delivery_headers as Record<string, string>;
     assert.equal(Object.keys(headers).length, 50);
     assert.equal(headers['x-extra-00'], 'v'.repeat(1024));
+
+    // A bulk replay keeps them too (it replays finished runs: this one is marked so, no worker runs here).
+    await f.t.deps.db.updateTable('workflow_runs').set({ status: 'succeeded' }).where('id', '=', d.body.workflow_run_id).execute();
+    const bulk = await f.api.post(`${API}/workflow_runs/replay?filter[delivery_id]=${encodeURIComponent(r.body.data.attributes.delivery_id)}`, undefined);
+    assert.equal(bulk.status, 201, bulk.text);
+    const replayed = await f.api.get(`${API}/workflow_runs/${bulk.body.data[0].id}`);
+    assert.deepEqual(replayed.body.data.attributes.delivery_headers, headers);
   });
 });
