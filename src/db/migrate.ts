@@ -21,7 +21,7 @@ import * as m0012 from './migrations/0012_schedule_triggers.ts';
 import * as m0013 from './migrations/0013_run_outcomes.ts';
 import * as m0014 from './migrations/0014_console_reads.ts';
 
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
   '0002_facts': m0002,
   '0003_fact_current_reads': m0003,

@@ -57,6 +57,7 @@ describe('upload', () => {
       'external_connector_id',
       'format',
       'inserted_at',
+      'last_changes',
       'name',
       'openapi_version',
       'operations',
@@ -216,6 +217,37 @@ describe('a new document', () => {
     const bad = await api.patch(`${PATH}/${id}`, doc({ raw_document: 'openapi: [' }, id));
     assertJsonApiError(bad, 422, 'invalid_request', { pointer: '/data/attributes/raw_document' });
     assert.equal((await api.get(`${PATH}/${id}`)).body.data.attributes.raw_document, changed);
+  });
+
+  test('the last update that altered the operations is kept as last_changes, until the next one', async () => {
+    const created = await api.post(PATH, upload());
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.id;
+    assert.equal(created.body.data.attributes.last_changes, null);
+    const forest = shopYaml.replace('  /tree:\n    get:\n      operationId: getTree', '  /forest:\n    get:\n      operationId: getForest');
+    const before = t.deps.clock();
+    const r = await api.patch(`${PATH}/${id}`, doc({ raw_document: forest }, id));
+    assert.equal(r.status, 200, r.text);
+    const { changed_at: changedAt, ...kept } = r.body.data.attributes.last_changes;
+    assert.deepEqual(kept, r.body.meta.changes);
+    assert.deepEqual(kept, { added: ['getForest'], removed: ['getTree'], changed: [] });
+    assert.ok(Date.parse(changedAt) >= before - 1 && Date.parse(changedAt) <= t.deps.clock() + 1, changedAt);
+    // A rename, or the same document again, alters no operation: the last change stays.
+    await api.patch(`${PATH}/${id}`, doc({ name: 'Shop v3' }, id));
+    const same = await api.patch(`${PATH}/${id}`, doc({ raw_document: forest + '\n' }, id));
+    assert.equal(same.status, 200, same.text);
+    assert.deepEqual(same.body.meta.changes, { added: [], removed: [], changed: [] });
+    const read = await api.get(`${PATH}/${id}`);
+    assert.deepEqual(read.body.data.attributes.last_changes, r.body.data.attributes.last_changes);
+    // A list shows it, and leaves it out with a sparse fieldset, like the other large attributes.
+    const list = await api.get(`${PATH}?filter[name]=Shop v3`);
+    assert.deepEqual(list.body.data[0].attributes.last_changes, r.body.data.attributes.last_changes);
+    const sparse = await api.get(`${PATH}?filter[name]=Shop v3&fields[api_spec]=name`);
+    assert.deepEqual(sparse.body.data[0].attributes, { name: 'Shop v3' });
+    // The next change replaces it.
+    const back = await api.patch(`${PATH}/${id}`, doc({ raw_document: shopYaml }, id));
+    assert.deepEqual(back.body.data.attributes.last_changes.added, ['getTree']);
+    assert.deepEqual(back.body.data.attributes.last_changes.removed, ['getForest']);
   });
 });
 

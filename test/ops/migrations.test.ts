@@ -1,14 +1,15 @@
 /**
  * Forward-only migrations applied to a database that already holds data, as an upgrade
  * meets it: 0003 turns fact_current into a table partitioned by time axis and must keep
- * every row, the primary key, the axis check and the index names.
+ * every row, the primary key, the axis check and the index names; 0014 gives the versions
+ * saved before an id and their workflow's workspace.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { createDb } from '../../src/db/connect.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { migrate, migrations } from '../../src/db/migrate.ts';
 import * as m0001 from '../../src/db/migrations/0001_tenancy.ts';
 import * as m0002 from '../../src/db/migrations/0002_facts.ts';
 import { uuidv7 } from '../../src/ids.ts';
@@ -63,6 +64,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0011_api_spec_answer_bytes',
       '0012_schedule_triggers',
       '0013_run_outcomes',
+      '0014_console_reads',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -98,6 +100,49 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
         values (${uuidv7()}, 'observed_at', 'x', ${facts[0]!.id}, ${ws}, 'x', now(), now(), '{}'::jsonb)`.execute(db),
       (err: { code?: string }) => err.code === '23503',
       'the data model must exist',
+    );
+  } finally {
+    await db.destroy();
+    await fresh?.drop();
+  }
+});
+
+test('0014 gives every saved workflow version an id and its workflow workspace; api_specs keep their answer_bytes', async () => {
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase({ empty: true }) : undefined;
+  const { db } = createDb({ databaseUrl: fresh?.url, dataDir: 'memory' });
+  try {
+    const before0014 = new Migrator({
+      db,
+      provider: { getMigrations: async () => Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0014')) },
+      migrationTableName: 'schema_migrations',
+      migrationLockTableName: 'schema_migrations_lock',
+    });
+    assert.equal((await before0014.migrateToLatest()).error, undefined);
+    const org = uuidv7();
+    const workspaces = [uuidv7(), uuidv7()];
+    await sql`insert into organizations (id, name, domain) values (${org}, 'O', 'o.example')`.execute(db);
+    const workflows: string[] = [];
+    for (const ws of workspaces) {
+      await sql`insert into workspaces (id, organization_id, name) values (${ws}, ${org}, 'W')`.execute(db);
+      const wf = uuidv7();
+      workflows.push(wf);
+      await sql`insert into workflows (id, organization_id, workspace_id, name, graph_hash, lock_version, steps, triggers)
+        values (${wf}, ${org}, ${ws}, 'F', 'h', '1.h', '[]'::jsonb, '[]'::jsonb)`.execute(db);
+      for (const version of [1, 2]) await sql`insert into workflow_versions (workflow_id, version, steps) values (${wf}, ${version}, '[]'::jsonb)`.execute(db);
+    }
+    await sql`insert into api_specs (id, organization_id, workspace_id, name, format, raw_document, servers, security_schemes, operations)
+      values (${uuidv7()}, ${org}, ${workspaces[0]}, 'S', 'json', '{}', '[]'::jsonb, '{}'::jsonb, '[]'::jsonb)`.execute(db);
+
+    assert.deepEqual(await migrate(db), ['0014_console_reads']);
+    const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
+      select id, workspace_id, workflow_id from workflow_versions`.execute(db);
+    assert.equal(versions.rows.length, 4);
+    assert.equal(new Set(versions.rows.map((v) => v.id)).size, 4, 'an id each');
+    for (const v of versions.rows) assert.equal(v.workspace_id, workspaces[workflows.indexOf(v.workflow_id)]);
+    const spec = await sql<{ answer_bytes: string; last_changes: unknown }>`select answer_bytes, last_changes from api_specs`.execute(db);
+    assert.deepEqual(
+      spec.rows.map((r) => [Number(r.answer_bytes), r.last_changes]),
+      [[8, null]],
     );
   } finally {
     await db.destroy();

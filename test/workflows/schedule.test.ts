@@ -168,6 +168,7 @@ describe('firing', () => {
     assert.equal(done.attributes.status, 'succeeded', JSON.stringify(done.attributes));
     assert.equal(done.attributes.trigger_key, 'minutely');
     assert.equal(done.attributes.delivery_id, null);
+    assert.equal(done.attributes.delivery_headers, null, 'no delivery made it');
     assert.deepEqual(done.attributes.steps[0].output, { at: runs[0]!.payload.scheduled_at, by: 'minutely' });
   });
 
