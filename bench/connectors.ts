@@ -150,9 +150,8 @@ async function seed(deps: Deps, mockUrl: string, rateLimit?: { requests: number;
       lock_version: '1.bench',
     } as never)
     .execute();
-  await sql`insert into workflow_versions (workflow_id, version, steps, saved_by_membership_id) values (${workflowId}, 1, ${JSON.stringify(steps)}::jsonb, ${owner.id})`.execute(
-    deps.db,
-  );
+  await sql`insert into workflow_versions (workspace_id, workflow_id, version, steps, saved_by_membership_id)
+    values (${ws.id}, ${workflowId}, 1, ${JSON.stringify(steps)}::jsonb, ${owner.id})`.execute(deps.db);
   return { organizationId: org.id, workspaceId: ws.id, workflowId, connectorId };
 }
 

@@ -25,6 +25,8 @@ export type LimiterState = 'per process' | 'shared' | 'per process (Redis unavai
 
 export interface Limiter {
   hit(key: string, max: number, windowSeconds: number): Promise<WindowResult>;
+  /** The count of the window of `key` that holds the clock's now, without counting: 0 when nothing hit it. */
+  peek(key: string, windowSeconds: number): Promise<number>;
   state(): LimiterState;
   close(): Promise<void>;
 }
@@ -50,6 +52,10 @@ export function memoryLimiter(now: () => number): Limiter {
       w.count += 1;
       return result(w.count, max, Math.max(1, Math.ceil((w.resetAt - t) / 1000)));
     },
+    async peek(key) {
+      const w = windows.get(key);
+      return w === undefined || w.resetAt <= now() ? 0 : w.count;
+    },
     state: () => 'per process',
     async close() {
       windows.clear();
@@ -72,6 +78,10 @@ export function redisLimiter(redis: Redis, now: () => number): Limiter {
       const ttl = bucket * size + size - t;
       const [count, pttl] = (await redis.eval(SCRIPT, 1, `tributary:rl:${key}:${bucket}`, String(ttl))) as [number, number];
       return result(count, max, Math.max(1, Math.ceil((pttl > 0 ? pttl : ttl) / 1000)));
+    },
+    async peek(key, windowSeconds) {
+      const bucket = Math.floor(now() / (windowSeconds * 1000));
+      return Number((await redis.get(`tributary:rl:${key}:${bucket}`)) ?? 0);
     },
     state: () => 'shared',
     async close() {
@@ -135,6 +145,15 @@ export async function resilientRedisLimiter(redisUrl: string, opts: { timeoutMs:
         opts.log.info('Redis answers again: rate windows are shared again');
       }
       return r;
+    },
+    async peek(key, windowSeconds) {
+      // Where hit would count now: Redis, or this process while Redis does not answer.
+      try {
+        return await shared.peek(key, windowSeconds);
+      } catch (err) {
+        lost(err);
+        return local.peek(key, windowSeconds);
+      }
     },
     state: () => (unavailable ? 'per process (Redis unavailable)' : 'shared'),
     async close() {

@@ -47,6 +47,12 @@ export async function hitWindow(db: Db, key: string, windowStart: number): Promi
   return rows[0]!.count;
 }
 
+/** A window's count as the database holds it: 0 when nothing hit it. */
+export async function readWindow(db: Db, key: string, windowStart: number): Promise<number> {
+  const row = await db.selectFrom('rate_windows').select('count').where('key', '=', key).where('window_start', '=', String(windowStart)).executeTakeFirst();
+  return row?.count ?? 0;
+}
+
 /** Windows that ended before `before` (ms since the epoch). */
 export async function deleteOldWindows(db: Db, before: number): Promise<number> {
   const result = await db.deleteFrom('rate_windows').where('window_start', '<', String(before)).executeTakeFirst();

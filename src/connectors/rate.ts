@@ -8,7 +8,7 @@
 import type { Db } from '../db/connect.ts';
 import type { Limiter } from '../limiter.ts';
 import { isObject } from '../json.ts';
-import { deleteOldWindows, hitWindow } from './connectors.sql.ts';
+import { deleteOldWindows, hitWindow, readWindow } from './connectors.sql.ts';
 
 export interface RateLimit {
   requests: number;
@@ -28,7 +28,12 @@ export function rateLimitOf(config: Record<string, unknown> | null): RateLimit |
 export interface WindowCounter {
   /** Counts one call in the window containing `now`; returns the count after it. */
   hit(key: string, windowMs: number, now: number): Promise<number>;
+  /** The count of the window containing `now`, without counting. */
+  peek(key: string, windowMs: number, now: number): Promise<number>;
 }
+
+/** The window key of a connector's budget: takeBudget counts in it, rateUse reads it. */
+const budgetKey = (connectorId: string) => `connector:${connectorId}`;
 
 export function databaseCounter(db: Db): WindowCounter {
   let hits = 0;
@@ -39,6 +44,7 @@ export function databaseCounter(db: Db): WindowCounter {
       if (++hits % 1000 === 0) await deleteOldWindows(db, now - 86_400_000).catch(() => undefined);
       return hitWindow(db, key, start);
     },
+    peek: (key, windowMs, now) => readWindow(db, key, Math.floor(now / windowMs) * windowMs),
   };
 }
 
@@ -49,6 +55,7 @@ export function limiterCounter(limiter: Limiter): WindowCounter {
       const r = await limiter.hit(key, Number.MAX_SAFE_INTEGER, Math.max(1, Math.round(windowMs / 1000)));
       return Number.MAX_SAFE_INTEGER - r.remaining;
     },
+    peek: (key, windowMs) => limiter.peek(key, Math.max(1, Math.round(windowMs / 1000))),
   };
 }
 
@@ -60,11 +67,25 @@ export async function takeBudget(counter: WindowCounter, connectorId: string, li
   const started = clock();
   for (;;) {
     const now = clock();
-    const count = await counter.hit(`connector:${connectorId}`, windowMs, now);
+    const count = await counter.hit(budgetKey(connectorId), windowMs, now);
     if (count <= limit.requests) return now - started;
     if (now - started > maxWaitMs) throw new Error(`The connector's rate limit kept the call waiting for more than ${Math.round(maxWaitMs / 1000)} s`);
     // Until the next window, plus a little spread so waiting workers do not all hit at once.
     const next = Math.floor(now / windowMs) * windowMs + windowMs;
     await sleep(next - now + Math.floor(Math.random() * 15));
   }
+}
+
+/** A budget's use in the window that holds `now`: calls counted (those that waited included), what is left, and when it resets. */
+export interface RateUse {
+  used: number;
+  remaining: number;
+  resetsAt: Date;
+}
+
+/** Reads the window takeBudget counts the connector's calls in, where it counts them (Redis, the database or memory). */
+export async function rateUse(counter: WindowCounter, connectorId: string, limit: RateLimit, now: number): Promise<RateUse> {
+  const windowMs = limit.perSeconds * 1000;
+  const used = await counter.peek(budgetKey(connectorId), windowMs, now);
+  return { used, remaining: Math.max(0, limit.requests - used), resetsAt: new Date(Math.floor(now / windowMs) * windowMs + windowMs) };
 }

@@ -19,6 +19,7 @@ import * as m0010 from './migrations/0010_workflow_version_saver.ts';
 import * as m0011 from './migrations/0011_api_spec_answer_bytes.ts';
 import * as m0012 from './migrations/0012_schedule_triggers.ts';
 import * as m0013 from './migrations/0013_run_outcomes.ts';
+import * as m0014 from './migrations/0014_console_reads.ts';
 
 const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0011_api_spec_answer_bytes': m0011,
   '0012_schedule_triggers': m0012,
   '0013_run_outcomes': m0013,
+  '0014_console_reads': m0014,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

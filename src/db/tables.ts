@@ -3,7 +3,7 @@
  * Ids are UUIDv7 made by the service (src/ids.ts); timestamps are timestamptz.
  */
 import type { GeneratedAlways, ColumnType, Generated } from 'kysely';
-import type { Operation } from '../openapi/normalize.ts';
+import type { Operation, SpecChanges } from '../openapi/normalize.ts';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 /** jsonb goes in as JSON text (both drivers pass it through unchanged) and comes out parsed. */
@@ -212,9 +212,14 @@ export interface ApiSpecTable {
   provider_slug: string | null;
   inserted_at: Timestamp;
   updated_at: Timestamp;
+  /** What the last update that altered the operations changed in them (null until one). */
+  last_changes: JsonNullable<SpecLastChanges>;
   /** Its large columns' length as text (generated): lists budget with it. */
   answer_bytes: GeneratedAlways<string>;
 }
+
+/** An api_spec's last change of its operations: diffOperations' answer, and when. */
+export type SpecLastChanges = SpecChanges & { changed_at: string };
 
 /** One fixed window of a shared counter (connectors/rate.ts). */
 export interface RateWindowTable {
@@ -301,6 +306,8 @@ export interface WorkflowTable {
 }
 
 export interface WorkflowVersionTable {
+  id: Generated<string>;
+  workspace_id: string;
   workflow_id: string;
   version: number;
   steps: Json<WorkflowStep[]>;
@@ -374,6 +381,8 @@ export interface WorkflowRunTable {
   facts_written: Generated<number>;
   /** What the facts' source keys derive from: the delivery identity, a schedule's tick, or the original's (a replay). */
   source_identity: string | null;
+  /** The headers of the delivery that made the run, secrets redacted (webhooks/delivery-headers.ts); null for a schedule's. */
+  delivery_headers: JsonNullable<Record<string, string>>;
   run_at: Timestamp;
   locked_by: string | null;
   locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;

@@ -15,6 +15,7 @@ import { externalConnectorType } from './external_connectors/resource.ts';
 import { workflowType } from './workflows/resource.ts';
 import { workflowRunType } from './workflow_runs/resource.ts';
 import { apiSpecType } from './api_specs/resource.ts';
+import { workflowVersionType } from './workflow_versions/resource.ts';
 
 export const RESOURCE_TYPES = typeRegistry([
   organizationType,
@@ -29,4 +30,5 @@ export const RESOURCE_TYPES = typeRegistry([
   workflowType,
   workflowRunType,
   apiSpecType,
+  workflowVersionType,
 ]);

@@ -25,8 +25,9 @@ import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
 import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
-import { verifyApiKey } from './verify.ts';
+import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
+import { deliveryHeaders } from './delivery-headers.ts';
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
 
@@ -120,6 +121,12 @@ function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyReques
   return check.signedId;
 }
 
+/** The header an api_key connector reads its key from: never kept on the run, whatever its name. */
+function secretHeadersOf(trigger: TriggerRow): string[] {
+  const name = trigger.connector_config?.header_name;
+  return trigger.connector_auth_type === 'api_key' ? [typeof name === 'string' ? name : DEFAULT_API_KEY_HEADER] : [];
+}
+
 /** The workflow payload: the document's `payload` member when it has one, else the whole document. */
 export function payloadOf(doc: unknown): unknown {
   return isObject(doc) && Object.hasOwn(doc, 'payload') ? doc.payload : doc;
@@ -209,6 +216,7 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
         triggerKey: trigger.key,
         deliveryId: identity.deliveryId,
         payloadJson,
+        deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
         maxAttempts: deps.config.runMaxAttempts,
       },
       identity.key,

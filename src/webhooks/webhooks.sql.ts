@@ -66,6 +66,8 @@ export interface NewRun {
   triggerKey: string | null;
   deliveryId: string | null;
   payloadJson: string;
+  /** The delivery's headers as the run keeps them (delivery-headers.ts), as JSON. */
+  deliveryHeadersJson: string;
   maxAttempts: number;
   replayOf?: string | null;
 }
@@ -94,8 +96,8 @@ const ACCEPT = `
       where delivery_guards.inserted_at < $5
     returning run_id
   ), r as (
-    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity)
-    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14
+    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers)
+    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb
     from g
     where (select count(*) from g) = case when $13::text is null then 1 else 2 end
     limit 1
@@ -131,6 +133,7 @@ export async function acceptDelivery(
     run.maxAttempts,
     signedKey,
     deliverySourceIdentity(guardKey, now),
+    run.deliveryHeadersJson,
   ];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;

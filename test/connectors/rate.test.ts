@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createDb, type Db } from '../../src/db/connect.ts';
 import { memoryLimiter, redisLimiter } from '../../src/limiter.ts';
-import { databaseCounter, limiterCounter, rateLimitOf, takeBudget, type RateLimit, type WindowCounter } from '../../src/connectors/rate.ts';
+import { databaseCounter, limiterCounter, rateLimitOf, rateUse, takeBudget, type RateLimit, type WindowCounter } from '../../src/connectors/rate.ts';
 import { ENGINE, freshPostgresDatabase } from '../helpers/app.ts';
 import { pgliteTemplate } from '../helpers/databases.ts';
 
@@ -59,6 +59,7 @@ function watched(counter: WindowCounter, limit: RateLimit, clock: BudgetClock) {
         }
         return count;
       },
+      peek: (key, windowMs, now) => counter.peek(key, windowMs, now),
     } satisfies WindowCounter,
   };
 }
@@ -85,6 +86,20 @@ async function spendsWithinBudget(counter: (clock: BudgetClock) => WindowCounter
   // The first three did not wait; each other one waited until a later window.
   assert.equal(waits.filter((ms) => ms === 0).length, 3);
   for (const ms of waits.filter((x) => x !== 0)) assert.ok(ms >= opts.marginMs && ms % windowMs === 0, `waited ${ms}`);
+}
+
+/** A budget's use as rateUse reads it: the calls takeBudget counted in the window, then 0 in the next. */
+async function peeksWithoutCounting(counter: (now: () => number) => WindowCounter): Promise<void> {
+  let t = EPOCH + 100;
+  const c = counter(() => t);
+  const id = randomUUID();
+  const limit = { requests: 5, perSeconds: 2 };
+  assert.deepEqual(await rateUse(c, id, limit, t), { used: 0, remaining: 5, resetsAt: new Date(EPOCH + 2000) });
+  for (let i = 0; i < 3; i++) await takeBudget(c, id, limit, () => t);
+  assert.deepEqual(await rateUse(c, id, limit, t), { used: 3, remaining: 2, resetsAt: new Date(EPOCH + 2000) });
+  assert.equal((await rateUse(c, id, limit, t)).used, 3);
+  t = EPOCH + 2000;
+  assert.deepEqual(await rateUse(c, id, limit, t), { used: 0, remaining: 5, resetsAt: new Date(EPOCH + 4000) });
 }
 
 describe('rateLimitOf', () => {
@@ -132,6 +147,7 @@ describe('takeBudget', () => {
         clock.passWindow(now);
         return limit.requests + 1;
       },
+      peek: async () => limit.requests + 1,
     };
     await assert.rejects(takeBudget(full, 'c', limit, clock.now, 5000), { message: "The connector's rate limit kept the call waiting for more than 5 s" });
     // It tried once a window until it had waited past 5 s.
@@ -163,6 +179,10 @@ describe('the memory counter', () => {
 
   it('admits at most the budget in a window; the other calls wait', async () => {
     await spendsWithinBudget((clock) => limiterCounter(memoryLimiter(clock.now)), { perSeconds: 1, marginMs: 5 });
+  });
+
+  it('reads a window without counting in it', async () => {
+    await peeksWithoutCounting((now) => limiterCounter(memoryLimiter(now)));
   });
 });
 
@@ -197,6 +217,10 @@ describe(`the database counter (${ENGINE})`, () => {
     assert.equal(await counter.hit(key, 2500, EPOCH + 5000), 1);
   });
 
+  it('reads a window without counting in it', async () => {
+    await peeksWithoutCounting(() => databaseCounter(db));
+  });
+
   it('admits at most the budget in a window; the other calls wait', async () => {
     await spendsWithinBudget(() => databaseCounter(db), { perSeconds: 1, marginMs: 5 });
     await spendsWithinBudget(() => databaseCounter(db), { perSeconds: 0.25, marginMs: 5 });
@@ -228,6 +252,11 @@ describe('the Redis counter', { skip: process.env.REDIS_URL ? false : 'REDIS_URL
     return r;
   };
 
+  it('reads a window without counting in it', async () => {
+    // Its key expires in real time: the reads follow the hits well within the 1.9 s left.
+    await peeksWithoutCounting((now) => limiterCounter(redisLimiter(redis(), now)));
+  });
+
   it('admits at most the budget in a window across connections; the other calls wait', async () => {
     // Two limiters on two connections, as two processes would have; keys expire in real
     // time, so the clock stands 1.5 s before the end of each 2 s window.
@@ -240,7 +269,7 @@ describe('the Redis counter', { skip: process.env.REDIS_URL ? false : 'REDIS_URL
         now = clock.now;
         const ca = limiterCounter(a);
         const cb = limiterCounter(b);
-        return { hit: (key, windowMs, t) => (turn++ % 2 === 0 ? ca : cb).hit(key, windowMs, t) };
+        return { hit: (key, windowMs, t) => (turn++ % 2 === 0 ? ca : cb).hit(key, windowMs, t), peek: (key, windowMs, t) => ca.peek(key, windowMs, t) };
       },
       { perSeconds: 2, marginMs: 1500 },
     );

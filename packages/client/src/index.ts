@@ -102,6 +102,8 @@ export interface TributaryClient {
   bulkReplay(filter: ListOptions<'workflow_runs'>['filter'], meta?: BulkReplayMeta, opts?: CallOptions): Promise<BulkReplayDocument>;
   /** Checks a connector's credentials against its provider (POST /external_connectors/{id}/verify). */
   verifyConnector(connectorId: string, opts?: CallOptions): Promise<One<'external_connectors'>>;
+  /** A connector's rate budget and its use in the current window, read without counting (GET /external_connectors/{id}/rate_limit). */
+  connectorRateLimit(connectorId: string): Promise<import('./types.ts').ConnectorRateLimitDocument>;
   /** A GraphQL query of facts; its variables are factQuery's arguments. Resolves to `data`. */
   factQuery<T = { factQuery: FactPage | null }>(query: string, variables: FactQueryVariables): Promise<T>;
   /** Delivers a payload to a workflow trigger as this account (POST /api/v1/webhooks/{token}). */
@@ -260,6 +262,8 @@ export function createClient(options: ClientOptions): TributaryClient {
       (await request('POST', `/workflow_runs/replay${queryString({ filter } as ListOptions<Collection>)}`, { meta }, opts)) as BulkReplayDocument,
     verifyConnector: async (connectorId, opts) =>
       (await request('POST', `/external_connectors/${encodeURIComponent(connectorId)}/verify`, undefined, opts)) as One<'external_connectors'>,
+    connectorRateLimit: async (connectorId) =>
+      (await request('GET', `/external_connectors/${encodeURIComponent(connectorId)}/rate_limit`)) as import('./types.ts').ConnectorRateLimitDocument,
 
     async factQuery<T>(query: string, variables: FactQueryVariables): Promise<T> {
       const vars: Record<string, unknown> = { ...variables };

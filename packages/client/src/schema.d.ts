@@ -420,6 +420,40 @@ export interface paths {
         patch: operations["update_api_spec"];
         trace?: never;
     };
+    "/api/json/v1/workflow_versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List workflow_version resources */
+        get: operations["list_workflow_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/json/v1/workflow_versions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one workflow_version */
+        get: operations["get_workflow_version"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/json/v1/external_connectors/{id}/verify": {
         parameters: {
             query?: never;
@@ -431,6 +465,23 @@ export interface paths {
         put?: never;
         /** A cheap call through the connector's driver; the connector becomes verified or failing */
         post: operations["verify_external_connector"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/json/v1/external_connectors/{id}/rate_limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The connector's rate budget (config.rate_limit) and its use in the current window, read without counting */
+        get: operations["get_external_connector_rate_limit"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -665,6 +716,36 @@ export interface components {
             jsonapi?: {
                 version?: string;
             };
+        };
+        connector_rate_limit: {
+            /** @constant */
+            type: "connector_rate_limit";
+            /**
+             * Format: uuid
+             * @description The connector's id
+             */
+            id: string;
+            attributes: {
+                /** @description Whether the connector has a config.rate_limit; without one the other attributes are null */
+                limited: boolean;
+                /** @description Calls allowed in a window */
+                requests: number | null;
+                /** @description The window's length in seconds */
+                per_seconds: number | null;
+                /** @description Calls counted in the current window, those that waited for a later one included */
+                used: number | null;
+                /** @description requests less used, never below 0 */
+                remaining: number | null;
+                /**
+                 * Format: date-time
+                 * @description When the current window ends
+                 */
+                resets_at: string | null;
+            };
+        };
+        connector_rate_limit_document: {
+            data: components["schemas"]["connector_rate_limit"];
+            links?: components["schemas"]["links"];
         };
         /** @description The public attributes of organization; a sparse fieldset (fields[organization]) returns fewer. */
         organization_attributes: {
@@ -1303,6 +1384,7 @@ export interface components {
             trigger_key?: string | null;
             delivery_id?: string | null;
             payload?: unknown;
+            delivery_headers?: unknown;
             payload_truncated?: boolean;
             payload_bytes?: number;
             steps?: unknown;
@@ -1377,6 +1459,7 @@ export interface components {
             security_schemes?: unknown;
             operations?: unknown;
             provider_slug?: string | null;
+            last_changes?: unknown;
             /** Format: date-time */
             inserted_at?: string;
             /** Format: date-time */
@@ -1452,6 +1535,56 @@ export interface components {
                     provider_slug?: string | null;
                 };
                 relationships?: Record<string, unknown>;
+            };
+        };
+        /** @description The public attributes of workflow_version; a sparse fieldset (fields[workflow_version]) returns fewer. */
+        workflow_version_attributes: {
+            /** Format: uuid */
+            workflow_id?: string;
+            version?: number;
+            steps?: unknown;
+            /** Format: uuid */
+            saved_by?: string | null;
+            /** Format: date-time */
+            inserted_at?: string;
+        };
+        workflow_version: {
+            /** @constant */
+            type: "workflow_version";
+            id: string;
+            attributes?: components["schemas"]["workflow_version_attributes"];
+            relationships?: {
+                workflow?: {
+                    data?: {
+                        /** @constant */
+                        type: "workflow";
+                        id: string;
+                    } | null;
+                    links?: {
+                        [key: string]: string;
+                    };
+                    meta?: Record<string, unknown>;
+                };
+            };
+            links?: components["schemas"]["links"];
+            meta?: Record<string, unknown>;
+        };
+        workflow_version_document: {
+            data: components["schemas"]["workflow_version"];
+            included?: components["schemas"]["any_resource"][];
+            links?: components["schemas"]["links"];
+            meta?: Record<string, unknown>;
+            jsonapi?: {
+                version?: string;
+            };
+        };
+        workflow_version_list: {
+            data: components["schemas"]["workflow_version"][];
+            included?: components["schemas"]["any_resource"][];
+            links?: components["schemas"]["links"];
+            meta?: Record<string, unknown>;
+            jsonapi?: {
+                version?: string;
             };
         };
     };
@@ -3540,7 +3673,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -3573,7 +3706,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -3811,7 +3944,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
@@ -3844,7 +3977,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
@@ -4028,7 +4161,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: external_connector */
                 include?: string;
-                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, inserted_at, updated_at, external_connector */
+                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, last_changes, inserted_at, updated_at, external_connector */
                 "fields[api_spec]"?: string;
                 /** @description Sparse fieldset of external_connector: comma-separated names of name, auth_type, type, direction, status, config, description, provider_slug, organization_id, has_secret, last_verified_at, last_error, inserted_at, updated_at */
                 "fields[external_connector]"?: string;
@@ -4061,7 +4194,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: external_connector */
                 include?: string;
-                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, inserted_at, updated_at, external_connector */
+                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, last_changes, inserted_at, updated_at, external_connector */
                 "fields[api_spec]"?: string;
                 /** @description Sparse fieldset of external_connector: comma-separated names of name, auth_type, type, direction, status, config, description, provider_slug, organization_id, has_secret, last_verified_at, last_error, inserted_at, updated_at */
                 "fields[external_connector]"?: string;
@@ -4106,7 +4239,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: external_connector */
                 include?: string;
-                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, inserted_at, updated_at, external_connector */
+                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, last_changes, inserted_at, updated_at, external_connector */
                 "fields[api_spec]"?: string;
                 /** @description Sparse fieldset of external_connector: comma-separated names of name, auth_type, type, direction, status, config, description, provider_slug, organization_id, has_secret, last_verified_at, last_error, inserted_at, updated_at */
                 "fields[external_connector]"?: string;
@@ -4142,7 +4275,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: external_connector */
                 include?: string;
-                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, inserted_at, updated_at, external_connector */
+                /** @description Sparse fieldset of api_spec: comma-separated names of name, format, raw_document, organization_id, external_connector_id, openapi_version, title, version, servers, security_schemes, operations, provider_slug, last_changes, inserted_at, updated_at, external_connector */
                 "fields[api_spec]"?: string;
                 /** @description Sparse fieldset of external_connector: comma-separated names of name, auth_type, type, direction, status, config, description, provider_slug, organization_id, has_secret, last_verified_at, last_error, inserted_at, updated_at */
                 "fields[external_connector]"?: string;
@@ -4184,6 +4317,137 @@ export interface operations {
             503: components["responses"]["error_503"];
         };
     };
+    list_workflow_versions: {
+        parameters: {
+            query?: {
+                /** @description workflow_id equals (same as filter[workflow_id][eq]) */
+                "filter[workflow_id]"?: string;
+                /** @description workflow_id eq */
+                "filter[workflow_id][eq]"?: string;
+                /** @description workflow_id ne */
+                "filter[workflow_id][ne]"?: string;
+                /** @description workflow_id is one of the comma-separated values */
+                "filter[workflow_id][in]"?: string;
+                /** @description version equals (same as filter[version][eq]) */
+                "filter[version]"?: number;
+                /** @description version eq */
+                "filter[version][eq]"?: number;
+                /** @description version ne */
+                "filter[version][ne]"?: number;
+                /** @description version gt */
+                "filter[version][gt]"?: number;
+                /** @description version gte */
+                "filter[version][gte]"?: number;
+                /** @description version lt */
+                "filter[version][lt]"?: number;
+                /** @description version lte */
+                "filter[version][lte]"?: number;
+                /** @description version is one of the comma-separated values */
+                "filter[version][in]"?: string;
+                /** @description saved_by equals (same as filter[saved_by][eq]) */
+                "filter[saved_by]"?: string;
+                /** @description saved_by eq */
+                "filter[saved_by][eq]"?: string;
+                /** @description saved_by ne */
+                "filter[saved_by][ne]"?: string;
+                /** @description saved_by is one of the comma-separated values */
+                "filter[saved_by][in]"?: string;
+                /** @description saved_by is_null */
+                "filter[saved_by][is_null]"?: boolean;
+                /** @description inserted_at equals (same as filter[inserted_at][eq]) */
+                "filter[inserted_at]"?: string;
+                /** @description inserted_at eq */
+                "filter[inserted_at][eq]"?: string;
+                /** @description inserted_at ne */
+                "filter[inserted_at][ne]"?: string;
+                /** @description inserted_at gt */
+                "filter[inserted_at][gt]"?: string;
+                /** @description inserted_at gte */
+                "filter[inserted_at][gte]"?: string;
+                /** @description inserted_at lt */
+                "filter[inserted_at][lt]"?: string;
+                /** @description inserted_at lte */
+                "filter[inserted_at][lte]"?: string;
+                /** @description inserted_at is one of the comma-separated values */
+                "filter[inserted_at][in]"?: string;
+                /** @description Comma-separated, at most 5, "-" for descending (default -inserted_at) of: version, inserted_at */
+                sort?: string;
+                /** @description Page size (default 50) */
+                "page[limit]"?: number;
+                /** @description Offset paging; not with page[after] or page[before] */
+                "page[offset]"?: number;
+                /** @description Cursor paging: the meta.page.next_cursor of a page */
+                "page[after]"?: string;
+                /** @description Cursor paging: the meta.page.prev_cursor of a page */
+                "page[before]"?: string;
+                /** @description true adds meta.page.total */
+                "page[count]"?: boolean;
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
+                include?: string;
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, saved_by, inserted_at, workflow */
+                "fields[workflow_version]"?: string;
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                "fields[workflow]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of workflow_version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["workflow_version_list"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    get_workflow_version: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
+                include?: string;
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, saved_by, inserted_at, workflow */
+                "fields[workflow_version]"?: string;
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                "fields[workflow]"?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workflow_version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["workflow_version_document"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
     verify_external_connector: {
         parameters: {
             query?: never;
@@ -4216,6 +4480,35 @@ export interface operations {
             413: components["responses"]["error_413"];
             415: components["responses"]["error_415"];
             422: components["responses"]["error_422"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    get_external_connector_rate_limit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget and its use; limited is false and the rest null without a rate_limit */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["connector_rate_limit_document"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
             429: components["responses"]["error_429"];
             503: components["responses"]["error_503"];
         };

@@ -99,6 +99,8 @@ export type BulkReplayMeta = NonNullable<OpBody<`${Prefix}/workflow_runs/replay`
 type Answer<P extends keyof paths, M extends string, S extends number> = paths[P] extends { [K in M]: { responses: { [X in S]: infer R } } } ? R : never;
 export type TestRunDocument = Content<Answer<`${Prefix}/workflows/{id}/test_run`, 'post', 200>>;
 export type BulkReplayDocument = Content<Answer<`${Prefix}/workflow_runs/replay`, 'post', 200>>;
+/** GET /external_connectors/{id}/rate_limit: the connector's rate budget and its use in the current window. */
+export type ConnectorRateLimitDocument = Content<Answer<`${Prefix}/external_connectors/{id}/rate_limit`, 'get', 200>>;
 
 type JsonContent<R> = R extends { content: { 'application/json': infer D } } ? D : never;
 /** The 202 answer of POST /api/v1/webhooks/{token}: accepted with the run's id, or a duplicate. */

@@ -378,6 +378,18 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
         responses: { 200: doc('external_connector_document', 'The connector with its new status'), ...errors(...WRITE_ERRORS) },
       },
     },
+    [`${API_PREFIX}/external_connectors/{id}/rate_limit`]: {
+      get: {
+        operationId: 'get_external_connector_rate_limit',
+        tags: ['external_connector'],
+        summary: "The connector's rate budget (config.rate_limit) and its use in the current window, read without counting",
+        parameters: [idParam],
+        responses: {
+          200: doc('connector_rate_limit_document', 'The budget and its use; limited is false and the rest null without a rate_limit'),
+          ...errors(...COMMON_ERRORS, 404),
+        },
+      },
+    },
     [`${API_PREFIX}/workflows/save_builder_state`]: {
       post: {
         operationId: 'save_workflow_builder_state',
@@ -488,6 +500,37 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
         security: [],
         responses: { 200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
       },
+    },
+  };
+}
+
+/** A connector's rate budget and its use: not a stored type, so not in the registry. */
+function rateLimitSchemas(): Record<string, Schema> {
+  return {
+    connector_rate_limit: {
+      type: 'object',
+      required: ['type', 'id', 'attributes'],
+      properties: {
+        type: { const: 'connector_rate_limit' },
+        id: { type: 'string', format: 'uuid', description: "The connector's id" },
+        attributes: {
+          type: 'object',
+          required: ['limited', 'requests', 'per_seconds', 'used', 'remaining', 'resets_at'],
+          properties: {
+            limited: { type: 'boolean', description: 'Whether the connector has a config.rate_limit; without one the other attributes are null' },
+            requests: nullable({ type: 'integer', description: 'Calls allowed in a window' }),
+            per_seconds: nullable({ type: 'number', description: "The window's length in seconds" }),
+            used: nullable({ type: 'integer', description: 'Calls counted in the current window, those that waited for a later one included' }),
+            remaining: nullable({ type: 'integer', description: 'requests less used, never below 0' }),
+            resets_at: nullable({ type: 'string', format: 'date-time', description: 'When the current window ends' }),
+          },
+        },
+      },
+    },
+    connector_rate_limit_document: {
+      type: 'object',
+      required: ['data'],
+      properties: { data: ref('connector_rate_limit'), links: { $ref: '#/components/schemas/links' } },
     },
   };
 }
@@ -622,7 +665,7 @@ function graphqlPaths(): Record<string, PathItem> {
 export function buildOpenApiDocument(opts: OpenApiOptions, registry: TypeRegistry = RESOURCE_TYPES): Record<string, unknown> {
   const inputs = writableInputs(opts);
   const types = [...registry.values()];
-  const schemas: Record<string, Schema> = { ...errorSchemas(), ...providerSchemas() };
+  const schemas: Record<string, Schema> = { ...errorSchemas(), ...providerSchemas(), ...rateLimitSchemas() };
   let paths: Record<string, PathItem> = {};
   for (const type of types) {
     Object.assign(schemas, resourceSchemas(type, inputs.get(type.type)));

@@ -3,7 +3,8 @@ import type { Selectable } from 'kysely';
 import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
-import { authorize } from '../../auth/access.ts';
+import { authorize, typePermission } from '../../auth/access.ts';
+import { rateLimitOf, rateUse } from '../../connectors/rate.ts';
 import { AppError, invalidAt, invalidParam } from '../../errors.ts';
 import { verifyConnector } from '../../connectors/verify.ts';
 import { API_PREFIX, buildDocument } from './document.ts';
@@ -82,6 +83,19 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       return sendDocument(reply, 200, await buildDocument(deps.db, RESOURCE_TYPES, principal, externalConnectorType, row, q, { links: { self }, now: now() }));
     });
 
+    // The connector's rate budget as the calls through it count it, read without counting.
+    scope.get(
+      `${API_PREFIX}/external_connectors/:id/rate_limit`,
+      { config: { permission: typePermission(externalConnectorType.type, 'read'), rateLimit: 'account' } },
+      async (request, reply) => {
+        const principal = request.principal!;
+        const row = await findOr404(deps.db, externalConnectorType, principal, (request.params as { id: string }).id);
+        const self = `${API_PREFIX}/external_connectors/${row.id}/rate_limit`;
+        const attributes = await rateLimitAttributes(deps, row.id, row.config);
+        return sendDocument(reply, 200, { jsonapi: { version: '1.1' }, data: { type: 'connector_rate_limit', id: row.id, attributes }, links: { self } });
+      },
+    );
+
     // The whole graph in one save; new triggers' tokens are shown this once, in meta.
     scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions(workflowType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
@@ -153,6 +167,21 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       });
     });
   });
+}
+
+/** A connector_rate_limit's attributes: without a rate_limit, limited is false and the rest null (no window is counted). */
+async function rateLimitAttributes(deps: Deps, connectorId: string, config: Record<string, unknown> | null): Promise<Record<string, unknown>> {
+  const limit = rateLimitOf(config);
+  if (limit === undefined) return { limited: false, requests: null, per_seconds: null, used: null, remaining: null, resets_at: null };
+  const use = await rateUse(deps.connectors.counter, connectorId, limit, deps.clock());
+  return {
+    limited: true,
+    requests: limit.requests,
+    per_seconds: limit.perSeconds,
+    used: use.used,
+    remaining: use.remaining,
+    resets_at: use.resetsAt.toISOString(),
+  };
 }
 
 /**

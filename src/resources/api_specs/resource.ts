@@ -23,6 +23,8 @@ export const apiSpecType: ResourceType = {
     security_schemes: { column: 'security_schemes', kind: 'json', large: true },
     operations: { column: 'operations', kind: 'json', large: true },
     provider_slug: { column: 'provider_slug', kind: 'string', filter: true, sort: true, nullable: true },
+    // What the last update that altered the operations changed in them, and when: {changed_at, added, removed, changed}.
+    last_changes: { column: 'last_changes', kind: 'json', nullable: true, large: true },
     ...TIMESTAMPS,
   },
   relationships: {

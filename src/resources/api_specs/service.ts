@@ -6,7 +6,7 @@
  */
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/connect.ts';
-import type { ApiSpecTable } from '../../db/tables.ts';
+import type { ApiSpecTable, SpecLastChanges } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
@@ -149,6 +149,9 @@ export async function patchApiSpec(
     const spec = await derive(text, format, opts);
     Object.assign(patch, { format, raw_document: text, ...derived(spec) });
     changes = diffOperations(existing.operations, spec.operations);
+    // Kept until the next update that alters the operations: a new name or an equal document leaves it.
+    if (changes.added.length + changes.removed.length + changes.changed.length > 0)
+      patch.last_changes = JSON.stringify({ changed_at: now.toISOString(), ...changes } satisfies SpecLastChanges);
   }
   try {
     const row = await updateApiSpec(db, principal.workspaceId, existing.id, patch, now);

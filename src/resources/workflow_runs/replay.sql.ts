@@ -33,15 +33,15 @@ function clauseSql(c: RunFilterClause): RawBuilder<SqlBool> {
 const versionOf = (version: ReplayVersion) => (version === 'current' ? sql`w.version` : sql`o.workflow_version`);
 
 /**
- * A new run of `originalId` with the same payload, trigger and source identity, linked to
+ * A new run of `originalId` with the same payload, trigger, source identity and delivery headers, linked to
  * it, on the original's or the workflow's current version; the original must be a run of
  * the workspace. Returns the new row, or undefined when there is no such run.
  */
 export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number, version: ReplayVersion) {
   const result = await sql<Selectable<WorkflowRunTable>>`
     with r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, run_at, inserted_at, updated_at)
-      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, ${now}, ${now}, ${now}
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, run_at, inserted_at, updated_at)
+      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers, ${now}, ${now}, ${now}
       from workflow_runs as o
       join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
       where o.workspace_id = ${workspaceId} and o.id = ${originalId}
@@ -85,8 +85,8 @@ export async function insertBulkReplay(db: Db, r: BulkReplay): Promise<{ ids: st
       limit ${limit + 1}
     ),
     made as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, run_at, inserted_at, updated_at)
-      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, ${r.now}, ${r.now}, ${r.now}
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, run_at, inserted_at, updated_at)
+      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, o.delivery_headers, ${r.now}, ${r.now}, ${r.now}
       from matched as m
       join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
       join workflow_runs as o on o.id = m.id

@@ -203,7 +203,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       const row = existing
         ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: now })
         : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
-      await q.putVersion(trx, id, version, def.steps, principal.membershipId);
+      await q.putVersion(trx, principal.workspaceId, { id: uuidv7(), workflowId: id, version, steps: def.steps, savedBy: principal.membershipId });
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
       const kept = def.triggers.filter((t) => t.id !== null);
       await q.deleteTriggersExcept(

@@ -16,10 +16,21 @@ export function updateWorkflow(trx: Db, workspaceId: string, id: string, patch: 
 }
 
 /** The steps of a version and who saved them, replaced when a save keeps the version. */
-export async function putVersion(trx: Db, workflowId: string, version: number, steps: WorkflowStep[], savedBy: string): Promise<void> {
+export async function putVersion(
+  trx: Db,
+  workspaceId: string,
+  v: { id: string; workflowId: string; version: number; steps: WorkflowStep[]; savedBy: string },
+): Promise<void> {
   await trx
     .insertInto('workflow_versions')
-    .values({ workflow_id: workflowId, version, steps: JSON.stringify(steps), saved_by_membership_id: savedBy })
+    .values({
+      id: v.id,
+      workspace_id: workspaceId,
+      workflow_id: v.workflowId,
+      version: v.version,
+      steps: JSON.stringify(v.steps),
+      saved_by_membership_id: v.savedBy,
+    })
     .onConflict((oc) =>
       oc
         .columns(['workflow_id', 'version'])

@@ -1,0 +1,51 @@
+/**
+ * The headers of a webhook delivery as its run keeps them (workflow_run.delivery_headers),
+ * so an operator sees what started a run without the secrets that came with it:
+ * - a header that carries credentials keeps its name, its value becomes "[redacted]": the
+ *   ones named below, any name containing one of SECRET_STEMS, the header an api_key
+ *   connector reads its key from, and any value that looks like a key or one of our tokens;
+ * - the delivery-id headers (webhooks/identity.ts) are shown in full: the run shows that
+ *   value as its delivery_id already;
+ * - hop-by-hop headers, and those a Connection header names, are left out: they describe
+ *   the connection to us, not the delivery;
+ * - bounded: the first MAX_HEADERS headers, each value cut to MAX_VALUE_CHARS characters.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { REDACTED } from '../log.ts';
+import { looksLikeSecret } from '../secrets.ts';
+import { DELIVERY_ID_HEADERS } from './identity.ts';
+
+export const MAX_HEADERS = 50;
+export const MAX_VALUE_CHARS = 1024;
+
+const SECRET_NAMES = new Set(['authorization', 'proxy-authorization', 'cookie']);
+export const SECRET_STEMS = ['signature', 'secret', 'token', 'auth', 'key', 'password', 'credential', 'hmac'] as const;
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const SHOWN_IN_FULL: ReadonlySet<string> = new Set(DELIVERY_ID_HEADERS);
+
+/** Whether a header's value is never kept: by its name, or one of `secretHeaders` (lower case). */
+function secretName(name: string, secretHeaders: ReadonlySet<string>): boolean {
+  return SECRET_NAMES.has(name) || secretHeaders.has(name) || SECRET_STEMS.some((stem) => name.includes(stem));
+}
+
+export function deliveryHeaders(headers: IncomingHttpHeaders, secretHeaders: readonly string[] = []): Record<string, string> {
+  const secret = new Set(secretHeaders.map((h) => h.toLowerCase()));
+  const connection = headers.connection;
+  const named = new Set(
+    (Array.isArray(connection) ? connection.join(',') : (connection ?? ''))
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter((s) => s !== ''),
+  );
+  // A Map, then own properties: a header named __proto__ is a header like any other.
+  const out = new Map<string, string>();
+  for (const [rawName, raw] of Object.entries(headers)) {
+    if (out.size === MAX_HEADERS) break;
+    const name = rawName.toLowerCase();
+    if (raw === undefined || HOP_BY_HOP.has(name) || named.has(name) || out.has(name)) continue;
+    const value = Array.isArray(raw) ? raw.join(', ') : raw;
+    const redact = !SHOWN_IN_FULL.has(name) && (secretName(name, secret) || looksLikeSecret(value));
+    out.set(name, redact ? REDACTED : value.slice(0, MAX_VALUE_CHARS));
+  }
+  return Object.fromEntries(out);
+}
