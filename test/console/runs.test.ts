@@ -199,4 +199,20 @@ describe('runs pages', { skip: BROWSER_SKIP }, () => {
     // The poll sends the list's filters and the newest change seen.
     assert.match(decodeURIComponent(polls.at(-1)!), /filter\[updated_at\]\[gt\]=\d{4}-\d\d-\d\dT/);
   });
+
+  it('pages with the API’s cursors', async () => {
+    // 25 a page: with the runs so far, 26 more make sure there is a second page.
+    const made = await Promise.all(Array.from({ length: 26 }, (_, i) => send({ id: `p-${i}`, total: 1 })));
+    const first = page.getByRole('table').locator('tbody a[aria-label^="Run "]').first();
+    await page.getByRole('button', { name: 'Next →' }).waitFor();
+    await runLink(page, made.at(-1)!).or(runLink(page, made[0]!)).first().waitFor();
+    const newest = await first.getAttribute('aria-label');
+    await page.getByRole('button', { name: 'Next →' }).focus();
+    await page.keyboard.press('Enter');
+    await runLink(page, okRun).waitFor();
+    assert.notEqual(await first.getAttribute('aria-label'), newest);
+    await page.getByRole('button', { name: '← Previous' }).click();
+    await page.locator(`tbody a[aria-label="${newest}"]`).waitFor();
+    await assertAccessible(page, 'a page of runs');
+  });
 });

@@ -77,18 +77,27 @@ export function RunPage(props: { id: string }) {
     return doc.data[0]?.attributes?.steps ?? [];
   }, [client, a?.workflow_id, a?.workflow_version]);
 
-  // Unfinished: read it again every second until it finishes (and its replays with it).
+  // Unfinished: read it again every second until it finishes (and its replays with it);
+  // a hidden tab asks nothing and reads it again when shown.
   const unfinished = a !== undefined && UNFINISHED.has(a.status);
   const updated = a?.updated_at;
   useEffect(() => {
-    if (!unfinished) return;
-    const timer = setTimeout(() => {
-      if (document.visibilityState === 'visible') {
-        run.reload();
-        replays.reload();
-      } else run.reload();
-    }, REFRESH_MS);
-    return () => clearTimeout(timer);
+    if (!unfinished || run.loading) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const refresh = () => {
+      run.reload();
+      replays.reload();
+    };
+    const onVisibility = () => {
+      clearTimeout(timer);
+      if (document.visibilityState === 'visible') refresh();
+    };
+    if (document.visibilityState === 'visible') timer = setTimeout(refresh, REFRESH_MS);
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      clearTimeout(timer);
+      document.removeEventListener('visibilitychange', onVisibility);
+    };
   }, [unfinished, updated, run.loading]);
 
   if (!run.data) {

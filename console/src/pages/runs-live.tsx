@@ -106,14 +106,15 @@ export function useLiveRuns(client: TributaryClient, filters: RunFilters, filter
     let lastPage = true;
 
     setState((s) => ({ ...s, loading: true, error: undefined }));
-    const load = async () => {
+    const load = async (arrived = 0) => {
       const q = new URLSearchParams(params);
       q.set('include', 'workflow');
       q.set('page[limit]', String(PAGE_LIMIT));
       const doc = (await client.request('GET', pagePath ?? `/workflow_runs?${q}`)) as RunList;
       if (stopped) return;
-      cursor = newest(doc.data);
-      wideCursor = cursor;
+      // A reload keeps what was seen: the cursor only moves forward.
+      cursor = newest(doc.data, cursor);
+      wideCursor = newest(doc.data, wideCursor);
       lastPage = !doc.links?.next;
       setState({
         rows: doc.data,
@@ -123,7 +124,7 @@ export function useLiveRuns(client: TributaryClient, filters: RunFilters, filter
         loading: false,
         error: undefined,
         pollError: undefined,
-        arrived: 0,
+        arrived,
       });
     };
 
@@ -140,13 +141,14 @@ export function useLiveRuns(client: TributaryClient, filters: RunFilters, filter
       if (stopped) return;
       cursor = newest(found.data, cursor);
       wideCursor = newest(wide.data, wideCursor ?? cursor);
-      setState((s) => {
-        const a = mergeRuns(s.rows, found.data, { firstPage, lastPage, addNew: true });
-        const b = mergeRuns(a.rows, wide.data, { firstPage, lastPage, addNew: false });
-        const names = workflowNames(wide, workflowNames(found, new Map(s.names)));
-        if (b.rows === s.rows && s.pollError === undefined && names.size === s.names.size) return s;
-        return { ...s, rows: b.rows, names, pollError: undefined, arrived: a.added > 0 ? a.added : s.arrived };
-      });
+      const s = current.current;
+      const a = mergeRuns(s.rows, found.data, { firstPage, lastPage, addNew: true });
+      const b = mergeRuns(a.rows, wide.data, { firstPage, lastPage, addNew: false });
+      // A first page that outgrew its size is read again: the newest runs, and links.next past them.
+      if (firstPage && b.rows.length > PAGE_LIMIT) return load(a.added);
+      const names = workflowNames(wide, workflowNames(found, new Map(s.names)));
+      if (b.rows === s.rows && s.pollError === undefined && names.size === s.names.size) return;
+      setState({ ...s, rows: b.rows, names, pollError: undefined, arrived: a.added > 0 ? a.added : s.arrived });
     };
 
     const schedule = () => {
