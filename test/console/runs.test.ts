@@ -102,6 +102,13 @@ describe('runs pages', { skip: BROWSER_SKIP }, () => {
     await runLink(other, failedRun).waitFor();
     assert.equal(await other.getByLabel('Status').inputValue(), 'failed');
     assert.equal(await runLink(other, okRun).count(), 0);
+    // The workflow by name, and a time range that ends before the runs began.
+    await other.getByLabel('Workflow').selectOption({ label: 'Orders' });
+    await other.waitForURL(/workflow=[0-9a-f-]{36}/);
+    await runLink(other, failedRun).waitFor();
+    await other.getByLabel('Inserted until').fill('2020-01-01T00:00');
+    await other.waitForURL(/until=20(19|20)-/);
+    await other.getByText('No run matches yet').waitFor();
     await other.context().close();
   });
 
