@@ -6,6 +6,7 @@
  * console's budget (150 KB) is measured on.
  */
 import { build } from 'esbuild';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -13,8 +14,46 @@ import { gzipSync } from 'node:zlib';
 const root = path.resolve(import.meta.dirname, '..');
 const out = path.join(root, 'dist', 'console');
 
-export async function buildConsole(opts: { quiet?: boolean } = {}): Promise<{ js: string; css: string; jsGzipBytes: number }> {
-  fs.rmSync(out, { recursive: true, force: true });
+/** The files the build reads: the console, the SDK it bundles, Preact's version and this script. */
+function inputsHash(): string {
+  const hash = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else hash.update(`${path.relative(root, p)}\0`).update(fs.readFileSync(p));
+    }
+  };
+  walk(path.join(root, 'console'));
+  walk(path.join(root, 'packages', 'client', 'src'));
+  hash.update(fs.readFileSync(path.join(root, 'node_modules', 'preact', 'package.json')));
+  hash.update(fs.readFileSync(import.meta.filename));
+  return hash.digest('hex');
+}
+
+interface Built {
+  js: string;
+  css: string;
+  jsGzipBytes: number;
+}
+
+/**
+ * Builds into a fresh folder and swaps it in, and does nothing when the inputs are those of
+ * the build in place: a server starting meanwhile (a test, `npx tributary` installing this
+ * package into its cache and running prepare again) never finds the console half-written.
+ */
+export async function buildConsole(opts: { quiet?: boolean } = {}): Promise<Built> {
+  const inputs = inputsHash();
+  const stamp = path.join(out, 'build.json');
+  if (fs.existsSync(stamp)) {
+    const prior = JSON.parse(fs.readFileSync(stamp, 'utf8')) as Built & { inputs: string };
+    if (prior.inputs === inputs && fs.existsSync(path.join(out, 'assets', prior.js))) {
+      if (!opts.quiet) console.log(`console up to date: dist/console/assets/${prior.js}`);
+      return { js: prior.js, css: prior.css, jsGzipBytes: prior.jsGzipBytes };
+    }
+  }
+  const next = `${out}.next-${process.pid}`;
+  fs.rmSync(next, { recursive: true, force: true });
   const result = await build({
     entryPoints: [path.join(root, 'console', 'src', 'main.tsx')],
     bundle: true,
@@ -24,7 +63,7 @@ export async function buildConsole(opts: { quiet?: boolean } = {}): Promise<{ js
     platform: 'browser',
     jsx: 'automatic',
     jsxImportSource: 'preact',
-    outdir: path.join(out, 'assets'),
+    outdir: path.join(next, 'assets'),
     entryNames: '[name]-[hash]',
     metafile: true,
     legalComments: 'none',
@@ -38,8 +77,13 @@ export async function buildConsole(opts: { quiet?: boolean } = {}): Promise<{ js
     .readFileSync(path.join(root, 'console', 'index.html'), 'utf8')
     .replace('%JS%', `assets/${js}`)
     .replace('%CSS%', `assets/${css}`);
-  fs.writeFileSync(path.join(out, 'index.html'), html);
-  const jsGzipBytes = gzipSync(fs.readFileSync(path.join(out, 'assets', js))).length;
+  fs.writeFileSync(path.join(next, 'index.html'), html);
+  const jsGzipBytes = gzipSync(fs.readFileSync(path.join(next, 'assets', js))).length;
+  fs.writeFileSync(path.join(next, 'build.json'), `${JSON.stringify({ inputs, js, css, jsGzipBytes }, null, 2)}\n`);
+  const old = `${out}.old-${process.pid}`;
+  if (fs.existsSync(out)) fs.renameSync(out, old);
+  fs.renameSync(next, out);
+  fs.rmSync(old, { recursive: true, force: true });
   if (!opts.quiet) console.log(`console built: dist/console/assets/${js} (${(jsGzipBytes / 1024).toFixed(1)} KB gzipped), ${css}`);
   return { js, css, jsGzipBytes };
 }
