@@ -29,7 +29,7 @@ export function RunSteps(props: { run: Run; types: Map<string, string> }) {
   const earlier: Record<string, unknown> = {};
   let previews = a.payload_truncated === true;
   return (
-    <ol class="steps">
+    <ol class="steps" data-testid="run-steps">
       {a.steps.map((s, i) => {
         const ran = s.status !== 'skipped';
         const context = { payload: a.payload, steps: { ...earlier }, run: { id: props.run.id, attempt: a.attempt }, trigger: { key: a.trigger_key } };

@@ -77,7 +77,7 @@ export function WorkflowPage(props: { id: string; query: URLSearchParams }) {
   const triggers = (w.triggers ?? []) as TriggerView[];
 
   return (
-    <Page title={w.name} actions={<a href={href('runs', { workflow_id: props.id })}>Runs of this workflow</a>}>
+    <Page title={w.name} actions={<a href={href('runs', { workflow: props.id })}>Runs of this workflow</a>}>
       <dl class="props">
         <dt>State</dt>
         <dd>

@@ -10,9 +10,13 @@ import { sql, type Kysely } from 'kysely';
  * - workflow_versions.id and workspace_id: a version is a JSON:API resource of its own
  *   (workflow_version), found by id and seen only in its workflow's workspace. Versions
  *   saved before get a random id and their workflow's workspace.
+ * - workflow_runs (workspace_id, updated_at): the console's live runs list asks every 750 ms
+ *   for the runs changed since the newest it saw; without it each ask reads every run of the
+ *   workspace.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`alter table workflow_runs add column delivery_headers jsonb`.execute(db);
+  await sql`create index workflow_runs_workspace_changed_idx on workflow_runs (workspace_id, updated_at, id)`.execute(db);
 
   await sql`alter table api_specs add column last_changes jsonb`.execute(db);
   await sql`alter table api_specs drop column answer_bytes`.execute(db);
