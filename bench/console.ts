@@ -13,9 +13,9 @@
  */
 import path from 'node:path';
 import { sql } from 'kysely';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { uuidv7 } from '../src/ids.ts';
-import { CHROMIUM } from '../test/helpers/browser.ts';
+import { CHROMIUM, launchChromium } from '../test/helpers/chromium.ts';
 import {
   benchEnv,
   exchangeToken,
@@ -152,19 +152,7 @@ async function benchEngine(engine: Engine): Promise<EngineReport> {
     const lastRun = await seedRuns(deps, { org: org.id, ws: ws.id, workflow: saved.data.id });
     console.log(`  ${engine}: ${fmt(RUNS)} runs seeded in ${fmt((Date.now() - t0) / 1000, 1)} s`);
 
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    const browser = await launchChromium();
     run.defer('chromium', () => browser.close());
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     await page.goto(`${url}/console`);

@@ -8,29 +8,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { after } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import AxeBuilder from '@axe-core/playwright';
 import type { Tenant, TestApp } from './app.ts';
+import { CHROMIUM, launchChromium } from './chromium.ts';
 
-export const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (p) => p !== undefined && p !== '' && fs.existsSync(p),
-);
+export { CHROMIUM };
 
 /** `skip` option of a browser test: false when Chromium exists, else why the test does not run. */
 export const BROWSER_SKIP: string | false = CHROMIUM ? false : 'no Chromium found (apt-get install chromium, or set CHROMIUM_PATH): browser tests skipped';
-
-/** The flags this machine's closed network needs (no background requests to Google's hosts). */
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-dev-shm-usage',
-];
 
 let shared: Promise<Browser> | undefined;
 after(async () => (await shared)?.close());
@@ -39,7 +25,7 @@ after(async () => (await shared)?.close());
 export function browser(): Promise<Browser> {
   if (!CHROMIUM) throw new Error(String(BROWSER_SKIP));
   if (!shared) {
-    shared = chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+    shared = launchChromium();
   }
   return shared;
 }
