@@ -289,7 +289,13 @@ describe('credentials', () => {
     }
     const mine = list.body.data.find((r: any) => r.id === A.credentialId);
     const { inserted_at, updated_at, ...attrs } = mine.attributes;
-    assert.deepEqual(attrs, { client_id: A.clientId, is_active: true, name: mine.attributes.name, scopes: ['api_read', 'api_write', 'webhooks', 'embed'] });
+    assert.deepEqual(attrs, {
+      client_id: A.clientId,
+      is_active: true,
+      name: mine.attributes.name,
+      scopes: ['api_read', 'api_write', 'webhooks', 'embed'],
+      workspace_id: A.workspaceId,
+    });
     assert.match(mine.attributes.name, /^sa /);
     assert.match(inserted_at, ISO_Z);
     assert.match(updated_at, ISO_Z);
@@ -300,7 +306,10 @@ describe('credentials', () => {
   test('include=run_as_membership', async () => {
     const res = await api.get(`${P}/credentials/${A.credentialId}?include=run_as_membership`);
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.body.data.relationships, { run_as_membership: { data: { type: 'org_membership', id: A.membershipId } } });
+    assert.deepEqual(res.body.data.relationships, {
+      workspace: { data: { type: 'workspace', id: A.workspaceId } },
+      run_as_membership: { data: { type: 'org_membership', id: A.membershipId } },
+    });
     assert.equal(res.body.included.length, 1);
     assert.equal(res.body.included[0].type, 'org_membership');
     assert.equal(res.body.included[0].id, A.membershipId);
@@ -312,6 +321,12 @@ describe('credentials', () => {
     );
     assert.deepEqual(ids(await api.get(`${P}/credentials?filter[scopes][contains]=webhooks`)), [A.credentialId]);
     assert.deepEqual(ids(await api.get(`${P}/credentials?filter[client_id]=${member.clientId}`)), [member.credentialId]);
+    // The console finds the workspace an account acts in from its client id.
+    const ws = await api.get(`${P}/credentials?filter[client_id]=${A.clientId}&include=workspace`);
+    assert.deepEqual(
+      ws.body.included.map((r: any) => `${r.type}:${r.id}`),
+      [`workspace:${A.workspaceId}`],
+    );
   });
 
   test('a member sees only its own credential', async () => {
