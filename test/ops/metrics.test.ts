@@ -18,6 +18,7 @@ import { createMetrics } from '../../src/metrics.ts';
 import { start } from '../../src/server.ts';
 import { freshPostgresDatabase } from '../helpers/app.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun } from '../webhooks/helpers.ts';
+import { mockProvider } from '../connectors/mock-provider.ts';
 
 /** A port no one listens on now. */
 async function freePort(): Promise<number> {
@@ -63,8 +64,12 @@ function total(samples: Sample[], name: string, match: Record<string, string> = 
 
 describe('metrics after a known load', async () => {
   const port = await freePort();
-  const f = await startFlow({ METRICS_PORT: String(port) });
+  const N = 5;
+  const M = 2;
+  const f = await startFlow({ METRICS_PORT: String(port), ALLOW_PRIVATE_EGRESS: 'true', WEBHOOK_RATE_LIMIT_MAX: String(N + M) });
   const db = f.t.deps.db;
+  const provider = await mockProvider();
+  after(() => provider.close());
   await createModel(f, 'orders', [
     { name: 'order_id', type: 'string' },
     { name: 'amount', type: 'float', is_required: true },
@@ -81,8 +86,6 @@ describe('metrics after a known load', async () => {
   });
   const token: string = saved.tokens.hook!;
   const workflowId: string = saved.workflow.id;
-  const N = 5;
-  const M = 2;
   const runIds: string[] = [];
   const send = (i: number) =>
     deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ id: `o-${i}`, total: i, at: '2026-11-01T10:00:00Z' }), { 'idempotency-key': `d-${i}` });
@@ -96,6 +99,9 @@ describe('metrics after a known load', async () => {
     const d = await send(i);
     assert.equal(d.body.status, 'duplicate', d.text);
   }
+  // The trigger's window (N + M) is spent.
+  const limited = await send(N);
+  assert.equal(limited.status, 429, limited.text);
   const refused = await deliver(f, `/api/v1/webhooks/${token}`, '{}', {}, null);
   assert.equal(refused.status, 401, refused.text);
   const unknown = await deliver(f, `/api/v1/webhooks/tbwh_${'x'.repeat(43)}`, '{}');
@@ -110,6 +116,23 @@ describe('metrics after a known load', async () => {
       '\n',
     ),
   });
+  // A provider call that fails once (503: the run is retried) and then succeeds.
+  const shop = { name: 'Shop', auth_type: 'bearer_token', secret: 'tok-shop-123', config: { base_url: provider.url } };
+  const made = await f.api.post(`${API}/external_connectors`, {
+    data: { type: 'external_connector', attributes: { ...shop, type: 'http', direction: 'outbound' } },
+  });
+  assert.equal(made.status, 201, made.text);
+  const connectorId: string = made.body.data.id;
+  provider.script('/orders/secret-path', { status: 503 }, { status: 200, body: { ok: true } });
+  const caller = await saveOk(f, {
+    wf_params: { name: 'Caller', is_active: true },
+    step_params: [{ key: 'call', type: 'http_request', config: { connector_id: connectorId, method: 'POST', path: '/orders/secret-path', body: 'payload' } }],
+  });
+  const called = await deliver(f, `/api/v1/webhooks/${caller.tokens.hook!}`, '{"n": 1}');
+  assert.equal(called.status, 202, called.text);
+  const calledRun = await waitForRun(f, called.body.workflow_run_id);
+  assert.equal(calledRun.attributes.status, 'succeeded', JSON.stringify(calledRun.attributes));
+  runIds.push(called.body.workflow_run_id);
   const importText = await imported.text();
   assert.equal(imported.status, 200, importText);
   const importedLines = (JSON.parse(importText) as { data: { lines: number } }).data.lines;
@@ -118,10 +141,11 @@ describe('metrics after a known load', async () => {
   it('counts deliveries by outcome as the runs table has them', async () => {
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from workflow_runs`.execute(db);
     assert.equal(total(samples, 'tributary_webhook_deliveries_total', { outcome: 'accepted' }), rows[0]!.n);
-    assert.equal(rows[0]!.n, N);
+    assert.equal(rows[0]!.n, N + 1);
     assert.equal(total(samples, 'tributary_webhook_deliveries_total', { outcome: 'duplicate' }), M);
     assert.equal(total(samples, 'tributary_webhook_deliveries_total', { outcome: 'unauthorized' }), 1);
     assert.equal(total(samples, 'tributary_webhook_deliveries_total', { outcome: 'not_found' }), 1);
+    assert.equal(total(samples, 'tributary_webhook_deliveries_total', { outcome: 'rate_limited' }), 1);
   });
 
   it('counts finished runs, their durations and steps as the runs table has them', async () => {
@@ -129,13 +153,25 @@ describe('metrics after a known load', async () => {
       outcome: string;
       n: number;
     }>`select outcome, count(*)::int as n from workflow_runs where status in ('succeeded', 'failed') group by outcome`.execute(db);
-    assert.deepEqual(rows, [{ outcome: 'completed', n: N }]);
+    assert.deepEqual(rows, [{ outcome: 'completed', n: N + 1 }]);
     assert.equal(total(samples, 'tributary_runs_finished_total', { workflow_id: workflowId, outcome: 'completed' }), N);
-    assert.equal(total(samples, 'tributary_runs_finished_total'), N);
+    assert.equal(total(samples, 'tributary_runs_finished_total', { workflow_id: caller.workflow.id, outcome: 'completed' }), 1);
+    assert.equal(total(samples, 'tributary_runs_finished_total'), N + 1);
     assert.equal(total(samples, 'tributary_run_duration_seconds_count', { workflow_id: workflowId, outcome: 'completed' }), N);
     assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'transform', status: 'succeeded' }), N);
     assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'write_fact', status: 'succeeded' }), N);
-    assert.equal(total(samples, 'tributary_step_retries_total'), 0);
+    assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'http_request', status: 'failed' }), 1);
+    assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'http_request', status: 'succeeded' }), 1);
+    assert.equal(total(samples, 'tributary_step_retries_total', { type: 'http_request' }), 1);
+    assert.equal(total(samples, 'tributary_step_retries_total'), 1);
+  });
+
+  it('counts provider calls by connector, operation and status as the provider got them', () => {
+    assert.equal(provider.requests.filter((r) => r.path === '/orders/secret-path').length, 2);
+    const call = { connector_id: connectorId, operation: 'POST' };
+    assert.equal(total(samples, 'tributary_provider_calls_total', { ...call, status: '503' }), 1);
+    assert.equal(total(samples, 'tributary_provider_calls_total', { ...call, status: '200' }), 1);
+    assert.equal(total(samples, 'tributary_provider_call_duration_seconds_count', call), 2);
   });
 
   it('counts facts written (by steps and the import) and import lines as the facts table has them', async () => {
@@ -148,12 +184,15 @@ describe('metrics after a known load', async () => {
 
   it('counts HTTP requests by surface, route pattern, method and status, with their latency', () => {
     const hook = { surface: 'webhooks', route: '/api/v1/webhooks/:token', method: 'POST' };
-    assert.equal(total(samples, 'tributary_http_requests_total', { ...hook, status: '202' }), N + M);
+    // The caller's delivery too.
+    assert.equal(total(samples, 'tributary_http_requests_total', { ...hook, status: '202' }), N + M + 1);
+    assert.equal(total(samples, 'tributary_http_requests_total', { ...hook, status: '429' }), 1);
     assert.equal(total(samples, 'tributary_http_requests_total', { ...hook, status: '401' }), 1);
-    assert.equal(total(samples, 'tributary_http_request_duration_seconds_count', hook), N + M + 2);
+    assert.equal(total(samples, 'tributary_http_request_duration_seconds_count', hook), N + M + 4);
     assert.equal(total(samples, 'tributary_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }), 1);
     assert.ok(total(samples, 'tributary_http_requests_total', { surface: 'token', status: '200' }) >= 1);
-    assert.equal(total(samples, 'tributary_rate_limit_refusals_total'), 0);
+    assert.equal(total(samples, 'tributary_rate_limit_refusals_total', { surface: 'webhooks' }), 1);
+    assert.equal(total(samples, 'tributary_rate_limit_refusals_total'), 1);
   });
 
   it('shows the queue, the database and the pool, and the process', () => {
@@ -171,7 +210,7 @@ describe('metrics after a known load', async () => {
     const values = samples.flatMap((s) => Object.values(s.labels));
     for (const v of values) {
       assert.ok(!rows.some((r) => v.includes(r.id)), `a run id in a label: ${v}`);
-      assert.ok(!v.includes(token) && !/tbwh_|Bearer|\/no\/such/.test(v), `a token or raw path in a label: ${v}`);
+      assert.ok(!v.includes(token) && !/tbwh_|Bearer|\/no\/such|secret-path|tok-shop/.test(v), `a token or raw path in a label: ${v}`);
     }
     const routes = new Set(samples.filter((s) => s.labels.route !== undefined).map((s) => s.labels.route));
     for (const r of routes) assert.ok(r === 'unmatched' || r!.startsWith('/'), r);
