@@ -43,7 +43,8 @@ test('the README first task runs as written and prints what it shows', { timeout
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-readme-'));
   // What `npx tributary` needs: it installs this directory into npx's cache once, running
   // its prepare script (the console's build), as it would in a clone.
-  for (const entry of ['package.json', 'node_modules', 'bin', 'src', 'scripts', 'console', 'packages']) fs.symlinkSync(path.join(ROOT, entry), path.join(dir, entry));
+  for (const entry of ['package.json', 'node_modules', 'bin', 'src', 'scripts', 'console', 'packages'])
+    fs.symlinkSync(path.join(ROOT, entry), path.join(dir, entry));
   const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase() : undefined;
   const env: Record<string, string> = { DATA_DIR: path.join(dir, '.tributary'), PORT: '0', LOG_LEVEL: 'silent' };
   if (fresh) env.DATABASE_URL = fresh.url;
