@@ -8,6 +8,7 @@ import type { Deps } from './deps.ts';
 import { AppError, DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable } from './errors.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
+import { registerRequestMetrics } from './http/request-metrics.ts';
 import { connectionOptions, registerConnectionHooks } from './http/connections.ts';
 import { errorHandlerFor, renderPlainError } from './http/render-error.ts';
 import { registerSurface, type SurfaceSpec } from './http/surface.ts';
@@ -71,16 +72,18 @@ function publishedSurface(deps: Deps): SurfaceSpec {
 }
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
-  const surfaces = [
-    healthSurface(deps),
-    publishedSurface(deps),
-    tokenSurface(deps),
-    jsonApiSurface(deps),
-    graphqlSurface(deps),
-    webhookSurface(deps),
-    adminSurface(deps),
-    ...(deps.config.console ? [consoleSurface()] : []),
+  // By name: the metrics' `surface` label.
+  const named: Array<[string, SurfaceSpec]> = [
+    ['health', healthSurface(deps)],
+    ['published', publishedSurface(deps)],
+    ['token', tokenSurface(deps)],
+    ['jsonapi', jsonApiSurface(deps)],
+    ['graphql', graphqlSurface(deps)],
+    ['webhooks', webhookSurface(deps)],
+    ['admin', adminSurface(deps)],
+    ...(deps.config.console ? [['console', consoleSurface()] as [string, SurfaceSpec]] : []),
   ];
+  const surfaces = named.map(([, s]) => s);
   // What no surface's context takes (an unknown path, a URL the router cannot read, bytes
   // Node's parser refused) is answered in the shape of the surface whose prefix the path has.
   const ownerOf = (path: string) => surfaces.find((s) => s.prefix !== undefined && path.startsWith(s.prefix));
@@ -103,6 +106,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerConnectionHooks(app, deps);
   registerBodyParsers(app);
   registerHooks(app, deps);
+  registerRequestMetrics(app, deps.metrics, (path) => named.find(([, s]) => s.prefix !== undefined && path.startsWith(s.prefix))?.[0]);
   // Until the database answers (and is migrated) only health is served; everything else is
   // the database-unavailable 503, in the shape of the surface asked.
   app.addHook('onRequest', async (request) => {
@@ -111,7 +115,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     if (!deps.ready.value && !HEALTH_ROUTES.has(route) && !route.startsWith(CONSOLE_PATH)) throw databaseUnavailable();
   });
 
-  for (const s of surfaces) registerSurface(app, s);
+  for (const [name, s] of named) registerSurface(app, s, name);
   app.setErrorHandler(errorHandlerFor(renderPlainError));
   app.setNotFoundHandler((request, reply) => handlerFor(request.url)(new AppError('not_found', 'No such route or resource'), request, reply));
   await app.ready();

@@ -94,6 +94,10 @@ export interface Config {
   readonly runRecord: { readonly outputBytes: number; readonly errorBytes: number; readonly stepsBytes: number };
   /** The provider-facing relay (src/relay/): `tributary relay`, or a second listener of `serve` when RELAY_PORT is set. */
   readonly relay: RelayConfig;
+  /** METRICS_PORT: the listener of GET /metrics (docs/metrics.md); undefined: none. */
+  readonly metricsPort: number | undefined;
+  /** METRICS_HOST (default HOST). */
+  readonly metricsHost: string;
 }
 
 export interface RelayConfig {
@@ -304,6 +308,8 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
       upstreamTimeoutMs: int(env, 'RELAY_UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
       upstreamConnections: int(env, 'RELAY_UPSTREAM_CONNECTIONS', 64, 1, 10_000),
     }),
+    metricsPort: str(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 9464, 0, 65535),
+    metricsHost: str(env, 'METRICS_HOST') ?? host,
   });
 }
 

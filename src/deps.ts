@@ -15,6 +15,8 @@ import { createLogger } from './log.ts';
 import { createExpressionPool, type ExpressionPool } from './workflows/expression-pool.ts';
 import { queueSignal, type QueueSignal } from './workflows/wake.ts';
 import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { queueGauges } from './worker/queue.sql.ts';
 
 export interface Deps {
   config: Config;
@@ -49,6 +51,8 @@ export interface Deps {
   expressions: ExpressionPool;
   /** Reads uploaded OpenAPI documents in child processes, within their time and heap budgets. */
   specImporter: SpecImporter;
+  /** This process's counters and gauges, on its own registry (src/metrics.ts). */
+  metrics: Metrics;
 }
 
 export type Clock = () => number;
@@ -68,7 +72,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
   const log = opts.log ?? createLogger({ ...config, adminToken });
   // Read at each call, so that a test's mocked Date is seen too.
   const clock = opts.clock ?? (() => Date.now());
-  const { db, engine } = createDb({
+  const { db, engine, poolStats } = createDb({
     databaseUrl: config.databaseUrl,
     dataDir: opts.dataDir ?? config.dataDir,
     initialDump: opts.initialDump,
@@ -83,7 +87,12 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
     const limiter = config.redisUrl
       ? await resilientRedisLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, log, now: clock })
       : memoryLimiter(clock);
-    const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config });
+    const metrics = createMetrics({
+      queue: () => queueGauges(db, new Date(clock())),
+      pool: poolStats,
+      processMetrics: config.metricsPort !== undefined,
+    });
+    const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config, metrics });
     const expressions = createExpressionPool({
       processes: config.expressionProcesses,
       memoryMb: config.expressionMemoryMb,
@@ -106,6 +115,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       connectors,
       expressions,
       specImporter: specs,
+      metrics,
     };
   } catch (err) {
     await db.destroy().catch(() => undefined);

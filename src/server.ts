@@ -21,6 +21,7 @@ import { startSchedules, type ScheduleLoop } from './worker/schedules.ts';
 import { requestsInFlight } from './http/connections.ts';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { listenMetrics, type MetricsListener } from './http/metrics-listener.ts';
 import { createRelay, relayCredentials, type Relay } from './relay/relay.ts';
 
 export interface Running {
@@ -29,6 +30,8 @@ export interface Running {
   url: string;
   /** The relay's listener, when RELAY_PORT is set (serve only). */
   relay?: { relay: Relay; url: string };
+  /** The metrics' listener, when METRICS_PORT is set (serve and worker alike). */
+  metrics?: MetricsListener;
   /** Settles once the database answered and the process serves (or stopped before that). */
   ready: Promise<void>;
   stop(): Promise<void>;
@@ -67,11 +70,18 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
   let app: FastifyInstance;
   let url = '';
   let relay: Running['relay'];
+  let metrics: MetricsListener | undefined;
   try {
     app = await buildApp(deps);
+    // First: a worker-only process is scraped too, and a scrape says whether the database answers.
+    if (config.metricsPort !== undefined) {
+      metrics = await listenMetrics(deps.metrics, config.metricsPort, config.metricsHost);
+      deps.log.info({ url: metrics.url }, 'metrics listening');
+    }
     if (opts.http) url = await app.listen({ port: config.port, host: config.host });
     if (opts.http && config.relay.port !== undefined) relay = await startRelay(config, deps, app);
   } catch (err) {
+    await metrics?.close();
     await closeDeps(deps);
     throw err;
   }
@@ -112,10 +122,12 @@ export async function start(config: Config, opts: { http: boolean; worker: boole
       // The worker and the HTTP server drain side by side, within the same grace period.
       await Promise.all([relay?.relay.stop().then(() => app.close()) ?? app.close(), worker?.stop(config.shutdownGraceMs)]);
       clearTimeout(timer);
+      // Last but the pool: a drain can be watched to its end.
+      await metrics?.close();
       await closeDeps(deps);
       deps.log.info('stopped');
     })());
-  return { app, deps, url, ...(relay ? { relay } : {}), ready, stop };
+  return { app, deps, url, ...(relay ? { relay } : {}), ...(metrics ? { metrics } : {}), ready, stop };
 }
 
 /**

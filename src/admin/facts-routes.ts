@@ -56,7 +56,11 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         const interrupted = () => new AppError('bad_request', 'The upload ended before the end of the body');
         let result;
         try {
-          result = await importFacts(deps.db, target, lines, { batchSize: IMPORT_BATCH[deps.engine], onBatch: progressSender(request, reply) });
+          result = await importFacts(deps.db, target, lines, {
+            batchSize: IMPORT_BATCH[deps.engine],
+            onBatch: progressSender(request, reply),
+            metrics: deps.metrics,
+          });
         } catch (err) {
           // A client that goes away mid-upload is not a server failure.
           if (!request.raw.complete && (err as { code?: unknown }).code === 'ECONNRESET') throw interrupted();

@@ -127,8 +127,30 @@ async function answered(rt: ConnectorRuntime, call: () => Promise<OutboundRespon
   return res;
 }
 
+/**
+ * The call, counted once it was made: by connector, operation (its ref, or the method of a
+ * raw call: never the path) and the provider's status, `error` when none answered.
+ */
+async function measured(rt: ConnectorRuntime, row: ConnectorRow, operation: string, call: () => Promise<OutboundResponse>): Promise<OutboundResponse> {
+  const started = performance.now();
+  let status = 'error';
+  try {
+    const res = await call();
+    status = String(res.status);
+    return res;
+  } finally {
+    rt.metrics.providerCall(row.id, operation, status, (performance.now() - started) / 1000);
+  }
+}
+
+function operationLabel(t: Resolved, target: CallTarget): string {
+  if ('driver' in t) return t.ref;
+  return target.operation_ref ?? (target.method ?? 'GET').toUpperCase();
+}
+
 export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: CallTarget, idempotencyKey: string): Send {
   const t = resolveTarget(row, target);
+  const operation = operationLabel(t, target);
   if ('driver' in t && t.driver.type === 'snowflake' && (target.body === undefined || !statementIsLiteral(target.body)))
     throw permanent('A snowflake statement must be a literal of the step (values go in bindings)');
   // The parts become a request before the budget is taken: a request that cannot be made spends none.
@@ -137,7 +159,7 @@ export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: C
     const request = buildCall(t.http, parts, idempotencyKey);
     return () => callHttp(rt, row, request);
   };
-  return (parts) => answered(rt, () => withinBudget(rt, row, prepare(parts)));
+  return (parts) => answered(rt, () => withinBudget(rt, row, () => measured(rt, row, operation, prepare(parts))));
 }
 
 /** A test run's view of a call: an http request as it would be sent, or a driver's operation (never sent in a test run). */
@@ -159,7 +181,8 @@ export function previewCall(
   return async (parts) => {
     try {
       const call = buildCall(t.http, parts, idempotencyKey);
-      return { request: await previewHttp(rt, row, call), send: () => answered(rt, () => callHttp(rt, row, call)) };
+      const operation = operationLabel(t, target);
+      return { request: await previewHttp(rt, row, call), send: () => answered(rt, () => measured(rt, row, operation, () => callHttp(rt, row, call))) };
     } catch (err) {
       throw callFailureOf(err);
     }

@@ -4,6 +4,7 @@
  * and takes the rate budget). One runtime per process: its HTTP pool, token cache and the
  * opened secrets of inbound connectors are shared by every worker slot and request.
  */
+import type { Metrics } from '../metrics.ts';
 import type { Db } from '../db/connect.ts';
 import type { Limiter } from '../limiter.ts';
 import { openSecret } from '../secret-box.ts';
@@ -22,6 +23,8 @@ export interface ConnectorRuntime {
   connectorKey: Buffer;
   allowPrivateEgress: boolean;
   clock: () => number;
+  /** Where provider calls are counted. */
+  metrics: Pick<Metrics, 'providerCall'>;
   /** An inbound connector's secret, opened from its sealed text; undefined when it cannot be opened. */
   inboundSecret(sealed: string): string | undefined;
   close(): Promise<void>;
@@ -55,6 +58,7 @@ export function connectorRuntime(deps: {
   connectorKey: Buffer;
   clock: () => number;
   config: { allowPrivateEgress: boolean; redisUrl: string | undefined };
+  metrics: Pick<Metrics, 'providerCall'>;
 }): ConnectorRuntime {
   const http = httpClient({ allowPrivateEgress: deps.config.allowPrivateEgress });
   // Redis when there is one; without it, PostgreSQL is what several processes share.
@@ -66,6 +70,7 @@ export function connectorRuntime(deps: {
     connectorKey: deps.connectorKey,
     allowPrivateEgress: deps.config.allowPrivateEgress,
     clock: deps.clock,
+    metrics: deps.metrics,
     inboundSecret: openedSecrets(deps.connectorKey),
     close: () => http.close(),
   };

@@ -59,6 +59,8 @@ export interface DbOptions {
 export interface DbHandle {
   db: Db;
   engine: 'pglite' | 'postgres';
+  /** Connections in use and callers waiting for one (PGlite is one connection, always held). */
+  poolStats: () => { inUse: number; waiting: number };
 }
 
 // timestamptz and jsonb parse the same on both engines; int8 (counts) stays text on pg,
@@ -75,13 +77,18 @@ export function createDb(opts: DbOptions): DbHandle {
       client.on('error', lost);
       namePreparedStatements(client);
     });
-    return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
+    return {
+      db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }),
+      engine: 'postgres',
+      poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }),
+    };
   }
   const dir = opts.dataDir ?? '.tributary';
   if (dir === 'memory')
     return {
       db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }) }),
       engine: 'pglite',
+      poolStats: PGLITE_POOL,
     };
   const release = lockDataDir(dir);
   const pgdata = path.join(dir, 'pgdata');
@@ -95,5 +102,7 @@ export function createDb(opts: DbOptions): DbHandle {
       release();
     }
   };
-  return { db, engine: 'pglite' };
+  return { db, engine: 'pglite', poolStats: PGLITE_POOL };
 }
+
+const PGLITE_POOL = () => ({ inUse: 1, waiting: 0 });

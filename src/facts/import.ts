@@ -4,6 +4,7 @@
  * transaction. A bad line is reported with its number and skipped, never fatal. Memory
  * stays bounded by one batch whatever the size of the input.
  */
+import type { Metrics } from '../metrics.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db } from '../db/connect.ts';
 import { AppError, UNSTORABLE_TEXT } from '../errors.ts';
@@ -90,6 +91,8 @@ export async function importFacts(
     batchSize?: number;
     /** Called after each batch but the last is committed, with the number of lines done so far. */
     onBatch?: (linesDone: number) => void;
+    /** Where facts written and lines read are counted. */
+    metrics?: Pick<Metrics, 'factsWritten' | 'importLines'>;
   } = {},
 ): Promise<ImportResult> {
   const batchSize = opts.batchSize ?? IMPORT_BATCH.postgres;
@@ -116,6 +119,7 @@ export async function importFacts(
           target.scope,
           target.model,
           parsed.map((l) => l.item as FactInput),
+          opts.metrics,
         ),
       );
       result.written += r.written;
@@ -134,6 +138,7 @@ export async function importFacts(
 
   for await (const raw of lines) {
     const n = ++result.lines;
+    opts.metrics?.importLines(1);
     let parsed: Parsed;
     if (typeof raw === 'string') {
       // A byte-order mark is not part of the first line's JSON.

@@ -4,6 +4,7 @@
  */
 import type { Db } from '../db/connect.ts';
 import { uuidv7 } from '../ids.ts';
+import type { Metrics } from '../metrics.ts';
 import * as q from './facts.sql.ts';
 import { validateFact, type FactModel, type FactInput } from './validate.ts';
 
@@ -42,7 +43,13 @@ export interface WriteResult {
  * It queries no other handle. Database errors are thrown as they come (callers translate
  * them with fromPgError).
  */
-export async function writeFacts(db: Db, scope: FactScope, model: FactModel, items: FactInput[]): Promise<WriteResult> {
+export async function writeFacts(
+  db: Db,
+  scope: FactScope,
+  model: FactModel,
+  items: FactInput[],
+  metrics?: Pick<Metrics, 'factsWritten'>,
+): Promise<WriteResult> {
   const errors: WriteError[] = [];
   const ids: (string | null)[] = new Array<string | null>(items.length).fill(null);
   const rows: Array<q.NewFact & { index: number }> = [];
@@ -70,6 +77,8 @@ export async function writeFacts(db: Db, scope: FactScope, model: FactModel, ite
   // One statement (facts and fact_current together), atomic on its own: no transaction needed.
   const written = new Set(await q.storeFacts(db, { ...scope, dataModelId: model.id }, rows));
 
+  // Counted as stored: given a transaction, a rollback after this would count facts that are not.
+  metrics?.factsWritten(written.size);
   for (const row of rows) if (written.has(row.id)) ids[row.index] = row.id;
   return { written: written.size, duplicates: rows.length - written.size, errors, ids };
 }

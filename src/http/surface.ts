@@ -25,10 +25,25 @@ export interface SurfaceSpec {
 
 export type RenderRaw = (e: AppError, status: number) => { contentType: string; body: string };
 
-export function registerSurface(app: FastifyInstance, spec: SurfaceSpec): void {
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The surface that owns the route: the metrics' `surface` label. */
+    surface?: string;
+  }
+}
+
+/** Marks every route added to `scope` as `name`'s (before its routes are added). */
+function nameRoutes(scope: FastifyInstance, name: string): void {
+  scope.addHook('onRoute', (route) => {
+    route.config = { ...route.config, surface: name };
+  });
+}
+
+export function registerSurface(app: FastifyInstance, spec: SurfaceSpec, name: string): void {
   const handler = errorHandlerFor(spec.render);
   let addMethodRoutes: (target: FastifyInstance) => void = () => undefined;
   app.register(async (scope) => {
+    nameRoutes(scope, name);
     scope.setErrorHandler(handler);
     addMethodRoutes = trackMethods(scope);
     await spec.setup(scope);
@@ -37,6 +52,7 @@ export function registerSurface(app: FastifyInstance, spec: SurfaceSpec): void {
   // the surface's hooks, so a wrong method is answered before authentication and content
   // negotiation.
   app.register(async (scope) => {
+    nameRoutes(scope, name);
     scope.setErrorHandler(handler);
     addMethodRoutes(scope);
   });

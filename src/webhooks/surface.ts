@@ -132,6 +132,9 @@ export function payloadOf(doc: unknown): unknown {
   return isObject(doc) && Object.hasOwn(doc, 'payload') ? doc.payload : doc;
 }
 
+/** What a delivery that was answered 202 was: its metrics' outcome (a refusal's is its error code). */
+const acceptedAs = new WeakMap<FastifyRequest, 'accepted' | 'duplicate'>();
+
 async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, token: string, orgDomain: string | undefined): Promise<FastifyReply> {
   const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   let claims: TokenClaims;
@@ -232,7 +235,11 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     if (refused instanceof AppError && refused.code === 'invalid_request') throw processingFailed(refused.detail);
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
-  if (runId === undefined) return reply.code(202).send({ status: 'duplicate' });
+  if (runId === undefined) {
+    acceptedAs.set(request, 'duplicate');
+    return reply.code(202).send({ status: 'duplicate' });
+  }
+  acceptedAs.set(request, 'accepted');
   wakeWorkers(deps);
   return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
 }
@@ -248,6 +255,10 @@ export function webhookSurface(deps: Deps): SurfaceSpec {
       // Raw bytes whatever the media type: verification signs bytes, not a parsed document.
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_req, body, done) => done(null, body));
+      // Every delivery counted once, by how it ended: accepted, duplicate, or its refusal's code.
+      scope.addHook('onResponse', async (request, reply) => {
+        deps.metrics.webhookDelivery(acceptedAs.get(request) ?? request.errorCode ?? `status_${reply.statusCode}`);
+      });
       // Before anything else, and before a byte of the body is read.
       scope.addHook('onRequest', async (request) => {
         const length = request.headers['content-length'];

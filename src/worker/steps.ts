@@ -10,6 +10,7 @@
  * retry or a replay on the same version: each fact's source key is made of those four (see
  * sourceKey), and the fact table keeps one fact per source key.
  */
+import type { Metrics } from '../metrics.ts';
 import type { Db } from '../db/connect.ts';
 import { createHash } from 'node:crypto';
 import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts';
@@ -46,6 +47,8 @@ export interface StepEnv {
   expressions: ExpressionPool;
   /** A test run (worker/test-run.ts): the steps' effects are shown in `notes` instead of done. */
   dryRun?: DryRun;
+  /** Where steps and facts are counted; absent in a test run, which is no run. */
+  metrics?: Pick<Metrics, 'stepAttempt' | 'stepRetry' | 'factsWritten'>;
 }
 
 /**
@@ -174,7 +177,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
       `The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`,
     );
   if (dry) return { data_model_slug: model.slug, items: items.length, written: items.length, duplicates: 0 };
-  const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items);
+  const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items, env.metrics);
   return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
 }
 
@@ -313,6 +316,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
           throw permanentFailure(`Steps of type ${stored.type} cannot run in this release`);
         }
       }
+      env.metrics?.stepAttempt(step.type, 'succeeded');
       const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null };
       // What the expression gave, before truthiness (nothing is shown as null).
       if (step.type === 'condition') record.value = conditionValue(value);
@@ -324,6 +328,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       }
     } catch (err) {
       const failure = stepFailure(err);
+      env.metrics?.stepAttempt(step.type, 'failed');
       records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: failure.message });
       skipRest(i + 1, `step ${step.key} failed`);
       const error = `Step ${step.key} failed: ${failure.message}`;
@@ -340,6 +345,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       if (!failure.transient) return { status: 'failed', outcome: 'failed', ...common };
       // A transient failure on the last attempt: the run is given up, a dead letter.
       if (run.attempt >= run.max_attempts) return { status: 'failed', outcome: 'dead_letter', ...common };
+      env.metrics?.stepRetry(step.type);
       const wait = retryDelayMs(run.attempt, retry, failure.retryAfterMs);
       return { status: 'retrying', outcome: null, ...common, runAt: new Date(env.clock() + wait) };
     }

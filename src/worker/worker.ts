@@ -32,7 +32,7 @@ interface WorkerState {
   stopping: boolean;
 }
 
-type RecordOutcome = (runId: string, outcome: Outcome) => Promise<void>;
+type RecordOutcome = (run: ClaimedRun, outcome: Outcome) => Promise<void>;
 
 /**
  * The outcome recorder. Outcomes are recorded in batches, like a group commit: while one
@@ -41,7 +41,7 @@ type RecordOutcome = (runId: string, outcome: Outcome) => Promise<void>;
  */
 function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
   const { log } = deps;
-  let pending: Array<{ id: string; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
+  let pending: Array<{ id: string; run: ClaimedRun; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
   let recording = false;
   const record = async () => {
     if (recording) return;
@@ -51,8 +51,14 @@ function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
         const batch = pending;
         pending = [];
         try {
-          const kept = await finishRuns(deps.db, w.id, batch, new Date(deps.clock()));
+          const finishedAt = deps.clock();
+          const kept = await finishRuns(deps.db, w.id, batch, new Date(finishedAt));
           for (const d of batch) if (!kept.has(d.id)) log.warn({ run: d.id }, 'run finished after its lease was lost; its outcome was not recorded');
+          // Counted once recorded, and only runs that ended: a retry is counted by its step.
+          for (const d of batch) {
+            if (!kept.has(d.id) || d.outcome.outcome === null) continue;
+            deps.metrics.runFinished(d.run.workflow_id, d.outcome.outcome, (finishedAt - new Date(d.run.inserted_at).getTime()) / 1000);
+          }
           for (const d of batch) d.recorded();
         } catch (err) {
           // The database is out of reach: try again shortly, holding the runs (the heartbeat
@@ -73,10 +79,10 @@ function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
       recording = false;
     }
   };
-  return (runId, outcome) =>
+  return (run, outcome) =>
     new Promise<void>((recorded) => {
       // The record is cut to its caps; the steps were handed every output whole.
-      pending.push({ id: runId, outcome: capRecord(outcome, deps.config.runRecord), recorded });
+      pending.push({ id: run.id, run, outcome: capRecord(outcome, deps.config.runRecord), recorded });
       void record();
     });
 }
@@ -128,7 +134,7 @@ function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
 async function attempt(deps: Deps, recordOutcome: RecordOutcome, run: ClaimedRun): Promise<void> {
   let outcome: Outcome;
   try {
-    outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions }, run, {
+    outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions, metrics: deps.metrics }, run, {
       schedule: deps.config.runRetrySchedule,
       retryAfterMaxMs: deps.config.runRetryAfterMaxMs,
     });
@@ -137,7 +143,7 @@ async function attempt(deps: Deps, recordOutcome: RecordOutcome, run: ClaimedRun
     return;
   }
   logFailedAttempt(deps, run, outcome);
-  await recordOutcome(run.id, outcome);
+  await recordOutcome(run, outcome);
 }
 
 /**

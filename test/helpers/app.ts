@@ -3,6 +3,7 @@
  * Each test file gets a fresh database: an in-memory PGlite, or, when DATABASE_URL is set,
  * a new PostgreSQL database created for the file and dropped afterwards.
  */
+import { listenMetrics } from '../../src/http/metrics-listener.ts';
 import { after } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -37,6 +38,8 @@ export interface TestApp {
   url: string;
   adminToken: string;
   worker: Worker | undefined;
+  /** The metrics' listener (http://127.0.0.1:PORT), when METRICS_PORT is set. */
+  metricsUrl: string | undefined;
   close(): Promise<void>;
 }
 
@@ -67,6 +70,7 @@ export async function startApp(env: Record<string, string> = {}, opts: StartOpti
     : await createDeps(config, { dataDir: 'memory', initialDump: await pgliteTemplate(), ...log });
   const app = await buildApp(deps);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const metrics = config.metricsPort === undefined ? undefined : await listenMetrics(deps.metrics, config.metricsPort, '127.0.0.1');
   const worker = opts.worker ? startWorker(deps) : undefined;
   return {
     app,
@@ -75,9 +79,11 @@ export async function startApp(env: Record<string, string> = {}, opts: StartOpti
     url,
     adminToken,
     worker,
+    metricsUrl: metrics?.url,
     async close() {
       await worker?.stop(1000);
       await app.close();
+      await metrics?.close();
       await closeDeps(deps);
       await drop?.();
       fs.rmSync(dataDir, { recursive: true, force: true });
