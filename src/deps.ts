@@ -16,7 +16,7 @@ import { createExpressionPool, type ExpressionPool } from './workflows/expressio
 import { queueSignal, type QueueSignal } from './workflows/wake.ts';
 import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
-import { queueGauges } from './worker/queue.sql.ts';
+import { queueGauges } from './workflows/queue-gauges.sql.ts';
 
 export interface Deps {
   config: Config;

@@ -12,7 +12,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 export const METRICS_PREFIX = 'tributary_';
 
-/** What the queue gauges read at scrape time (queue.sql.ts's queueGauges). */
+/** What the queue gauges read at scrape time (workflows/queue-gauges.sql.ts). */
 export interface QueueSample {
   ready: number;
   waiting: number;
