@@ -5,6 +5,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { Cron } from 'croner';
+import ipaddr from 'ipaddr.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type LogFormat = 'json' | 'pretty';
@@ -40,6 +41,11 @@ export interface Config {
   readonly responseTimeoutMs: number;
   /** Open connections allowed from one client address; 0: no limit (MAX_CONNECTIONS_PER_ADDRESS). */
   readonly maxConnectionsPerAddress: number;
+  /**
+   * Which peers' X-Forwarded-For is believed (TRUST_PROXY): none (false), or addresses,
+   * CIDR ranges and proxy-addr's names (loopback, linklocal, uniquelocal).
+   */
+  readonly trustProxy: false | readonly string[];
   readonly worker: boolean;
   /** `tributary serve` serves the browser console at /console (CONSOLE, default true). */
   readonly console: boolean;
@@ -195,6 +201,35 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return v;
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY. `true` and hop counts are refused on purpose: believing whoever connects lets
+ * any client pick the address its token-exchange window is counted under.
+ */
+function trustProxy(env: Env): false | readonly string[] {
+  const v = str(env, 'TRUST_PROXY');
+  if (v === undefined || ['false', 'no'].includes(v.toLowerCase())) return false;
+  const entries = v.split(',').map((e) => e.trim());
+  for (const e of entries) {
+    if (PROXY_NAMES.includes(e)) continue;
+    const [addr, bits, extra] = e.split('/');
+    const ok =
+      extra === undefined &&
+      addr !== undefined &&
+      (ipaddr.IPv4.isValidFourPartDecimal(addr) || ipaddr.IPv6.isValid(addr)) &&
+      (bits === undefined || validPrefix(addr, bits));
+    if (!ok)
+      throw new ConfigError('TRUST_PROXY', `must be comma-separated addresses, CIDR ranges, loopback, linklocal or uniquelocal (the balancer's), got "${e}"`);
+  }
+  return entries;
+}
+
+function validPrefix(addr: string, bits: string): boolean {
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (ipaddr.parse(addr).kind() === 'ipv4' ? 32 : 128);
+}
+
 /** A standard 5-field cron expression (no seconds, no nicknames) that names at least one future instant. */
 function cronExpression(env: Env, name: string, def: string): string {
   const v = (str(env, name) ?? def).split(/\s+/).join(' ');
@@ -260,6 +295,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     responseTimeoutMs: int(env, 'RESPONSE_TIMEOUT_MS', 30_000, 100, 3_600_000),
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
+    trustProxy: trustProxy(env),
     worker: bool(env, 'WORKER', true),
     console: bool(env, 'CONSOLE', true),
     allowPrivateEgress: bool(env, 'ALLOW_PRIVATE_EGRESS', false),

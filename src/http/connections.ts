@@ -71,10 +71,13 @@ function clientErrorHandler(rawFor: (target: string) => RenderRaw | undefined) {
  * given before there is a request by the path it names.
  */
 export function connectionOptions(
-  config: Pick<Config, 'headersTimeoutMs'>,
+  config: Pick<Config, 'headersTimeoutMs' | 'trustProxy'>,
   rawFor: (target: string) => RenderRaw | undefined = () => undefined,
-): { http: ServerOptions } & Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler'> {
+): { http: ServerOptions } & Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler' | 'trustProxy'> {
   return {
+    // Behind a balancer, request.ip (token-exchange windows, logs, the relay's X-Forwarded-For)
+    // is the client's; the per-address connection cap still counts the socket's peer.
+    trustProxy: config.trustProxy === false ? false : [...config.trustProxy],
     http: {
       headersTimeout: config.headersTimeoutMs,
       // Node checks the headers deadline on this period (30 s by default, which would stretch any short limit).

@@ -67,6 +67,13 @@ test('bad values are refused with a message naming the variable', () => {
   );
   rejects({ RELAY_TARGET_URL: 'ftp://x' }, 'Invalid configuration: RELAY_TARGET_URL must use http: or https:');
   rejects({ RELAY_PORT: '70000' }, 'Invalid configuration: RELAY_PORT must be between 0 and 65535, got 70000');
+  const trust = "Invalid configuration: TRUST_PROXY must be comma-separated addresses, CIDR ranges, loopback, linklocal or uniquelocal (the balancer's)";
+  rejects({ TRUST_PROXY: 'true' }, `${trust}, got "true"`);
+  rejects({ TRUST_PROXY: '10.0.0.0/33' }, `${trust}, got "10.0.0.0/33"`);
+  rejects({ TRUST_PROXY: '127.0.0.1, balancer' }, `${trust}, got "balancer"`);
+  rejects({ TRUST_PROXY: '2' }, `${trust}, got "2"`);
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, fd00::/8,loopback' }).trustProxy, ['10.0.0.0/8', 'fd00::/8', 'loopback']);
   assert.equal(loadConfig({}).relay.port, undefined);
   assert.equal(loadConfig({ HOST: '0.0.0.0' }).relay.host, '0.0.0.0');
 });
