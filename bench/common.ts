@@ -320,6 +320,43 @@ export async function postJsonApi<T = { data: { id: string } }>(url: string, tok
   return JSON.parse(text) as T;
 }
 
+export interface WebhookWorkflow {
+  /** The workflow's name. */
+  name: string;
+  /** The steps, as the builder state's `step_params`. */
+  steps: unknown[];
+  /** The service account the `hook` trigger selects. */
+  serviceAccountId: string;
+  organizationId: string;
+  /** An inbound connector that verifies the trigger's deliveries. */
+  inboundConnectorId?: string;
+}
+
+/** Saves an active workflow with one webhook trigger keyed `hook`; answers its id and trigger token. */
+export async function saveWebhookWorkflow(url: string, bearer: string, w: WebhookWorkflow): Promise<{ workflowId: string; token: string }> {
+  const trigger = {
+    key: 'hook',
+    type: 'webhook',
+    service_account_id: w.serviceAccountId,
+    ...(w.inboundConnectorId ? { inbound_connector_id: w.inboundConnectorId } : {}),
+  };
+  const saved = await postJsonApi<{ data: { id: string }; meta?: { trigger_tokens?: Record<string, string> } }>(url, bearer, '/workflows/save_builder_state', {
+    data: {
+      type: 'workflow_builder_state',
+      attributes: {
+        is_new_version: false,
+        organization_id: w.organizationId,
+        wf_params: { name: w.name, is_active: true },
+        trigger_params: [trigger],
+        step_params: w.steps,
+      },
+    },
+  });
+  const token = saved.meta?.trigger_tokens?.hook;
+  if (!token) throw new Error('the saved workflow returned no trigger token');
+  return { workflowId: saved.data.id, token };
+}
+
 /** A tenant to measure with: an organization, its workspace, an owner, and a service account with `scopes`. */
 export async function seedTenant(db: Db, scopes: Scope[]) {
   const tag = randomBytes(4).toString('hex');

@@ -24,11 +24,11 @@ import {
   intEnv,
   loadAverage,
   machineLine,
-  postJsonApi,
   ROOT,
   runApp,
   runBench,
   runHeading,
+  saveWebhookWorkflow,
   seedTenant,
   watchdog,
   withEngine,
@@ -125,31 +125,18 @@ async function benchEngine(engine: Engine): Promise<EngineReport> {
     const { deps, url } = await runApp(run);
     const { org, ws, cred } = await seedTenant(deps.db, ['api_read', 'api_write', 'webhooks']);
     const bearer = await exchangeToken(url, cred.client_id, cred.client_secret);
-    const saved = await postJsonApi<{ data: { id: string }; meta?: { trigger_tokens?: Record<string, string> } }>(
-      url,
-      bearer,
-      '/workflows/save_builder_state',
-      {
-        data: {
-          type: 'workflow_builder_state',
-          attributes: {
-            is_new_version: false,
-            organization_id: org.id,
-            wf_params: { name: 'Orders', is_active: true },
-            trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: cred.id }],
-            step_params: [
-              { key: 'shape', type: 'transform', config: { expression: 'payload' } },
-              { key: 'check', type: 'condition', config: { expression: 'true' } },
-              { key: 'store', type: 'transform', config: { expression: 'steps.shape' } },
-            ],
-          },
-        },
-      },
-    );
-    const token = saved.meta?.trigger_tokens?.hook;
-    if (!token) throw new Error('the saved workflow returned no trigger token');
+    const { workflowId, token } = await saveWebhookWorkflow(url, bearer, {
+      name: 'Orders',
+      organizationId: org.id,
+      serviceAccountId: cred.id,
+      steps: [
+        { key: 'shape', type: 'transform', config: { expression: 'payload' } },
+        { key: 'check', type: 'condition', config: { expression: 'true' } },
+        { key: 'store', type: 'transform', config: { expression: 'steps.shape' } },
+      ],
+    });
     const t0 = Date.now();
-    const lastRun = await seedRuns(deps, { org: org.id, ws: ws.id, workflow: saved.data.id });
+    const lastRun = await seedRuns(deps, { org: org.id, ws: ws.id, workflow: workflowId });
     console.log(`  ${engine}: ${fmt(RUNS)} runs seeded in ${fmt((Date.now() - t0) / 1000, 1)} s`);
 
     const browser = await launchChromium();

@@ -36,6 +36,7 @@ import {
   runApp,
   runBench,
   runHeading,
+  saveWebhookWorkflow,
   seedTenant,
   watchdog,
   withEngine,
@@ -127,20 +128,13 @@ async function benchEngine(engine: Engine): Promise<EngineReport> {
       const connector = await postJsonApi(url, bearer, '/external_connectors', {
         data: { type: 'external_connector', attributes: { name: 'provider', auth_type: 'api_key', direction: 'inbound', secret: key } },
       });
-      const saved = await postJsonApi<{ meta?: { trigger_tokens?: Record<string, string> } }>(url, bearer, '/workflows/save_builder_state', {
-        data: {
-          type: 'workflow_builder_state',
-          attributes: {
-            is_new_version: false,
-            organization_id: org.id,
-            wf_params: { name: 'Relayed', is_active: true },
-            trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: cred.id, inbound_connector_id: connector.data.id }],
-            step_params: [{ key: 'note', type: 'transform', config: { expression: 'payload' } }],
-          },
-        },
+      const { token } = await saveWebhookWorkflow(url, bearer, {
+        name: 'Relayed',
+        organizationId: org.id,
+        serviceAccountId: cred.id,
+        inboundConnectorId: connector.data.id,
+        steps: [{ key: 'note', type: 'transform', config: { expression: 'payload' } }],
       });
-      const token = saved.meta?.trigger_tokens?.hook;
-      if (!token) throw new Error('the saved workflow returned no trigger token');
       const relay = await createRelay({
         config: deps.config,
         log: pino({ level: 'silent' }),

@@ -63,6 +63,7 @@ import {
   runBench,
   runApp,
   runHeading,
+  saveWebhookWorkflow,
   seedTenant,
   stopChild,
   waitHealthy,
@@ -143,7 +144,7 @@ export interface Seeded {
 export async function seed(deps: Deps, appUrl: string): Promise<Seeded> {
   const { org, ws, cred } = await seedTenant(deps.db, ['api_read', 'api_write', 'webhooks']);
   const bearer = await exchangeToken(appUrl, cred.client_id, cred.client_secret);
-  const post = (p: string, body: unknown) => postJsonApi<{ data: { id: string }; meta?: { trigger_tokens?: Record<string, string> } }>(appUrl, bearer, p, body);
+  const post = (p: string, body: unknown) => postJsonApi(appUrl, bearer, p, body);
   const model = await post('/data_models', { data: { type: 'data_model', attributes: { name: 'Orders', slug: 'orders' } } });
   const fields: Array<[string, string, boolean]> = [
     ['order_id', 'string', false],
@@ -155,21 +156,8 @@ export async function seed(deps: Deps, appUrl: string): Promise<Seeded> {
       data: { type: 'data_model_field', attributes: { data_model_id: model.data.id, name, type, is_primary_key: i === 0, is_required: required } },
     });
   }
-  const saved = await post('/workflows/save_builder_state', {
-    data: {
-      type: 'workflow_builder_state',
-      attributes: {
-        is_new_version: false,
-        organization_id: org.id,
-        wf_params: { name: 'Orders', is_active: true },
-        trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: cred.id }],
-        step_params: STEPS,
-      },
-    },
-  });
-  const hook = saved.meta?.trigger_tokens?.hook;
-  if (!hook) throw new Error('the saved workflow returned no trigger token');
-  return { organizationId: org.id, workspaceId: ws.id, workflowId: saved.data.id, bearer, hookPath: `/api/v1/webhooks/${hook}` };
+  const { workflowId, token } = await saveWebhookWorkflow(appUrl, bearer, { name: 'Orders', organizationId: org.id, serviceAccountId: cred.id, steps: STEPS });
+  return { organizationId: org.id, workspaceId: ws.id, workflowId, bearer, hookPath: `/api/v1/webhooks/${token}` };
 }
 
 // ---------------------------------------------------------------------------------------

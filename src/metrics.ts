@@ -54,67 +54,144 @@ const QUEUE_SAMPLE_TIMEOUT_MS = 2000;
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
 
+/** A counter or a histogram; its labels are arguments of its counting function, by the same names. */
+type MetricDefinition = {
+  /** Without METRICS_PREFIX. */
+  name: string;
+  help: string;
+  labels: readonly string[];
+} & (
+  | {
+      kind: 'counter';
+      /** The argument added (only when above 0); without one, each call adds 1. */
+      value?: string;
+    }
+  | {
+      kind: 'histogram';
+      buckets: readonly number[];
+      /** The argument observed (a negative one as 0). */
+      value: string;
+    }
+);
+
+/** A counting function of Metrics: its arguments' names, in order, and the metrics one call counts in. */
+interface CountingDefinition<Arity extends number> {
+  args: readonly string[] & { length: Arity };
+  metrics: readonly MetricDefinition[];
+}
+
+type Counting = Exclude<keyof Metrics, 'registry'>;
+
+/**
+ * Every counter and histogram, grouped by the counting function that feeds it (docs/metrics.md
+ * lists the same). A new metric is a line here; its function a member of Metrics.
+ */
+export const METRIC_DEFINITIONS = {
+  httpRequest: {
+    args: ['surface', 'route', 'method', 'status', 'seconds'],
+    metrics: [
+      { name: 'http_requests_total', kind: 'counter', help: 'HTTP requests answered', labels: ['surface', 'route', 'method', 'status'] },
+      {
+        name: 'http_request_duration_seconds',
+        kind: 'histogram',
+        help: 'Time to answer an HTTP request',
+        labels: ['surface', 'route', 'method'],
+        buckets: SECONDS_BUCKETS,
+        value: 'seconds',
+      },
+    ],
+  },
+  rateLimited: {
+    args: ['surface'],
+    metrics: [{ name: 'rate_limit_refusals_total', kind: 'counter', help: 'Requests refused by a rate window (429)', labels: ['surface'] }],
+  },
+  webhookDelivery: {
+    args: ['outcome'],
+    metrics: [{ name: 'webhook_deliveries_total', kind: 'counter', help: 'Webhook deliveries by outcome', labels: ['outcome'] }],
+  },
+  runFinished: {
+    args: ['workflow_id', 'outcome', 'seconds'],
+    metrics: [
+      { name: 'runs_finished_total', kind: 'counter', help: 'Workflow runs finished', labels: ['workflow_id', 'outcome'] },
+      {
+        name: 'run_duration_seconds',
+        kind: 'histogram',
+        help: 'Time from a run being queued to its end',
+        labels: ['workflow_id', 'outcome'],
+        buckets: RUN_BUCKETS,
+        value: 'seconds',
+      },
+    ],
+  },
+  stepAttempt: {
+    args: ['type', 'status'],
+    metrics: [{ name: 'step_attempts_total', kind: 'counter', help: 'Steps executed, by step type and status', labels: ['type', 'status'] }],
+  },
+  stepRetry: {
+    args: ['type'],
+    metrics: [{ name: 'step_retries_total', kind: 'counter', help: 'Step failures that queued another attempt of the run', labels: ['type'] }],
+  },
+  providerCall: {
+    args: ['connector_id', 'operation', 'status', 'seconds'],
+    metrics: [
+      { name: 'provider_calls_total', kind: 'counter', help: 'Calls to providers through connectors', labels: ['connector_id', 'operation', 'status'] },
+      {
+        name: 'provider_call_duration_seconds',
+        kind: 'histogram',
+        help: 'Time of a call to a provider',
+        labels: ['connector_id', 'operation'],
+        buckets: SECONDS_BUCKETS,
+        value: 'seconds',
+      },
+    ],
+  },
+  factsWritten: {
+    args: ['n'],
+    metrics: [{ name: 'facts_written_total', kind: 'counter', help: 'Facts stored (duplicates not counted)', labels: [], value: 'n' }],
+  },
+  importLines: {
+    args: ['n'],
+    metrics: [{ name: 'fact_import_lines_total', kind: 'counter', help: 'Lines read by fact imports', labels: [], value: 'n' }],
+  },
+} as const satisfies { [K in Counting]: CountingDefinition<Parameters<Metrics[K]>['length']> };
+
+type Named = Record<string, unknown>;
+
+/** One metric in `registry`, and what counts in it from a call's named arguments. */
+function instrument(def: MetricDefinition, registry: Registry): (args: Named) => void {
+  const common = { name: `${METRICS_PREFIX}${def.name}`, help: def.help, labelNames: def.labels, registers: [registry] };
+  const labels = (args: Named) => Object.fromEntries(def.labels.map((l) => [l, String(args[l])]));
+  if (def.kind === 'histogram') {
+    const histogram = new Histogram({ ...common, buckets: [...def.buckets] });
+    const { value } = def;
+    return (args) => histogram.observe(labels(args), Math.max(0, Number(args[value])));
+  }
+  const counter = new Counter(common);
+  const { value } = def;
+  return (args) => {
+    const n = value === undefined ? 1 : Number(args[value]);
+    if (n > 0) counter.inc(labels(args), n);
+  };
+}
+
 export function createMetrics(sources: MetricsSources): Metrics {
   const registry = new Registry();
   const registers = [registry];
   const p = METRICS_PREFIX;
   if (sources.processMetrics) collectDefaultMetrics({ register: registry, prefix: p });
 
-  const httpRequests = new Counter({
-    name: `${p}http_requests_total`,
-    help: 'HTTP requests answered',
-    labelNames: ['surface', 'route', 'method', 'status'],
-    registers,
-  });
-  const httpSeconds = new Histogram({
-    name: `${p}http_request_duration_seconds`,
-    help: 'Time to answer an HTTP request',
-    labelNames: ['surface', 'route', 'method'],
-    buckets: SECONDS_BUCKETS,
-    registers,
-  });
-  const rateLimited = new Counter({
-    name: `${p}rate_limit_refusals_total`,
-    help: 'Requests refused by a rate window (429)',
-    labelNames: ['surface'],
-    registers,
-  });
-  const deliveries = new Counter({ name: `${p}webhook_deliveries_total`, help: 'Webhook deliveries by outcome', labelNames: ['outcome'], registers });
-  const runs = new Counter({ name: `${p}runs_finished_total`, help: 'Workflow runs finished', labelNames: ['workflow_id', 'outcome'], registers });
-  const runSeconds = new Histogram({
-    name: `${p}run_duration_seconds`,
-    help: 'Time from a run being queued to its end',
-    labelNames: ['workflow_id', 'outcome'],
-    buckets: RUN_BUCKETS,
-    registers,
-  });
-  const stepAttempts = new Counter({
-    name: `${p}step_attempts_total`,
-    help: 'Steps executed, by step type and status',
-    labelNames: ['type', 'status'],
-    registers,
-  });
-  const stepRetries = new Counter({
-    name: `${p}step_retries_total`,
-    help: 'Step failures that queued another attempt of the run',
-    labelNames: ['type'],
-    registers,
-  });
-  const providerCalls = new Counter({
-    name: `${p}provider_calls_total`,
-    help: 'Calls to providers through connectors',
-    labelNames: ['connector_id', 'operation', 'status'],
-    registers,
-  });
-  const providerSeconds = new Histogram({
-    name: `${p}provider_call_duration_seconds`,
-    help: 'Time of a call to a provider',
-    labelNames: ['connector_id', 'operation'],
-    buckets: SECONDS_BUCKETS,
-    registers,
-  });
-  const facts = new Counter({ name: `${p}facts_written_total`, help: 'Facts stored (duplicates not counted)', registers });
-  const importLines = new Counter({ name: `${p}fact_import_lines_total`, help: 'Lines read by fact imports', registers });
+  const counting = {} as Record<Counting, (...values: unknown[]) => void>;
+  for (const [fn, def] of Object.entries(METRIC_DEFINITIONS) as Array<[Counting, CountingDefinition<number>]>) {
+    for (const m of def.metrics) {
+      const unknown = [...m.labels, m.value ?? []].flat().filter((a) => !def.args.includes(a));
+      if (unknown.length > 0) throw new Error(`metric ${m.name}: ${unknown.join(', ')} not an argument of ${fn}`);
+    }
+    const counts = def.metrics.map((m) => instrument(m, registry));
+    counting[fn] = (...values) => {
+      const args = Object.fromEntries(def.args.map((name, i) => [name, values[i]]));
+      for (const count of counts) count(args);
+    };
+  }
 
   // The gauges read at scrape time share one query per scrape (prom-client collects them side by side).
   let sampling: Promise<QueueSample | undefined> | undefined;
@@ -178,29 +255,6 @@ export function createMetrics(sources: MetricsSources): Metrics {
     },
   });
 
-  return {
-    registry,
-    httpRequest(surface, route, method, status, seconds) {
-      httpRequests.inc({ surface, route, method, status: String(status) });
-      httpSeconds.observe({ surface, route, method }, seconds);
-    },
-    rateLimited: (surface) => rateLimited.inc({ surface }),
-    webhookDelivery: (outcome) => deliveries.inc({ outcome }),
-    runFinished(workflowId, outcome, seconds) {
-      runs.inc({ workflow_id: workflowId, outcome });
-      runSeconds.observe({ workflow_id: workflowId, outcome }, Math.max(0, seconds));
-    },
-    stepAttempt: (type, status) => stepAttempts.inc({ type, status }),
-    stepRetry: (type) => stepRetries.inc({ type }),
-    providerCall(connectorId, operation, status, seconds) {
-      providerCalls.inc({ connector_id: connectorId, operation, status });
-      providerSeconds.observe({ connector_id: connectorId, operation }, seconds);
-    },
-    factsWritten: (n) => {
-      if (n > 0) facts.inc(n);
-    },
-    importLines: (n) => {
-      if (n > 0) importLines.inc(n);
-    },
-  };
+  // The functions take the arguments Metrics declares: METRIC_DEFINITIONS' `satisfies` holds each arity to its member.
+  return { registry, ...(counting as unknown as Omit<Metrics, 'registry'>) };
 }

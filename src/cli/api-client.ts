@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { createClient, TributaryError, type Collection, type ListOptions, type Page, type TributaryClient } from '@tributary/client';
+import { createClient, type Collection, type ListOptions, type TributaryClient, type TributaryError } from '@tributary/client';
 import { loadCliConfig, type CliConfig } from '../config.ts';
 import { AdminApiError, DEFAULT_TIMEOUT_MS, networkReason, resolveServerUrl, UsageError } from './admin-client.ts';
 
@@ -93,9 +93,8 @@ export function resolveApiSettings(opts: ApiClientOptions, load: () => CliConfig
   return { url, credentials: readCredentialsFile(c.credentialsFile) };
 }
 
-/** A failure of the SDK in the CLI's words: which server, which credentials; anything else unchanged. */
-export function cliError(err: unknown, settings: ApiSettings, timeoutMs: number): unknown {
-  if (!(err instanceof TributaryError)) return err;
+/** A failure of the SDK in the CLI's words: which server, which credentials. */
+export function cliError(err: TributaryError, settings: ApiSettings, timeoutMs: number): AdminApiError {
   const base = settings.url;
   const { credentials } = settings;
   if (err.status === 0) {
@@ -120,43 +119,6 @@ export function cliError(err: unknown, settings: ApiSettings, timeoutMs: number)
   return new AdminApiError(err.detail ?? err.title ?? `the server answered HTTP ${err.status}`, err.status, err.code, source);
 }
 
-/** `sdk` whose every call rejects with map(error), the pages it gives and the iterators too. */
-function mapErrors(sdk: TributaryClient, map: (err: unknown) => unknown): TributaryClient {
-  const guard = async <T>(p: Promise<T>): Promise<T> => {
-    try {
-      return await p;
-    } catch (err) {
-      throw map(err);
-    }
-  };
-  const pageOf = <C extends Collection>(p: Promise<Page<C> | undefined>): Promise<Page<C> | undefined> =>
-    guard(p).then((page) => page && { ...page, next: () => pageOf(page.next()) });
-  return {
-    list: (collection, opts) => pageOf(sdk.list(collection, opts)) as Promise<Page<typeof collection>>,
-    async *iterate(collection, opts) {
-      try {
-        yield* sdk.iterate(collection, opts);
-      } catch (err) {
-        throw map(err);
-      }
-    },
-    get: (collection, id, opts) => guard(sdk.get(collection, id, opts)),
-    create: (collection, data, opts) => guard(sdk.create(collection, data, opts)),
-    update: (collection, id, data, opts) => guard(sdk.update(collection, id, data, opts)),
-    testRun: (workflowId, attributes, opts) => guard(sdk.testRun(workflowId, attributes, opts)),
-    replay: (runId, version, opts) => guard(sdk.replay(runId, version, opts)),
-    bulkReplay: (filter, meta, opts) => guard(sdk.bulkReplay(filter, meta, opts)),
-    verifyConnector: (connectorId, opts) => guard(sdk.verifyConnector(connectorId, opts)),
-    connectorRateLimit: (connectorId) => guard(sdk.connectorRateLimit(connectorId)),
-    factQuery: <T>(query: string, variables: Parameters<TributaryClient['factQuery']>[1]) => guard(sdk.factQuery<T>(query, variables)),
-    sendWebhook: (triggerToken, body, opts) => guard(sdk.sendWebhook(triggerToken, body, opts)),
-    request: (method, path, body, opts) => guard(sdk.request(method, path, body, opts)),
-    get exchanges() {
-      return sdk.exchanges;
-    },
-  };
-}
-
 /** A resource of the SDK's, its attributes read by name (the server always sends them). */
 export function asResource(r: unknown): Resource {
   return r as Resource;
@@ -172,16 +134,16 @@ export async function all<C extends Collection>(client: TributaryClient, collect
 export function createApiClient(settings: ApiSettings, opts: { timeoutMs?: number; fetch?: typeof fetch } = {}): ApiClient {
   const { credentials } = settings;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const sdk = createClient({
+  const client = createClient({
     baseUrl: settings.url,
     clientId: credentials.clientId,
     clientSecret: credentials.clientSecret,
     timeoutMs,
     // Someone waits at the terminal: two more tries (a server restarting, a 503) rather than the SDK's four.
     maxAttempts: 3,
+    mapError: (err) => cliError(err, settings, timeoutMs),
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
   });
-  const client = mapErrors(sdk, (err) => cliError(err, settings, timeoutMs));
 
   let identity: Promise<Identity> | undefined;
   return Object.assign(client, {

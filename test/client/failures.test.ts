@@ -158,3 +158,64 @@ describe('timeoutMs', () => {
     assert.equal(calls.filter((p) => p.endsWith('/data_models')).length, 1);
   });
 });
+
+describe('mapError', () => {
+  class Mine extends Error {
+    readonly from: TributaryError;
+    constructor(from: TributaryError) {
+      super(`mine: ${from.code}`);
+      this.from = from;
+    }
+  }
+  const notFound = () => new Response(JSON.stringify({ errors: [{ status: '404', code: 'not_found', title: 'Not found' }] }), { status: 404 });
+  /** One way to fail each call of the client; a call missing here fails the test below. */
+  const calls: Record<string, (c: ReturnType<typeof createClient>) => Promise<unknown>> = {
+    list: (c) => c.list('data_models'),
+    iterate: async (c) => {
+      for await (const _ of c.iterate('data_models')) void _;
+    },
+    get: (c) => c.get('data_models', 'dm-1'),
+    create,
+    update: (c) => c.update('data_models', 'dm-1', { type: 'data_model', attributes: { name: 'n' } }),
+    testRun: (c) => c.testRun('wf-1', { payload: {} }),
+    replay: (c) => c.replay('run-1'),
+    bulkReplay: (c) => c.bulkReplay({ status: 'failed' }),
+    verifyConnector: (c) => c.verifyConnector('ec-1'),
+    connectorRateLimit: (c) => c.connectorRateLimit('ec-1'),
+    factQuery: (c) => c.factQuery('{ factQuery(dataModelSlug: "x") { count } }', { dataModelSlug: 'x' }),
+    sendWebhook: (c) => c.sendWebhook('tbwh_token', { a: 1 }),
+    request: (c) => c.request('GET', '/organizations'),
+  };
+
+  it('every call of the client rejects with the mapped error, mapped once', async () => {
+    const { c: probe } = scripted(TOKEN, []);
+    const methods = Object.keys(probe).filter((k) => typeof (probe as unknown as Record<string, unknown>)[k] === 'function');
+    assert.deepEqual(methods.sort(), Object.keys(calls).sort(), 'each call of the client has a case here');
+    for (const [name, call] of Object.entries(calls)) {
+      const mapped: TributaryError[] = [];
+      const { c } = scripted(TOKEN, [notFound], { mapError: (err) => (mapped.push(err), new Mine(err)) });
+      await assert.rejects(call(c), (err: unknown) => {
+        assert.ok(err instanceof Mine, `${name} rejects with the mapped error`);
+        assert.equal(err.from.status, 404);
+        return true;
+      });
+      assert.equal(mapped.length, 1, `${name} maps once`);
+    }
+  });
+
+  it("maps a failed exchange and a page's next(); passes the caller's own abort unchanged", async () => {
+    const refused = () => new Response(JSON.stringify({ error: 'invalid_client' }), { status: 401 });
+    const { c: noToken } = scripted(refused, [], { mapError: (err) => new Mine(err) });
+    await assert.rejects(noToken.list('data_models'), (err: unknown) => err instanceof Mine && err.from.tokenExchange && err.from.code === 'invalid_client');
+
+    const first = () => new Response(JSON.stringify({ data: [], links: { next: '/api/json/v1/data_models?page[offset]=1' } }), { status: 200 });
+    const { c } = scripted(TOKEN, [first, notFound, never], { mapError: (err) => new Mine(err) });
+    const page = await c.list('data_models');
+    await assert.rejects(page.next(), Mine);
+
+    const controller = new AbortController();
+    const aborted = c.create('data_models', { type: 'data_model', attributes: { name: 'n', slug: 's' } }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 5);
+    await assert.rejects(aborted, { name: 'AbortError' });
+  });
+});

@@ -5,8 +5,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import { up as sealStoredAnswers } from '../../src/db/migrations/0016_sealed_idempotency_answers.ts';
+import { canonicalJson } from '../../src/json.ts';
+import { openAnswer } from '../../src/secret-box.ts';
 import { JSONAPI, dataModelDoc, jsonApi, seedAccount, seedTenant, startApp, tokenFor, type ApiResponse, type Tenant, type TestApp } from '../helpers/app.ts';
 import { sweep } from '../../src/maintenance/sweep.ts';
 
@@ -85,7 +88,8 @@ describe('replay', () => {
     const row = await keyRow(tenant.credentialId, k);
     assert.equal(row?.state, 'done');
     assert.equal(row?.status, 201);
-    assert.equal(row?.body, first.text);
+    assert.notEqual(row?.body, first.text, 'the answer is not kept in plain text');
+    assert.equal(openAnswer(t.deps.connectorKey, tenant.credentialId, k, row!.body!), first.text);
   });
 
   test('without Idempotency-Key the same request runs again', async () => {
@@ -423,5 +427,117 @@ describe('retention', () => {
     const replay = await api.post(MODELS, dataModelDoc({ name: 'Sweep', slug: `sweep-${expired.length}` }), { 'idempotency-key': live[0]! });
     assert.equal(replay.status, 201);
     assert.equal(replayed(replay), 'true');
+  });
+});
+
+describe('at rest', () => {
+  /** Every column of every stored key of the tenant's account, as text. */
+  async function storedText(): Promise<string> {
+    const rows = await t.deps.db.selectFrom('idempotency_keys').selectAll().where('credential_id', '=', tenant.credentialId).execute();
+    return JSON.stringify(rows);
+  }
+
+  test("a saved workflow's trigger token is not kept in the clear; the repeat answers identically", async () => {
+    const k = key();
+    const doc = {
+      data: {
+        type: 'workflow_builder_state',
+        attributes: {
+          is_new_version: false,
+          organization_id: tenant.organizationId,
+          wf_params: { name: 'Sealed', is_active: true },
+          trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: tenant.credentialId }],
+          step_params: [{ key: 'shape', type: 'transform', config: { expression: 'payload' } }],
+        },
+      },
+    };
+    const first = await api.post('/api/json/v1/workflows/save_builder_state', doc, { 'idempotency-key': k });
+    assert.equal(first.status, 201, first.text);
+    const token: string = first.body.meta.trigger_tokens.hook;
+    assert.ok(typeof token === 'string' && token.length >= 20, 'the answer shows the new trigger token once');
+
+    const row = await keyRow(tenant.credentialId, k);
+    assert.equal(row?.state, 'done');
+    assert.match(row!.body!, /^v1\./, 'the stored answer is sealed');
+    assert.match(row!.fingerprint, /^h1:[0-9a-f]{64}$/, 'the fingerprint is a keyed hash');
+    assert.ok(!(await storedText()).includes(token), 'no trigger token in the idempotency table');
+    // Not even in the whole table, as the database would dump it.
+    const dump = await sql<{ t: string }>`select coalesce(string_agg(i::text, ''), '') as t from idempotency_keys i`.execute(t.deps.db);
+    assert.ok(!dump.rows[0]!.t.includes(token));
+
+    const again = await api.post('/api/json/v1/workflows/save_builder_state', doc, { 'idempotency-key': k });
+    assert.equal(again.status, 201);
+    assert.equal(again.text, first.text, 'the repeat is the same answer, token included');
+    assert.equal(replayed(again), 'true');
+    const workflows = await t.deps.db
+      .selectFrom('workflows')
+      .select('id')
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where('name', '=', 'Sealed')
+      .execute();
+    assert.equal(workflows.length, 1, 'saved once');
+
+    // The sealed answer opens only for its own account and key.
+    assert.throws(() => openAnswer(t.deps.connectorKey, tenant.credentialId, `${k}x`, row!.body!));
+    assert.throws(() => openAnswer(Buffer.alloc(32, 7), tenant.credentialId, k, row!.body!));
+  });
+
+  test("a connector's secret in a keyed request is kept neither in the clear nor as a plain hash of the body", async () => {
+    const k = key();
+    const secret = `weak-${randomUUID().slice(0, 4)}`;
+    const doc = { data: { type: 'external_connector', attributes: { name: `At rest ${k}`, auth_type: 'api_key', direction: 'inbound', secret } } };
+    const first = await api.post('/api/json/v1/external_connectors', doc, { 'idempotency-key': k });
+    assert.equal(first.status, 201, first.text);
+    const row = await keyRow(tenant.credentialId, k);
+    assert.ok(!(await storedText()).includes(secret));
+    const plainDigest = createHash('sha256')
+      .update(`POST\n/api/json/v1/external_connectors\n${canonicalJson(doc)}`)
+      .digest('hex');
+    assert.notEqual(row!.fingerprint, plainDigest, 'a guess of the secret cannot be checked against the stored fingerprint');
+    const again = await api.post('/api/json/v1/external_connectors', doc, { 'idempotency-key': k });
+    assert.equal(again.text, first.text);
+    assert.equal(replayed(again), 'true');
+  });
+
+  /** Key `k` replays `first` to `doc` and refuses another body. */
+  async function answersOnly(k: string, doc: unknown, first: ApiResponse, what: string): Promise<void> {
+    const again = await api.post(MODELS, doc, { 'idempotency-key': k });
+    assert.equal(again.status, first.status, what);
+    assert.equal(again.text, first.text, what);
+    assert.equal(replayed(again), 'true', what);
+    const other = await api.post(MODELS, dataModelDoc({ name: 'Legacy', slug: 'legacy-other' }), { 'idempotency-key': k });
+    assertError(other, 409, 'idempotency_key_reused', `another body under ${what}`);
+  }
+
+  test('a key stored in plain text before answers were sealed is still answered; migration 0016 seals it', async () => {
+    const k = key();
+    const doc = dataModelDoc({ name: 'Legacy', slug: 'legacy-plain' });
+    const first = await api.post(MODELS, doc, { 'idempotency-key': k });
+    assert.equal(first.status, 201, first.text);
+    // The row as the earlier version stored it: the plain SHA-256 fingerprint and the answer as sent.
+    const legacyFingerprint = createHash('sha256')
+      .update(`POST\n${MODELS}\n${canonicalJson(doc)}`)
+      .digest('hex');
+    await t.deps.db
+      .updateTable('idempotency_keys')
+      .set({ fingerprint: legacyFingerprint, body: first.text })
+      .where('credential_id', '=', tenant.credentialId)
+      .where('key', '=', k)
+      .execute();
+
+    await answersOnly(k, doc, first, 'a plain-text key');
+
+    await sealStoredAnswers(t.deps.db);
+    const row = await keyRow(tenant.credentialId, k);
+    assert.match(row!.body!, /^v1\./);
+    assert.match(row!.fingerprint, /^h1:/);
+    assert.equal(openAnswer(t.deps.connectorKey, tenant.credentialId, k, row!.body!), first.text);
+    const plain = await t.deps.db
+      .selectFrom('idempotency_keys')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where((eb) => eb.or([eb('fingerprint', 'not like', 'h1:%'), eb('body', 'not like', 'v1.%')]))
+      .executeTakeFirstOrThrow();
+    assert.equal(plain.n, 0, 'no row left in plain text');
+    await answersOnly(k, doc, first, 'a key sealed by 0016');
   });
 });

@@ -1,12 +1,10 @@
 /**
  * What the connector and API specification pages share: the shapes they read out of the
  * API's untyped JSON attributes (operations, last_changes, the rate-limit use), checked
- * before use, and a list that pages forwards and back.
+ * before use.
  */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import type { Collection, Page as ListPage, ResourceOf, TributaryClient } from '@tributary/client';
-import { useLoad } from '../api.ts';
+import type { ResourceOf, TributaryClient } from '@tributary/client';
 import { href } from '../router.ts';
 import { ErrorNotice, Loading, Page, type Column } from '../ui/index.tsx';
 
@@ -96,30 +94,6 @@ export function summariesOf(format: string | undefined, raw: string | undefined)
   return out;
 }
 
-/**
- * A list page by page: the first from `first`, then each `next` link; Previous goes back
- * through the pages already read, so nothing is asked twice.
- */
-export function usePages<C extends Collection>(first: () => Promise<ListPage<C>>, deps: readonly unknown[]) {
-  const loaded = useLoad(first, deps);
-  const [later, setLater] = useState<ListPage<C>[]>([]);
-  const [error, setError] = useState<unknown>(undefined);
-  useEffect(() => {
-    setLater([]);
-    setError(undefined);
-  }, [loaded.data]);
-  const page = later.at(-1) ?? loaded.data;
-  const next =
-    page && typeof page.links.next === 'string' && page.links.next !== ''
-      ? () => {
-          setError(undefined);
-          page.next().then((p) => p && setLater((s) => [...s, p]), setError);
-        }
-      : undefined;
-  const prev = later.length > 0 ? () => setLater((s) => s.slice(0, -1)) : undefined;
-  return { page, error: loaded.error ?? error, loading: loaded.loading, reload: loaded.reload, next, prev };
-}
-
 /** The name of an included resource by type and id (`include=external_connector`). */
 export function includedName(
   included: ReadonlyArray<{ type?: string; id?: string; attributes?: unknown }> | undefined,
@@ -138,16 +112,6 @@ export const SPEC_COLUMNS: Column<ApiSpec>[] = [
   { title: 'Version', cell: (s) => s.attributes?.version ?? <span class="muted">—</span> },
   { title: 'Operations', numeric: true, cell: (s) => operationsOf(s.attributes?.operations).length },
 ];
-
-/** What a list shows: its error, Loading until the first answer, then `children` of the answer. */
-export function Loaded<T>(props: { error: unknown; errorTitle: string; loading: boolean; data: T | undefined; children: (data: T) => ComponentChildren }) {
-  return (
-    <>
-      <ErrorNotice error={props.error} title={props.errorTitle} />
-      {props.data === undefined ? props.loading && <Loading /> : props.children(props.data)}
-    </>
-  );
-}
 
 /** A page whose resource has not come (yet): loading, or the API's error, and the way back. */
 export function NotLoaded(props: { title: string; what: string; error: unknown; loading: boolean; back: string }) {

@@ -6,8 +6,9 @@
 import { useState } from 'preact/hooks';
 import { useClient, useLoad } from '../api.ts';
 import { href } from '../router.ts';
-import { ActionButton, Badge, ErrorNotice, Page, Section, Table, Time } from '../ui/index.tsx';
-import { configuredRateLimit, Loaded, loadRateLimit, NotLoaded, PropList, SPEC_COLUMNS, type ApiSpec, type Connector } from './connector-shared.tsx';
+import { ActionButton, Badge, ErrorNotice, Page, Section, Time } from '../ui/index.tsx';
+import { PagedList } from '../ui/paged-list.tsx';
+import { configuredRateLimit, loadRateLimit, NotLoaded, PropList, SPEC_COLUMNS, type Connector } from './connector-shared.tsx';
 
 export function ConnectorPage(props: { id: string }) {
   const client = useClient();
@@ -95,31 +96,24 @@ function ConfigList(props: { config: unknown }) {
 
 function AttachedSpecs(props: { connectorId: string }) {
   const client = useClient();
-  const specs = useLoad(
-    () =>
-      client.list('api_specs', {
-        filter: { external_connector_id: props.connectorId },
-        sort: '-updated_at',
-        fields: { api_spec: ['name', 'title', 'version', 'operations', 'updated_at'] },
-      }),
-    [client, props.connectorId],
-  );
   return (
     <Section title="API specification">
-      <Loaded error={specs.error} errorTitle="Could not list the attached specifications" loading={specs.loading} data={specs.data}>
-        {(doc) => (
-          <>
-            <Table<ApiSpec>
-              caption="Attached API specifications"
-              rowKey={(s) => s.id}
-              rows={doc.data}
-              empty="No specification is attached: steps cannot name operations. Attach one with its external_connector_id."
-              columns={[...SPEC_COLUMNS, { title: 'Updated', cell: (s) => <Time value={s.attributes?.updated_at} /> }]}
-            />
-            {doc.data.length > 1 && <p class="muted small">Steps use the specification changed last (the first one here).</p>}
-          </>
-        )}
-      </Loaded>
+      <PagedList
+        load={() =>
+          client.list('api_specs', {
+            filter: { external_connector_id: props.connectorId },
+            sort: '-updated_at',
+            fields: { api_spec: ['name', 'title', 'version', 'operations', 'updated_at'] },
+          })
+        }
+        deps={[client, props.connectorId]}
+        errorTitle="Could not list the attached specifications"
+        caption="Attached API specifications"
+        pagerLabel="Attached specification pages"
+        empty="No specification is attached: steps cannot name operations. Attach one with its external_connector_id."
+        columns={[...SPEC_COLUMNS, { title: 'Updated', cell: (s) => <Time value={s.attributes?.updated_at} /> }]}
+        after={(page) => page.data.length > 1 && <p class="muted small">Steps use the specification changed last (the first one here).</p>}
+      />
     </Section>
   );
 }

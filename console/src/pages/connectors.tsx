@@ -4,8 +4,9 @@
  */
 import { useClient } from '../api.ts';
 import { href, navigate, useRoute } from '../router.ts';
-import { Badge, Field, Page, Pager, Section, Table, Time } from '../ui/index.tsx';
-import { includedName, Loaded, SPEC_COLUMNS, usePages, type ApiSpec, type Connector } from './connector-shared.tsx';
+import { Badge, Field, Page, Section, Time } from '../ui/index.tsx';
+import { PagedList } from '../ui/paged-list.tsx';
+import { includedName, SPEC_COLUMNS } from './connector-shared.tsx';
 
 const STATUSES = ['unverified', 'verified', 'failing'] as const;
 
@@ -22,16 +23,6 @@ export function ConnectorsPage() {
 
 function ConnectorList(props: { status: (typeof STATUSES)[number] | undefined }) {
   const client = useClient();
-  const list = usePages(
-    () =>
-      client.list('external_connectors', {
-        sort: 'name',
-        page: { limit: 50 },
-        ...(props.status ? { filter: { status: props.status } } : {}),
-        fields: { external_connector: ['name', 'type', 'provider_slug', 'auth_type', 'status', 'last_verified_at', 'last_error'] },
-      }),
-    [client, props.status],
-  );
   const filter = (
     <div class="filters">
       <Field label="Status">
@@ -49,70 +40,68 @@ function ConnectorList(props: { status: (typeof STATUSES)[number] | undefined })
   );
   return (
     <Section title="External connectors" actions={filter}>
-      <Loaded error={list.error} errorTitle="Could not list the connectors" loading={list.loading} data={list.page}>
-        {(page) => (
-          <Table<Connector>
-            caption="External connectors"
-            rowKey={(c) => c.id}
-            rows={page.data}
-            empty={props.status ? `No ${props.status} connector.` : 'No connector yet. Create one with the API or `tributary connector create`.'}
-            columns={[
-              { title: 'Name', cell: (c) => <a href={href('connectors', c.id)}>{c.attributes?.name ?? c.id}</a> },
-              { title: 'Provider', cell: (c) => c.attributes?.provider_slug ?? <span class="muted">—</span> },
-              { title: 'Type', cell: (c) => c.attributes?.type ?? <span class="muted">—</span> },
-              { title: 'Auth', cell: (c) => c.attributes?.auth_type },
-              { title: 'Status', cell: (c) => <Badge value={c.attributes?.status} /> },
-              { title: 'Last verified', cell: (c) => <Time value={c.attributes?.last_verified_at} /> },
-              {
-                title: 'Last error',
-                cell: (c) => (c.attributes?.last_error ? <span class="conn-error small">{c.attributes.last_error}</span> : <span class="muted">—</span>),
-              },
-            ]}
-          />
-        )}
-      </Loaded>
-      <Pager onPrev={list.prev} onNext={list.next} label="Connector pages" />
+      <PagedList
+        load={() =>
+          client.list('external_connectors', {
+            sort: 'name',
+            page: { limit: 50 },
+            ...(props.status ? { filter: { status: props.status } } : {}),
+            fields: { external_connector: ['name', 'type', 'provider_slug', 'auth_type', 'status', 'last_verified_at', 'last_error'] },
+          })
+        }
+        deps={[client, props.status]}
+        errorTitle="Could not list the connectors"
+        caption="External connectors"
+        pagerLabel="Connector pages"
+        empty={props.status ? `No ${props.status} connector.` : 'No connector yet. Create one with the API or `tributary connector create`.'}
+        columns={[
+          { title: 'Name', cell: (c) => <a href={href('connectors', c.id)}>{c.attributes?.name ?? c.id}</a> },
+          { title: 'Provider', cell: (c) => c.attributes?.provider_slug ?? <span class="muted">—</span> },
+          { title: 'Type', cell: (c) => c.attributes?.type ?? <span class="muted">—</span> },
+          { title: 'Auth', cell: (c) => c.attributes?.auth_type },
+          { title: 'Status', cell: (c) => <Badge value={c.attributes?.status} /> },
+          { title: 'Last verified', cell: (c) => <Time value={c.attributes?.last_verified_at} /> },
+          {
+            title: 'Last error',
+            cell: (c) => (c.attributes?.last_error ? <span class="conn-error small">{c.attributes.last_error}</span> : <span class="muted">—</span>),
+          },
+        ]}
+      />
     </Section>
   );
 }
 
 function SpecList() {
   const client = useClient();
-  const list = usePages(
-    () =>
-      client.list('api_specs', {
-        sort: 'name',
-        page: { limit: 50 },
-        include: 'external_connector',
-        // The operations come along only to be counted; the document itself stays on the server.
-        fields: { api_spec: ['name', 'title', 'version', 'operations', 'external_connector_id'], external_connector: ['name'] },
-      }),
-    [client],
-  );
   return (
     <Section title="API specifications">
-      <Loaded error={list.error} errorTitle="Could not list the API specifications" loading={list.loading} data={list.page}>
-        {(page) => (
-          <Table<ApiSpec>
-            caption="API specifications"
-            rowKey={(s) => s.id}
-            rows={page.data}
-            empty="No API specification yet. Upload one with the API or `tributary api-spec import`."
-            columns={[
-              ...SPEC_COLUMNS,
-              {
-                title: 'Connector',
-                cell: (s) => {
-                  const id = s.attributes?.external_connector_id;
-                  if (!id) return <span class="muted">not attached</span>;
-                  return <a href={href('connectors', id)}>{includedName(page.included, 'external_connector', id) ?? id}</a>;
-                },
-              },
-            ]}
-          />
-        )}
-      </Loaded>
-      <Pager onPrev={list.prev} onNext={list.next} label="API specification pages" />
+      <PagedList
+        load={() =>
+          client.list('api_specs', {
+            sort: 'name',
+            page: { limit: 50 },
+            include: 'external_connector',
+            // The operations come along only to be counted; the document itself stays on the server.
+            fields: { api_spec: ['name', 'title', 'version', 'operations', 'external_connector_id'], external_connector: ['name'] },
+          })
+        }
+        deps={[client]}
+        errorTitle="Could not list the API specifications"
+        caption="API specifications"
+        pagerLabel="API specification pages"
+        empty="No API specification yet. Upload one with the API or `tributary api-spec import`."
+        columns={(page) => [
+          ...SPEC_COLUMNS,
+          {
+            title: 'Connector',
+            cell: (s) => {
+              const id = s.attributes?.external_connector_id;
+              if (!id) return <span class="muted">not attached</span>;
+              return <a href={href('connectors', id)}>{includedName(page.included, 'external_connector', id) ?? id}</a>;
+            },
+          },
+        ]}
+      />
     </Section>
   );
 }

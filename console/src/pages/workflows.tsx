@@ -1,14 +1,14 @@
 /** The workflows of the workspace, by name, a page at a time. */
-import { useState } from 'preact/hooks';
-import type { Page as ListPage } from '@tributary/client';
-import { useClient, useLoad } from '../api.ts';
+import type { ResourceOf } from '@tributary/client';
+import { useClient } from '../api.ts';
 import { href } from '../router.ts';
-import { Badge, ErrorNotice, Loading, Page, Pager, Table, Time } from '../ui/index.tsx';
+import { Badge, Page, Time } from '../ui/index.tsx';
+import { PagedList } from '../ui/paged-list.tsx';
 
 const PAGE_SIZE = 25;
 
+/** A workflow's attributes as this list reads them. */
 interface Row {
-  id: string;
   name: string;
   is_active: boolean;
   version: number;
@@ -26,56 +26,33 @@ export function triggerSummary(triggers: Array<{ type: string }>): string {
 
 export function WorkflowsPage() {
   const client = useClient();
-  // The pages seen so far: Next loads the one after the last, Previous goes back one.
-  const [stack, setStack] = useState<ListPage<'workflows'>[]>([]);
-  const [error, setError] = useState<unknown>(undefined);
-  const first = useLoad(
-    () =>
-      client.list('workflows', { sort: 'name', page: { limit: PAGE_SIZE }, fields: { workflow: ['name', 'is_active', 'version', 'triggers', 'updated_at'] } }),
-    [],
-  );
-  const pages = first.data ? [first.data, ...stack] : [];
-  const current = pages[pages.length - 1];
-  const next = async () => {
-    if (!current) return;
-    setError(undefined);
-    try {
-      const page = await current.next();
-      if (page) setStack([...stack, page]);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  const rows = (current?.data ?? []).map((r) => ({ id: r.id, ...(r.attributes as unknown as Omit<Row, 'id'>) }));
+  const row = (r: ResourceOf<'workflows'>) => (r.attributes ?? {}) as Partial<Row>;
   return (
     <Page title="Workflows">
       <p class="muted small">
         Apply workflows with the CLI (<code>tributary workflow apply -f FILE</code>) or the API; open one to see its flow, versions and triggers and to test it.
       </p>
-      <ErrorNotice error={first.error ?? error} title="Could not load the workflows" />
-      {!current && first.loading && <Loading />}
-      {current && (
-        <>
-          <Table<Row>
-            caption={`Workflows, page ${pages.length}`}
-            rows={rows}
-            rowKey={(r) => r.id}
-            empty="No workflows yet."
-            columns={[
-              { title: 'Name', cell: (r) => <a href={href('workflows', r.id)}>{r.name}</a> },
-              { title: 'State', cell: (r) => <Badge value={r.is_active ? 'active' : 'inactive'} /> },
-              { title: 'Version', cell: (r) => r.version, numeric: true },
-              { title: 'Triggers', cell: (r) => triggerSummary(r.triggers ?? []) },
-              { title: 'Updated', cell: (r) => <Time value={r.updated_at} /> },
-            ]}
-          />
-          <Pager
-            label="Workflow pages"
-            onPrev={stack.length > 0 ? () => setStack(stack.slice(0, -1)) : undefined}
-            onNext={current.links.next ? next : undefined}
-          />
-        </>
-      )}
+      <PagedList
+        load={() =>
+          client.list('workflows', {
+            sort: 'name',
+            page: { limit: PAGE_SIZE },
+            fields: { workflow: ['name', 'is_active', 'version', 'triggers', 'updated_at'] },
+          })
+        }
+        deps={[client]}
+        errorTitle="Could not load the workflows"
+        caption={(n) => `Workflows, page ${n}`}
+        pagerLabel="Workflow pages"
+        empty="No workflows yet."
+        columns={[
+          { title: 'Name', cell: (r) => <a href={href('workflows', r.id)}>{row(r).name}</a> },
+          { title: 'State', cell: (r) => <Badge value={row(r).is_active ? 'active' : 'inactive'} /> },
+          { title: 'Version', cell: (r) => row(r).version, numeric: true },
+          { title: 'Triggers', cell: (r) => triggerSummary(row(r).triggers ?? []) },
+          { title: 'Updated', cell: (r) => <Time value={row(r).updated_at} /> },
+        ]}
+      />
     </Page>
   );
 }

@@ -58,6 +58,11 @@ export interface ClientOptions {
    * times out is retried like one that got no answer; the last one fails with code `timeout`.
    */
   timeoutMs?: number;
+  /**
+   * Turns every TributaryError a call would reject with into an error of your own (your
+   * program's messages, say); your own abort and anything else are passed unchanged.
+   */
+  mapError?: (err: TributaryError) => Error;
   /** For tests: the clock (ms), the wait between attempts and the jitter's random source. */
   clock?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -182,6 +187,23 @@ export function createClient(options: ClientOptions): TributaryClient {
 
   const timeoutMs = Math.max(0, options.timeoutMs ?? 0);
 
+  /**
+   * `fn` whose failure is given to options.mapError. Every call that reaches the network goes
+   * through exactly one of the guarded three (request, factQuery, sendWebhook): a call is
+   * mapped once, and a new call needs no line of its own.
+   */
+  const mapError = options.mapError;
+  const guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>): ((...args: A) => Promise<R>) =>
+    mapError === undefined
+      ? fn
+      : async (...args) => {
+          try {
+            return await fn(...args);
+          } catch (err) {
+            throw err instanceof TributaryError ? mapError(err) : err;
+          }
+        };
+
   /** One attempt, within its time limit when it has one. */
   const attempt = async (url: string, init: RequestInit, ms: number): Promise<Response> => {
     if (ms <= 0) return doFetch(url, init);
@@ -275,7 +297,7 @@ export function createClient(options: ClientOptions): TributaryClient {
     return { response, attempts };
   };
 
-  const request = async (method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<unknown> => {
+  const request = guarded(async (method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<unknown> => {
     const headers: Record<string, string> = { accept: JSONAPI };
     if (body !== undefined) headers['content-type'] = JSONAPI;
     if (UNSAFE.has(method)) headers['idempotency-key'] = opts.idempotencyKey ?? uuidV4();
@@ -284,7 +306,7 @@ export function createClient(options: ClientOptions): TributaryClient {
     const { response, attempts } = await authed(url, init, () => true, { timeoutMs: Math.max(0, opts.timeoutMs ?? timeoutMs) });
     if (!response.ok) throw await failure(response, attempts);
     return json(response);
-  };
+  });
 
   const page = async <C extends Collection>(url: string): Promise<Page<C>> => {
     const doc = (await request('GET', url)) as {
@@ -336,7 +358,7 @@ export function createClient(options: ClientOptions): TributaryClient {
     connectorRateLimit: async (connectorId) =>
       (await request('GET', `/external_connectors/${encodeURIComponent(connectorId)}/rate_limit`)) as import('./types.ts').ConnectorRateLimitDocument,
 
-    async factQuery<T>(query: string, variables: FactQueryVariables): Promise<T> {
+    factQuery: guarded(async <T>(query: string, variables: FactQueryVariables): Promise<T> => {
       const vars: Record<string, unknown> = { ...variables };
       for (const k of ['filters', 'joinFilters'] as const) if (Array.isArray(vars[k])) vars[k] = JSON.stringify(vars[k]);
       const { response, attempts } = await authed(
@@ -355,9 +377,9 @@ export function createClient(options: ClientOptions): TributaryClient {
       // GraphQL answers a request error with 200 and errors, no data (docs/graphql.md).
       if (!response.ok || (Array.isArray(doc.errors) && doc.errors.length > 0)) throw errorFromAnswer(response.status, text, requestId, attempts);
       return doc.data as T;
-    },
+    }) as TributaryClient['factQuery'],
 
-    async sendWebhook(triggerToken, body, opts = {}) {
+    sendWebhook: guarded(async (triggerToken: string, body: unknown, opts: WebhookOptions = {}) => {
       const deliveryId = opts.deliveryId ?? uuidV4();
       const headers = { ...opts.headers, accept: 'application/json', 'content-type': 'application/json', 'idempotency-key': deliveryId };
       const { response, attempts } = await authed(
@@ -368,7 +390,7 @@ export function createClient(options: ClientOptions): TributaryClient {
       );
       if (response.status !== 202) throw await failure(response, attempts);
       return { ...((await json(response)) as WebhookAccepted), deliveryId };
-    },
+    }),
 
     request,
     get exchanges() {

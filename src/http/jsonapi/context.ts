@@ -97,12 +97,13 @@ export function jsonApiContext(deps: Deps, registerRoutes: (scope: FastifyInstan
 
       scope.addHook('preHandler', async (request, reply) => {
         // A replay is answered here; returning the reply stops the handler from running.
-        if (request.routeOptions.config.idempotent && request.principal && (await beginIdempotent(deps.db, deps.config.idempotencyTtlSeconds, request, reply)))
+        const { config } = request.routeOptions;
+        if (config.idempotent && request.principal && (await beginIdempotent(deps.db, deps.connectorKey, deps.config.idempotencyTtlSeconds, request, reply)))
           return reply;
       });
 
       scope.addHook('onSend', async (request, reply, payload) => {
-        if (request.idempotency) await finishIdempotent(deps.db, request, reply, payload);
+        if (request.idempotency) await finishIdempotent(deps.db, deps.connectorKey, request, reply, payload);
         return payload;
       });
 
