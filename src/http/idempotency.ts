@@ -56,12 +56,22 @@ export async function beginIdempotent(db: Db, secretKey: Buffer, ttlSeconds: num
   if (stored.state === 'in_flight') {
     throw new AppError('idempotency_key_in_flight', 'A request with this Idempotency-Key is in progress', { retryAfter: 1 });
   }
+  const body = openAnswer(secretKey, principal.credentialId, header, stored.body!);
   reply.header('idempotent-replayed', 'true');
-  reply
-    .code(stored.status!)
-    .type('application/vnd.api+json')
-    .send(openAnswer(secretKey, principal.credentialId, header, stored.body!));
+  // Only status and body are stored; every 201 names what it created in links.self, as its Location did.
+  const location = stored.status === 201 ? createdLocation(body) : undefined;
+  if (location !== undefined) reply.header('location', location);
+  reply.code(stored.status!).type('application/vnd.api+json').send(body);
   return true;
+}
+
+function createdLocation(body: string): string | undefined {
+  try {
+    const self = (JSON.parse(body) as { links?: { self?: unknown } }).links?.self;
+    return typeof self === 'string' ? self : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** onSend: store the first response (or free the key after a server fault). */

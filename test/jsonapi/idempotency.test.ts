@@ -69,6 +69,8 @@ describe('replay', () => {
       assert.equal(again.status, 201);
       assert.equal(again.text, first.text, 'the replayed body is byte-identical');
       assert.equal(replayed(again), 'true');
+      assert.ok(first.headers.get('location'));
+      assert.equal(again.headers.get('location'), first.headers.get('location'), 'a replayed 201 names what it created, as the first did');
       assert.equal(again.headers.get('content-type'), JSONAPI);
       assert.ok(again.headers.get('x-request-id'));
     }
