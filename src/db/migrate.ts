@@ -45,6 +45,18 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
 export async function migrate(db: Db): Promise<string[]> {
   const migrator = new Migrator({ db, provider, migrationTableName: 'schema_migrations', migrationLockTableName: 'schema_migrations_lock' });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) throw newerSchema(error) ?? (error instanceof Error ? error : new Error(String(error)));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Kysely calls a database migrated by a newer release "corrupted"; an operator meets it when
+ * an old process restarts mid-upgrade, so say what it is and what to do.
+ */
+function newerSchema(error: unknown): Error | undefined {
+  const missing = /previously executed migration (\S+) is missing/.exec(error instanceof Error ? error.message : String(error))?.[1];
+  if (missing === undefined) return undefined;
+  return new Error(
+    `the database was migrated by a newer release (its migration ${missing} is unknown to this one): start this release's version or newer (docs/deployment.md, Upgrades)`,
+  );
 }

@@ -150,3 +150,24 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
     await fresh?.drop();
   }
 });
+
+test('a database migrated by a newer release is refused with what to do, and left as it was', async () => {
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase({ empty: true }) : undefined;
+  const { db } = createDb({ databaseUrl: fresh?.url, dataDir: 'memory' });
+  try {
+    await migrate(db);
+    await sql`insert into schema_migrations (name, timestamp) values ('9999_from_the_future', '2099-01-01T00:00:00Z')`.execute(db);
+    await assert.rejects(migrate(db), {
+      message:
+        "the database was migrated by a newer release (its migration 9999_from_the_future is unknown to this one): start this release's version or newer (docs/deployment.md, Upgrades)",
+    });
+    const names = await sql<{ name: string }>`select name from schema_migrations order by name`.execute(db);
+    assert.deepEqual(
+      names.rows.map((r) => r.name),
+      [...Object.keys(migrations), '9999_from_the_future'],
+    );
+  } finally {
+    await db.destroy();
+    await fresh?.drop();
+  }
+});
