@@ -207,7 +207,7 @@ async function cleanup(ok: boolean): Promise<void> {
     if (KEEP) say(`kept the database (--keep): ${redact(dbUrl)}`);
     else await dropDatabase().catch((err: unknown) => console.error(`could not drop the database: ${(err as Error).message}`));
   }
-  if (ok && !KEEP) fs.rmSync(tmp, { recursive: true, force: true });
+  if ((ok && !KEEP) || fs.readdirSync(tmp).length === 0) fs.rmSync(tmp, { recursive: true, force: true });
   else say(`logs of every process: ${tmp}`);
 }
 
@@ -322,20 +322,18 @@ async function startMock(): Promise<{ url: string; pid: number | undefined; call
   };
 }
 
-/** The HAProxy binary: --balancer, else `haproxy` on PATH, else Debian's /usr/sbin/haproxy; undefined when none. */
+/** The HAProxy binary: --balancer, else `haproxy` on PATH, else Debian's /usr/sbin/haproxy; undefined when none can be run. */
 function findHaproxy(): string | undefined {
   const given = (flags.balancer as string | undefined) ?? process.env.SCALE_BALANCER;
-  if (given) return given;
-  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/local/sbin']) {
-    const candidate = path.join(dir, 'haproxy');
+  const candidates = given ? [given] : [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/local/sbin'].map((dir) => path.join(dir, 'haproxy'));
+  return candidates.find((candidate) => {
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
+      return fs.statSync(candidate).isFile();
     } catch {
-      // not there
+      return false;
     }
-  }
-  return undefined;
+  });
 }
 
 const HAPROXY_CFG = path.join(ROOT, 'deploy', 'haproxy.cfg');
@@ -916,7 +914,7 @@ async function preflight(): Promise<string | undefined> {
     check(
       'balancer',
       false,
-      'HAProxy not found (looked for haproxy on PATH, /usr/sbin/haproxy, /usr/local/sbin/haproxy): install it (Debian: apt-get install haproxy) or pass --balancer /path/to/haproxy',
+      `HAProxy not found (${(flags.balancer as string | undefined) ?? process.env.SCALE_BALANCER ?? 'haproxy on PATH, /usr/sbin/haproxy, /usr/local/sbin/haproxy'} is not an executable file): install it (Debian: apt-get install haproxy) or pass --balancer /path/to/haproxy`,
     );
     return undefined;
   }
