@@ -174,7 +174,6 @@ interface Proc {
   child: ChildProcess;
   port: number | undefined;
   metricsPort: number;
-  startedAt: number;
 }
 
 function track(child: ChildProcess): ChildProcess {
@@ -260,7 +259,7 @@ function startApp(name: string, role: 'serve' | 'worker', port: number | undefin
   const fd = logFile(name);
   const child = track(spawn(process.execPath, args, { cwd: ROOT, env: appEnv(name, port, metricsPort), stdio: ['ignore', fd, fd] }));
   fs.closeSync(fd);
-  return { name, role, child, port, metricsPort, startedAt: now() };
+  return { name, role, child, port, metricsPort };
 }
 
 const exited = (p: Proc) => p.child.exitCode !== null || p.child.signalCode !== null;
@@ -661,7 +660,6 @@ class Sampler {
   /** pid -> CPU µs at its first sample (0 for a process born during the run) and at its last. */
   private readonly cpu = new Map<number, { role: string; first: number; last: number }>();
   peakQueue = 0;
-  peakRunning = 0;
   maxConnectorUsed = 0;
   /** Readings of the connector's window taken, and answered. */
   readings = 0;
@@ -713,19 +711,19 @@ class Sampler {
       'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
     );
     for (const { pid } of rows) this.record(pid, 'postgres', baseline);
-    const q = await this.client.query<{ waiting: number; running: number }>(
-      `select count(*) filter (where status in ('queued', 'retrying'))::int as waiting, count(*) filter (where status = 'running')::int as running from workflow_runs`,
-    );
+    // What the queue_depth gauge shows (ready and waiting), for the whole installation.
+    const q = await this.client.query<{ waiting: number }>(`select count(*)::int as waiting from workflow_runs where status in ('queued', 'retrying')`);
     this.peakQueue = Math.max(this.peakQueue, q.rows[0]!.waiting);
-    this.peakRunning = Math.max(this.peakRunning, q.rows[0]!.running);
   }
 
-  start(): void {
-    void this.samplePostgres(true).catch(() => undefined);
+  /** Settles once the baseline is read, PostgreSQL's backends included. */
+  async start(): Promise<void> {
+    await this.samplePostgres(true).catch(() => undefined);
     this.loops.push(
       (async () => {
         while (!this.stopped) {
           await sleep(1000);
+          if (this.stopped) break;
           this.sampleCpu(false);
           await this.samplePostgres(false).catch(() => undefined);
         }
@@ -734,6 +732,7 @@ class Sampler {
       (async () => {
         while (!this.stopped && this.rateUse) {
           await sleep(200);
+          if (this.stopped) break;
           this.readings++;
           const used = await this.rateUse().catch(() => undefined);
           if (used === undefined) continue;
@@ -961,7 +960,7 @@ const partsOf = (cl: Cluster) => () => [
   { pid: process.pid, role: 'sender', tree: false },
 ];
 
-function startSampler(cl: Cluster, seeded: Seeded): Sampler {
+async function startSampler(cl: Cluster, seeded: Seeded): Promise<Sampler> {
   const sampler = new Sampler(
     cl.client,
     partsOf(cl),
@@ -975,7 +974,7 @@ function startSampler(cl: Cluster, seeded: Seeded): Sampler {
       return ((await res.json()) as { data: { attributes: { used: number } } }).data.attributes.used;
     },
   );
-  sampler.start();
+  await sampler.start();
   return sampler;
 }
 
@@ -1297,21 +1296,19 @@ async function drainBacklog(cl: Cluster, sender: Sender, tag: string): Promise<B
   for (const w of cl.workers) w.child.kill('SIGSTOP');
   const from = sender.records.length;
   const ingest = new Sampler(cl.client, partsOf(cl));
-  ingest.start();
+  await ingest.start();
   const t0 = now();
-  try {
-    await sender.run(
-      fresh.map((d): Entry => ({ kind: 'first', d })),
-      () => undefined,
-    );
-  } finally {
-    for (const w of cl.workers) w.child.kill('SIGCONT');
-  }
+  // Should the sender throw, the workers get SIGCONT with their SIGTERM at the cleanup.
+  await sender.run(
+    fresh.map((d): Entry => ({ kind: 'first', d })),
+    () => undefined,
+  );
   const ingestPerS = (sender.records.length - from) / secondsSince(t0);
   await ingest.stop();
   const sampler = new Sampler(cl.client, partsOf(cl));
-  sampler.start();
+  await sampler.start();
   const resumed = now();
+  for (const w of cl.workers) w.child.kill('SIGCONT');
   const drained = await drain(cl.client, now() + DEADLINE_S * 1000, 'backlog');
   await sampler.stop();
   const { rows } = await cl.client.query<{ runs: number; succeeded: number; last: number }>(
@@ -1410,7 +1407,7 @@ async function main(): Promise<boolean> {
       `${fmt(unique.filter((d) => d.twin).length)} of them sent twice at once, ${fmt(entries.length - unique.length)} sent again later, ${fmt(unique.filter((d) => d.call).length)} that call out`,
   );
 
-  const sampler = startSampler(cl, seeded);
+  const sampler = await startSampler(cl, seeded);
   const sender = new Sender(cl.lb.url, seeded);
   const load = await runLoad(cl, sampler, sender, entries);
   await sampler.stop();
