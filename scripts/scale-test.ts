@@ -238,8 +238,10 @@ function appEnv(name: string, port: number | undefined, metricsPort: number): No
     CONSOLE: 'false',
     WEBHOOK_RATE_LIMIT_MAX: String(WINDOW_MAX),
     WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: String(WINDOW_SECONDS),
-    // Behind HAProxy every client has HAProxy's address: it limits connections (maxconn) instead.
+    // Behind HAProxy every socket is HAProxy's: it limits connections (maxconn) instead, and
+    // its X-Forwarded-For names the client.
     MAX_CONNECTIONS_PER_ADDRESS: '0',
+    TRUST_PROXY: 'loopback',
     // The mock provider listens on loopback.
     ALLOW_PRIVATE_EGRESS: 'true',
     RATE_LIMIT_MAX: '100000',

@@ -24,6 +24,8 @@ import { schema } from './graphql/schema.ts';
 import { CONSOLE_PATH, consoleSurface } from './console/surface.ts';
 
 const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
+/** How recent a successful query must be for /readyz to skip its own. */
+const RECENT_ANSWER_MS = 1000;
 
 /** Health and readiness: public, answered in the plain shape. */
 function healthSurface(deps: Deps): SurfaceSpec {
@@ -40,6 +42,10 @@ function healthSurface(deps: Deps): SurfaceSpec {
           reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
           return reply.code(503).send({ status: 'starting', rate_limit: rateLimit });
         }
+        // A query that succeeded just now says as much as `select 1` would, and a process whose
+        // pool is busy would queue the probe behind its work: a balancer's check would time out
+        // and take a working process out of rotation (the last one, when its peer just died).
+        if (performance.now() - deps.databaseAnswered() < RECENT_ANSWER_MS) return { status: 'ready', rate_limit: rateLimit };
         try {
           await sql`select 1`.execute(deps.db);
           return { status: 'ready', rate_limit: rateLimit };

@@ -43,6 +43,8 @@ export interface Deps {
   draining: { value: boolean };
   /** Set once the database answered, is migrated and the keys are read: until then every request but health is 503. */
   ready: { value: boolean };
+  /** performance.now() when a query last succeeded (0: none yet): readiness without queueing behind a busy pool. */
+  databaseAnswered: () => number;
   /** Tells this process's worker that runs were queued, so it claims them at once. */
   queueSignal: QueueSignal;
   /** Outbound calls through connectors: one HTTP pool, token cache and rate counter per process. */
@@ -72,7 +74,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
   const log = opts.log ?? createLogger({ ...config, adminToken });
   // Read at each call, so that a test's mocked Date is seen too.
   const clock = opts.clock ?? (() => Date.now());
-  const { db, engine, poolStats } = createDb({
+  const { db, engine, poolStats, lastAnswer } = createDb({
     databaseUrl: config.databaseUrl,
     dataDir: opts.dataDir ?? config.dataDir,
     initialDump: opts.initialDump,
@@ -111,6 +113,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       clock,
       draining: { value: false },
       ready: { value: false },
+      databaseAnswered: lastAnswer,
       queueSignal: queueSignal(),
       connectors,
       expressions,

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect, type SelectQueryBuilder } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect, type LogEvent, type SelectQueryBuilder } from 'kysely';
 import pg from 'pg';
 import type { DB } from './tables.ts';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -61,11 +61,29 @@ export interface DbHandle {
   engine: 'pglite' | 'postgres';
   /** Connections in use and callers waiting for one (PGlite is one connection, always held). */
   poolStats: () => { inUse: number; waiting: number };
+  /** performance.now() when a query last succeeded (0: none yet). */
+  lastAnswer: () => number;
+}
+
+/**
+ * Kysely tells its log of every query; a success is what readiness needs to know, so a busy
+ * process (its pool full, callers waiting) is not taken for one whose database is gone.
+ */
+function answerClock(): { log: (event: LogEvent) => void; lastAnswer: () => number } {
+  let at = 0;
+  return {
+    // Any failure (the database gone, or only a constraint) sends readiness back to asking.
+    log: (event) => {
+      at = event.level === 'query' ? performance.now() : 0;
+    },
+    lastAnswer: () => at,
+  };
 }
 
 // timestamptz and jsonb parse the same on both engines; int8 (counts) stays text on pg,
 // so queries cast counts to int instead of relying on a global parser.
 export function createDb(opts: DbOptions): DbHandle {
+  const { log, lastAnswer } = answerClock();
   if (opts.databaseUrl) {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000 });
     const lost = (err: Error) => opts.onConnectionLost?.(err);
@@ -78,22 +96,24 @@ export function createDb(opts: DbOptions): DbHandle {
       namePreparedStatements(client);
     });
     return {
-      db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }),
+      db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log }),
       engine: 'postgres',
       poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }),
+      lastAnswer,
     };
   }
   const dir = opts.dataDir ?? '.tributary';
   if (dir === 'memory')
     return {
-      db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }) }),
+      db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }), log }),
       engine: 'pglite',
       poolStats: PGLITE_POOL,
+      lastAnswer,
     };
   const release = lockDataDir(dir);
   const pgdata = path.join(dir, 'pgdata');
   fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });
-  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(pgdata) }) });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(pgdata) }), log });
   const destroy = db.destroy.bind(db);
   db.destroy = async () => {
     try {
@@ -102,7 +122,7 @@ export function createDb(opts: DbOptions): DbHandle {
       release();
     }
   };
-  return { db, engine: 'pglite', poolStats: PGLITE_POOL };
+  return { db, engine: 'pglite', poolStats: PGLITE_POOL, lastAnswer };
 }
 
 const PGLITE_POOL = () => ({ inUse: 1, waiting: 0 });
