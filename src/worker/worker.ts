@@ -15,7 +15,7 @@ import type { Deps } from '../deps.ts';
 import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
 import { executeRun } from './steps.ts';
-import { capRecord } from '../workflows/run-record.ts';
+import { capRecord, traceIdOf } from '../workflows/run-record.ts';
 import { failureSummary } from '../errors.ts';
 import type { TraceSpan, Tracing } from '../tracing.ts';
 
@@ -97,8 +97,8 @@ const FAILED_ATTEMPT_MESSAGE = {
 
 /**
  * The one line of a failed attempt: which run and step, which attempt of how many, when the
- * next one is, the failure's code and the summary of its text, and for an error none of
- * ours named its stack. Never the payload, a header value or a secret.
+ * next one is, the failure's code and the summary of its text, the run's trace (when it has
+ * one), and for an error none of ours named its stack. Never the payload, a header value or a secret.
  */
 function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
   const f = outcome.failure;
@@ -116,6 +116,7 @@ function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
       code: f.code,
       ...(f.status === undefined ? {} : { status: f.status }),
       error: failureSummary(f.message),
+      ...(run.traceparent === null ? {} : { trace_id: traceIdOf(run.traceparent) }),
       ...(outcome.unexpected === undefined ? {} : { err: outcome.unexpected }),
     },
     FAILED_ATTEMPT_MESSAGE[kind],

@@ -19,6 +19,7 @@ import { API, deliver, saveOk, waitForRun, type Flow } from '../webhooks/helpers
 import { mockProvider, type MockProvider } from '../connectors/mock-provider.ts';
 import { freePort, ROOT } from '../helpers/cli.ts';
 import { quietExporter } from '../../src/tracing-otel.ts';
+import { startSchedules } from '../../src/worker/schedules.ts';
 import { ERROR, KIND, otlpReceiver, type Received } from '../helpers/otlp-receiver.ts';
 
 const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -130,6 +131,31 @@ describe('one trace from a delivery through its run to the provider call', async
   assert.equal(replay.status, 201, replay.text);
   const replayRun = await waitForRun(f, replay.body.data.id);
   assert.equal(replayRun.attributes.status, 'succeeded');
+
+  // A test run under the request's traceparent.
+  const TEST_TRACE = 'a3ce929d0e0e47364bf92f3577b34da6';
+  const tested = await f.api.post(
+    `${API}/workflows/${saved.workflow.id}/test_run`,
+    { data: { type: 'workflow_test_run', attributes: { payload: { id: 'o-3' }, call: 'none' } } },
+    { traceparent: `00-${TEST_TRACE}-${SENDER_SPAN}-01` },
+  );
+  assert.equal(tested.status, 200, tested.text);
+
+  // A schedule every second: its first run. (The test app runs the worker, not the schedule loop: serve starts both.)
+  const schedules = startSchedules(f.t.deps);
+  const ticking = await saveOk(f, {
+    wf_params: { name: 'Ticks', is_active: true },
+    step_params: [{ key: 'echo', type: 'transform', config: { expression: 'payload' } }],
+    trigger_params: [{ key: 'tick', type: 'schedule', cron: '* * * * * *' }],
+  });
+  let tickRun: any;
+  for (const deadline = Date.now() + 30_000; tickRun === undefined;) {
+    const list = await f.api.get(`${API}/workflow_runs?filter[workflow_id]=${ticking.workflow.id}&filter[status]=succeeded`);
+    tickRun = list.body.data[0];
+    assert.ok(tickRun !== undefined || Date.now() < deadline, 'a scheduled run finished');
+    if (tickRun === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await schedules.stop();
 
   const shown = await f.api.get(`${API}/workflow_runs/${runId}`);
   assert.equal(shown.status, 200, shown.text);
@@ -252,6 +278,37 @@ describe('one trace from a delivery through its run to the provider call', async
     const runSpan = one(spans, 'replay run span', (s) => s.traceId === traceId && s.name === 'workflow.run');
     assert.equal(runSpan.parentSpanId, request.spanId);
     assert.equal(runSpan.attributes['tributary.run.replay_of'], runId);
+  });
+
+  it('starts a trace at a schedule tick: the run span is a child of the tick span', () => {
+    const traceId = tickRun.attributes.trace_id as string;
+    assert.match(traceId, /^[0-9a-f]{32}$/);
+    const trace = spans.filter((s) => s.traceId === traceId);
+    const tick = one(trace, 'tick span', (s) => s.name === 'workflow.schedule_tick');
+    assert.equal(tick.kind, KIND.producer);
+    assert.equal(tick.parentSpanId, undefined);
+    assert.equal(tick.attributes['tributary.run.id'], tickRun.id);
+    const runSpan = one(trace, 'run span', (s) => s.name === 'workflow.run');
+    assert.equal(runSpan.parentSpanId, tick.spanId);
+    assert.equal(runSpan.attributes['tributary.trigger.key'], 'tick');
+  });
+
+  it('traces a test run under its request: request -> workflow.test_run -> steps', () => {
+    const trace = spans.filter((s) => s.traceId === TEST_TRACE);
+    const request = one(trace, 'request span', (s) => s.kind === KIND.server);
+    assert.equal(request.name, 'POST /api/json/v1/workflows/:id/test_run');
+    assert.equal(request.parentSpanId, SENDER_SPAN);
+    const testRun = one(trace, 'test run span', (s) => s.name === 'workflow.test_run');
+    assert.equal(testRun.parentSpanId, request.spanId);
+    assert.deepEqual(
+      trace
+        .filter((s) => s.parentSpanId === testRun.spanId)
+        .map((s) => s.name)
+        .sort(),
+      ['workflow.step http_request', 'workflow.step transform'],
+    );
+    // call "none": no provider call, no client span.
+    assert.equal(trace.filter((s) => s.kind === KIND.client).length, 0);
   });
 
   it('names spans by route pattern and puts no token, secret, query or payload in them', () => {
