@@ -410,7 +410,7 @@ describe('OpenTelemetry is loaded only when an endpoint is set', () => {
 });
 
 describe('a collector that is down or refuses', () => {
-  it('holds up no delivery and no run, and closing does not wait on it for long', { timeout: 60_000 }, async () => {
+  it('holds up no delivery and no run, and closing still ends (its wait is bounded)', { timeout: 60_000 }, async () => {
     const f = await flowWith({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` });
     const saved = await saveOk(f, { step_params: [{ key: 'echo', type: 'transform', config: { expression: 'payload' } }] });
     const d = await deliver(f, `/api/v1/webhooks/${saved.tokens.hook!}`, '{"n": 1}');
