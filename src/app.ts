@@ -9,6 +9,7 @@ import { AppError, DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable } from './e
 import { registerBodyParsers } from './http/body.ts';
 import { registerHooks } from './http/hooks.ts';
 import { registerRequestMetrics } from './http/request-metrics.ts';
+import { registerRequestTracing } from './http/request-trace.ts';
 import { connectionOptions, registerConnectionHooks } from './http/connections.ts';
 import { errorHandlerFor, renderPlainError } from './http/render-error.ts';
 import { registerSurface, type SurfaceSpec } from './http/surface.ts';
@@ -113,6 +114,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerBodyParsers(app);
   registerHooks(app, deps);
   registerRequestMetrics(app, deps.metrics, (path) => named.find(([, s]) => s.prefix !== undefined && path.startsWith(s.prefix))?.[0]);
+  registerRequestTracing(app, deps.tracing);
   // Until the database answers (and is migrated) only health is served; everything else is
   // the database-unavailable 503, in the shape of the surface asked.
   app.addHook('onRequest', async (request) => {

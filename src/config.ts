@@ -104,6 +104,17 @@ export interface Config {
   readonly metricsPort: number | undefined;
   /** METRICS_HOST (default HOST). */
   readonly metricsHost: string;
+  /** Traces over OTLP/HTTP (docs/tracing.md); undefined: tracing is off and OpenTelemetry is never loaded. */
+  readonly tracing: TracingConfig | undefined;
+}
+
+export interface TracingConfig {
+  /** Where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+  readonly url: string;
+  /** OTEL_SERVICE_NAME (default tributary). */
+  readonly serviceName: string;
+  /** OTEL_EXPORTER_OTLP_HEADERS, then OTEL_EXPORTER_OTLP_TRACES_HEADERS over them: sent with every export (a collector's API key). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 export interface RelayConfig {
@@ -246,6 +257,60 @@ function cronExpression(env: Env, name: string, def: string): string {
   return v;
 }
 
+/** An OTLP endpoint: http or https, no credentials in it (they would be logged with it; use the headers). */
+function otlpUrl(env: Env, name: string): string | undefined {
+  const v = url(env, name, ['http:', 'https:']);
+  if (v !== undefined && (new URL(v).username !== '' || new URL(v).password !== ''))
+    throw new ConfigError(name, 'must not hold credentials: give them in OTEL_EXPORTER_OTLP_HEADERS');
+  return v;
+}
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * `key1=value1,key2=value2` (W3C baggage form, values percent-encoded), as the OTLP exporter
+ * specification defines it. A bad entry is named by its position: its value may be a secret.
+ */
+function otlpHeaders(env: Env, name: string): Record<string, string> {
+  const v = str(env, name);
+  const out: Record<string, string> = {};
+  if (v === undefined) return out;
+  v.split(',').forEach((entry, i) => {
+    const at = entry.indexOf('=');
+    const key = (at < 0 ? entry : entry.slice(0, at)).trim();
+    if (at < 0 || !HEADER_NAME.test(key)) throw new ConfigError(name, `entry ${i + 1} must be name=value with a header name before the =`);
+    let value: string;
+    try {
+      value = decodeURIComponent(entry.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError(name, `entry ${i + 1} (${key}) has a malformed percent-encoding`);
+    }
+    if (/[\r\n\0]/.test(value)) throw new ConfigError(name, `entry ${i + 1} (${key}) must not hold line breaks or NUL`);
+    out[key.toLowerCase()] = value;
+  });
+  return out;
+}
+
+/** OpenTelemetry's standard variables, as far as traces over OTLP/HTTP take them. */
+function tracingConfig(env: Env): TracingConfig | undefined {
+  const base = otlpUrl(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const traces = otlpUrl(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const protocol = str(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? str(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
+  if (protocol !== undefined && protocol !== 'http/json' && protocol !== 'http/protobuf')
+    throw new ConfigError(
+      str(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') === undefined ? 'OTEL_EXPORTER_OTLP_PROTOCOL' : 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+      `must be http/json or http/protobuf (spans are sent as OTLP/HTTP JSON; gRPC is not supported: use the collector's HTTP port, 4318), got "${protocol}"`,
+    );
+  const headers = { ...otlpHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS'), ...otlpHeaders(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') };
+  const serviceName = str(env, 'OTEL_SERVICE_NAME') ?? 'tributary';
+  if (serviceName.length > 255) throw new ConfigError('OTEL_SERVICE_NAME', 'must be at most 255 characters');
+  if (bool(env, 'OTEL_SDK_DISABLED', false)) return undefined;
+  // The signal's own endpoint is used as given; the base one gets the signal's path (OTLP exporter specification).
+  const target = traces ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
+  if (target === undefined) return undefined;
+  return Object.freeze({ url: target, serviceName, headers: Object.freeze(headers) });
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = process.stdout.isTTY === true): Config {
@@ -346,6 +411,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     }),
     metricsPort: str(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 9464, 0, 65535),
     metricsHost: str(env, 'METRICS_HOST') ?? host,
+    tracing: tracingConfig(env),
   });
 }
 

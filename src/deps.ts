@@ -17,6 +17,7 @@ import { queueSignal, type QueueSignal } from './workflows/wake.ts';
 import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { queueGauges } from './workflows/queue-gauges.sql.ts';
+import { FLUSH_TIMEOUT_MS, NO_TRACING, type Tracing } from './tracing.ts';
 
 export interface Deps {
   config: Config;
@@ -55,6 +56,8 @@ export interface Deps {
   specImporter: SpecImporter;
   /** This process's counters and gauges, on its own registry (src/metrics.ts). */
   metrics: Metrics;
+  /** This process's traces (src/tracing.ts): NO_TRACING unless an OTLP endpoint is configured. */
+  tracing: Tracing;
 }
 
 export type Clock = () => number;
@@ -101,6 +104,8 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       timeoutMs: config.expressionTimeoutMs,
     });
     const specs = specImporter(config.apiSpecImport);
+    // Loaded only when asked for: without an endpoint no module of OpenTelemetry is read.
+    const tracing = config.tracing ? (await import('./tracing-otel.ts')).openTracing(config.tracing, log, FLUSH_TIMEOUT_MS) : NO_TRACING;
     return {
       config,
       db,
@@ -119,6 +124,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       expressions,
       specImporter: specs,
       metrics,
+      tracing,
     };
   } catch (err) {
     await db.destroy().catch(() => undefined);
@@ -153,9 +159,12 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  // First: the spans of the last requests and runs are sent while the rest closes (bounded by FLUSH_TIMEOUT_MS).
+  const flushed = deps.tracing.close();
   await deps.connectors.close().catch(() => undefined);
   await deps.expressions.close();
   await deps.specImporter.close();
   await deps.limiter.close();
   await deps.db.destroy();
+  await flushed;
 }

@@ -228,5 +228,15 @@ export class WorkFailure extends Error {
   }
 }
 
+/**
+ * A failure's text as logs and traces show it: up to its first colon, what failed without
+ * the details after it, which may quote data (a provider's answer, an expression's message,
+ * a field's value). The step record keeps the whole text.
+ */
+export function failureSummary(text: string): string {
+  const i = text.indexOf(': ');
+  return i < 0 ? text : text.slice(0, i);
+}
+
 /** A failure a retry cannot fix. */
 export const permanentFailure = (message: string, cause?: unknown) => new WorkFailure(message, { transient: false, cause });

@@ -86,9 +86,11 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
       .send(JSON.stringify(await adminListRuns(deps, req.query))),
   );
   app.get<ById>(`${p}/runs/:id`, async (req, reply) => send(reply, 200, await adminFindRun(deps, req.params.id)));
-  app.post<ById>(`${p}/runs/:id/replay`, async (req, reply) => send(reply, 201, await adminReplayRun(deps, req.params.id, adminReplayVersion(body(req.body)))));
+  app.post<ById>(`${p}/runs/:id/replay`, async (req, reply) =>
+    send(reply, 201, await adminReplayRun(deps, req.params.id, adminReplayVersion(body(req.body)), req.traceSpan)),
+  );
   app.post(`${p}/runs/replay`, async (req, reply) => {
-    const result = await adminBulkReplay(deps, body(req.body));
+    const result = await adminBulkReplay(deps, body(req.body), req.traceSpan);
     return send(reply, result.replayed > 0 ? 201 : 200, result);
   });
   app.get(`${p}/whoami`, async (req, reply) => send(reply, 200, await admin.whoami(deps.db, (req.query as { client_id?: unknown }).client_id)));

@@ -4,7 +4,8 @@
  * snowflake), the rate budget taken, the call made, and whatever went wrong sorted into a
  * CallFailure: permanent, or transient with the provider's Retry-After.
  */
-import { WorkFailure } from '../errors.ts';
+import { failureSummary, WorkFailure } from '../errors.ts';
+import type { TraceSpan } from '../tracing.ts';
 import type { ConnectorRow } from './connectors.sql.ts';
 import { callDriver, DRIVER_OPERATIONS, probeDriver } from './drivers.ts';
 import { networkFailure } from './errors.ts';
@@ -90,8 +91,12 @@ export interface CallParts {
   body: unknown;
 }
 
-/** Sends one call; a successful answer (below 400) comes back, anything else is thrown as a CallFailure. */
-export type Send = (parts: CallParts) => Promise<OutboundResponse>;
+/**
+ * Sends one call; a successful answer (below 400) comes back, anything else is thrown as a
+ * CallFailure. Under a step's span (tracing.ts), the call has a client span of its own and
+ * an http call sends it as `traceparent`.
+ */
+export type Send = (parts: CallParts, trace?: TraceSpan) => Promise<OutboundResponse>;
 
 /**
  * The call of `target` through the connector, its driver chosen. A target the connector
@@ -129,18 +134,44 @@ async function answered(rt: ConnectorRuntime, call: () => Promise<OutboundRespon
 
 /**
  * The call, counted once it was made: by connector, operation (its ref, or the method of a
- * raw call: never the path) and the provider's status, `error` when none answered.
+ * raw call: never the path) and the provider's status, `error` when none answered. Under a
+ * step's span it has a client span, named and labelled the same way (the host, never the
+ * URL: its query may hold a key), which the call is given to send on.
  */
-async function measured(rt: ConnectorRuntime, row: ConnectorRow, operation: string, call: () => Promise<OutboundResponse>): Promise<OutboundResponse> {
+async function measured(
+  rt: ConnectorRuntime,
+  row: ConnectorRow,
+  operation: string,
+  call: (span: TraceSpan | undefined) => Promise<OutboundResponse>,
+  parent: TraceSpan | undefined,
+): Promise<OutboundResponse> {
+  const span = parent?.child(`provider.call ${operation}`, 'client', {
+    'tributary.connector.id': row.id,
+    'tributary.connector.type': row.type ?? 'http',
+    'tributary.operation': operation,
+  });
   const started = performance.now();
   let status = 'error';
   try {
-    const res = await call();
+    const res = await call(span);
     status = String(res.status);
+    span?.set({ 'http.response.status_code': res.status });
+    if (res.status >= 400) span?.fail(status, `The provider answered ${status}`);
     return res;
+  } catch (err) {
+    span?.fail(errorTypeOf(err), failureSummary(callFailureOf(err).message));
+    throw err;
   } finally {
+    span?.end();
     rt.metrics.providerCall(row.id, operation, status, (performance.now() - started) / 1000);
   }
+}
+
+/** What kind of error a call met, for its span: a transport's code (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT), else the error's class. */
+function errorTypeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[A-Z0-9_]{1,64}$/.test(code)) return code;
+  return err instanceof Error ? err.name : 'error';
 }
 
 function operationLabel(t: Resolved, target: CallTarget): string {
@@ -154,12 +185,12 @@ export function connectorCall(rt: ConnectorRuntime, row: ConnectorRow, target: C
   if ('driver' in t && t.driver.type === 'snowflake' && (target.body === undefined || !statementIsLiteral(target.body)))
     throw permanent('A snowflake statement must be a literal of the step (values go in bindings)');
   // The parts become a request before the budget is taken: a request that cannot be made spends none.
-  const prepare = (parts: CallParts): (() => Promise<OutboundResponse>) => {
+  const prepare = (parts: CallParts): ((span: TraceSpan | undefined) => Promise<OutboundResponse>) => {
     if ('driver' in t) return () => callDriver(rt, t.driver, t.ref, parts);
     const request = buildCall(t.http, parts, idempotencyKey);
-    return () => callHttp(rt, row, request);
+    return (span) => callHttp(rt, row, request, span);
   };
-  return (parts) => answered(rt, () => withinBudget(rt, row, () => measured(rt, row, operation, prepare(parts))));
+  return (parts, trace) => answered(rt, () => withinBudget(rt, row, () => measured(rt, row, operation, prepare(parts), trace)));
 }
 
 /** A test run's view of a call: an http request as it would be sent, or a driver's operation (never sent in a test run). */
@@ -175,14 +206,17 @@ export function previewCall(
   row: ConnectorRow,
   target: CallTarget,
   idempotencyKey: string,
-): (parts: CallParts) => Promise<{ request: RequestPreview; send?: () => Promise<OutboundResponse> }> {
+): (parts: CallParts) => Promise<{ request: RequestPreview; send?: (trace?: TraceSpan) => Promise<OutboundResponse> }> {
   const t = resolveTarget(row, target);
   if ('driver' in t) return async (parts) => ({ request: { operation: t.ref, method: null, url: null, headers: parts.headers, body: parts.body ?? null } });
   return async (parts) => {
     try {
       const call = buildCall(t.http, parts, idempotencyKey);
       const operation = operationLabel(t, target);
-      return { request: await previewHttp(rt, row, call), send: () => answered(rt, () => measured(rt, row, operation, () => callHttp(rt, row, call))) };
+      return {
+        request: await previewHttp(rt, row, call),
+        send: (trace) => answered(rt, () => measured(rt, row, operation, (span) => callHttp(rt, row, call, span), trace)),
+      };
     } catch (err) {
       throw callFailureOf(err);
     }

@@ -15,6 +15,7 @@ import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
 import { databaseCounter, limiterCounter, type WindowCounter } from './rate.ts';
 import { redactError, redactor } from './redact.ts';
 import { REDACTED } from '../log.ts';
+import type { TraceSpan } from '../tracing.ts';
 
 export interface ConnectorRuntime {
   http: HttpClient;
@@ -181,9 +182,16 @@ export async function previewHttp(rt: Pick<ConnectorRuntime, 'connectorKey' | 'c
   return redact({ method, url: url.toString(), headers: shown, body: sentBody ?? null });
 }
 
-export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall): Promise<OutboundResponse> {
+/** With a span (tracing.ts), the request carries it as `traceparent`, over any header of that name the step set. */
+export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: HttpCall, span?: TraceSpan): Promise<OutboundResponse> {
   const connector = connectorRecord(rt, row);
   const { url, method, headers, body } = plainRequest(row, call);
+  if (span !== undefined) {
+    span.set({ 'http.request.method': method, 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)) });
+    headers.traceparent = span.traceparent;
+    if (span.tracestate === undefined) delete headers.tracestate;
+    else headers.tracestate = span.tracestate;
+  }
   // What comes back (an answer, an error quoting one) is stored with the run and shown to
   // members: every credential sent is cut out of it, whatever spelling the provider echoes.
   const sent = sentCredentials(connector);
@@ -203,6 +211,7 @@ export async function callHttp(rt: ConnectorRuntime, row: ConnectorRow, call: Ht
     if (res.status === 401 && connector.auth_type === 'oauth2') {
       // The token may have been revoked or rotated early: one fresh token, one more try.
       rt.tokens.forget(connector);
+      span?.set({ 'http.request.resend_count': 1 });
       res = await send();
     }
     return redactor(sent)(res);

@@ -20,6 +20,7 @@ import * as m0011 from './migrations/0011_api_spec_answer_bytes.ts';
 import * as m0012 from './migrations/0012_schedule_triggers.ts';
 import * as m0013 from './migrations/0013_run_outcomes.ts';
 import * as m0014 from './migrations/0014_console_reads.ts';
+import * as m0015 from './migrations/0015_run_trace_context.ts';
 import * as m0016 from './migrations/0016_sealed_idempotency_answers.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -37,6 +38,7 @@ export const migrations: Record<string, Migration> = {
   '0012_schedule_triggers': m0012,
   '0013_run_outcomes': m0013,
   '0014_console_reads': m0014,
+  '0015_run_trace_context': m0015,
   '0016_sealed_idempotency_answers': m0016,
 };
 

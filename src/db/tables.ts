@@ -383,6 +383,9 @@ export interface WorkflowRunTable {
   source_identity: string | null;
   /** The headers of the delivery that made the run, secrets redacted (webhooks/delivery-headers.ts); null for a schedule's. */
   delivery_headers: JsonNullable<Record<string, string>>;
+  /** The W3C trace context of the span that made the run (a delivery, a replay request, a schedule tick); null when tracing was off. */
+  traceparent: string | null;
+  tracestate: string | null;
   run_at: Timestamp;
   locked_by: string | null;
   locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;

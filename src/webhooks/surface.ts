@@ -221,6 +221,9 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
         payloadJson,
         deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
         maxAttempts: deps.config.runMaxAttempts,
+        // The run's spans, in whichever process, continue the delivery's trace.
+        traceparent: request.traceSpan?.traceparent ?? null,
+        tracestate: request.traceSpan?.tracestate ?? null,
       },
       identity.key,
       new Date(now),
@@ -235,6 +238,11 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
     if (refused instanceof AppError && refused.code === 'invalid_request') throw processingFailed(refused.detail);
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
+  request.traceSpan?.set({
+    'tributary.workflow.id': trigger.workflow_id,
+    'tributary.delivery.outcome': runId === undefined ? 'duplicate' : 'accepted',
+    'tributary.run.id': runId,
+  });
   if (runId === undefined) {
     acceptedAs.set(request, 'duplicate');
     return reply.code(202).send({ status: 'duplicate' });

@@ -70,6 +70,9 @@ export interface NewRun {
   deliveryHeadersJson: string;
   maxAttempts: number;
   replayOf?: string | null;
+  /** The W3C trace context of the delivery's span (tracing.ts); null when tracing is off. */
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 /**
@@ -96,8 +99,8 @@ const ACCEPT = `
       where delivery_guards.inserted_at < $5
     returning run_id
   ), r as (
-    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers)
-    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb
+    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate)
+    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb, $16, $17
     from g
     where (select count(*) from g) = case when $13::text is null then 1 else 2 end
     limit 1
@@ -134,6 +137,8 @@ export async function acceptDelivery(
     signedKey,
     deliverySourceIdentity(guardKey, now),
     run.deliveryHeadersJson,
+    run.traceparent,
+    run.tracestate,
   ];
   const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
   return result.rows[0]?.id;

@@ -21,7 +21,10 @@ type ClaimedColumns =
   | 'attempt'
   | 'max_attempts'
   | 'inserted_at'
-  | 'source_identity';
+  | 'source_identity'
+  | 'replay_of'
+  | 'traceparent'
+  | 'tracestate';
 
 /** The run row's columns the worker reads, and its version's steps. */
 export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
@@ -58,7 +61,9 @@ export async function claimRuns(db: Db, workerId: string, limit: number, now: Da
       )
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver`.execute(db);
+              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver`.execute(
+    db,
+  );
   return rows;
 }
 

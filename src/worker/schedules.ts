@@ -13,6 +13,7 @@
  */
 import type { Deps } from '../deps.ts';
 import { uuidv7 } from '../ids.ts';
+import { storedContext } from '../tracing.ts';
 import { latestTick, nextTick, ticksBetween } from '../workflows/schedule.ts';
 import { fireTick, loadSchedules, type ScheduleRow } from '../workflows/schedule.sql.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
@@ -87,8 +88,17 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
     const ticks = dueTicks(w, now);
     let failed = false;
     for (const tick of ticks) {
+      // The root of the run's trace. It is ended (and so sent) only when this process made
+      // the run: of the processes that try one tick, the others leave theirs unsent.
+      const span = deps.tracing.enabled
+        ? deps.tracing.start('workflow.schedule_tick', 'producer', undefined, {
+            'tributary.trigger.id': w.row.id,
+            'tributary.schedule.tick': tick.toISOString(),
+          })
+        : undefined;
       try {
         const id = await fireTick(deps.db, {
+          trace: storedContext(span),
           runId: uuidv7(),
           triggerId: w.row.id,
           cron: w.row.cron,
@@ -99,6 +109,8 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
           maxAttempts: deps.config.runMaxAttempts,
         });
         if (id !== undefined) {
+          span?.set({ 'tributary.run.id': id });
+          span?.end();
           made++;
           deps.log.debug({ trigger: w.row.id, tick: tick.toISOString(), run: id }, 'schedule tick fired');
         }

@@ -14,7 +14,7 @@ import type { Metrics } from '../metrics.ts';
 import type { Db } from '../db/connect.ts';
 import { createHash } from 'node:crypto';
 import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts';
-import { isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
+import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts } from '../facts/write.ts';
 import { ExpressionError } from '../workflows/expressions.ts';
@@ -25,6 +25,7 @@ import { connectorCall, previewCall, type CallParts, type RequestPreview } from 
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
 import { cutText } from '../workflows/run-record.ts';
+import type { TraceSpan } from '../tracing.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -49,6 +50,8 @@ export interface StepEnv {
   dryRun?: DryRun;
   /** Where steps and facts are counted; absent in a test run, which is no run. */
   metrics?: Pick<Metrics, 'stepAttempt' | 'stepRetry' | 'factsWritten'>;
+  /** The attempt's span (tracing.ts): each step's span is its child; undefined when tracing is off. */
+  trace?: TraceSpan | undefined;
 }
 
 /**
@@ -205,7 +208,14 @@ interface AttemptReads {
 const SAVER_MAY_NOT_CALL_OUT =
   'The steps of this workflow version were saved by a membership that is no longer an active admin or owner, so they may not call out through a connector: an admin or owner must save the workflow again';
 
-async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: HttpRequestStep, ctx: Context, reads: AttemptReads): Promise<unknown> {
+async function httpRequestStep(
+  env: StepEnv,
+  run: ClaimedRun,
+  step: HttpRequestStep,
+  ctx: Context,
+  reads: AttemptReads,
+  span: TraceSpan | undefined,
+): Promise<unknown> {
   const c = step.config;
   if (!env.connectors) throw permanentFailure('This worker cannot call out');
   // Checked at every attempt, not only at save: a saver demoted or deactivated since stops the calls.
@@ -229,14 +239,14 @@ async function httpRequestStep(env: StepEnv, run: ClaimedRun, step: HttpRequestS
   let offset = 0;
   const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
   const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };
-  if (env.dryRun) return dryRunCall(env.dryRun, step.key, previewCall(env.connectors, row, c, `${run.id}:${step.key}:0`), parts);
-  const res = await send(parts);
+  if (env.dryRun) return dryRunCall(env.dryRun, step.key, previewCall(env.connectors, row, c, `${run.id}:${step.key}:0`), parts, span);
+  const res = await send(parts, span);
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   return { status: res.status, headers, body: res.body };
 }
 
 /** A test run's http_request: the request shown, sent only when asked to and safe (without taking the rate budget). */
-async function dryRunCall(dry: DryRun, key: string, preview: ReturnType<typeof previewCall>, parts: CallParts): Promise<unknown> {
+async function dryRunCall(dry: DryRun, key: string, preview: ReturnType<typeof previewCall>, parts: CallParts, span: TraceSpan | undefined): Promise<unknown> {
   const { request, send } = await preview(parts);
   const note: DryRunNote = { request };
   dry.notes.set(key, note);
@@ -247,7 +257,7 @@ async function dryRunCall(dry: DryRun, key: string, preview: ReturnType<typeof p
         : `Not sent: only GET, HEAD and OPTIONS calls of an http connector are made in a test run; the output is null, and the next steps see null`;
     return null;
   }
-  const res = await send();
+  const res = await send(span);
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   note.response = { status: res.status, headers, body: res.body };
   return note.response;
@@ -291,6 +301,12 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
   for (let i = 0; i < run.definition.length; i++) {
     const step = run.definition[i]!;
     const startedAt = iso();
+    const span = env.trace?.child(`workflow.step ${step.type}`, 'internal', {
+      'tributary.step.key': step.key,
+      'tributary.step.type': step.type,
+      'tributary.step.index': i,
+      'tributary.run.attempt': run.attempt,
+    });
     try {
       let output: unknown;
       let value: unknown;
@@ -308,7 +324,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
           factsWritten += writtenBy(output);
           break;
         case 'http_request':
-          output = await httpRequestStep(env, run, step, ctx, reads);
+          output = await httpRequestStep(env, run, step, ctx, reads, span);
           break;
         default: {
           // Unreachable by type, not by data: a version saved by a later release may hold a type this one does not know.
@@ -317,6 +333,8 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
         }
       }
       env.metrics?.stepAttempt(step.type, 'succeeded');
+      span?.set({ 'tributary.step.outcome': 'succeeded' });
+      span?.end();
       const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null };
       // What the expression gave, before truthiness (nothing is shown as null).
       if (step.type === 'condition') record.value = conditionValue(value);
@@ -342,6 +360,9 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
         ...(typeof status === 'number' ? { status } : {}),
       };
       const common = { steps: records, error, factsWritten, failure: failed, ...(unexpected === undefined ? {} : { unexpected }) };
+      span?.set({ 'tributary.step.outcome': 'failed', 'tributary.step.transient': failure.transient });
+      span?.fail(failed.code, failureSummary(failure.message));
+      span?.end();
       if (!failure.transient) return { status: 'failed', outcome: 'failed', ...common };
       // A transient failure on the last attempt: the run is given up, a dead letter.
       if (run.attempt >= run.max_attempts) return { status: 'failed', outcome: 'dead_letter', ...common };

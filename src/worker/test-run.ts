@@ -19,6 +19,7 @@ import { executeRun, type DryRun, type DryRunNote } from './steps.ts';
 import type { ClaimedRun } from './queue.sql.ts';
 import type { ExpressionPool } from '../workflows/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
+import type { TraceSpan } from '../tracing.ts';
 import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../workflows/run-record.ts';
 
 /**
@@ -86,7 +87,8 @@ export interface TestRunResult {
   steps: TestStep[];
 }
 
-export async function testRun(deps: TestRunDeps, principal: Principal, workflowId: string, input: TestRunInput): Promise<TestRunResult> {
+/** `trace`: the request's span (tracing.ts); the test run's steps and calls are traced under it. */
+export async function testRun(deps: TestRunDeps, principal: Principal, workflowId: string, input: TestRunInput, trace?: TraceSpan): Promise<TestRunResult> {
   const tested = isUuid(workflowId) ? await loadTestedVersion(deps.db, principal.workspaceId, workflowId.toLowerCase(), input.version) : undefined;
   if (!tested)
     throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
@@ -109,13 +111,35 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     inserted_at: new Date(now),
     // Facts shown, never stored: the key is not used.
     source_identity: null,
+    replay_of: null,
+    // The steps' spans hang under the request's own: there is no queued run to carry a context.
+    traceparent: null,
+    tracestate: null,
     definition: tested.definition,
     models: tested.models,
     saver: tested.saver,
   };
   const dryRun: DryRun = { call, notes: new Map() };
-  const env = { db: deps.db, clock: deps.clock, expressions: deps.expressions, dryRun, ...(deps.connectors ? { connectors: deps.connectors } : {}) };
-  const outcome = await executeRun(env, run, { schedule: [0], retryAfterMaxMs: 0 });
+  const span = trace?.child('workflow.test_run', 'internal', {
+    'tributary.workflow.id': tested.workflow_id,
+    'tributary.workflow.version': tested.version,
+    'tributary.test_run.call': call,
+  });
+  const env = {
+    db: deps.db,
+    clock: deps.clock,
+    expressions: deps.expressions,
+    dryRun,
+    trace: span,
+    ...(deps.connectors ? { connectors: deps.connectors } : {}),
+  };
+  let outcome;
+  try {
+    outcome = await executeRun(env, run, { schedule: [0], retryAfterMaxMs: 0 });
+    span?.set({ 'tributary.run.status': outcome.status === 'succeeded' ? 'succeeded' : 'failed' });
+  } finally {
+    span?.end();
+  }
   const records = capSteps(outcome.steps, ANSWER_CAPS);
   const seen: Record<string, unknown> = {};
   let facts = 0;

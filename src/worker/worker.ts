@@ -15,7 +15,9 @@ import type { Deps } from '../deps.ts';
 import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
 import { executeRun } from './steps.ts';
-import { capRecord } from '../workflows/run-record.ts';
+import { capRecord, traceIdOf } from '../workflows/run-record.ts';
+import { failureSummary } from '../errors.ts';
+import type { TraceSpan, Tracing } from '../tracing.ts';
 
 export interface Worker {
   readonly id: string;
@@ -94,19 +96,9 @@ const FAILED_ATTEMPT_MESSAGE = {
 } as const;
 
 /**
- * A failure's text as the log shows it: up to its first colon, what failed without the
- * details after it, which may quote data (a provider's answer, an expression's message,
- * a field's value). The step record keeps the whole text.
- */
-export function logSummary(text: string): string {
-  const i = text.indexOf(': ');
-  return i < 0 ? text : text.slice(0, i);
-}
-
-/**
  * The one line of a failed attempt: which run and step, which attempt of how many, when the
- * next one is, the failure's code and the summary of its text, and for an error none of
- * ours named its stack. Never the payload, a header value or a secret.
+ * next one is, the failure's code and the summary of its text, the run's trace (when it has
+ * one), and for an error none of ours named its stack. Never the payload, a header value or a secret.
  */
 function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
   const f = outcome.failure;
@@ -123,27 +115,61 @@ function logFailedAttempt(deps: Deps, run: ClaimedRun, outcome: Outcome): void {
       outcome: outcome.outcome,
       code: f.code,
       ...(f.status === undefined ? {} : { status: f.status }),
-      error: logSummary(f.message),
+      error: failureSummary(f.message),
+      ...(run.traceparent === null ? {} : { trace_id: traceIdOf(run.traceparent) }),
       ...(outcome.unexpected === undefined ? {} : { err: outcome.unexpected }),
     },
     FAILED_ATTEMPT_MESSAGE[kind],
   );
 }
 
+/**
+ * The span of one attempt: a child of the span that made the run (its delivery, replay
+ * request or schedule tick, whichever process that was), so every attempt of a run is in
+ * one trace; the root of a trace of its own for a run made while tracing was off.
+ */
+function attemptSpan(tracing: Tracing, run: ClaimedRun): TraceSpan | undefined {
+  return tracing.start('workflow.run', 'consumer', run.traceparent === null ? undefined : { traceparent: run.traceparent, tracestate: run.tracestate }, {
+    'tributary.run.id': run.id,
+    'tributary.workflow.id': run.workflow_id,
+    'tributary.workflow.version': run.workflow_version,
+    'tributary.trigger.key': run.trigger_key,
+    'tributary.run.attempt': run.attempt,
+    'tributary.run.max_attempts': run.max_attempts,
+    'tributary.run.replay_of': run.replay_of,
+  });
+}
+
+/** The attempt's end on its span: the run's status and outcome; an attempt that did not succeed is an error, with the failure's summary. */
+function endAttemptSpan(span: TraceSpan, outcome: Outcome): void {
+  span.set({
+    'tributary.run.status': outcome.status,
+    'tributary.run.outcome': outcome.outcome,
+    'tributary.run.facts_written': outcome.factsWritten,
+    'tributary.run.next_attempt_at': outcome.runAt?.toISOString(),
+  });
+  const f = outcome.failure;
+  if (f !== undefined) span.fail(f.code, `step ${f.step}: ${failureSummary(f.message)}`);
+  span.end();
+}
+
 /** One attempt of a run, executed and its outcome recorded; what it could not foresee is logged with the run's id. */
 async function attempt(deps: Deps, recordOutcome: RecordOutcome, run: ClaimedRun): Promise<void> {
+  // Built only when tracing is on: the attributes are not made for nothing.
+  const span = deps.tracing.enabled ? attemptSpan(deps.tracing, run) : undefined;
   let outcome: Outcome;
   try {
-    outcome = await executeRun({ db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions, metrics: deps.metrics }, run, {
-      schedule: deps.config.runRetrySchedule,
-      retryAfterMaxMs: deps.config.runRetryAfterMaxMs,
-    });
+    const env = { db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions, metrics: deps.metrics, trace: span };
+    outcome = await executeRun(env, run, { schedule: deps.config.runRetrySchedule, retryAfterMaxMs: deps.config.runRetryAfterMaxMs });
   } catch (err) {
     deps.log.error({ run: run.id, workflow: run.workflow_id, err }, 'workflow run failed unexpectedly');
+    span?.fail('unexpected', 'the run failed unexpectedly');
+    span?.end();
     return;
   }
   logFailedAttempt(deps, run, outcome);
   await recordOutcome(run, outcome);
+  if (span !== undefined) endAttemptSpan(span, outcome);
 }
 
 /**

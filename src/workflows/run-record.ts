@@ -101,10 +101,20 @@ export function capRecord<T extends { steps: StepRecord[]; error: string | null 
 }
 
 /** A run as answers show it: its record within ANSWER_CAPS, and a large payload as a preview. */
-export function presentRun(row: { steps?: unknown; error?: string | null; payload?: unknown }): Record<string, unknown> {
+export function presentRun(row: { steps?: unknown; error?: string | null; payload?: unknown; traceparent?: string | null }): Record<string, unknown> {
   const { steps, error } = capRecord({ steps: Array.isArray(row.steps) ? row.steps : [], error: row.error ?? null }, ANSWER_CAPS);
   const payloadJson = JSON.stringify(row.payload) ?? 'null';
   const payloadBytes = Buffer.byteLength(payloadJson);
   const shown = payloadBytes <= PAYLOAD_SHOWN_BYTES;
-  return { steps, error, payload: shown ? row.payload : cutText(payloadJson, PREVIEW_BYTES), payload_truncated: !shown, payload_bytes: payloadBytes };
+  return {
+    steps,
+    error,
+    payload: shown ? row.payload : cutText(payloadJson, PREVIEW_BYTES),
+    payload_truncated: !shown,
+    payload_bytes: payloadBytes,
+    trace_id: traceIdOf(row.traceparent),
+  };
 }
+
+/** The trace id of a stored `traceparent` (`00-<trace id>-<span id>-<flags>`), or null. */
+export const traceIdOf = (traceparent: string | null | undefined): string | null => (typeof traceparent === 'string' ? traceparent.slice(3, 35) : null);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { CatchUp } from './schedule.ts';
+import type { StoredTraceContext } from '../tracing.ts';
 
 export interface ScheduleRow {
   id: string;
@@ -35,6 +36,8 @@ export interface Tick {
   now: Date;
   payloadJson: string;
   maxAttempts: number;
+  /** The tick's span (tracing.ts), the root of the run's trace; nulls when tracing is off. */
+  trace: StoredTraceContext;
 }
 
 /**
@@ -57,9 +60,10 @@ export async function fireTick(db: Db, t: Tick): Promise<string | undefined> {
         and t.schedule_since <= ${t.tick} and (t.last_tick_at is null or t.last_tick_at < ${t.tick})
       returning t.organization_id, t.workspace_id, t.workflow_id, w.version, t.key
     ), r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, payload, max_attempts, run_at, inserted_at, updated_at, source_identity)
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, payload, max_attempts, run_at, inserted_at, updated_at, source_identity,
+                                 traceparent, tracestate)
       select ${t.runId}, g.organization_id, g.workspace_id, g.workflow_id, g.version, g.key, ${t.payloadJson}::jsonb, ${t.maxAttempts}, ${t.now}, ${t.now}, ${t.now},
-             ${tickSourceIdentity(t.triggerId, t.tick)}
+             ${tickSourceIdentity(t.triggerId, t.tick)}, ${t.trace.traceparent}, ${t.trace.tracestate}
       from g
       returning id
     )

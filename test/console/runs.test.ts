@@ -7,13 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { signatureHeaders } from '../../src/connectors/signature-schemes.ts';
 import { BROWSER_SKIP, assertAccessible, distinctPngBytes, openConsole, screenshot, signIn } from '../helpers/browser.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
+import { otlpReceiver } from '../helpers/otlp-receiver.ts';
 
-const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '1000' });
+// Traced, so that a run page has a trace id to show.
+const collector = await otlpReceiver();
+after(() => collector.close());
+const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '1000', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
 const SIGNING_SECRET = randomBytes(20).toString('hex');
 await createModel(f, 'orders', [
   { name: 'order_id', type: 'string' },
@@ -137,6 +141,9 @@ describe('runs pages', { skip: BROWSER_SKIP }, () => {
     assert.match(await headers.getByRole('row').filter({ hasText: 'x-hub-signature-256' }).innerText(), /\[redacted\]/);
     assert.match(await headers.getByRole('row').filter({ hasText: 'x-github-delivery' }).innerText(), /[0-9a-f-]{36}/);
     await page.getByRole('link', { name: 'Orders' }).waitFor();
+    const traceId = (await f.api.get(`${API}/workflow_runs/${okRun}`)).body.data.attributes.trace_id;
+    assert.match(traceId, /^[0-9a-f]{32}$/);
+    assert.equal(await page.getByTestId('trace-id').innerText(), traceId);
     await assertAccessible(page, 'the run page');
     assertNoSecret(await page.content(), 'the run page');
   });

@@ -78,6 +78,60 @@ test('bad values are refused with a message naming the variable', () => {
   assert.equal(loadConfig({ HOST: '0.0.0.0' }).relay.host, '0.0.0.0');
 });
 
+test('OpenTelemetry settings: the endpoint turns tracing on, bad values stop the process, header values are never quoted', () => {
+  assert.equal(loadConfig({}).tracing, undefined);
+  assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, {
+    url: 'http://collector:4318/v1/traces',
+    serviceName: 'tributary',
+    headers: {},
+  });
+  assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example/base/' }).tracing?.url, 'https://otlp.example/base/v1/traces');
+  // The signal's own endpoint is used as given, and wins.
+  assert.equal(
+    loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:4318/custom' }).tracing?.url,
+    'http://b:4318/custom',
+  );
+  const c = loadConfig({
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+    OTEL_SERVICE_NAME: 'tributary-eu',
+    OTEL_EXPORTER_OTLP_HEADERS: 'X-Api-Key=abc%3D%3D, x-tenant = eu',
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-tenant=traces',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+  }).tracing;
+  assert.equal(c?.serviceName, 'tributary-eu');
+  assert.deepEqual(c?.headers, { 'x-api-key': 'abc==', 'x-tenant': 'traces' });
+  assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing, undefined);
+
+  rejects({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must use http: or https:');
+  rejects({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be a URL');
+  rejects(
+    { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://user:pw@otlp.example/v1/traces' },
+    'Invalid configuration: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must not hold credentials: give them in OTEL_EXPORTER_OTLP_HEADERS',
+  );
+  rejects(
+    { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+    'Invalid configuration: OTEL_EXPORTER_OTLP_PROTOCOL must be http/json or http/protobuf (spans are sent as OTLP/HTTP JSON; gRPC is not supported: use the collector\'s HTTP port, 4318), got "grpc"',
+  );
+  rejects(
+    { OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=secret-value,novalue' },
+    'Invalid configuration: OTEL_EXPORTER_OTLP_HEADERS entry 2 must be name=value with a header name before the =',
+  );
+  rejects(
+    { OTEL_EXPORTER_OTLP_HEADERS: 'bad name=secret-value' },
+    'Invalid configuration: OTEL_EXPORTER_OTLP_HEADERS entry 1 must be name=value with a header name before the =',
+  );
+  rejects(
+    { OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=secret%zz' },
+    'Invalid configuration: OTEL_EXPORTER_OTLP_HEADERS entry 1 (x-api-key) has a malformed percent-encoding',
+  );
+  rejects(
+    { OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-api-key=secret%0Avalue' },
+    'Invalid configuration: OTEL_EXPORTER_OTLP_TRACES_HEADERS entry 1 (x-api-key) must not hold line breaks or NUL',
+  );
+  rejects({ OTEL_SERVICE_NAME: 'x'.repeat(256) }, 'Invalid configuration: OTEL_SERVICE_NAME must be at most 255 characters');
+  rejects({ OTEL_SDK_DISABLED: 'perhaps' }, 'Invalid configuration: OTEL_SDK_DISABLED must be true or false, got "perhaps"');
+});
+
 test('good values are taken as given', () => {
   const c = loadConfig({
     PORT: '0',

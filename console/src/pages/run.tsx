@@ -165,6 +165,8 @@ export function RunPage(props: { id: string }) {
           </dd>
           <dt>Facts written</dt>
           <dd>{at.facts_written}</dd>
+          <dt>Trace</dt>
+          <dd data-testid="trace-id">{at.trace_id ? <code class="wrap">{at.trace_id}</code> : <span class="muted">none (tracing was off)</span>}</dd>
           {at.replay_of && (
             <>
               <dt>Replay of</dt>

@@ -36,6 +36,8 @@ export interface RunAttributes {
   error: string | null;
   replay_of: string | null;
   facts_written: number;
+  /** The trace of the run's spans (docs/tracing.md); null when tracing was off, absent on a server without it. */
+  trace_id?: string | null;
   inserted_at: string;
   updated_at: string;
   started_at: string | null;

@@ -1394,6 +1394,7 @@ export interface components {
             /** @enum {string|null} */
             outcome?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | null;
             facts_written?: number;
+            trace_id?: string | null;
             /** Format: date-time */
             started_at?: string | null;
             /** Format: date-time */
@@ -3673,7 +3674,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -3706,7 +3707,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -3944,7 +3945,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
@@ -3977,7 +3978,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;

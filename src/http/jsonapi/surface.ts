@@ -121,7 +121,7 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       { config: { permission: 'workflow.test_run', rateLimit: 'account', idempotent: true }, bodyLimit: testRunBodyLimit },
       async (request, reply) => {
         const input = readTestRunDocument(request.body, deps.config.webhookMaxBodyBytes);
-        const result = await testRun(deps, request.principal!, (request.params as { id: string }).id, input);
+        const result = await testRun(deps, request.principal!, (request.params as { id: string }).id, input, request.traceSpan);
         const { id, ...attributes } = result;
         return sendDocument(reply, 200, { data: { type: 'workflow_test_run', id, attributes } });
       },
@@ -130,7 +130,7 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
     scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
       const { version } = readReplayMeta(request.body, false);
-      const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id, version);
+      const row = await replayRun(deps, request.principal!, (request.params as { id: string }).id, version, request.traceSpan);
       const self = `${API_PREFIX}/workflow_runs/${row.id}`;
       reply.header('location', self);
       return sendDocument(
@@ -158,7 +158,7 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       }
       const meta = readReplayMeta(request.body, true);
       const filter = q.filter.map(({ attr, op, value }) => ({ attr, op, value }));
-      const result = await bulkReplay(deps, request.principal!.workspaceId, filter, meta);
+      const result = await bulkReplay(deps, request.principal!.workspaceId, filter, meta, request.traceSpan);
       return sendDocument(reply, result.replayed > 0 ? 201 : 200, {
         jsonapi: { version: '1.1' },
         data: result.run_ids.map((id) => ({ type: workflowRunType.type, id })),

@@ -7,6 +7,7 @@ import type { Db } from '../../db/connect.ts';
 import type { WorkflowRunTable } from '../../db/tables.ts';
 import { workflowRunType } from './resource.ts';
 import { filterClauseSql, type FilterOp } from '../filter.sql.ts';
+import type { StoredTraceContext } from '../../tracing.ts';
 
 /** original: the version the run ran on; current: the workflow's version now. */
 export type ReplayVersion = 'original' | 'current';
@@ -35,19 +36,30 @@ const versionOf = (version: ReplayVersion) => (version === 'current' ? sql`w.ver
 /**
  * A new run of `originalId` with the same payload, trigger, source identity and delivery headers, linked to
  * it, on the original's or the workflow's current version; the original must be a run of
- * the workspace. Returns the new row, or undefined when there is no such run.
+ * the workspace. Returns the new row with the original's trace context (`original_traceparent`,
+ * `original_tracestate`), or undefined when there is no such run.
  */
-export async function insertReplay(db: Db, workspaceId: string, originalId: string, id: string, now: Date, maxAttempts: number, version: ReplayVersion) {
-  const result = await sql<Selectable<WorkflowRunTable>>`
+export async function insertReplay(
+  db: Db,
+  workspaceId: string,
+  originalId: string,
+  id: string,
+  now: Date,
+  maxAttempts: number,
+  version: ReplayVersion,
+  trace: StoredTraceContext,
+) {
+  const result = await sql<Selectable<WorkflowRunTable> & { original_traceparent: string | null; original_tracestate: string | null }>`
     with r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, run_at, inserted_at, updated_at)
-      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers, ${now}, ${now}, ${now}
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, traceparent, tracestate, run_at, inserted_at, updated_at)
+      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers,
+             ${trace.traceparent}, ${trace.tracestate}, ${now}, ${now}, ${now}
       from workflow_runs as o
       join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
       where o.workspace_id = ${workspaceId} and o.id = ${originalId}
       returning *
     )
-    select * from r`.execute(db);
+    select r.*, o.traceparent as original_traceparent, o.tracestate as original_tracestate from r join workflow_runs as o on o.id = r.replay_of`.execute(db);
   return result.rows[0];
 }
 
@@ -60,6 +72,7 @@ export interface BulkReplay {
   ids: readonly string[];
   now: Date;
   maxAttempts: number;
+  trace: StoredTraceContext;
 }
 
 /**
@@ -85,8 +98,9 @@ export async function insertBulkReplay(db: Db, r: BulkReplay): Promise<{ ids: st
       limit ${limit + 1}
     ),
     made as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, run_at, inserted_at, updated_at)
-      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, o.delivery_headers, ${r.now}, ${r.now}, ${r.now}
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, traceparent, tracestate, run_at, inserted_at, updated_at)
+      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, o.delivery_headers,
+             ${r.trace.traceparent}, ${r.trace.tracestate}, ${r.now}, ${r.now}, ${r.now}
       from matched as m
       join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
       join workflow_runs as o on o.id = m.id

@@ -11,6 +11,7 @@ import { isObject } from '../../json.ts';
 import { wakeWorkers } from '../../workflows/wake.ts';
 import { insertBulkReplay, type ReplayVersion, type RunFilterClause } from './replay.sql.ts';
 import { RUN_OUTCOMES } from './resource.ts';
+import { storedContext, type TraceSpan } from '../../tracing.ts';
 
 export type { ReplayVersion, RunFilterClause } from './replay.sql.ts';
 
@@ -48,11 +49,22 @@ export async function bulkReplay(
   workspaceId: string | null,
   filter: readonly RunFilterClause[],
   opts: { version: ReplayVersion; limit: number },
+  trace?: TraceSpan,
 ): Promise<BulkReplayResult> {
   if (filter.length === 0) throw new AppError('invalid_request', 'A bulk replay needs at least one filter');
   const now = new Date(deps.clock());
   const ids = Array.from({ length: opts.limit }, () => uuidv7(now.getTime()));
-  const made = await insertBulkReplay(deps.db, { workspaceId, filter, version: opts.version, ids, now, maxAttempts: deps.config.runMaxAttempts });
+  // Every new run continues the request's trace; the originals' traces are not linked (up to BULK_REPLAY_MAX of them).
+  const made = await insertBulkReplay(deps.db, {
+    workspaceId,
+    filter,
+    version: opts.version,
+    ids,
+    now,
+    maxAttempts: deps.config.runMaxAttempts,
+    trace: storedContext(trace),
+  });
+  trace?.set({ 'tributary.replay.runs': made.ids.length });
   if (made.ids.length > 0) wakeWorkers(deps);
   return { replayed: made.ids.length, has_more: made.hasMore, run_ids: made.ids };
 }
@@ -79,7 +91,7 @@ function oneOf(value: unknown, pointer: string, values: readonly string[]): stri
  * The admin API's bulk replay (`tributary runs replay --status ...`): its body names the
  * filters as members, and `since`/`until` bound inserted_at (since inclusive, until not).
  */
-export async function adminBulkReplay(deps: Deps, body: Record<string, unknown>): Promise<BulkReplayResult> {
+export async function adminBulkReplay(deps: Deps, body: Record<string, unknown>, trace?: TraceSpan): Promise<BulkReplayResult> {
   for (const k of Object.keys(body))
     if (!ADMIN_MEMBERS.includes(k)) throw invalidAt(`/${k}`, `unknown member ${k}; a replay takes ${ADMIN_MEMBERS.join(', ')}`);
   for (const k of ['workspace_id', 'workflow_id'] as const) if (body[k] !== undefined && !isUuid(body[k])) throw invalidAt(`/${k}`, `${k} must be an id`);
@@ -101,7 +113,7 @@ export async function adminBulkReplay(deps: Deps, body: Record<string, unknown>)
   if (filter.length === 0)
     throw invalidAt('', `A bulk replay needs at least one filter (${ADMIN_FILTERS.join(', ')}), so that a whole workspace is never replayed by accident`);
   const workspaceId = body.workspace_id === undefined ? null : (body.workspace_id as string).toLowerCase();
-  return bulkReplay(deps, workspaceId, filter, { version: readReplayVersion(body.version, '/version'), limit: readReplayLimit(body.limit, '/limit') });
+  return bulkReplay(deps, workspaceId, filter, { version: readReplayVersion(body.version, '/version'), limit: readReplayLimit(body.limit, '/limit') }, trace);
 }
 
 /** The admin API's replay of one run: its body may name the version. */

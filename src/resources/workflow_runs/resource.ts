@@ -29,6 +29,8 @@ export const workflowRunType: ResourceType = {
     replay_of: { column: 'replay_of', kind: 'uuid', filter: true, nullable: true },
     outcome: { column: 'outcome', kind: 'enum', values: RUN_OUTCOMES, filter: true, sort: true, nullable: true },
     facts_written: { column: 'facts_written', kind: 'integer', filter: true, sort: true },
+    // The trace the run's spans belong to (docs/tracing.md), from its traceparent by presentRun; null when tracing was off.
+    trace_id: { column: 'traceparent', kind: 'string', nullable: true },
     started_at: { column: 'started_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     finished_at: { column: 'finished_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     ...TIMESTAMPS,

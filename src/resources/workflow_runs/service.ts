@@ -7,17 +7,33 @@ import { isUuid, uuidv7 } from '../../ids.ts';
 import { wakeWorkers } from '../../workflows/wake.ts';
 import { findRun, listRuns } from './workflow-runs.sql.ts';
 import { insertReplay, type ReplayVersion } from './replay.sql.ts';
+import { storedContext, type TraceSpan } from '../../tracing.ts';
 import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
 const isRunOutcome = (s: unknown): s is RunOutcome => (RUN_OUTCOMES as readonly unknown[]).includes(s);
 
-export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string, version: ReplayVersion = 'original') {
+/**
+ * The replay's run continues the trace of `trace` (the replay request's span: a new trace,
+ * not the original's), and that span links to the original run's trace (docs/tracing.md).
+ */
+export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string, version: ReplayVersion = 'original', trace?: TraceSpan) {
   const row = isUuid(runId)
-    ? await insertReplay(deps.db, principal.workspaceId, runId.toLowerCase(), uuidv7(), new Date(deps.clock()), deps.config.runMaxAttempts, version)
+    ? await insertReplay(
+        deps.db,
+        principal.workspaceId,
+        runId.toLowerCase(),
+        uuidv7(),
+        new Date(deps.clock()),
+        deps.config.runMaxAttempts,
+        version,
+        storedContext(trace),
+      )
     : undefined;
   if (!row) throw new AppError('not_found', 'No workflow_run with this id');
+  trace?.set({ 'tributary.run.id': row.id, 'tributary.run.replay_of': row.replay_of, 'tributary.workflow.id': row.workflow_id });
+  trace?.link({ traceparent: row.original_traceparent, tracestate: row.original_tracestate }, { 'tributary.run.id': row.replay_of });
   wakeWorkers(deps);
   return row;
 }
@@ -53,7 +69,7 @@ export async function adminFindRun(deps: Deps, id: string) {
 }
 
 /** Replays a run of any workspace (the admin acts for every workspace). */
-export async function adminReplayRun(deps: Deps, id: string, version: ReplayVersion = 'original') {
+export async function adminReplayRun(deps: Deps, id: string, version: ReplayVersion = 'original', trace?: TraceSpan) {
   const original = await adminFindRun(deps, id);
-  return replayRun(deps, { workspaceId: original.workspace_id }, original.id, version);
+  return replayRun(deps, { workspaceId: original.workspace_id }, original.id, version, trace);
 }

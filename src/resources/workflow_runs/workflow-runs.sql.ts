@@ -19,6 +19,7 @@ const RUN_COLUMNS = [
   'replay_of',
   'outcome',
   'facts_written',
+  'traceparent',
   'inserted_at',
   'updated_at',
   'started_at',
