@@ -21,6 +21,7 @@ import * as m0012 from './migrations/0012_schedule_triggers.ts';
 import * as m0013 from './migrations/0013_run_outcomes.ts';
 import * as m0014 from './migrations/0014_console_reads.ts';
 import * as m0016 from './migrations/0016_sealed_idempotency_answers.ts';
+import * as m0017 from './migrations/0017_indexed_fields.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '0013_run_outcomes': m0013,
   '0014_console_reads': m0014,
   '0016_sealed_idempotency_answers': m0016,
+  '0017_indexed_fields': m0017,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

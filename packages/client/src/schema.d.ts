@@ -1091,6 +1091,7 @@ export interface components {
             type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
             is_primary_key?: boolean;
             is_required?: boolean;
+            is_indexed?: boolean;
             constraints?: unknown;
             /** Format: date-time */
             inserted_at?: string;
@@ -1149,6 +1150,7 @@ export interface components {
                     type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
                     is_primary_key?: boolean | null;
                     is_required?: boolean | null;
+                    is_indexed?: boolean | null;
                     constraints?: Record<string, unknown> | null;
                 };
                 relationships?: Record<string, unknown>;
@@ -1168,6 +1170,7 @@ export interface components {
                     type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
                     is_primary_key?: boolean | null;
                     is_required?: boolean | null;
+                    is_indexed?: boolean | null;
                     constraints?: Record<string, unknown> | null;
                 };
                 relationships?: Record<string, unknown>;
@@ -2687,7 +2690,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: never;
@@ -2720,7 +2723,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: {
@@ -2765,7 +2768,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: never;
@@ -2801,7 +2804,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: {
@@ -2934,6 +2937,14 @@ export interface operations {
                 "filter[is_required][ne]"?: boolean;
                 /** @description is_required is one of the comma-separated values */
                 "filter[is_required][in]"?: string;
+                /** @description is_indexed equals (same as filter[is_indexed][eq]) */
+                "filter[is_indexed]"?: boolean;
+                /** @description is_indexed eq */
+                "filter[is_indexed][eq]"?: boolean;
+                /** @description is_indexed ne */
+                "filter[is_indexed][ne]"?: boolean;
+                /** @description is_indexed is one of the comma-separated values */
+                "filter[is_indexed][in]"?: string;
                 /** @description inserted_at equals (same as filter[inserted_at][eq]) */
                 "filter[inserted_at]"?: string;
                 /** @description inserted_at eq */
@@ -2980,7 +2991,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
@@ -3013,7 +3024,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
@@ -3058,7 +3069,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
@@ -3094,7 +3105,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;

@@ -5,6 +5,7 @@
 import { sql } from 'kysely';
 import type { FactFilter } from './filters.ts';
 import type { Frag } from './plan-types.ts';
+import { INDEXABLE_TYPES, indexedOperand } from '../field-index.sql.ts';
 
 // Stored datetimes are ISO 8601 strings. A field whose type was changed after facts were
 // written may hold other strings: the guard keeps out those of another shape (and what
@@ -95,7 +96,22 @@ function scalarMembership(data: Frag, c: FactFilter): Frag | undefined {
   return pathPredicate(data, values.map((v) => `${member} == ${JSON.stringify(v)}`).join(' || '));
 }
 
+/**
+ * A range on an indexed number field compares the expression its index holds, which the
+ * planner matches to the index: a count reads only the matching rows of the index instead
+ * of testing every current row of the model. Same rows as the jsonpath form below (numbers
+ * by value, a member of another JSON type or missing never matches). Other clauses keep
+ * their forms (eq is containment, answered by the GIN index).
+ */
+function indexedClause(data: Frag, c: FactFilter): Frag | undefined {
+  if (!c.indexed || !INDEXABLE_TYPES.has(c.type)) return undefined;
+  if (c.op !== 'gt' && c.op !== 'gte' && c.op !== 'lt' && c.op !== 'lte') return undefined;
+  return sql`${indexedOperand(data, c.field)} ${sql.raw(COMPARISON[c.op])} ${c.value as number}::numeric`;
+}
+
 export function clauseSql(data: Frag, c: FactFilter): Frag {
+  const indexed = indexedClause(data, c);
+  if (indexed !== undefined) return indexed;
   const x = operand(data, c);
   const containment = c.op === 'eq' || c.op === 'ne' ? scalarEquality(data, c) : undefined;
   switch (c.op) {
