@@ -36,6 +36,7 @@
  * BENCH_PGLITE_ENTITIES (default 100,000 / 10,000), BENCH_NO_WRITE=1 (print only),
  * BENCH_KEEP_DB=1 (leave the PostgreSQL database in place, for EXPLAIN by hand).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { sql, type RawBuilder } from 'kysely';
 import type { Deps } from '../src/deps.ts';
@@ -708,7 +709,10 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
       ...r.plans.flatMap((p) => [`${p.statement}:`, '', '```', p.text, '```', '']),
     ]),
   ].join('\n');
-  writeDoc(PLANS_DOC, plans);
+  // Sections other benches keep in the same document (bench/fact-filters.ts's "(e)") stay.
+  const existing = fs.existsSync(PLANS_DOC) ? fs.readFileSync(PLANS_DOC, 'utf8') : '';
+  const kept = existing.indexOf('\n## (e) ');
+  writeDoc(PLANS_DOC, kept >= 0 ? `${plans.trimEnd()}\n${existing.slice(kept)}` : plans);
 }
 
 /** Which index serves each query; kept next to the plans it describes (see docs/query-plans.md). */
