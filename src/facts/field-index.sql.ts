@@ -81,7 +81,9 @@ export async function createFieldIndex(db: Db, build: IndexBuild, f: IndexedFiel
     // The planner takes no statistics from a partial index's expression: without these it
     // guesses a filter's rows (0.5% for eq, a third for a range), and with that guess it
     // neither combines two filters' indexes nor walks the page in order where it should.
-    // Per model (data_model_id with the value), so one model's values do not stand for another's.
+    // Per model (data_model_id with the value), so one model's values do not stand for another's;
+    // the list keeps the most common pairs of the whole partition, so a small model among
+    // large ones may fall back to the guess.
     await sql`drop statistics if exists ${name}`.execute(db);
     await sql`create statistics ${name} (mcv) on data_model_id, (${operand}) from ${sql.id(p.table)}`.execute(db);
   }
@@ -95,12 +97,4 @@ export async function dropFieldIndex(db: Db, build: IndexBuild, fieldId: string)
     await sql`drop index ${concurrently} if exists ${sql.id(name)}`.execute(db);
     await sql`drop statistics if exists ${sql.id(name)}`.execute(db);
   }
-}
-
-/** The names of the field indexes that exist on fact_current, valid ones only. */
-export async function fieldIndexesOf(db: Db, fieldIds: readonly string[]): Promise<string[]> {
-  const names = fieldIds.flatMap(fieldIndexNames);
-  const { rows } = await sql<{ name: string }>`select c.relname as name from pg_class as c join pg_index as x on x.indexrelid = c.oid
-      where c.relname = any(${names}::text[]) and x.indisvalid order by c.relname`.execute(db);
-  return rows.map((r) => r.name);
 }

@@ -119,6 +119,7 @@ export async function patchField(
   // The index's expression names the field and its type: a rename or retype rebuilds it.
   const reshaped = row.name !== existing.name || row.type !== existing.type;
   if (!row.is_indexed && existing.is_indexed) await dropFieldIndex(db, build, row.id);
-  if (row.is_indexed && (!existing.is_indexed || reshaped)) await createFieldIndex(db, build, row);
+  // Setting is_indexed: true again rebuilds: the way out after a build that failed midway.
+  if (row.is_indexed && (!existing.is_indexed || reshaped || attrs.is_indexed === true)) await createFieldIndex(db, build, row);
   return row;
 }
