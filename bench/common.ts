@@ -16,6 +16,8 @@ import { buildApp } from '../src/app.ts';
 import type { Scope } from '../src/auth/tokens.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/connect.ts';
+import type { FieldType } from '../src/db/tables.ts';
+import { uuidv7 } from '../src/ids.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
 import { freshPostgres, pgliteTemplate, type ScratchPostgres } from '../test/helpers/databases.ts';
 
@@ -570,4 +572,36 @@ export function writeSection(file: string, title: string, intro: string, runText
   }
   const section = `${intro}\n${reading}${runText.trimEnd()}\n${olderRuns ? `\n${olderRuns}` : ''}`;
   writeDoc(file, `${head}${section}${tail ? `\n${tail}` : ''}`);
+}
+
+/** A data model with these fields, written straight into the tables (a bench's load bypasses the API). */
+export async function insertBenchModel(
+  db: Db,
+  orgId: string,
+  wsId: string,
+  slug: string,
+  fields: Array<{ name: string; type: FieldType; is_primary_key: boolean; is_required: boolean }>,
+): Promise<{ id: string; fieldIds: Map<string, string> }> {
+  const id = uuidv7();
+  await db
+    .insertInto('data_models')
+    .values({ id, organization_id: orgId, workspace_id: wsId, name: slug, slug, description: 'benchmark', retention_days: null })
+    .execute();
+  const rows = await db
+    .insertInto('data_model_fields')
+    .values(
+      fields.map((f) => ({
+        id: uuidv7(),
+        organization_id: orgId,
+        workspace_id: wsId,
+        data_model_id: id,
+        label: f.name,
+        description: null,
+        constraints: null,
+        ...f,
+      })),
+    )
+    .returning(['id', 'name'])
+    .execute();
+  return { id, fieldIds: new Map(rows.map((r) => [r.name, r.id])) };
 }

@@ -36,13 +36,13 @@
  * BENCH_PGLITE_ENTITIES (default 100,000 / 10,000), BENCH_NO_WRITE=1 (print only),
  * BENCH_KEEP_DB=1 (leave the PostgreSQL database in place, for EXPLAIN by hand).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { sql, type RawBuilder } from 'kysely';
 import type { Deps } from '../src/deps.ts';
 import type { Db } from '../src/db/connect.ts';
 import type { FieldType } from '../src/db/tables.ts';
 import type { Principal } from '../src/auth/principal.ts';
-import { uuidv7 } from '../src/ids.ts';
 import { canonicalJson } from '../src/json.ts';
 import { validateFact, type FactModel } from '../src/facts/validate.ts';
 import { checkArguments } from '../src/graphql/fact-query.ts';
@@ -59,6 +59,7 @@ import {
   ROOT,
   runBench,
   inProcessDetail,
+  insertBenchModel,
   runApp,
   runHeading,
   seedTenant,
@@ -210,27 +211,8 @@ function currentSql(modelId: string, axis: 'observed_at' | 'inserted_at'): Frag 
 }
 
 async function createModel(db: Db, orgId: string, wsId: string, m: GenModel): Promise<FactModel & { slug: string }> {
-  const id = uuidv7();
-  await db
-    .insertInto('data_models')
-    .values({ id, organization_id: orgId, workspace_id: wsId, name: m.slug, slug: m.slug, description: 'benchmark', retention_days: null })
-    .execute();
   const fields = m.fields.map((f) => ({ name: f.name, type: f.type, is_primary_key: f.primaryKey ?? false, is_required: f.primaryKey ?? false }));
-  await db
-    .insertInto('data_model_fields')
-    .values(
-      fields.map((f) => ({
-        id: uuidv7(),
-        organization_id: orgId,
-        workspace_id: wsId,
-        data_model_id: id,
-        label: f.name,
-        description: null,
-        constraints: null,
-        ...f,
-      })),
-    )
-    .execute();
+  const { id } = await insertBenchModel(db, orgId, wsId, m.slug, fields);
   return { id, slug: m.slug, fields };
 }
 
@@ -727,7 +709,10 @@ function writeDocs(reports: EngineReport[], started: Date, loadBefore: string): 
       ...r.plans.flatMap((p) => [`${p.statement}:`, '', '```', p.text, '```', '']),
     ]),
   ].join('\n');
-  writeDoc(PLANS_DOC, plans);
+  // Sections other benches keep in the same document (bench/fact-filters.ts's "(e)") stay.
+  const existing = fs.existsSync(PLANS_DOC) ? fs.readFileSync(PLANS_DOC, 'utf8') : '';
+  const kept = existing.indexOf('\n## (e) ');
+  writeDoc(PLANS_DOC, kept >= 0 ? `${plans.trimEnd()}\n${existing.slice(kept)}` : plans);
 }
 
 /** Which index serves each query; kept next to the plans it describes (see docs/query-plans.md). */

@@ -22,6 +22,7 @@ import * as m0013 from './migrations/0013_run_outcomes.ts';
 import * as m0014 from './migrations/0014_console_reads.ts';
 import * as m0015 from './migrations/0015_run_trace_context.ts';
 import * as m0016 from './migrations/0016_sealed_idempotency_answers.ts';
+import * as m0017 from './migrations/0017_indexed_fields.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '0014_console_reads': m0014,
   '0015_run_trace_context': m0015,
   '0016_sealed_idempotency_answers': m0016,
+  '0017_indexed_fields': m0017,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

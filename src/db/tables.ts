@@ -95,6 +95,7 @@ export interface DataModelFieldTable {
   type: FieldType | null;
   is_primary_key: boolean;
   is_required: boolean;
+  is_indexed: Generated<boolean>;
   constraints: JsonNullable<Record<string, unknown>>;
   inserted_at: Timestamp;
   updated_at: Timestamp;

@@ -13,6 +13,7 @@ import type { Deps } from '../../src/deps.ts';
 import type { Db } from '../../src/db/connect.ts';
 import type { FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
+import { createFieldIndex } from '../../src/facts/field-index.sql.ts';
 import type { TestApp, Tenant } from '../helpers/app.ts';
 
 export interface GqlError {
@@ -59,6 +60,8 @@ export interface FieldSpec {
   type: FieldType | null;
   is_primary_key?: boolean;
   is_required?: boolean;
+  /** With its index on fact_current, built as the service builds it. */
+  is_indexed?: boolean;
 }
 
 export interface Model {
@@ -80,7 +83,7 @@ export async function createModel(deps: Deps, tenant: Pick<Tenant, 'organization
     .values({ id, organization_id: tenant.organizationId, workspace_id: tenant.workspaceId, name: slug, slug, description: null, retention_days: null })
     .execute();
   if (fields.length > 0) {
-    await deps.db
+    const rows = await deps.db
       .insertInto('data_model_fields')
       .values(
         fields.map((f) => ({
@@ -94,10 +97,13 @@ export async function createModel(deps: Deps, tenant: Pick<Tenant, 'organization
           type: f.type,
           is_primary_key: f.is_primary_key ?? false,
           is_required: f.is_required ?? false,
+          is_indexed: f.is_indexed ?? false,
           constraints: null,
         })),
       )
+      .returningAll()
       .execute();
+    for (const row of rows) if (row.is_indexed) await createFieldIndex(deps.db, deps.engine === 'postgres' ? 'concurrent' : 'plain', row);
   }
   return { id, slug, organizationId: tenant.organizationId, workspaceId: tenant.workspaceId, fields };
 }

@@ -69,11 +69,21 @@ const filterValueOf = (type: FieldType | null): fc.Arbitrary<unknown> =>
 interface FieldGen {
   name: string;
   type: FieldType | null;
+  /** An indexed field (filters compare its index's expression): same answers as the reference. */
+  is_indexed: boolean;
 }
+
+const INDEXABLE: ReadonlySet<FieldType | null> = new Set<FieldType | null>(['integer', 'float']);
 
 const fieldsArb: fc.Arbitrary<FieldGen[]> = fc
   .uniqueArray(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { minLength: 1, maxLength: 4 })
-  .chain((names) => fc.tuple(...names.map((n) => fc.constantFrom(...TYPES).map((type) => ({ name: n, type })))));
+  .chain((names) =>
+    fc.tuple(
+      ...names.map((n) =>
+        fc.tuple(fc.constantFrom(...TYPES), fc.boolean()).map(([type, indexed]) => ({ name: n, type, is_indexed: indexed && INDEXABLE.has(type) })),
+      ),
+    ),
+  );
 
 function factsArb(fields: FieldGen[]): fc.Arbitrary<Omit<RefFact, 'id'>[]> {
   const data = fc.tuple(

@@ -67,6 +67,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0014_console_reads',
       '0015_run_trace_context',
       '0016_sealed_idempotency_answers',
+      '0017_indexed_fields',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -135,7 +136,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
     await sql`insert into api_specs (id, organization_id, workspace_id, name, format, raw_document, servers, security_schemes, operations)
       values (${uuidv7()}, ${org}, ${workspaces[0]}, 'S', 'json', '{}', '[]'::jsonb, '{}'::jsonb, '[]'::jsonb)`.execute(db);
 
-    assert.deepEqual(await migrate(db), ['0014_console_reads', '0015_run_trace_context', '0016_sealed_idempotency_answers']);
+    assert.deepEqual(await migrate(db), ['0014_console_reads', '0015_run_trace_context', '0016_sealed_idempotency_answers', '0017_indexed_fields']);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
     assert.equal(versions.rows.length, 4);

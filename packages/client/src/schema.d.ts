@@ -1091,6 +1091,7 @@ export interface components {
             type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
             is_primary_key?: boolean;
             is_required?: boolean;
+            is_indexed?: boolean;
             constraints?: unknown;
             /** Format: date-time */
             inserted_at?: string;
@@ -1149,6 +1150,7 @@ export interface components {
                     type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
                     is_primary_key?: boolean | null;
                     is_required?: boolean | null;
+                    is_indexed?: boolean | null;
                     constraints?: Record<string, unknown> | null;
                 };
                 relationships?: Record<string, unknown>;
@@ -1168,6 +1170,7 @@ export interface components {
                     type?: "string" | "integer" | "boolean" | "datetime" | "float" | "map" | null;
                     is_primary_key?: boolean | null;
                     is_required?: boolean | null;
+                    is_indexed?: boolean | null;
                     constraints?: Record<string, unknown> | null;
                 };
                 relationships?: Record<string, unknown>;
@@ -2688,7 +2691,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: never;
@@ -2721,7 +2724,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: {
@@ -2766,7 +2769,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: never;
@@ -2802,7 +2805,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
             };
             header?: {
@@ -2935,6 +2938,14 @@ export interface operations {
                 "filter[is_required][ne]"?: boolean;
                 /** @description is_required is one of the comma-separated values */
                 "filter[is_required][in]"?: string;
+                /** @description is_indexed equals (same as filter[is_indexed][eq]) */
+                "filter[is_indexed]"?: boolean;
+                /** @description is_indexed eq */
+                "filter[is_indexed][eq]"?: boolean;
+                /** @description is_indexed ne */
+                "filter[is_indexed][ne]"?: boolean;
+                /** @description is_indexed is one of the comma-separated values */
+                "filter[is_indexed][in]"?: string;
                 /** @description inserted_at equals (same as filter[inserted_at][eq]) */
                 "filter[inserted_at]"?: string;
                 /** @description inserted_at eq */
@@ -2981,7 +2992,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
@@ -3014,7 +3025,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
@@ -3059,7 +3070,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;
@@ -3095,7 +3106,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
                 include?: string;
-                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, constraints, inserted_at, updated_at, data_model */
+                /** @description Sparse fieldset of data_model_field: comma-separated names of data_model_id, name, label, description, type, is_primary_key, is_required, is_indexed, constraints, inserted_at, updated_at, data_model */
                 "fields[data_model_field]"?: string;
                 /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
                 "fields[data_model]"?: string;

@@ -34,6 +34,8 @@ export function opsFor(type: FieldType | null): readonly FactFilterOp[] {
 export interface FieldDef {
   name: string;
   type: FieldType | null;
+  /** The field has an index on fact_current (field-index.sql.ts). */
+  is_indexed?: boolean;
 }
 
 /**
@@ -45,6 +47,8 @@ export interface FactFilter {
   type: FieldType | null;
   op: FactFilterOp;
   value: unknown;
+  /** The field has an index on fact_current: eq and ranges compare its indexed expression. */
+  indexed?: boolean;
 }
 
 export interface RawClause {
@@ -93,37 +97,42 @@ function fieldList(fields: ReadonlyMap<string, FieldDef>): string {
 
 /** Checks each clause against the model's fields and normalizes its value. */
 export function typeFilters(raw: readonly RawClause[], fields: ReadonlyMap<string, FieldDef>, argument: string, modelSlug: string): FactFilter[] {
-  return raw.map((c, i) => {
-    const at = `${argument}[${i}]`;
-    const def = fields.get(c.field);
-    if (!def) throw badArgument(`${at}.field ${quoteName(c.field)} is not a field of data model ${modelSlug}; ${fieldList(fields)}`, argument);
-    const allowed = opsFor(def.type);
-    if (!allowed.includes(c.op)) {
-      throw badArgument(`${at}: op ${c.op} does not apply to field ${def.name} of type ${def.type ?? 'untyped'}; allowed: ${allowed.join(', ')}`, argument);
-    }
-    const bad = (what: string) => badArgument(`${at}.value ${what}`, argument);
-    if (c.op === 'is_null') {
-      if (typeof c.value !== 'boolean') throw bad('must be true or false for is_null');
-      return { field: def.name, type: def.type, op: c.op, value: c.value };
-    }
-    if (c.op === 'in' || c.op === 'nin') {
-      if (!Array.isArray(c.value)) throw bad(`must be an array for ${c.op}`);
-      if (c.value.length > MAX_LIST_VALUES) throw bad(`has more than ${MAX_LIST_VALUES} values`);
-      const values = c.value.map((v) => {
-        const n = normalizeValue(def.type, v);
-        if (n === undefined) throw bad(`must hold only values of type ${def.type ?? 'JSON (not null)'}`);
-        return n;
-      });
-      return { field: def.name, type: def.type, op: c.op, value: values };
-    }
-    if (c.op === 'contains' || c.op === 'starts_with') {
-      if (!storableString(c.value)) throw bad('must be a string');
-      return { field: def.name, type: def.type, op: c.op, value: c.value };
-    }
-    const n = normalizeValue(def.type, c.value);
-    if (n === undefined) throw bad(`must be a value of type ${def.type ?? 'JSON (not null)'}; use is_null for null`);
-    return { field: def.name, type: def.type, op: c.op, value: n };
+  return raw.map((c, i): FactFilter => {
+    const checked = typeClause(c, i, fields, argument, modelSlug);
+    return fields.get(checked.field)?.is_indexed === true ? { ...checked, indexed: true } : checked;
   });
+}
+
+function typeClause(c: RawClause, i: number, fields: ReadonlyMap<string, FieldDef>, argument: string, modelSlug: string): FactFilter {
+  const at = `${argument}[${i}]`;
+  const def = fields.get(c.field);
+  if (!def) throw badArgument(`${at}.field ${quoteName(c.field)} is not a field of data model ${modelSlug}; ${fieldList(fields)}`, argument);
+  const allowed = opsFor(def.type);
+  if (!allowed.includes(c.op)) {
+    throw badArgument(`${at}: op ${c.op} does not apply to field ${def.name} of type ${def.type ?? 'untyped'}; allowed: ${allowed.join(', ')}`, argument);
+  }
+  const bad = (what: string) => badArgument(`${at}.value ${what}`, argument);
+  if (c.op === 'is_null') {
+    if (typeof c.value !== 'boolean') throw bad('must be true or false for is_null');
+    return { field: def.name, type: def.type, op: c.op, value: c.value };
+  }
+  if (c.op === 'in' || c.op === 'nin') {
+    if (!Array.isArray(c.value)) throw bad(`must be an array for ${c.op}`);
+    if (c.value.length > MAX_LIST_VALUES) throw bad(`has more than ${MAX_LIST_VALUES} values`);
+    const values = c.value.map((v) => {
+      const n = normalizeValue(def.type, v);
+      if (n === undefined) throw bad(`must hold only values of type ${def.type ?? 'JSON (not null)'}`);
+      return n;
+    });
+    return { field: def.name, type: def.type, op: c.op, value: values };
+  }
+  if (c.op === 'contains' || c.op === 'starts_with') {
+    if (!storableString(c.value)) throw bad('must be a string');
+    return { field: def.name, type: def.type, op: c.op, value: c.value };
+  }
+  const n = normalizeValue(def.type, c.value);
+  if (n === undefined) throw bad(`must be a value of type ${def.type ?? 'JSON (not null)'}; use is_null for null`);
+  return { field: def.name, type: def.type, op: c.op, value: n };
 }
 
 /** The value in the form the SQL layer binds, or undefined when it does not fit the type. */

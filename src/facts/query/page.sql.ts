@@ -17,7 +17,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import { clauseSql } from './filters.sql.ts';
+import { clauseSql, currentFiltersSql } from './filters.sql.ts';
 import { asOfFromCurrent, asOfFromHistory, AS_OF_WALK_WINDOW, walkable, walkPage, withAsOfSource } from './as-of.sql.ts';
 import { AXIS_COLUMN, columns, joinLateral, orderBy, ref, whereClause, withLeftJoin } from './fragments.sql.ts';
 import type { FactQueryPlan, FactSqlRow, Frag } from './plan-types.ts';
@@ -28,6 +28,8 @@ interface Source {
   where: Frag[];
   /** The fact id column of b. */
   id: string;
+  /** b is fact_current itself, whose partitions hold the field indexes. */
+  current?: boolean;
 }
 
 function baseSource(p: FactQueryPlan): Source {
@@ -48,6 +50,7 @@ function baseSource(p: FactQueryPlan): Source {
   } else if (p.until === undefined) {
     source = {
       from: sql`fact_current as b`,
+      current: true,
       where: [sql`b.data_model_id = ${p.model.id}`, sql`b.workspace_id = ${p.workspaceId}`, sql`b.axis = ${p.axis}`],
       id: 'fact_id',
     };
@@ -55,7 +58,9 @@ function baseSource(p: FactQueryPlan): Source {
     source = { from: sql`(${p.asOf === 'current' ? asOfFromCurrent(p) : asOfFromHistory(p)}) as b`, where: [], id: 'id' };
   }
   if (p.mode === 'latest' && p.since !== undefined) where.push(sql`${ref('b', axis)} >= ${p.since}`);
-  for (const c of p.filters) where.push(clauseSql(sql.ref('b.data') as Frag, c));
+  const data = sql.ref('b.data') as Frag;
+  // Field indexes exist on fact_current only; elsewhere every clause is tested per row in its cheapest form.
+  where.push(...(source.current === true ? currentFiltersSql(data, p.filters) : p.filters.map((c) => clauseSql(data, c))));
   return { ...source, where: [...source.where, ...where] };
 }
 

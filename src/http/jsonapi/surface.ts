@@ -36,6 +36,8 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
   // An update's `existing` is the row findOr404 read with all its type's table's columns: its
   // handler names that table's row type (the write routes are generic over types, so they cannot).
   const inputs = writeInputs(deps.config.apiSpecMaxBytes);
+  // Write routes run on deps.db, outside any transaction: PostgreSQL can build a field's index concurrently.
+  const indexBuild = deps.engine === 'postgres' ? 'concurrent' : 'plain';
   return jsonApiContext(deps, (scope: FastifyInstance) => {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, {
@@ -45,8 +47,8 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
     });
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, {
       input: inputs.data_model_field,
-      create: rowOnly(createField),
-      update: rowOnly((db, principal, existing: Selectable<DataModelFieldTable>, attrs) => patchField(db, principal, existing, attrs, now())),
+      create: rowOnly((db, principal, attrs) => createField(db, principal, attrs, indexBuild)),
+      update: rowOnly((db, principal, existing: Selectable<DataModelFieldTable>, attrs) => patchField(db, principal, existing, attrs, now(), indexBuild)),
     });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {

@@ -16,6 +16,7 @@ export const dataModelFieldType: ResourceType = {
     type: { column: 'type', kind: 'enum', values: FIELD_TYPES, filter: true, sort: true, nullable: true },
     is_primary_key: { column: 'is_primary_key', kind: 'boolean', filter: true },
     is_required: { column: 'is_required', kind: 'boolean', filter: true },
+    is_indexed: { column: 'is_indexed', kind: 'boolean', filter: true },
     constraints: { column: 'constraints', kind: 'json', nullable: true },
     ...TIMESTAMPS,
   },

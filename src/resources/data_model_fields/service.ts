@@ -8,6 +8,7 @@ import type { InputSchema } from '../../input.ts';
 import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
+import { createFieldIndex, dropFieldIndex, INDEXABLE_TYPES, type IndexBuild } from '../../facts/field-index.sql.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const fieldInput: InputSchema = {
@@ -25,19 +26,38 @@ export const fieldInput: InputSchema = {
   type: { kind: 'enum', nullable: true, values: FIELD_TYPES },
   is_primary_key: { kind: 'boolean', nullable: true },
   is_required: { kind: 'boolean', nullable: true },
+  is_indexed: { kind: 'boolean', nullable: true },
   constraints: { kind: 'object', nullable: true, maxBytes: 16_384 },
 };
 
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
-export async function createField(db: Db, principal: Principal, attrs: Record<string, unknown>) {
+/** An indexed field must have a type whose filters its index answers. */
+function checkIndexable(indexed: boolean, type: FieldType | null): void {
+  if (indexed && !INDEXABLE_TYPES.has(type)) {
+    throw invalidAt(
+      '/data/attributes/is_indexed',
+      `is_indexed applies to fields of type integer or float (their ranges; eq on any field already has an index), not ${type ?? 'untyped'}`,
+    );
+  }
+}
+
+/**
+ * `build`: how the index of an indexed field is built (field-index.sql.ts); the row is
+ * written first, so a failed build leaves a field whose filters are right, only unindexed.
+ */
+export async function createField(db: Db, principal: Principal, attrs: Record<string, unknown>, build: IndexBuild = 'plain') {
   const dataModelId = String(attrs.data_model_id).toLowerCase();
   // The same text whether the model is absent or in another workspace.
   const model = isUuid(dataModelId) ? await findDataModel(db, principal.workspaceId, { id: dataModelId }) : undefined;
   if (!model) throw invalidAt('/data/attributes/data_model_id', 'data_model_id does not name a data model of this workspace');
   const name = attrs.name as string;
+  const type = (attrs.type as FieldType | null | undefined) ?? null;
+  const indexed = (attrs.is_indexed as boolean | null | undefined) ?? false;
+  checkIndexable(indexed, type);
+  let row;
   try {
-    return await insertField(db, {
+    row = await insertField(db, {
       id: uuidv7(),
       organization_id: model.organization_id,
       workspace_id: principal.workspaceId,
@@ -45,17 +65,27 @@ export async function createField(db: Db, principal: Principal, attrs: Record<st
       name,
       label: (attrs.label as string | null | undefined) ?? name,
       description: (attrs.description as string | null | undefined) ?? null,
-      type: (attrs.type as FieldType | null | undefined) ?? null,
+      type,
       is_primary_key: (attrs.is_primary_key as boolean | null | undefined) ?? false,
       is_required: (attrs.is_required as boolean | null | undefined) ?? false,
+      is_indexed: indexed,
       constraints: json(attrs.constraints),
     });
   } catch (err) {
     throw fromPgError(err, FIELD_CONSTRAINTS);
   }
+  if (row.is_indexed) await createFieldIndex(db, build, row);
+  return row;
 }
 
-export async function patchField(db: Db, principal: Principal, existing: Selectable<DataModelFieldTable>, attrs: Record<string, unknown>, now: Date) {
+export async function patchField(
+  db: Db,
+  principal: Principal,
+  existing: Selectable<DataModelFieldTable>,
+  attrs: Record<string, unknown>,
+  now: Date,
+  build: IndexBuild = 'plain',
+) {
   if (attrs.data_model_id !== undefined && String(attrs.data_model_id).toLowerCase() !== existing.data_model_id) {
     throw invalidAt('/data/attributes/data_model_id', 'A field cannot move to another data model');
   }
@@ -66,10 +96,13 @@ export async function patchField(db: Db, principal: Principal, existing: Selecta
   if (attrs.type !== undefined) patch.type = attrs.type as FieldType | null;
   if (attrs.is_primary_key !== undefined) patch.is_primary_key = (attrs.is_primary_key as boolean | null) ?? false;
   if (attrs.is_required !== undefined) patch.is_required = (attrs.is_required as boolean | null) ?? false;
+  if (attrs.is_indexed !== undefined) patch.is_indexed = (attrs.is_indexed as boolean | null) ?? false;
   if (attrs.constraints !== undefined) patch.constraints = json(attrs.constraints);
   const typeChanges = patch.type !== undefined && patch.type !== existing.type;
+  checkIndexable(patch.is_indexed ?? existing.is_indexed, patch.type === undefined ? existing.type : patch.type);
+  let row;
   try {
-    const row = await updateField(db, principal.workspaceId, existing.id, patch, now, typeChanges);
+    row = await updateField(db, principal.workspaceId, existing.id, patch, now, typeChanges);
     if (!row) {
       if (typeChanges && (await modelHasFacts(db, existing.data_model_id))) {
         throw new AppError(
@@ -80,8 +113,13 @@ export async function patchField(db: Db, principal: Principal, existing: Selecta
       }
       throw new AppError('not_found', 'No data_model_field with this id');
     }
-    return row;
   } catch (err) {
     throw fromPgError(err, FIELD_CONSTRAINTS);
   }
+  // The index's expression names the field and its type: a rename or retype rebuilds it.
+  const reshaped = row.name !== existing.name || row.type !== existing.type;
+  if (!row.is_indexed && existing.is_indexed) await dropFieldIndex(db, build, row.id);
+  // Setting is_indexed: true again rebuilds: the way out after a build that failed midway.
+  if (row.is_indexed && (!existing.is_indexed || reshaped || attrs.is_indexed === true)) await createFieldIndex(db, build, row);
+  return row;
 }
