@@ -221,7 +221,7 @@ export function fileMemberOfPointer(pointer: string, w: WorkflowFile): string | 
 
 // ---------------------------------------------------------------- data models
 
-export const FIELD_MEMBERS = ['label', 'description', 'type', 'is_primary_key', 'is_required', 'constraints'] as const;
+export const FIELD_MEMBERS = ['label', 'description', 'type', 'is_primary_key', 'is_required', 'is_indexed', 'constraints'] as const;
 
 export interface DataModelFile {
   slug: string;
@@ -250,6 +250,7 @@ export function readDataModelFile(file: string, doc: unknown): DataModelFile {
         type: item.type ?? null,
         is_primary_key: item.is_primary_key ?? false,
         is_required: item.is_required ?? false,
+        is_indexed: item.is_indexed ?? false,
         constraints: item.constraints ?? null,
       },
     };

@@ -82,12 +82,14 @@ it('data-model apply creates the model and its fields, then changes nothing', as
     JSON.stringify({
       slug: 'orders',
       name: 'Orders',
-      fields: { order_id: { type: 'string', is_primary_key: true }, amount: { type: 'float', label: 'Total' }, note: { type: 'string' } },
+      fields: { order_id: { type: 'string', is_primary_key: true }, amount: { type: 'float', label: 'Total', is_indexed: true }, note: { type: 'string' } },
     }),
   );
   const changed = await cli(['--json', 'data-model', 'apply', '-f', json]);
   assert.equal(changed.code, 0, changed.stderr);
-  assert.deepEqual(JSON.parse(changed.stdout).meta.fields, { order_id: 'unchanged', amount: 'updated (label)', note: 'created' });
+  assert.deepEqual(JSON.parse(changed.stdout).meta.fields, { order_id: 'unchanged', amount: 'updated (label, is_indexed)', note: 'created' });
+  const amount = (await api.get(`${API}/data_model_fields?filter[data_model_id]=${model.id}&filter[name]=amount`)).body.data[0];
+  assert.equal(amount.attributes.is_indexed, true, 'is_indexed reached the server');
 });
 
 it('workflow apply creates by name and prints the new token once; applying again saves nothing', async () => {
