@@ -134,7 +134,10 @@ describe('presentRun', () => {
       payload: small,
       payload_truncated: false,
       payload_bytes: jsonBytes(small),
+      trace_id: null,
     });
+    const traced = presentRun({ payload: small, steps: [], traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+    assert.equal(traced.trace_id, '4bf92f3577b34da6a3ce929d0e0e4736', 'the trace id is read off the kept traceparent');
     const large = { a: 'b'.repeat(PAYLOAD_SHOWN_BYTES) };
     const shown = presentRun({ payload: large, steps: null });
     assert.equal(shown.payload_truncated, true);
