@@ -43,10 +43,13 @@ function healthSurface(deps: Deps): SurfaceSpec {
           reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
           return reply.code(503).send({ status: 'starting', rate_limit: rateLimit });
         }
-        // A query that succeeded just now says as much as `select 1` would, and a process whose
-        // pool is busy would queue the probe behind its work: a balancer's check would time out
-        // and take a working process out of rotation (the last one, when its peer just died).
-        if (performance.now() - deps.databaseAnswered() < RECENT_ANSWER_MS) return { status: 'ready', rate_limit: rateLimit };
+        // With every pooled connection busy, the probe would queue behind the work and a
+        // balancer's check time out, taking a working process out of rotation (the last one,
+        // when its peer just died); a query that succeeded just now says as much as the probe.
+        // An idle pool probes: a refused connection never reaches Kysely's log.
+        const pool = deps.databasePool();
+        const busy = pool.waiting > 0 || (deps.engine === 'postgres' && pool.inUse >= deps.config.databasePoolSize);
+        if (busy && performance.now() - deps.databaseAnswered() < RECENT_ANSWER_MS) return { status: 'ready', rate_limit: rateLimit };
         try {
           await sql`select 1`.execute(deps.db);
           return { status: 'ready', rate_limit: rateLimit };

@@ -46,6 +46,8 @@ export interface Deps {
   ready: { value: boolean };
   /** performance.now() when a query last succeeded (0: none yet): readiness without queueing behind a busy pool. */
   databaseAnswered: () => number;
+  /** Connections in use and callers waiting for one. */
+  databasePool: () => { inUse: number; waiting: number };
   /** Tells this process's worker that runs were queued, so it claims them at once. */
   queueSignal: QueueSignal;
   /** Outbound calls through connectors: one HTTP pool, token cache and rate counter per process. */
@@ -119,6 +121,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       draining: { value: false },
       ready: { value: false },
       databaseAnswered: lastAnswer,
+      databasePool: poolStats,
       queueSignal: queueSignal(),
       connectors,
       expressions,
