@@ -35,6 +35,8 @@
  * to run), BENCH_NO_WRITE=1 (print only).
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -89,6 +91,8 @@ const SAMPLE_EVERY_S = 10;
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'a,b,c').split(',').map((x) => x.trim()));
 /** Connections of the fixed-rate phases: plenty for the rate, far fewer than (a)'s. */
 const RATE_CONNECTIONS = 16;
+/** BENCH_CPU_PROFILE=<file>: a CPU profile of the server thread during (a)'s accepted run, its top self time printed. */
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 
 const TARGET_RATIO = 1.0;
 const TARGET_RUNS_PER_S = 1000;
@@ -229,6 +233,52 @@ async function countRuns(deps: Deps): Promise<number> {
   return rows[0]!.n;
 }
 
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+/**
+ * The inspector's sampling profiler on this thread (the server's; autocannon is in a worker
+ * thread). The stop function writes the .cpuprofile and prints the top self time by function.
+ */
+async function startProfile(): Promise<() => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = (await session.post('Profiler.stop')) as unknown as {
+      profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+    };
+    session.disconnect();
+    fs.writeFileSync(CPU_PROFILE!, JSON.stringify(profile));
+    const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+    const self = new Map<string, number>();
+    let total = 0;
+    profile.samples.forEach((id, i) => {
+      const n = byNode.get(id)!;
+      const f = n.callFrame;
+      const where = f.url === '' ? '' : ` ${f.url.replace(/^.*\/(node_modules\/|src\/|bench\/)/, '$1')}:${f.lineNumber + 1}`;
+      const key = `${f.functionName || '(anonymous)'}${where}`;
+      const dt = profile.timeDeltas[i] ?? 0;
+      self.set(key, (self.get(key) ?? 0) + dt);
+      total += dt;
+    });
+    const idle = self.get('(idle)') ?? 0;
+    const busy = total - idle;
+    console.log(`  cpu profile: ${CPU_PROFILE}; busy ${fmt(busy / 1000)} ms of ${fmt(total / 1000)} ms; top self time (share of busy):`);
+    for (const [k, v] of [...self]
+      .filter(([k]) => k !== '(idle)')
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 25)) {
+      console.log(`    ${((v / busy) * 100).toFixed(1).padStart(5)}%  ${k}`);
+    }
+  };
+}
+
 async function ingestion(deps: Deps, appUrl: string, seeded: Seeded, bareUrl: string, probe: DbCpuProbe | undefined): Promise<Row[]> {
   const headers = { authorization: `Bearer ${seeded.bearer}`, 'content-type': 'application/json' };
   const distinct: Omit<autocannon.Options, 'url'> = {
@@ -250,7 +300,9 @@ async function ingestion(deps: Deps, appUrl: string, seeded: Seeded, bareUrl: st
   // `made`: the runs each measured run made.
   const settings = { connections: CONNECTIONS, warmup: WARMUP, duration: DURATION, probe, trips, made: () => countRuns(deps) };
   const bareFirst = await measure('bare BEGIN; 2 INSERTs; COMMIT, plain Fastify (first)', bare, settings);
+  const profiler = CPU_PROFILE === undefined ? undefined : await startProfile();
   const acc = await measure('POST /api/v1/webhooks/{token}, distinct keys (accepted)', accepted, settings);
+  if (profiler) await profiler();
   const dupRow = await measure('POST /api/v1/webhooks/{token}, one key (duplicate)', dup, settings);
   const bareLast = await measure('bare BEGIN; 2 INSERTs; COMMIT, plain Fastify (last)', bare, settings);
   const ref = (bareFirst.rps + bareLast.rps) / 2;
