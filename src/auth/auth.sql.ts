@@ -100,6 +100,12 @@ export async function loadAccountWith(db: Db, accountId: string, extra: WithAcco
  * loadAccountWith for a statement compiled once (compileOnce over withAccountStatement with
  * `rows` and no values): what runs on every request of a kind, bound with `values`.
  */
-export async function loadAccountWithCompiled(db: Db, statement: CompiledOnce, values: Readonly<Record<string, unknown>>): Promise<AccountAndRows> {
-  return accountAndRows(await runCompiled<Record<string, any>>(db, statement, values), [], true);
+export async function loadAccountWithCompiled(
+  db: Db,
+  statement: CompiledOnce,
+  values: Readonly<Record<string, unknown>>,
+  /** Columns `__<name>` the statement selects beside the rows (one value per statement), returned in `values`. */
+  names: readonly string[] = [],
+): Promise<AccountAndRows> {
+  return accountAndRows(await runCompiled<Record<string, any>>(db, statement, values), names, true);
 }

@@ -26,7 +26,7 @@ import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
 import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
-import { acceptDelivery, loadAccountAndTrigger, type TriggerRow } from './webhooks.sql.ts';
+import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders } from './delivery-headers.ts';
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
@@ -135,25 +135,57 @@ export function payloadOf(doc: unknown): unknown {
 /** What a delivery that was answered 202 was: its metrics' outcome (a refusal's is its error code). */
 const acceptedAs = new WeakMap<FastifyRequest, 'accepted' | 'duplicate'>();
 
-async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, token: string, orgDomain: string | undefined): Promise<FastifyReply> {
-  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-  let claims: TokenClaims;
-  try {
-    claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
-  } catch {
-    const problem = bearerProblem(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
-    // No token at all: the documented text alone says it.
-    if (problem === undefined) throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
-    throw refusal(WEBHOOK_TEXT.missingCredentials, problem, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+/**
+ * Admissions by (account, trigger token hash) that led to an accepted delivery, per app
+ * instance: a delivery they cover skips the lookup round trip. An entry is only a guess:
+ * the accepting statement re-reads the lookup and inserts nothing unless its digest is
+ * still the entry's (webhooks.sql.ts), so a revocation holds from its commit on, in every
+ * process, with no message between them. A stale entry is dropped and the delivery decided
+ * again from a fresh lookup, which answers exactly what it would have without the cache.
+ */
+export class AdmissionCache {
+  readonly #entries = new Map<string, Admission>();
+  readonly #max: number;
+  constructor(max = 10_000) {
+    this.#max = max;
   }
-  const tokenHash = sha256Hex(token);
-  let found;
+  get(key: string): Admission | undefined {
+    return this.#entries.get(key);
+  }
+  set(key: string, found: Admission): void {
+    // The oldest admission goes first: a Map iterates in insertion order.
+    if (!this.#entries.has(key) && this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, found);
+  }
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+  get size(): number {
+    return this.#entries.size;
+  }
+}
+
+/** Fresh lookups a delivery may make when the rows keep changing under it before it is answered 503. */
+const MAX_FRESH_LOOKUPS = 3;
+
+// Stateless when not streaming: one decoder for every delivery.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+async function lookup(deps: Deps, accountId: string, tokenHash: string): Promise<Admission> {
   try {
-    found = await loadAccountAndTrigger(deps.db, claims.sub, tokenHash);
+    return await loadAccountAndTrigger(deps.db, accountId, tokenHash);
   } catch (err) {
     // Whatever the database's trouble, the sender is told to come back: never a 500.
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
+}
+
+/**
+ * The checks that read the account and the trigger, in the documented order: throws the
+ * refusal, or returns the trigger and the connector's signed id. The same whether `found`
+ * came from the cache or a fresh lookup.
+ */
+function admit(deps: Deps, request: FastifyRequest, claims: TokenClaims, found: Admission, orgDomain: string | undefined, body: Buffer) {
   const { account, trigger } = found;
   const standing = tokenStanding(claims, account);
   // The token itself no longer holds: account gone or deactivated, moved, or revoked since.
@@ -176,28 +208,141 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   // A sender that cannot vouch for the delivery itself (the relay) asks that the trigger's connector does.
   if (request.headers[REQUIRE_VERIFICATION_HEADER] === 'true' && (trigger.connector_id === null || trigger.connector_auth_type === 'none'))
     throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
-  const signedId = verifyConnector(deps, trigger, request, body);
+  return { trigger, signedId: verifyConnector(deps, trigger, request, body) };
+}
 
-  const { max, windowSeconds } = deps.config.webhookRateLimit;
-  const window = await deps.limiter.hit(`wh:${trigger.id}`, max, windowSeconds);
-  reply.headers(rateLimitHeaders(window, windowSeconds));
-  if (!window.allowed) throw fail('rate_limited', WEBHOOK_TEXT.rateLimited, { retryAfter: window.resetSeconds });
+async function ingest(
+  deps: Deps,
+  cache: AdmissionCache,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  orgDomain: string | undefined,
+): Promise<FastifyReply> {
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  let claims: TokenClaims;
+  try {
+    claims = verifyBearer(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
+  } catch {
+    const problem = bearerProblem(deps.signingKey, request.headers.authorization, epochSeconds(deps.clock));
+    // No token at all: the documented text alone says it.
+    if (problem === undefined) throw fail('unauthorized', WEBHOOK_TEXT.missingCredentials, { headers: { 'www-authenticate': 'Bearer' } });
+    throw refusal(WEBHOOK_TEXT.missingCredentials, problem, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+  }
+  const tokenHash = sha256Hex(token);
+  const cacheKey = `${claims.sub}:${tokenHash}`;
+  let found = cache.get(cacheKey);
+  let fresh = 0;
+  if (found === undefined) {
+    found = await lookup(deps, claims.sub, tokenHash);
+    fresh++;
+  }
+  // Once per delivery, whichever admission accepts it: the window counts the delivery, the body is parsed once.
+  let window: { triggerId: string; allowed: boolean; resetSeconds: number } | undefined;
+  let payloadJson: string | undefined;
+  for (;;) {
+    let admitted: ReturnType<typeof admit>;
+    let identity: ReturnType<typeof deliveryIdentity>;
+    let now: number;
+    try {
+      admitted = admit(deps, request, claims, found, orgDomain, body);
+      const triggerId = admitted.trigger.id;
+      if (window?.triggerId !== triggerId) {
+        const { max, windowSeconds } = deps.config.webhookRateLimit;
+        const hit = await deps.limiter.hit(`wh:${triggerId}`, max, windowSeconds);
+        reply.headers(rateLimitHeaders(hit, windowSeconds));
+        window = { triggerId, allowed: hit.allowed, resetSeconds: hit.resetSeconds };
+      }
+      if (!window.allowed) throw fail('rate_limited', WEBHOOK_TEXT.rateLimited, { retryAfter: window.resetSeconds });
+      payloadJson ??= storedPayload(deps, request, body);
+      now = deps.clock();
+      const { signedId } = admitted;
+      const signed = signedId === undefined ? undefined : { triggerId, scheme: signedId.scheme, value: signedId.value };
+      identity = deliveryIdentity(request.headers, tokenHash, body, now, signed);
+      if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH)
+        throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
+    } catch (err) {
+      // Every refusal is decided on a fresh lookup, so that a stale admission never answers
+      // anything a fresh one would not have (a revoked token's 401 before a body's 422).
+      if (fresh > 0 || !(err instanceof AppError)) throw err;
+      cache.delete(cacheKey);
+      found = await lookup(deps, claims.sub, tokenHash);
+      fresh++;
+      continue;
+    }
+    const { trigger } = admitted;
 
+    let accepted: { current: boolean; runId: string | undefined };
+    try {
+      accepted = await acceptDelivery(
+        deps.db,
+        {
+          id: uuidv7(),
+          organizationId: trigger.organization_id,
+          workspaceId: trigger.workspace_id,
+          workflowId: trigger.workflow_id,
+          workflowVersion: trigger.workflow_version,
+          triggerKey: trigger.key,
+          deliveryId: identity.deliveryId,
+          payloadJson,
+          deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
+          maxAttempts: deps.config.runMaxAttempts,
+          // The run's spans, in whichever process, continue the delivery's trace.
+          traceparent: request.traceSpan?.traceparent ?? null,
+          tracestate: request.traceSpan?.tracestate ?? null,
+        },
+        identity.key,
+        new Date(now),
+        new Date(now - deps.config.deliveryGuardDays * 86_400_000),
+        identity.signedKey ?? null,
+        { accountId: claims.sub, tokenHash, state: found.state! },
+      );
+    } catch (err) {
+      // A value the database refuses cannot succeed on a retry (the body checks should have
+      // caught it); whatever else keeps the statement from committing, the delivery is not
+      // accepted and the sender retries with the same delivery id.
+      const refused = fromPgError(err);
+      if (refused instanceof AppError && refused.code === 'invalid_request') throw processingFailed(refused.detail);
+      throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
+    }
+    if (!accepted.current) {
+      // Something the admission read changed since (a revocation, or any edit): decide again
+      // from the rows as they are now, which answers the refusal if there is one.
+      cache.delete(cacheKey);
+      if (fresh >= MAX_FRESH_LOOKUPS) throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter });
+      found = await lookup(deps, claims.sub, tokenHash);
+      fresh++;
+      continue;
+    }
+    if (fresh > 0) cache.set(cacheKey, found);
+    const runId = accepted.runId;
+    request.traceSpan?.set({
+      'tributary.workflow.id': trigger.workflow_id,
+      'tributary.delivery.outcome': runId === undefined ? 'duplicate' : 'accepted',
+      'tributary.run.id': runId,
+    });
+    if (runId === undefined) {
+      acceptedAs.set(request, 'duplicate');
+      return reply.code(202).send({ status: 'duplicate' });
+    }
+    acceptedAs.set(request, 'accepted');
+    wakeWorkers(deps);
+    return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
+  }
+}
+
+/** The body's checks after the rate window (media type, UTF-8, JSON), and the payload as the run stores it. */
+function storedPayload(deps: Deps, request: FastifyRequest, body: Buffer): string {
   if (!isJsonMediaType(request.headers['content-type'])) throw processingFailed('Content-Type must be application/json');
   if (body.length === 0) throw processingFailed('The body is empty; send a JSON document');
-  const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   let doc: unknown;
   try {
-    doc = parseJson(text.decode(body));
+    doc = parseJson(UTF8.decode(body));
   } catch (err) {
     if (!(err instanceof AppError)) throw processingFailed('The body is not UTF-8 text');
     const at = err.source?.pointer;
     throw processingFailed(at === undefined ? err.detail : `${err.detail} (at ${at === '' ? 'the document root' : at})`);
   }
-  const now = deps.clock();
-  const signed = signedId === undefined ? undefined : { triggerId: trigger.id, scheme: signedId.scheme, value: signedId.value };
-  const identity = deliveryIdentity(request.headers, tokenHash, body, now, signed);
-  if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   // The run stores the payload as JSON, numbers written out (1e20 takes 21 digits): the
   // stored form stays within the body limit too.
   const payloadJson = JSON.stringify(payloadOf(doc));
@@ -205,56 +350,13 @@ async function ingest(deps: Deps, request: FastifyRequest, reply: FastifyReply, 
   if (storedBytes > deps.config.webhookMaxBodyBytes) {
     throw fail('payload_too_large', `The payload takes ${storedBytes} bytes as stored JSON (numbers written out); at most ${deps.config.webhookMaxBodyBytes}`);
   }
-
-  let runId: string | undefined;
-  try {
-    runId = await acceptDelivery(
-      deps.db,
-      {
-        id: uuidv7(),
-        organizationId: trigger.organization_id,
-        workspaceId: trigger.workspace_id,
-        workflowId: trigger.workflow_id,
-        workflowVersion: trigger.workflow_version,
-        triggerKey: trigger.key,
-        deliveryId: identity.deliveryId,
-        payloadJson,
-        deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
-        maxAttempts: deps.config.runMaxAttempts,
-        // The run's spans, in whichever process, continue the delivery's trace.
-        traceparent: request.traceSpan?.traceparent ?? null,
-        tracestate: request.traceSpan?.tracestate ?? null,
-      },
-      identity.key,
-      new Date(now),
-      new Date(now - deps.config.deliveryGuardDays * 86_400_000),
-      identity.signedKey ?? null,
-    );
-  } catch (err) {
-    // A value the database refuses cannot succeed on a retry (the body checks should have
-    // caught it); whatever else keeps the statement from committing, the delivery is not
-    // accepted and the sender retries with the same delivery id.
-    const refused = fromPgError(err);
-    if (refused instanceof AppError && refused.code === 'invalid_request') throw processingFailed(refused.detail);
-    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
-  }
-  request.traceSpan?.set({
-    'tributary.workflow.id': trigger.workflow_id,
-    'tributary.delivery.outcome': runId === undefined ? 'duplicate' : 'accepted',
-    'tributary.run.id': runId,
-  });
-  if (runId === undefined) {
-    acceptedAs.set(request, 'duplicate');
-    return reply.code(202).send({ status: 'duplicate' });
-  }
-  acceptedAs.set(request, 'accepted');
-  wakeWorkers(deps);
-  return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
+  return payloadJson;
 }
 
 export function webhookSurface(deps: Deps): SurfaceSpec {
   const limit = deps.config.webhookMaxBodyBytes;
   const tooLarge = () => fail('payload_too_large', WEBHOOK_TEXT.tooLarge);
+  const cache = new AdmissionCache();
   return {
     prefix: WEBHOOK_PREFIX,
     render: renderWebhookError,
@@ -273,12 +375,14 @@ export function webhookSurface(deps: Deps): SurfaceSpec {
         if (length !== undefined && Number(length) > limit) throw tooLarge();
       });
       const options = { bodyLimit: limit };
-      scope.post('/api/v1/webhooks/:token', options, (request, reply) => ingest(deps, request, reply, (request.params as { token: string }).token, undefined));
+      scope.post('/api/v1/webhooks/:token', options, (request, reply) =>
+        ingest(deps, cache, request, reply, (request.params as { token: string }).token, undefined),
+      );
       scope.post('/api/v1/webhooks/:org_domain/:token', options, (request, reply) => {
         const { org_domain: domain, token } = request.params as { org_domain: string; token: string };
         reply.header('deprecation', 'true');
         reply.header('link', '</api/v1/webhooks/{token}>; rel="successor-version"');
-        return ingest(deps, request, reply, token, domain);
+        return ingest(deps, cache, request, reply, token, domain);
       });
     },
   };

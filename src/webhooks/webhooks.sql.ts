@@ -44,17 +44,51 @@ export interface TriggerRow {
   connector_config: Record<string, unknown> | null;
 }
 
-let byToken: CompiledOnce | undefined;
+/**
+ * What the lookup found for (account, trigger token), and `state`: a digest of its whole row
+ * (md5 of row_to_json), which the accepting statement recomputes from the rows as they are
+ * then (see ACCEPT). Undefined when no account has this id.
+ */
+export interface Admission {
+  account: AccountRow | undefined;
+  trigger: TriggerRow | undefined;
+  state: string | undefined;
+}
+
+interface Statements {
+  lookup: CompiledOnce;
+  /** ACCEPT with the state check: the lookup's text inside it, its parameters after ACCEPT's. */
+  accept: string;
+  lookupParams(accountId: string, tokenHash: string): unknown[];
+}
+
+let statements: Statements | undefined;
+
+/**
+ * The lookup, and the accepting statement that re-reads it. Both are built from one compiled
+ * text, so the digest the accepting statement computes is the lookup's by construction:
+ * whatever column the lookup reads (account, membership, trigger, workflow, organization,
+ * connector), a change to it since the lookup makes the digests differ.
+ */
+function statementsOf(db: Db): Statements {
+  if (statements) return statements;
+  const inner = withAccountStatement(db, slot('accountId'), { rows: triggerQuery(db, slot('tokenHash')) }).compile();
+  const lookup = compileOnce({ compile: () => CompiledQuery.raw(`select ${STATE_OF_X} as __state, x.* from (${inner.sql}) as x`, [...inner.parameters]) });
+  // ACCEPT's own parameters are $1..$18; the lookup's follow them.
+  const shifted = inner.sql.replace(/\$(\d+)/g, (_m: string, n: string) => `$${Number(n) + ACCEPT_PARAMS}`);
+  const accept = ACCEPT.replace('/*lookup*/', shifted);
+  preferPrepared(accept);
+  statements = { lookup, accept, lookupParams: (accountId, tokenHash) => lookup.bind({ accountId, tokenHash }) };
+  return statements;
+}
+
+/** The digest of a lookup row `x`: every column it read, as one text. */
+const STATE_OF_X = 'md5(row_to_json(x)::text)';
 
 /** The caller's account and the trigger of the token, in one statement compiled once (it runs on every delivery). */
-export async function loadAccountAndTrigger(
-  db: Db,
-  accountId: string,
-  tokenHash: string,
-): Promise<{ account: AccountRow | undefined; trigger: TriggerRow | undefined }> {
-  byToken ??= compileOnce(withAccountStatement(db, slot('accountId'), { rows: triggerQuery(db, slot('tokenHash')) }));
-  const { account, rows } = await loadAccountWithCompiled(db, byToken, { accountId, tokenHash });
-  return { account, trigger: rows[0] as TriggerRow | undefined };
+export async function loadAccountAndTrigger(db: Db, accountId: string, tokenHash: string): Promise<Admission> {
+  const { account, rows, values } = await loadAccountWithCompiled(db, statementsOf(db).lookup, { accountId, tokenHash }, ['state']);
+  return { account, trigger: rows[0] as TriggerRow | undefined, state: values.state as string | undefined };
 }
 
 export interface NewRun {
@@ -85,6 +119,13 @@ export interface NewRun {
  * made no run only ever turns a later one with that key into a duplicate, which it is.
  * (No NOTIFY here: see workflows/wake.ts.)
  *
+ * Nothing is inserted unless the lookup's row, read again inside this statement, still has
+ * the digest the admission was decided on ($18, `current`): a delivery admitted from a
+ * process's cache (surface.ts) is accepted only if no revocation (account deactivated or
+ * moved, tokens revoked, scope removed, run-as membership deactivated, trigger dropped or
+ * given to another account, workflow deactivated, connector changed) committed before this
+ * statement began, whichever process made it. `current` false: decide again from a fresh lookup.
+ *
  * The run's source identity (what its facts' source keys derive from, worker/steps.ts) is
  * the guard key, a digest already, with the instant the guard was taken: within the guard's
  * days the key makes one run, and a key seen again after its guard expired is a new
@@ -92,9 +133,11 @@ export interface NewRun {
  * Returns the run's id, or undefined for a duplicate.
  */
 const ACCEPT = `
-  with g as (
+  with ok as (
+    select 1 from (/*lookup*/) as x where ${STATE_OF_X} = $18
+  ), g as (
     insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
-    select $1, k, $3, $4 from unnest(array[$2::text, $13::text]) as k where k is not null
+    select $1, k, $3, $4 from unnest(array[$2::text, $13::text]) as k where k is not null and exists (select 1 from ok)
     on conflict (organization_id, delivery_key) do update set run_id = excluded.run_id, inserted_at = excluded.inserted_at
       where delivery_guards.inserted_at < $5
     returning run_id
@@ -106,21 +149,30 @@ const ACCEPT = `
     limit 1
     returning id
   )
-  select id from r`;
-// Named once: the text is fixed, and it runs on every delivery.
-preferPrepared(ACCEPT);
+  select exists (select 1 from ok) as current, (select id from r) as id`;
+const ACCEPT_PARAMS = 18;
 
 /** A delivery's source identity: its guard key (a digest, never a header value or secret in clear) and when it was taken. */
 export const deliverySourceIdentity = (guardKey: string, now: Date) => `delivery:${guardKey}@${now.toISOString()}`;
 
+/** What the accepting statement re-checks: the lookup's key and the digest the delivery was admitted on. */
+export interface AdmittedAs {
+  accountId: string;
+  tokenHash: string;
+  state: string;
+}
+
+/** The run's id (undefined for a duplicate), or `current: false` when the admission no longer holds (nothing inserted). */
 export async function acceptDelivery(
   db: Db,
   run: NewRun,
   guardKey: string,
   now: Date,
   guardCutoff: Date,
-  signedKey: string | null = null,
-): Promise<string | undefined> {
+  signedKey: string | null,
+  admitted: AdmittedAs,
+): Promise<{ current: boolean; runId: string | undefined }> {
+  const { accept, lookupParams } = statementsOf(db);
   const params = [
     run.organizationId,
     guardKey,
@@ -139,9 +191,12 @@ export async function acceptDelivery(
     run.deliveryHeadersJson,
     run.traceparent,
     run.tracestate,
+    admitted.state,
+    ...lookupParams(admitted.accountId, admitted.tokenHash),
   ];
-  const result = await db.executeQuery<{ id: string }>(CompiledQuery.raw(ACCEPT, params) as CompiledQuery<{ id: string }>);
-  return result.rows[0]?.id;
+  type Row = { current: boolean; id: string | null };
+  const row = (await db.executeQuery<Row>(CompiledQuery.raw(accept, params) as CompiledQuery<Row>)).rows[0];
+  return { current: row?.current === true, runId: row?.id ?? undefined };
 }
 
 /** Up to `batch` delivery guards inserted before `cutoff` (the sweep's, DELIVERY_GUARD_DAYS). */
