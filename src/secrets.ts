@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * The prefixes that mark our secrets. Every secret we mint starts with one of these, which is
@@ -49,7 +49,8 @@ export function randomSecret(prefix = ''): string {
 }
 
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  // The one-shot form: no Hash object per call.
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time comparison of a presented secret with a stored SHA-256 hex digest. */

@@ -28,6 +28,24 @@ function secretName(name: string, secretHeaders: ReadonlySet<string>): boolean {
   return SECRET_NAMES.has(name) || secretHeaders.has(name) || SECRET_STEMS.some((stem) => name.includes(stem));
 }
 
+/**
+ * Values judged not to look like a secret: the same few (host, user agent, media type)
+ * come with every delivery. Only those are kept, so no secret is held in memory here.
+ */
+const PLAIN_VALUES = 1000;
+const MAX_PLAIN_CHARS = 256;
+const plainValues = new Set<string>();
+
+function looksSecret(value: string): boolean {
+  if (plainValues.has(value)) return false;
+  if (looksLikeSecret(value)) return true;
+  if (value.length <= MAX_PLAIN_CHARS) {
+    if (plainValues.size >= PLAIN_VALUES) plainValues.clear();
+    plainValues.add(value);
+  }
+  return false;
+}
+
 export function deliveryHeaders(headers: IncomingHttpHeaders, secretHeaders: readonly string[] = []): Record<string, string> {
   const secret = new Set(secretHeaders.map((h) => h.toLowerCase()));
   const connection = headers.connection;
@@ -44,7 +62,7 @@ export function deliveryHeaders(headers: IncomingHttpHeaders, secretHeaders: rea
     const name = rawName.toLowerCase();
     if (raw === undefined || HOP_BY_HOP.has(name) || named.has(name) || out.has(name)) continue;
     const value = Array.isArray(raw) ? raw.join(', ') : raw;
-    const redact = !SHOWN_IN_FULL.has(name) && (secretName(name, secret) || looksLikeSecret(value));
+    const redact = !SHOWN_IN_FULL.has(name) && (secretName(name, secret) || looksSecret(value));
     out.set(name, redact ? REDACTED : value.slice(0, MAX_VALUE_CHARS));
   }
   return Object.fromEntries(out);
