@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import * as admin from '../../src/admin/service.ts';
 import { ENGINE, jsonApi, seedAccount, startApp, tokenFor, type Tenant, type TestApp } from '../helpers/app.ts';
@@ -247,15 +247,13 @@ describe(
   'two app instances on one database: revoked through one, the other refuses at once',
   { skip: ENGINE !== 'postgres' && 'PostgreSQL only (PGlite is one process)' },
   async () => {
-    let other: TestApp | undefined;
-    const second = async () => {
-      if (!other) {
-        const url = f.t.config.databaseUrl!;
-        other = await startApp({ WEBHOOK_RATE_LIMIT_MAX: '100000' }, { databaseUrl: () => url });
-        after(() => other!.close());
-      }
-      return other;
-    };
-    for (const kind of KINDS) it(kind.name, async () => revokeDuringLoad(kind, await second(), f.t));
+    // Its own pool and its own admissions, on the first app's database.
+    let other: TestApp;
+    before(async () => {
+      const url = f.t.config.databaseUrl!;
+      other = await startApp({ WEBHOOK_RATE_LIMIT_MAX: '100000' }, { databaseUrl: () => url });
+    });
+    after(() => other.close());
+    for (const kind of KINDS) it(kind.name, async () => revokeDuringLoad(kind, other, f.t));
   },
 );
