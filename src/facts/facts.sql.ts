@@ -9,7 +9,7 @@
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
  * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
  */
-import type { Db } from '../db/connect.ts';
+import { preferPrepared, type Db } from '../db/connect.ts';
 import { sql } from 'kysely';
 import type { TimeAxis } from '../db/tables.ts';
 
@@ -57,7 +57,7 @@ const byModelAndKey = (a: ScopedFact, b: ScopedFact) =>
  * stored, or repeated earlier in `rows`, is skipped and left out of fact_current.
  *
  * The rows travel as one array per column (`unnest`), so the statement's text stays the
- * same whatever the number of rows (one plan), and fact_current is fed from the insert's
+ * same whatever the number of rows (one prepared statement), and fact_current is fed from the insert's
  * RETURNING instead of reading the new facts back by id. Facts are inserted sorted by
  * (data model, source key) and DISTINCT ON reduces them to one candidate per model, entity
  * and axis (one INSERT ... ON CONFLICT may not touch a row twice); candidates go in sorted
@@ -69,7 +69,7 @@ export async function storeFactRows(db: Db, rows: ScopedFact[]): Promise<string[
   if (rows.length === 0) return [];
   const sorted = [...rows].sort(byModelAndKey);
   const column = <K extends keyof ScopedFact>(k: K) => sorted.map((r) => r[k]);
-  const { rows: written } = await sql<{ id: string }>`
+  const statement = sql<{ id: string }>`
     with ins as (
       insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key)
       select u.id, u.organization_id, u.workspace_id, u.data_model_id, u.entity_id, u.observed_at, u.data, u.source_key
@@ -98,7 +98,11 @@ export async function storeFactRows(db: Db, rows: ScopedFact[]): Promise<string[
       ${KEEP_GREATEST}
     )
     select id from ins
-  `.execute(db);
+  `.compile(db);
+  // The text is the same for every batch (the rows are array parameters): named and
+  // prepared on PostgreSQL, it is planned once per connection instead of per statement.
+  preferPrepared(statement.sql);
+  const { rows: written } = await db.executeQuery(statement);
   return written.map((r) => r.id);
 }
 
