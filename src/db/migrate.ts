@@ -23,6 +23,7 @@ import * as m0014 from './migrations/0014_console_reads.ts';
 import * as m0015 from './migrations/0015_run_trace_context.ts';
 import * as m0016 from './migrations/0016_sealed_idempotency_answers.ts';
 import * as m0017 from './migrations/0017_indexed_fields.ts';
+import * as m0018 from './migrations/0018_fact_current_inserted_index.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -42,6 +43,7 @@ export const migrations: Record<string, Migration> = {
   '0015_run_trace_context': m0015,
   '0016_sealed_idempotency_answers': m0016,
   '0017_indexed_fields': m0017,
+  '0018_fact_current_inserted_index': m0018,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

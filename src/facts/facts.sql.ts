@@ -9,7 +9,7 @@
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
  * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
  */
-import type { Db } from '../db/connect.ts';
+import { preferPrepared, type Db } from '../db/connect.ts';
 import { sql } from 'kysely';
 import type { TimeAxis } from '../db/tables.ts';
 
@@ -40,29 +40,42 @@ export interface NewFact {
   source_key: string;
 }
 
+/** A fact with its scope: the rows of one statement may belong to several models and workspaces (the worker's fact writer). */
+export interface ScopedFact extends NewFact {
+  organization_id: string;
+  workspace_id: string;
+  data_model_id: string;
+}
+
+/** Code-unit order, the same in every writer (a collation could differ between sessions; JS's does not). */
+const byModelAndKey = (a: ScopedFact, b: ScopedFact) =>
+  a.data_model_id < b.data_model_id ? -1 : a.data_model_id > b.data_model_id ? 1 : a.source_key < b.source_key ? -1 : a.source_key > b.source_key ? 1 : 0;
+
 /**
- * Stores facts of one model and folds them into fact_current on both axes, in one
- * statement; returns the ids written. A fact whose (data model, source key) is already
+ * Stores facts, of any number of models, and folds them into fact_current on both axes, in
+ * one statement; returns the ids written. A fact whose (data model, source key) is already
  * stored, or repeated earlier in `rows`, is skipped and left out of fact_current.
  *
- * The rows travel as one array per column (`unnest`), so the statement's text and its
- * parameters stay the same size whatever the number of rows, and fact_current is fed from
- * the insert's RETURNING instead of reading the new facts back by id. Facts are inserted in
- * the order given (writeFacts sorts them by source key) and DISTINCT ON reduces them to one
- * candidate per entity and axis (one INSERT ... ON CONFLICT may not touch a row twice);
- * candidates go in sorted by (axis, entity_key). Every writer takes both locks in the same
- * orders, so two writers of overlapping keys or entities wait for each other instead of
- * deadlocking.
+ * The rows travel as one array per column (`unnest`), so the statement's text stays the
+ * same whatever the number of rows (one prepared statement), and fact_current is fed from the insert's
+ * RETURNING instead of reading the new facts back by id. Facts are inserted sorted by
+ * (data model, source key) and DISTINCT ON reduces them to one candidate per model, entity
+ * and axis (one INSERT ... ON CONFLICT may not touch a row twice); candidates go in sorted
+ * by (data model, axis, entity_key), the primary key's order. Every writer takes both locks
+ * in the same orders, so two writers of overlapping keys or entities wait for each other
+ * instead of deadlocking.
  */
-export async function storeFacts(db: Db, scope: { organizationId: string; workspaceId: string; dataModelId: string }, rows: NewFact[]): Promise<string[]> {
+export async function storeFactRows(db: Db, rows: ScopedFact[]): Promise<string[]> {
   if (rows.length === 0) return [];
-  const column = <K extends keyof NewFact>(k: K) => rows.map((r) => r[k]);
-  const { rows: written } = await sql<{ id: string }>`
+  const sorted = [...rows].sort(byModelAndKey);
+  const column = <K extends keyof ScopedFact>(k: K) => sorted.map((r) => r[k]);
+  const statement = sql<{ id: string }>`
     with ins as (
       insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key)
-      select u.id, ${scope.organizationId}::uuid, ${scope.workspaceId}::uuid, ${scope.dataModelId}::uuid, u.entity_id, u.observed_at, u.data, u.source_key
-      from unnest(${column('id')}::uuid[], ${column('entity_id')}::text[], ${column('observed_at')}::timestamptz[], ${column('data')}::jsonb[], ${column('source_key')}::text[])
-        with ordinality as u(id, entity_id, observed_at, data, source_key, n)
+      select u.id, u.organization_id, u.workspace_id, u.data_model_id, u.entity_id, u.observed_at, u.data, u.source_key
+      from unnest(${column('id')}::uuid[], ${column('organization_id')}::uuid[], ${column('workspace_id')}::uuid[], ${column('data_model_id')}::uuid[],
+                  ${column('entity_id')}::text[], ${column('observed_at')}::timestamptz[], ${column('data')}::jsonb[], ${column('source_key')}::text[])
+        with ordinality as u(id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key, n)
       order by u.n
       on conflict on constraint facts_model_source_key do nothing
       returning id, data_model_id, workspace_id, entity_id, observed_at, inserted_at, data
@@ -71,21 +84,25 @@ export async function storeFacts(db: Db, scope: { organizationId: string; worksp
       insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
       select s.data_model_id, s.axis, s.entity_key, s.id, s.workspace_id, s.entity_id, s.observed_at, s.inserted_at, s.data
       from (
-        (select distinct on (entity_key) 'observed_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+        (select distinct on (f.data_model_id, entity_key) 'observed_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
                 f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
          from ins f
-         order by entity_key, f.observed_at desc, f.inserted_at desc, f.id desc)
+         order by f.data_model_id, entity_key, f.observed_at desc, f.inserted_at desc, f.id desc)
         union all
-        (select distinct on (entity_key) 'inserted_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
+        (select distinct on (f.data_model_id, entity_key) 'inserted_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
                 f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
          from ins f
-         order by entity_key, f.inserted_at desc, f.id desc)
+         order by f.data_model_id, entity_key, f.inserted_at desc, f.id desc)
       ) s
-      order by s.axis, s.entity_key
+      order by s.data_model_id, s.axis, s.entity_key
       ${KEEP_GREATEST}
     )
     select id from ins
-  `.execute(db);
+  `.compile(db);
+  // The text is the same for every batch (the rows are array parameters): named and
+  // prepared on PostgreSQL, it is planned once per connection instead of per statement.
+  preferPrepared(statement.sql);
+  const { rows: written } = await db.executeQuery(statement);
   return written.map((r) => r.id);
 }
 

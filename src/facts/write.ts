@@ -23,6 +23,16 @@ export interface WriteError {
   detail: string;
 }
 
+/**
+ * Stores prepared facts and resolves with the ids written (it may hold more: a shared
+ * statement's). The direct store is one statement per call; the worker's fact writer
+ * (fact-writer.ts) stores the facts of concurrent runs together.
+ */
+export type FactStore = (db: Db, rows: q.ScopedFact[]) => Promise<ReadonlySet<string>>;
+
+/** One statement per call, on the handle given (a transaction: it commits with the caller's writes). */
+export const storeDirect: FactStore = async (db, rows) => new Set(await q.storeFactRows(db, rows));
+
 export interface WriteResult {
   /** Facts stored by this call. */
   written: number;
@@ -41,7 +51,8 @@ export interface WriteResult {
  * `db` is a transaction or the db: the store is one statement, atomic on its own; given a
  * transaction, it commits with the caller's other writes.
  * It queries no other handle. Database errors are thrown as they come (callers translate
- * them with fromPgError).
+ * them with fromPgError). `store` is where the facts go: the direct store unless the
+ * caller has a batching one (the worker).
  */
 export async function writeFacts(
   db: Db,
@@ -49,10 +60,11 @@ export async function writeFacts(
   model: FactModel,
   items: FactInput[],
   metrics?: Pick<Metrics, 'factsWritten'>,
+  store: FactStore = storeDirect,
 ): Promise<WriteResult> {
   const errors: WriteError[] = [];
   const ids: (string | null)[] = new Array<string | null>(items.length).fill(null);
-  const rows: Array<q.NewFact & { index: number }> = [];
+  const rows: Array<q.ScopedFact & { index: number }> = [];
   items.forEach((item, index) => {
     const v = validateFact(model, item);
     if (!v.ok) {
@@ -62,6 +74,9 @@ export async function writeFacts(
     rows.push({
       index,
       id: uuidv7(),
+      organization_id: scope.organizationId,
+      workspace_id: scope.workspaceId,
+      data_model_id: model.id,
       entity_id: v.fact.entityId,
       observed_at: v.fact.observedAt,
       data: JSON.stringify(v.fact.data),
@@ -70,15 +85,17 @@ export async function writeFacts(
   });
   if (rows.length === 0) return { written: 0, duplicates: 0, errors, ids };
 
-  // Every writer inserts in source-key order, so two writers of the same keys queue on the
-  // unique index in one order and cannot deadlock each other.
-  rows.sort((a, b) => (a.source_key < b.source_key ? -1 : a.source_key > b.source_key ? 1 : 0));
-
-  // One statement (facts and fact_current together), atomic on its own: no transaction needed.
-  const written = new Set(await q.storeFacts(db, { ...scope, dataModelId: model.id }, rows));
+  // One statement (facts and fact_current together), atomic on its own: no transaction
+  // needed. It sorts the rows (by model and source key) for its lock order.
+  const stored = await store(db, rows);
+  let count = 0;
+  for (const row of rows)
+    if (stored.has(row.id)) {
+      ids[row.index] = row.id;
+      count++;
+    }
 
   // Counted as stored: given a transaction, a rollback after this would count facts that are not.
-  metrics?.factsWritten(written.size);
-  for (const row of rows) if (written.has(row.id)) ids[row.index] = row.id;
-  return { written: written.size, duplicates: rows.length - written.size, errors, ids };
+  metrics?.factsWritten(count);
+  return { written: count, duplicates: rows.length - count, errors, ids };
 }

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts';
 import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
-import { writeFacts } from '../facts/write.ts';
+import { writeFacts, type FactStore } from '../facts/write.ts';
 import { ExpressionError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
@@ -52,6 +52,8 @@ export interface StepEnv {
   metrics?: Pick<Metrics, 'stepAttempt' | 'stepRetry' | 'factsWritten'>;
   /** The attempt's span (tracing.ts): each step's span is its child; undefined when tracing is off. */
   trace?: TraceSpan | undefined;
+  /** Where write_fact stores: the worker's fact writer (batches concurrent runs); one statement per step when absent. */
+  storeFacts?: FactStore;
 }
 
 /**
@@ -180,7 +182,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
       `The fact does not fit the data model ${model.slug}: ${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`,
     );
   if (dry) return { data_model_slug: model.slug, items: items.length, written: items.length, duplicates: 0 };
-  const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items, env.metrics);
+  const result = await writeFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, items, env.metrics, env.storeFacts);
   return { data_model_slug: model.slug, items: items.length, written: result.written, duplicates: result.duplicates };
 }
 

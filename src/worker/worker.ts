@@ -15,6 +15,7 @@ import type { Deps } from '../deps.ts';
 import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
 import { executeRun } from './steps.ts';
+import { factWriter, type FactWriter } from '../facts/fact-writer.ts';
 import { capRecord, traceIdOf } from '../workflows/run-record.ts';
 import { failureSummary } from '../errors.ts';
 import type { TraceSpan, Tracing } from '../tracing.ts';
@@ -154,12 +155,20 @@ function endAttemptSpan(span: TraceSpan, outcome: Outcome): void {
 }
 
 /** One attempt of a run, executed and its outcome recorded; what it could not foresee is logged with the run's id. */
-async function attempt(deps: Deps, recordOutcome: RecordOutcome, run: ClaimedRun): Promise<void> {
+async function attempt(deps: Deps, recordOutcome: RecordOutcome, facts: FactWriter, run: ClaimedRun): Promise<void> {
   // Built only when tracing is on: the attributes are not made for nothing.
   const span = deps.tracing.enabled ? attemptSpan(deps.tracing, run) : undefined;
   let outcome: Outcome;
   try {
-    const env = { db: deps.db, clock: deps.clock, connectors: deps.connectors, expressions: deps.expressions, metrics: deps.metrics, trace: span };
+    const env = {
+      db: deps.db,
+      clock: deps.clock,
+      connectors: deps.connectors,
+      expressions: deps.expressions,
+      metrics: deps.metrics,
+      trace: span,
+      storeFacts: facts.store,
+    };
     outcome = await executeRun(env, run, { schedule: deps.config.runRetrySchedule, retryAfterMaxMs: deps.config.runRetryAfterMaxMs });
   } catch (err) {
     deps.log.error({ run: run.id, workflow: run.workflow_id, err }, 'workflow run failed unexpectedly');
@@ -263,7 +272,9 @@ export function startWorker(deps: Deps): Worker {
     stopping: false,
   };
   const recordOutcome = outcomeRecorder(deps, w);
-  const loop = claimLoop(deps, w, (run) => attempt(deps, recordOutcome, run));
+  // The write_fact stores of the runs executing together go in one statement (fact-writer.ts).
+  const facts = factWriter(deps.db);
+  const loop = claimLoop(deps, w, (run) => attempt(deps, recordOutcome, facts, run));
   const leases = leaseKeeping(deps, w, () => void loop());
 
   let pollTimer: NodeJS.Timeout | undefined;

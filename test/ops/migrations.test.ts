@@ -68,6 +68,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0015_run_trace_context',
       '0016_sealed_idempotency_answers',
       '0017_indexed_fields',
+      '0018_fact_current_inserted_index',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -83,8 +84,12 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       select indexname from pg_indexes where schemaname = current_schema() and tablename = 'fact_current' order by indexname`.execute(db);
     assert.deepEqual(
       indexes.rows.map((r) => r.indexname),
-      ['fact_current_data_idx', 'fact_current_fact_idx', 'fact_current_inserted_idx', 'fact_current_observed_idx', 'fact_current_pkey'],
+      ['fact_current_data_idx', 'fact_current_fact_idx', 'fact_current_observed_idx', 'fact_current_pkey'],
     );
+    // 0018: the inserted_at index on the inserted_at partition only (no read of the other used it).
+    const onInserted = await sql<{ tablename: string }>`
+      select tablename from pg_indexes where schemaname = current_schema() and indexname = 'fact_current_inserted_idx'`.execute(db);
+    assert.deepEqual(onInserted.rows, [{ tablename: 'fact_current_inserted' }]);
 
     const insert = (axis: string, key: string) =>
       sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
@@ -136,7 +141,13 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
     await sql`insert into api_specs (id, organization_id, workspace_id, name, format, raw_document, servers, security_schemes, operations)
       values (${uuidv7()}, ${org}, ${workspaces[0]}, 'S', 'json', '{}', '[]'::jsonb, '{}'::jsonb, '[]'::jsonb)`.execute(db);
 
-    assert.deepEqual(await migrate(db), ['0014_console_reads', '0015_run_trace_context', '0016_sealed_idempotency_answers', '0017_indexed_fields']);
+    assert.deepEqual(await migrate(db), [
+      '0014_console_reads',
+      '0015_run_trace_context',
+      '0016_sealed_idempotency_answers',
+      '0017_indexed_fields',
+      '0018_fact_current_inserted_index',
+    ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
     assert.equal(versions.rows.length, 4);
