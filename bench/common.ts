@@ -19,6 +19,7 @@ import type { Db } from '../src/db/connect.ts';
 import type { FieldType } from '../src/db/tables.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { closeDeps, createDeps, type Deps } from '../src/deps.ts';
+import { startProfile, type SelfTime } from './profile.ts';
 import { freshPostgres, pgliteTemplate, type ScratchPostgres } from '../test/helpers/databases.ts';
 
 export { freePort } from '../test/helpers/cli.ts';
@@ -467,6 +468,8 @@ export interface Measured {
   otherLoad: number | undefined;
   /** How much `made` grew over the measured run, where it is given. */
   made: number | undefined;
+  /** The top self-time functions of the server thread over the run (BENCH_CPU_PROFILE=N). */
+  profile?: SelfTime[] | undefined;
 }
 
 export interface MeasureSettings {
@@ -490,8 +493,10 @@ export async function measure(scenario: string, opts: autocannon.Options, settin
   await autocannon({ ...base, duration: settings.warmup });
   const before = await settings.made?.();
   const stop = await cpuWindow(settings.probe, settings.trips);
+  const stopProfile = await startProfile(scenario);
   const r = await autocannon({ ...base, duration: settings.duration });
   const w = await stop();
+  const profile = await stopProfile();
   const made = before === undefined ? undefined : (await settings.made!()) - before;
   const n = r.requests.total;
   const row: Measured = {
@@ -507,6 +512,7 @@ export async function measure(scenario: string, opts: autocannon.Options, settin
     tripsPerReq: settings.trips && n > 0 ? w.trips / n : undefined,
     otherLoad: w.otherLoad,
     made,
+    profile,
   };
   console.log(
     `  ${scenario.padEnd(52)} ${fmt(row.rps).padStart(7)} req/s  p50 ${fmt(row.p50, 1).padStart(5)} ms  p99 ${fmt(row.p99, 1).padStart(6)} ms  ${fmt(row.cpuUs).padStart(5)} us CPU/req` +
@@ -516,6 +522,7 @@ export async function measure(scenario: string, opts: autocannon.Options, settin
       (made === undefined ? '' : `  made ${fmt(made)}`) +
       (row.non2xx || row.errors ? `  (non-2xx ${row.non2xx}, errors ${row.errors})` : ''),
   );
+  for (const p of profile ?? []) console.log(`      ${(p.share * 100).toFixed(1).padStart(5)}%  ${p.name}`);
   return row;
 }
 

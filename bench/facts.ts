@@ -394,6 +394,9 @@ interface Result {
   rows: number;
   count: number | undefined;
   plans: { statement: string; text: string }[];
+  /** Thread CPU per request (µs): factQuery (server and fetch client) and its raw SQL. */
+  gqlCpuUs: number;
+  rawCpuUs: number;
 }
 
 async function measureScenario(deps: Deps, appUrl: string, token: string, principal: Principal, s: Scenario): Promise<Result> {
@@ -426,10 +429,17 @@ async function measureScenario(deps: Deps, appUrl: string, token: string, princi
 
   const gqlTimes: number[] = [];
   const rawTimes: number[] = [];
+  // CPU of this thread (the server and, for factQuery, the fetch client too) per run: it
+  // moves far less than wall time when other work competes for the cores.
+  const cpu = { gql: 0, raw: 0 };
   const time = async (f: () => Promise<unknown>, into: number[] | undefined) => {
     const t0 = performance.now();
+    const c0 = process.threadCpuUsage();
     await f();
+    const c = process.threadCpuUsage(c0);
     into?.push(performance.now() - t0);
+    if (into === gqlTimes) cpu.gql += c.user + c.system;
+    else if (into === rawTimes) cpu.raw += c.user + c.system;
   };
   // Warm-up (discarded): ~1 s of each.
   for (const [f] of [[gqlOnce], [rawOnce]] as const) {
@@ -464,7 +474,16 @@ async function measureScenario(deps: Deps, appUrl: string, token: string, princi
     await explain('Page statement', pageSql(plan, opts));
     if (s.withCount) await explain('Count statement', countSql(plan));
   }
-  return { scenario: s, gql: stats(gqlTimes), raw: stats(rawTimes), rows: r.ids.length, count: r.count, plans };
+  return {
+    scenario: s,
+    gql: stats(gqlTimes),
+    raw: stats(rawTimes),
+    gqlCpuUs: cpu.gql / Math.max(1, gqlTimes.length),
+    rawCpuUs: cpu.raw / Math.max(1, rawTimes.length),
+    rows: r.ids.length,
+    count: r.count,
+    plans,
+  };
 }
 
 /** Sequential latency of `once` over ~SECONDS/2 after a 1 s warm-up. */
@@ -538,7 +557,7 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
       const r = await measureScenario(deps, appUrl, token, principal, s);
       results.push(r);
       console.log(
-        `  (${s.key}) ${s.name.padEnd(36)} factQuery p50 ${r.gql.p50.toFixed(2).padStart(6)} ms p95 ${r.gql.p95.toFixed(2).padStart(6)} ms ${r.gql.rps.toFixed(0).padStart(5)} req/s | raw p50 ${r.raw.p50.toFixed(2).padStart(6)} ms p95 ${r.raw.p95.toFixed(2).padStart(6)} ms | ratio ${(r.gql.p50 / r.raw.p50).toFixed(2)}`,
+        `  (${s.key}) ${s.name.padEnd(36)} factQuery p50 ${r.gql.p50.toFixed(2).padStart(6)} ms p95 ${r.gql.p95.toFixed(2).padStart(6)} ms ${r.gql.rps.toFixed(0).padStart(5)} req/s | raw p50 ${r.raw.p50.toFixed(2).padStart(6)} ms p95 ${r.raw.p95.toFixed(2).padStart(6)} ms | ratio ${(r.gql.p50 / r.raw.p50).toFixed(2)} | thread CPU/req factQuery ${r.gqlCpuUs.toFixed(0)} us raw ${r.rawCpuUs.toFixed(0)} us`,
       );
     }
     const http = await measureHttp(appUrl);

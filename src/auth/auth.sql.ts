@@ -80,9 +80,16 @@ function accountAndRows(result: Record<string, any>[], names: readonly string[],
   const values: Record<string, unknown> = {};
   for (const n of names) values[n] = first[`__${n}`];
   const hidden = new Set(['__account', ...names.map((n) => `__${n}`)]);
-  const rows = !withRows
-    ? []
-    : result.filter((r) => r.id !== null && r.id !== undefined).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !hidden.has(k))));
+  const rows: Record<string, any>[] = [];
+  // A plain loop over the keys: entries/filter/fromEntries per row cost a list page more than its SQL's parsing.
+  if (withRows) {
+    for (const r of result) {
+      if (r.id === null || r.id === undefined) continue;
+      const row: Record<string, any> = {};
+      for (const k in r) if (!hidden.has(k)) row[k] = r[k];
+      rows.push(row);
+    }
+  }
   return { account: accountFromJson(first.__account), values, rows };
 }
 

@@ -43,8 +43,34 @@ export function signToken(key: Buffer, claims: TokenClaims): string {
   return `${PREFIX}${payload}.${mac}`;
 }
 
+/**
+ * Tokens whose signature was verified, per signing key: a client sends the same token on
+ * every request until it expires, and the HMAC and JSON parse of it are a visible share of
+ * a small read. Only the signature check is remembered: expiry is compared on every use,
+ * and revocation never depended on it (every request re-reads the account, principal.ts).
+ * Only correctly signed tokens enter, so a client cannot fill it with junk; bounded anyway.
+ */
+const verified = new WeakMap<Buffer, Map<string, Readonly<TokenClaims>>>();
+const MAX_VERIFIED = 10_000;
+
 /** Returns the claims of a well-formed, correctly signed, unexpired token; otherwise undefined. */
 export function verifyToken(key: Buffer, token: string, nowSeconds: number): TokenClaims | undefined {
+  let known = verified.get(key);
+  const hit = known?.get(token);
+  if (hit !== undefined) return hit.exp <= nowSeconds ? undefined : hit;
+  const claims = verifySignature(key, token);
+  if (claims === undefined || claims.exp <= nowSeconds) return undefined;
+  if (known === undefined) {
+    known = new Map();
+    verified.set(key, known);
+  }
+  // Oldest first out (a Map iterates in insertion order); expired ones go with them.
+  if (known.size >= MAX_VERIFIED) for (const k of known.keys()) if (known.delete(k) && known.size < MAX_VERIFIED * 0.9) break;
+  known.set(token, Object.freeze(claims));
+  return claims;
+}
+
+function verifySignature(key: Buffer, token: string): TokenClaims | undefined {
   if (!token.startsWith(PREFIX) || token.length > 2048) return undefined;
   const dot = token.lastIndexOf('.');
   if (dot < 0) return undefined;
@@ -58,7 +84,7 @@ export function verifyToken(key: Buffer, token: string, nowSeconds: number): Tok
   } catch {
     return undefined;
   }
-  if (typeof claims.exp !== 'number' || claims.exp <= nowSeconds || typeof claims.iat !== 'number') return undefined;
+  if (claims === null || typeof claims !== 'object' || typeof claims.exp !== 'number' || typeof claims.iat !== 'number') return undefined;
   return claims;
 }
 

@@ -10,8 +10,9 @@
  * short fields, each with its location), so the length bound is what bounds the memory.
  */
 import { parse, specifiedRules, validate, type DocumentNode, type GraphQLError, type GraphQLSchema } from 'graphql';
+import type { CompiledHolder } from './executor.ts';
 
-export interface CachedDocument {
+export interface CachedDocument extends CompiledHolder {
   document: DocumentNode;
   /** Set on first use; empty when the document is valid. */
   validationErrors?: readonly GraphQLError[];

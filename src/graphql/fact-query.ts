@@ -119,8 +119,11 @@ function oneOf<T extends string>(value: unknown, allowed: readonly T[], def: T, 
 }
 
 function dateTimeArg(value: unknown, argument: string): Date | undefined {
-  if (value instanceof UnreadableDateTime) throw invalidArgument(`${argument} must be ${DATETIME_EXPECTED}`, argument);
-  return value instanceof Date ? value : undefined;
+  if (value === null || value === undefined) return undefined;
+  // Anything but a Date is unreadable: graphql-jit hands a literal the scalar refused
+  // (an UnreadableDateTime) on as a plain copy of it, not as the instance.
+  if (value instanceof UnreadableDateTime || !(value instanceof Date)) throw invalidArgument(`${argument} must be ${DATETIME_EXPECTED}`, argument);
+  return value;
 }
 
 /** Explicit null means "the default", as if the argument were left out. */

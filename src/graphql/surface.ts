@@ -13,7 +13,6 @@
 import { isJsonMediaType, isObject } from '../json.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  execute,
   getOperationAST,
   GraphQLError,
   Kind,
@@ -38,6 +37,7 @@ import { createModelCache } from './model-cache.ts';
 import { modelMap, modelsQuery } from '../facts/models.sql.ts';
 import { SLUG_RE } from '../input.ts';
 import { createDocumentCache } from './document-cache.ts';
+import { executeCompiled } from './executor.ts';
 
 export const GRAPHQL_PATH = '/api/graphql';
 const VERSION_HEADER = 'x-graphql-schema-version';
@@ -124,15 +124,15 @@ function shapeExecutionResult(
     if (original === undefined || original instanceof GraphQLError) return errorJson(e, 'graphql_validation');
     // An argument the fact query refused: the caller's to change, named as GraphQL names it.
     if (original instanceof AppError && original.code === 'invalid_query') {
+      // Built from the error's locations and path, not its nodes: the compiled executor's
+      // errors carry no nodes (executor.ts), and the JSON is the same as GraphQLError's.
       const argument = original.source?.parameter;
-      return errorJson(
-        new GraphQLError(original.detail, {
-          nodes: e.nodes,
-          path: e.path,
-          extensions: argument === undefined ? { code: 'graphql_validation' } : { code: 'graphql_validation', argument },
-        }),
-        'graphql_validation',
-      );
+      return {
+        message: original.detail,
+        ...(e.locations ? { locations: e.locations } : {}),
+        ...(e.path ? { path: e.path } : {}),
+        extensions: argument === undefined ? { code: 'graphql_validation' } : { code: 'graphql_validation', argument },
+      };
     }
     const app = toAppError(original);
     logFailure(request, app, original, 'factQuery failed');
@@ -267,7 +267,7 @@ function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
       now: new Date(deps.clock()),
       ...(deferred ? { deferred } : {}),
     };
-    const result = await execute({ schema, document, variableValues: vars, operationName: operation.name?.value, contextValue });
+    const result = await executeCompiled({ schema, entry: read.cached, variableValues: vars, operationName: operation.name?.value, contextValue });
     // An account refused in a resolver's own statement is refused as the route would have.
     const refused = result.errors?.map((e) => e.originalError).find((o) => o instanceof AppError && (o.status === 401 || o.status === 403));
     if (refused) throw refused;

@@ -7,6 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { JSONAPI_MEDIA_TYPE } from './jsonapi/errors.ts';
 
+const JSONAPI_CHARSET = `${JSONAPI_MEDIA_TYPE}; charset=utf-8`;
+
 export function registerHooks(app: FastifyInstance, deps: Deps): void {
   app.addHook('onRequest', (request, reply, done) => {
     // A client that closes its connection before the answer is no server failure: one line, at info.
@@ -16,11 +18,14 @@ export function registerHooks(app: FastifyInstance, deps: Deps): void {
     done();
   });
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  // A callback, not an async function: it runs on every answer and awaits nothing.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     // Fastify appends "; charset=utf-8" to JSON-like types; JSON:API 1.1 allows only ext/profile
     // (JSON:API documents and the admin API's errors).
-    if (/^application\/vnd\.api\+json; charset=utf-8$/i.test(String(reply.getHeader('content-type')))) reply.header('content-type', JSONAPI_MEDIA_TYPE);
-    return payload;
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.length === JSONAPI_CHARSET.length && type.toLowerCase() === JSONAPI_CHARSET)
+      reply.header('content-type', JSONAPI_MEDIA_TYPE);
+    done(null, payload);
   });
 }

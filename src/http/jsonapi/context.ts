@@ -95,16 +95,23 @@ export function jsonApiContext(deps: Deps, registerRoutes: (scope: FastifyInstan
         negotiateJsonApi(request);
       });
 
-      scope.addHook('preHandler', async (request, reply) => {
-        // A replay is answered here; returning the reply stops the handler from running.
+      // The two Idempotency-Key hooks take callbacks, not async functions: on the reads
+      // (most requests) they do nothing, and then cost no promise.
+      scope.addHook('preHandler', (request, reply, done) => {
         const { config } = request.routeOptions;
-        if (config.idempotent && request.principal && (await beginIdempotent(deps.db, deps.connectorKey, deps.config.idempotencyTtlSeconds, request, reply)))
-          return reply;
+        if (!config.idempotent || !request.principal) return done();
+        beginIdempotent(deps.db, deps.connectorKey, deps.config.idempotencyTtlSeconds, request, reply).then(
+          // A replay is answered by beginIdempotent; the handler must not run then.
+          (replayed) => {
+            if (!replayed) done();
+          },
+          done,
+        );
       });
 
-      scope.addHook('onSend', async (request, reply, payload) => {
-        if (request.idempotency) await finishIdempotent(deps.db, deps.connectorKey, request, reply, payload);
-        return payload;
+      scope.addHook('onSend', (request, reply, payload, done) => {
+        if (!request.idempotency) return done(null, payload);
+        finishIdempotent(deps.db, deps.connectorKey, request, reply, payload).then(() => done(null, payload), done);
       });
 
       registerRoutes(scope);

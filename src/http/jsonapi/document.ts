@@ -129,6 +129,100 @@ export interface DocumentOptions {
   now: Date;
 }
 
+/**
+ * A type's resource objects written straight to JSON text, with every member name, the
+ * type and the link prefix encoded once per type rather than on every row: the text is
+ * byte for byte JSON.stringify(resourceObject(...)), without building that object first.
+ */
+interface TypeWriter {
+  head: string;
+  selfPrefix: string;
+  attributes: { name: string; key: string; column: string }[];
+  relationships: { name: string; key: string; rel: ResourceType['relationships'][string] }[];
+}
+
+const writers = new WeakMap<ResourceType, TypeWriter>();
+
+function writerOf(type: ResourceType): TypeWriter {
+  let w = writers.get(type);
+  if (w === undefined) {
+    w = {
+      head: `{"type":${JSON.stringify(type.type)},"id":`,
+      selfPrefix: `${API_PREFIX}/${type.path}/`,
+      attributes: Object.entries(type.attributes).map(([name, spec]) => ({ name, key: `${JSON.stringify(name)}:`, column: spec.column })),
+      relationships: Object.entries(type.relationships).map(([name, rel]) => ({ name, key: `${JSON.stringify(name)}:`, rel })),
+    };
+    writers.set(type, w);
+  }
+  return w;
+}
+
+/** A value as JSON text the way JSON.stringify writes it as a member (a Date as its ISO text, undefined as null). */
+function valueText(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (v instanceof Date) return JSON.stringify(v.toISOString());
+  return JSON.stringify(v);
+}
+
+/** resourceObject as JSON text: the same members in the same order. */
+export function resourceText(type: ResourceType, row: Row, fields: Set<string> | undefined, linkage: LinkageMap | undefined, now: Date): string {
+  const w = writerOf(type);
+  const presented = type.present?.(row, now);
+  let attrs = '';
+  for (const a of w.attributes) {
+    if (fields && !fields.has(a.name)) continue;
+    const v = presented && a.name in presented ? presented[a.name] : row[a.column];
+    attrs += `${attrs === '' ? '' : ','}${a.key}${valueText(v)}`;
+  }
+  const id = String(row.id);
+  let rels = '';
+  for (const r of w.relationships) {
+    if (fields && !fields.has(r.name)) continue;
+    const found = linkage?.get(linkKey(type.type, id, r.name));
+    let text: string;
+    if (found !== undefined) text = `{"data":${JSON.stringify(found)}}`;
+    else if (r.rel.kind === 'one') {
+      const fk = row[r.rel.column!];
+      text = fk ? `{"data":{"type":${JSON.stringify(r.rel.type)},"id":${JSON.stringify(String(fk))}}}` : '{"data":null}';
+    } else text = '{"meta":{"included":false}}';
+    rels += `${rels === '' ? '' : ','}${r.key}${text}`;
+  }
+  const idText = JSON.stringify(id);
+  return `${w.head}${idText},"attributes":{${attrs}}${rels === '' ? '' : `,"relationships":{${rels}}`},"links":{"self":${JSON.stringify(w.selfPrefix + id)}}}`;
+}
+
+/**
+ * A document whose resources are JSON text already (resourceText): sendDocument and
+ * serializeList join them, so a resource is serialized once, and a list's budget is
+ * counted on the texts that are sent.
+ */
+export interface BuiltDocument {
+  built: true;
+  data: string | string[];
+  included?: string[];
+  links?: Record<string, string | null>;
+  meta?: Record<string, unknown>;
+}
+
+export const isBuiltDocument = (doc: unknown): doc is BuiltDocument => typeof doc === 'object' && doc !== null && (doc as BuiltDocument).built === true;
+
+const JSONAPI_MEMBER = '"jsonapi":{"version":"1.1"}';
+
+/** The members after data and included, in the order JSON.stringify of the document object wrote them. */
+function restMembers(doc: BuiltDocument): string {
+  let out = '';
+  if (doc.links) out += `,"links":${JSON.stringify(doc.links)}`;
+  if (doc.meta) out += `,"meta":${JSON.stringify(doc.meta)}`;
+  return out;
+}
+
+/** A built document's text: what JSON.stringify gave for the document object. */
+export function documentText(doc: BuiltDocument): string {
+  const data = typeof doc.data === 'string' ? doc.data : `[${doc.data.join(',')}]`;
+  const included = doc.included === undefined ? '' : `,"included":[${doc.included.join(',')}]`;
+  return `{${JSONAPI_MEMBER},"data":${data}${included}${restMembers(doc)}}`;
+}
+
 /** A complete document for one row or a list of rows of `type`. */
 export async function buildDocument(
   db: Db,
@@ -138,15 +232,14 @@ export async function buildDocument(
   data: Row | Row[],
   q: Pick<ParsedQuery, 'include' | 'fields'>,
   opts: DocumentOptions,
-): Promise<Record<string, unknown>> {
+): Promise<BuiltDocument> {
   const rows = Array.isArray(data) ? data : [data];
   const linkage: LinkageMap = new Map();
   const included = new Map<string, { type: ResourceType; row: Row }>();
   if (q.include.length > 0 && rows.length > 0) await walkIncludes(db, registry, principal, type, rows, includeTree(q.include), linkage, included);
   for (const r of rows) included.delete(`${type.type}:${r.id}`);
-  const serialize = (t: ResourceType, r: Row) => resourceObject(t, r, q.fields.get(t.type), linkage, opts.now);
-  const doc: Record<string, unknown> = { jsonapi: { version: '1.1' } };
-  doc.data = Array.isArray(data) ? rows.map((r) => serialize(type, r)) : serialize(type, data);
+  const serialize = (t: ResourceType, r: Row) => resourceText(t, r, q.fields.get(t.type), linkage, opts.now);
+  const doc: BuiltDocument = { built: true, data: Array.isArray(data) ? rows.map((r) => serialize(type, r)) : serialize(type, data) };
   if (q.include.length > 0) doc.included = [...included.values()].map(({ type: t, row }) => serialize(t, row));
   if (opts.links) doc.links = opts.links;
   if (opts.meta) doc.meta = opts.meta;
@@ -157,30 +250,25 @@ export async function buildDocument(
 export type BoundedText = { text: string } | { over: 'data'; fit: number } | { over: 'included' };
 
 /**
- * A list document serialized resource by resource, stopping where it would pass
- * `maxBytes` (LIST_MAX_BYTES) instead of building a text no client should receive. The
- * first resource always fits: one resource is bounded by its own columns' caps, and a
- * default page must never fail.
+ * A list document's text, resource by resource, stopping where it would pass `maxBytes`
+ * (LIST_MAX_BYTES) instead of answering a text no client should receive. The first
+ * resource always fits: one resource is bounded by its own columns' caps, and a default
+ * page must never fail.
  */
-export function serializeList(doc: Record<string, unknown>, maxBytes: number): BoundedText {
-  const { jsonapi, data, included, ...rest } = doc;
-  let bytes = Buffer.byteLength(JSON.stringify({ jsonapi, ...rest }));
-  const take = (items: unknown[], always: number): string[] | number => {
-    const out: string[] = [];
-    for (const item of items) {
-      const text = JSON.stringify(item);
-      bytes += Buffer.byteLength(text) + 1;
-      if (bytes > maxBytes && out.length >= always) return out.length;
-      out.push(text);
+export function serializeList(doc: BuiltDocument, maxBytes: number): BoundedText {
+  const rest = restMembers(doc);
+  // The document without its resources: {"jsonapi":...,"data":[],...} less the brackets the items sit in.
+  let bytes = Buffer.byteLength(`{${JSONAPI_MEMBER}${rest}}`);
+  const fits = (items: readonly string[], always: number): number | undefined => {
+    for (let i = 0; i < items.length; i++) {
+      bytes += Buffer.byteLength(items[i]!) + 1;
+      if (bytes > maxBytes && i >= always) return i;
     }
-    return out;
+    return undefined;
   };
-  const dataTexts = take(data as unknown[], 1);
-  if (typeof dataTexts === 'number') return { over: 'data', fit: dataTexts };
-  const includedTexts = included === undefined ? undefined : take(included as unknown[], 0);
-  if (typeof includedTexts === 'number') return { over: 'included' };
-  const members = [`"jsonapi":${JSON.stringify(jsonapi)}`, `"data":[${dataTexts.join(',')}]`];
-  if (includedTexts !== undefined) members.push(`"included":[${includedTexts.join(',')}]`);
-  for (const [k, v] of Object.entries(rest)) members.push(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
-  return { text: `{${members.join(',')}}` };
+  const data = typeof doc.data === 'string' ? [doc.data] : doc.data;
+  const fit = fits(data, 1);
+  if (fit !== undefined) return { over: 'data', fit };
+  if (doc.included !== undefined && fits(doc.included, 0) !== undefined) return { over: 'included' };
+  return { text: documentText({ ...doc, data }) };
 }

@@ -11,7 +11,7 @@ import { authorize, typePermission } from '../../auth/access.ts';
 import { loadAccountById, loadAccountWith, loadAccountWithCompiled, withAccountStatement, type AccountRow } from '../../auth/auth.sql.ts';
 import type { TokenClaims } from '../../auth/tokens.ts';
 import { compileOnce, slot, type CompiledOnce } from '../../db/compiled.ts';
-import { API_PREFIX, buildDocument, resourceObject, serializeList, type DocumentOptions } from './document.ts';
+import { API_PREFIX, buildDocument, documentText, isBuiltDocument, resourceObject, serializeList, type DocumentOptions } from './document.ts';
 import { countVisible, findVisible, listQuery, takeBudgetMarks, visibleRowById } from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
@@ -32,7 +32,10 @@ export const writeOptions = (type: string): RouteShorthandOptions => ({
 });
 
 export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
-  return reply.code(status).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(doc));
+  return reply
+    .code(status)
+    .type(JSONAPI_MEDIA_TYPE)
+    .send(isBuiltDocument(doc) ? documentText(doc) : JSON.stringify(doc));
 }
 
 export function parseFor(request: FastifyRequest, registry: TypeRegistry, type: ResourceType, list: boolean): ParsedQuery {
