@@ -3,7 +3,6 @@
  * deactivation, scope removal, a workspace move or an inactive run-as membership take
  * effect on the very next request.
  */
-import { hash } from 'node:crypto';
 import { AppError } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import type { Db } from '../db/connect.ts';
@@ -30,38 +29,14 @@ function invalidToken(sent: boolean): AppError {
   });
 }
 
-/** Verified tokens kept per signing key; past it, the oldest is dropped. */
-export const VERIFIED_TOKENS = 10_000;
-
-/**
- * Tokens that verified, by the SHA-256 of the token (never the token itself), per signing
- * key. Verifying is a pure function of the key and the token until its expiry, which a hit
- * checks again: nothing else can revoke it here (revocation is the account's, re-read on
- * every request: tokenStanding). One hash instead of an HMAC, a base64 decode and a JSON parse.
- */
-const verified = new WeakMap<Buffer, Map<string, TokenClaims>>();
-
 /** The claims of a well-formed, correctly signed, unexpired bearer token; 401 otherwise. */
 export function verifyBearer(signingKey: Buffer, authorization: string | undefined, nowSeconds: number): TokenClaims {
   if (!authorization) throw invalidToken(false);
   const match = BEARER_RE.exec(authorization);
   if (!match) throw invalidToken(true);
-  const token = match[1]!;
-  let byHash = verified.get(signingKey);
-  if (byHash === undefined) verified.set(signingKey, (byHash = new Map()));
-  const key = hash('sha256', token, 'base64');
-  const known = byHash.get(key);
-  if (known !== undefined) {
-    if (known.exp > nowSeconds) return known;
-    byHash.delete(key);
-    throw invalidToken(true);
-  }
-  const claims = verifyToken(signingKey, token, nowSeconds);
+  const claims = verifyToken(signingKey, match[1]!, nowSeconds);
   if (!claims || !isUuid(claims.sub)) throw invalidToken(true);
-  if (byHash.size >= VERIFIED_TOKENS) byHash.delete(byHash.keys().next().value!);
-  // Frozen: every request of the token shares this object.
-  byHash.set(key, Object.freeze({ ...claims, scp: Object.freeze([...claims.scp]) as TokenClaims['scp'] }));
-  return byHash.get(key)!;
+  return claims;
 }
 
 export async function authenticate(db: Db, signingKey: Buffer, authorization: string | undefined, nowSeconds: number): Promise<Principal> {

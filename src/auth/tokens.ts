@@ -66,8 +66,10 @@ export function verifyToken(key: Buffer, token: string, nowSeconds: number): Tok
   }
   // Oldest first out (a Map iterates in insertion order); expired ones go with them.
   if (known.size >= MAX_VERIFIED) for (const k of known.keys()) if (known.delete(k) && known.size < MAX_VERIFIED * 0.9) break;
-  known.set(token, Object.freeze(claims));
-  return claims;
+  // Frozen, its scopes too: every request of the token shares this object.
+  const kept: TokenClaims = Object.freeze({ ...claims, scp: Object.freeze([...claims.scp]) as TokenClaims['scp'] });
+  known.set(token, kept);
+  return kept;
 }
 
 function verifySignature(key: Buffer, token: string): TokenClaims | undefined {

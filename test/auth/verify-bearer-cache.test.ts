@@ -1,5 +1,5 @@
 /**
- * verifyBearer keeps tokens that verified (by their hash, per signing key): a kept token is
+ * verifyBearer over remembered tokens (tokens.ts keeps verified signatures per signing key): a kept token is
  * still refused once it expires, under another signing key, or with any byte changed.
  */
 import assert from 'node:assert/strict';
