@@ -20,7 +20,8 @@ import { writeFacts } from '../facts/write.ts';
 import { ExpressionError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
-import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
+import type { ConnectorRow } from '../connectors/connectors.sql.ts';
+import { claimedConnector } from '../connectors/connector-cache.ts';
 import { connectorCall, previewCall, type CallParts, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
@@ -222,7 +223,8 @@ async function httpRequestStep(
   reads.saverMay ??= saverMayCallConnectors(run.saver ?? undefined);
   if (!reads.saverMay) throw permanentFailure(SAVER_MAY_NOT_CALL_OUT);
   const rows = reads.connectors;
-  if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));
+  if (!rows.has(c.connector_id))
+    rows.set(c.connector_id, await claimedConnector(env.db, env.connectors.kept, run.workspace_id, c.connector_id, run.connector_versions));
   const row = rows.get(c.connector_id);
   if (!row) throw permanentFailure('The connector of this step no longer exists in the workspace');
   // The target is checked against the connector before any expression is evaluated.
