@@ -19,6 +19,8 @@ export interface ConnectorCache {
   delete(workspaceId: string, id: string): void;
   clear(): void;
   size(): number;
+  /** Steps served from a kept row, and reads of the database (for tests and profiles). */
+  readonly counts: { kept: number; read: number };
 }
 
 export function connectorCache(max = KEPT_CONNECTORS): ConnectorCache {
@@ -38,6 +40,7 @@ export function connectorCache(max = KEPT_CONNECTORS): ConnectorCache {
     delete: (workspaceId, id) => void rows.delete(key(workspaceId, id)),
     clear: () => rows.clear(),
     size: () => rows.size,
+    counts: { kept: 0, read: 0 },
   };
 }
 
@@ -56,8 +59,12 @@ export async function claimedConnector(
   const version = claimed?.[id];
   if (version !== undefined) {
     const kept = cache.get(workspaceId, id, version);
-    if (kept !== undefined) return kept;
+    if (kept !== undefined) {
+      cache.counts.kept++;
+      return kept;
+    }
   }
+  cache.counts.read++;
   const row = await loadConnector(db, workspaceId, id);
   if (row === undefined) cache.delete(workspaceId, id);
   else cache.set(workspaceId, row);
