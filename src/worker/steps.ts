@@ -26,6 +26,7 @@ import { connectorCall, previewCall, type CallParts, type RequestPreview } from 
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
 import { cutText } from '../workflows/run-record.ts';
+import { plainPath } from '../workflows/plain-path.ts';
 import type { TraceSpan } from '../tracing.ts';
 
 /** Items one write_fact step may store (for_each). */
@@ -206,6 +207,17 @@ interface AttemptReads {
   saverMay?: boolean;
 }
 
+/** The values of the expressions when every one is a plain path (plain-path.ts), read here; else undefined, for the pool. */
+function plainPaths(expressions: string[], input: unknown): unknown[] | undefined {
+  const values: unknown[] = [];
+  for (const e of expressions) {
+    const read = plainPath(e, input);
+    if (read === undefined) return undefined;
+    values.push(read.value);
+  }
+  return values;
+}
+
 const SAVER_MAY_NOT_CALL_OUT =
   'The steps of this workflow version were saved by a membership that is no longer an active admin or owner, so they may not call out through a connector: an admin or owner must save the workflow again';
 
@@ -237,7 +249,7 @@ async function httpRequestStep(
   }));
   const expressions = groups.flatMap((g) => g.expressions);
   if (c.body !== undefined) expressions.push(c.body);
-  const values = expressions.length === 0 ? [] : (await evaluate(env, { input: ctx, expressions }))[0]!;
+  const values = expressions.length === 0 ? [] : (plainPaths(expressions, ctx) ?? (await evaluate(env, { input: ctx, expressions }))[0]!);
   let offset = 0;
   const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
   const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };
