@@ -129,6 +129,37 @@ describe('connectors kept by the worker', () => {
     });
   });
 
+  it('a spec detached from the connector is seen by the next call: its operations go with it', async () => {
+    const r = await f.api.post(`${API}/external_connectors`, {
+      data: {
+        type: 'external_connector',
+        attributes: { name: 'Orders', direction: 'outbound', provider_slug: 'tributary-orders', secret: KEY_1, config: { base_url: `${mock.url}/v1` } },
+      },
+    });
+    assert.equal(r.status, 201, r.text);
+    const id = r.body.data.id;
+    const call = (key: string) => ({
+      key,
+      type: 'http_request',
+      config: {
+        connector_id: id,
+        operation_ref: 'createOrder',
+        body: '{"customer_id": "c-1", "items": [{"sku": "A-1", "quantity": 1, "unit_price": {"amount": "9.50", "currency": "EUR"}}]}',
+      },
+    });
+    const { tokens } = await saveOk(f, { step_params: [call('a'), call('b')] });
+    const hook = `/api/v1/webhooks/${tokens.hook}`;
+    await withWorker(deps, async () => {
+      assertCalls(await run(hook), KEY_1);
+      assertCalls(await run(hook), KEY_1);
+      await sql`update api_specs set external_connector_id = null where external_connector_id = ${id}`.execute(deps.db);
+      const detached = await run(hook);
+      assert.equal(detached.attributes.status, 'failed', JSON.stringify(detached.attributes));
+      assert.equal(detached.calls.length, 0);
+      assert.match(detached.attributes.error, /createOrder/);
+    });
+  });
+
   describe('another process on the same database', { skip: ENGINE !== 'postgres' && 'PostgreSQL only: PGlite is one process' }, () => {
     let other: Deps;
     let dir: string;
