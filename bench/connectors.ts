@@ -15,7 +15,8 @@
  *
  * Settings: BENCH_ENGINES (default "pglite,postgres"), BENCH_CONNECTOR_RUNS (default
  * 5000), BENCH_STEPS_PER_RUN (the several-call workflow, default 10), BENCH_RATE (R, default
- * 50), BENCH_RATE_SECONDS (default 20), BENCH_NO_RATE=1 (skip (b)), BENCH_NO_WRITE=1.
+ * 50), BENCH_RATE_SECONDS (default 20), BENCH_NO_RATE=1 (skip (b)), BENCH_ONLY_RATE=1 (skip (a)),
+ * BENCH_NO_WRITE=1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -347,7 +348,7 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     const deps = await runDeps(run);
     console.log(`\n${engine} (load average ${load()})`);
     const rows: ThroughputRow[] = [];
-    for (const n of STEPS_PER_RUN) rows.push(await throughput(engine, deps, mock, n));
+    if (process.env.BENCH_ONLY_RATE !== '1') for (const n of STEPS_PER_RUN) rows.push(await throughput(engine, deps, mock, n));
     const notes = rows.map(
       (row) =>
         `(a) ${row.stepsPerRun} step(s) per run: ${fmt(row.stepsPerS)} http_request steps/s, ${fmt(row.ratio * 100)}% of direct undici calls (target >= ${fmt(target(row.stepsPerRun) * 100)}%): ${row.ratio >= target(row.stepsPerRun) ? 'met' : 'missed'}.`,
