@@ -14,7 +14,9 @@
  *     windows in PostgreSQL (no REDIS_URL), once in Redis (when it answers).
  *
  * Settings: BENCH_ENGINES (default "pglite,postgres"), BENCH_CONNECTOR_RUNS (default
- * 5000), BENCH_RATE (R, default 50), BENCH_RATE_SECONDS (default 20), BENCH_NO_WRITE=1.
+ * 5000), BENCH_STEPS_PER_RUN (the several-call workflow, default 10), BENCH_RATE (R, default
+ * 50), BENCH_RATE_SECONDS (default 20), BENCH_NO_RATE=1 (skip (b)), BENCH_ONLY_RATE=1 (skip (a)),
+ * BENCH_NO_WRITE=1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -53,6 +55,8 @@ const STEPS_PER_RUN = [1, intEnv('BENCH_STEPS_PER_RUN', 10, 2, 50)];
 const RATE_SECONDS = intEnv('BENCH_RATE_SECONDS', 20, 3, 600);
 const KEY = `key_${randomBytes(16).toString('hex')}`;
 const BODY = { customer_id: 'c-1', items: [{ sku: 'A-1', quantity: 2, unit_price: { amount: '9.50', currency: 'EUR' } }] };
+/** Issue 25: a step's share of a direct call, at one call per run and at several. */
+const target = (stepsPerRun: number) => (stepsPerRun === 1 ? 0.25 : 0.5);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // The mock provider, in a child process: 201 with a small JSON body; GET /stats gives calls per second.
@@ -216,6 +220,9 @@ interface ThroughputRow {
   /** Busy share of all the machine's cores while the worker ran, and during the reference. */
   machineBusyShare: number;
   directBusyShare: number;
+  /** CPU time of this process (user + system) per step while the worker ran, and per direct call: robust to other load on the machine. */
+  cpuUsPerStep: number;
+  directCpuUsPerCall: number;
 }
 
 interface RateRow {
@@ -244,18 +251,34 @@ async function throughput(engine: 'pglite' | 'postgres', deps: Deps, mock: Await
   await directCalls(mock.url, 200, concurrency);
   const t0 = Date.now();
   const busy = busyWindow();
+  const cpu0 = process.cpuUsage();
   const worker = startWorker(deps);
   const done = await waitDone(deps, s.workflowId, 600_000);
   const machineBusyShare = busy();
+  const cpu = process.cpuUsage(cpu0);
   await worker.stop(5000);
   const steps = runs * stepsPerRun;
   const stepsPerS = steps / ((done.last.getTime() - t0) / 1000);
   const busyDirect = busyWindow();
+  const cpuDirect0 = process.cpuUsage();
   const directPerS = await directCalls(mock.url, steps, concurrency);
+  const cpuDirect = process.cpuUsage(cpuDirect0);
   const directBusyShare = busyDirect();
-  const row = { engine, stepsPerRun, steps, stepsPerS, directPerS, ratio: stepsPerS / directPerS, failed: done.failed, machineBusyShare, directBusyShare };
+  const row = {
+    engine,
+    stepsPerRun,
+    steps,
+    stepsPerS,
+    directPerS,
+    ratio: stepsPerS / directPerS,
+    failed: done.failed,
+    machineBusyShare,
+    directBusyShare,
+    cpuUsPerStep: (cpu.user + cpu.system) / steps,
+    directCpuUsPerCall: (cpuDirect.user + cpuDirect.system) / steps,
+  };
   console.log(
-    `  ${engine}, ${stepsPerRun} step(s) per run: ${fmt(steps)} http_request steps at ${fmt(stepsPerS)}/s (machine ${fmt(machineBusyShare * 100)}% busy); direct undici ${fmt(directPerS)}/s (${fmt(directBusyShare * 100)}% busy); ${fmt(row.ratio * 100)}% (${done.failed} failed)`,
+    `  ${engine}, ${stepsPerRun} step(s) per run: ${fmt(steps)} http_request steps at ${fmt(stepsPerS)}/s (machine ${fmt(machineBusyShare * 100)}% busy); direct undici ${fmt(directPerS)}/s (${fmt(directBusyShare * 100)}% busy); ${fmt(row.ratio * 100)}% (${done.failed} failed); this process's CPU ${fmt(row.cpuUsPerStep)} us/step, ${fmt(row.directCpuUsPerCall)} us/direct call`,
   );
   return row;
 }
@@ -325,13 +348,13 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
     const deps = await runDeps(run);
     console.log(`\n${engine} (load average ${load()})`);
     const rows: ThroughputRow[] = [];
-    for (const n of STEPS_PER_RUN) rows.push(await throughput(engine, deps, mock, n));
+    if (process.env.BENCH_ONLY_RATE !== '1') for (const n of STEPS_PER_RUN) rows.push(await throughput(engine, deps, mock, n));
     const notes = rows.map(
       (row) =>
-        `(a) ${row.stepsPerRun} step(s) per run: ${fmt(row.stepsPerS)} http_request steps/s, ${fmt(row.ratio * 100)}% of direct undici calls (target >= 50%): ${row.ratio >= 0.5 ? 'met' : 'missed'}.`,
+        `(a) ${row.stepsPerRun} step(s) per run: ${fmt(row.stepsPerS)} http_request steps/s, ${fmt(row.ratio * 100)}% of direct undici calls (target >= ${fmt(target(row.stepsPerRun) * 100)}%): ${row.ratio >= target(row.stepsPerRun) ? 'met' : 'missed'}.`,
     );
     const rates: RateRow[] = [];
-    if (engine === 'postgres') {
+    if (engine === 'postgres' && process.env.BENCH_NO_RATE !== '1') {
       rates.push(await rateLimit(run.vars, deps, mock, undefined));
       const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
       if (await redisAnswers(redisUrl)) rates.push(await rateLimit(run.vars, deps, mock, redisUrl));
@@ -355,7 +378,10 @@ child process on loopback answers 201 with a small JSON body.
   (\`http_request\` POST with a JSON body through an \`api_key\` connector), queued by SQL, then the worker in the bench process; steps/s from its
   start to the last \`finished_at\` (claim, the connector row, the call, the outcome recorded).
   Reference: the same POSTs with the same headers and body through \`undici.request\` at the
-  same concurrency, straight to the mock. Target: >= 50% of the reference.
+  same concurrency, straight to the mock. Target: >= 25% of the reference at one call per run,
+  >= 50% at ten. The process's CPU time per step (user + system, the worker in this process;
+  not PostgreSQL's, not the expression pool's children) is beside it: wall-clock rates on a
+  shared 2-CPU machine move with the other load, CPU per step much less.
 - **(b)** PostgreSQL: a connector with \`rate_limit {requests: R, per_seconds: 1}\` and two
   \`tributary worker\` processes; the mock counts calls per second (whole seconds only).
   Target: within 5% of the budget, never over it in a second.
@@ -367,13 +393,13 @@ function writeDoc(reports: EngineReport[], started: Date, loadBefore: string): v
     '',
     `Command: \`npm run bench:connectors\` (${fmt(RUNS)} runs; rate ${RATE}/s for ${RATE_SECONDS} s). ${machineLine()} Load average before: ${loadBefore}.`,
     '',
-    '| Engine | Steps per run | Steps | http_request steps/s | Machine busy | Direct undici calls/s | Machine busy | Ratio | Target |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| Engine | Steps per run | Steps | http_request steps/s | Machine busy | Direct undici calls/s | Machine busy | Ratio | Target | Process CPU/step | Process CPU/direct call |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|',
   ];
   for (const r of reports)
     for (const t of r.throughput)
       out.push(
-        `| ${r.engine} | ${t.stepsPerRun} | ${fmt(t.steps)} | ${fmt(t.stepsPerS)} | ${fmt(t.machineBusyShare * 100)}% | ${fmt(t.directPerS)} | ${fmt(t.directBusyShare * 100)}% | ${fmt(t.ratio * 100)}% | >= 50%: ${t.ratio >= 0.5 ? 'met' : '**missed**'} |`,
+        `| ${r.engine} | ${t.stepsPerRun} | ${fmt(t.steps)} | ${fmt(t.stepsPerS)} | ${fmt(t.machineBusyShare * 100)}% | ${fmt(t.directPerS)} | ${fmt(t.directBusyShare * 100)}% | ${fmt(t.ratio * 100)}% | >= ${fmt(target(t.stepsPerRun) * 100)}%: ${t.ratio >= target(t.stepsPerRun) ? 'met' : '**missed**'} | ${fmt(t.cpuUsPerStep)} us | ${fmt(t.directCpuUsPerCall)} us |`,
       );
   const rates = reports.flatMap((r) => r.rates);
   if (rates.length > 0) {

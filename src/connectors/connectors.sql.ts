@@ -12,18 +12,48 @@ export interface ConnectorRow {
   /** The operations of the api_spec attached to the connector (the newest), if any. */
   operations: unknown[] | null;
   servers: Array<{ url: string }> | null;
+  /** What the row and its spec are at this read (CONNECTOR_VERSION): equal versions, equal contents. */
+  version?: string;
 }
 
-/** A connector of the workspace with its attached specification's operations, in one statement. */
-export async function loadConnector(db: Db, workspaceId: string, id: string): Promise<ConnectorRow | undefined> {
-  const { rows } = await sql<ConnectorRow>`
-    select c.id, c.auth_type, c.type, c.direction, c.config, c.secret_ciphertext, c.updated_at, s.operations, s.servers
-    from external_connectors as c
-    left join lateral (
-      select operations, servers from api_specs
+/**
+ * The newest api_spec attached to connector `c` (lateral). `columns` are what the caller
+ * needs: the claim takes only what the version is made of, never the operations.
+ */
+const newestSpec = (columns: ReturnType<typeof sql>) => sql`left join lateral (
+      select ${columns} from api_specs
       where external_connector_id = c.id and workspace_id = c.workspace_id
       order by updated_at desc, id desc limit 1
-    ) as s on true
+    ) as s on true`;
+
+/**
+ * A connector's version: the row versions (xmin, which every update changes whoever made it,
+ * with updated_at beside it against xid wraparound) of the connector and of its newest spec,
+ * and that spec's id (a spec attached or removed changes it). A worker keeps opened
+ * connectors by this version (connector-cache.ts), and the claim reads it for each run.
+ */
+const CONNECTOR_VERSION = sql`concat_ws(':', c.xmin::text, (extract(epoch from c.updated_at) * 1000000)::bigint, s.id, s.xmin::text, (extract(epoch from s.updated_at) * 1000000)::bigint)`;
+
+const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+/**
+ * For the claim (queue.sql.ts): `{connector id: version}` of the connectors the http_request
+ * steps of version `v` name in run `r`'s workspace; null when none exists. An id that is no
+ * uuid is left out (the step's own read says the connector does not exist).
+ */
+export const CLAIM_CONNECTOR_VERSIONS = sql`(select json_object_agg(c.id, ${CONNECTOR_VERSION}) from external_connectors as c
+    ${newestSpec(sql`id, xmin, updated_at`)}
+    where c.workspace_id = r.workspace_id and c.id in (
+      select case when st->'config'->>'connector_id' ~* ${UUID} then (st->'config'->>'connector_id')::uuid end
+      from jsonb_array_elements(v.steps) as st where st->>'type' = 'http_request'))`;
+
+/** A connector of the workspace with its attached specification's operations and its version, in one statement. */
+export async function loadConnector(db: Db, workspaceId: string, id: string): Promise<ConnectorRow | undefined> {
+  const { rows } = await sql<ConnectorRow>`
+    select c.id, c.auth_type, c.type, c.direction, c.config, c.secret_ciphertext, c.updated_at, s.operations, s.servers,
+           ${CONNECTOR_VERSION} as version
+    from external_connectors as c
+    ${newestSpec(sql`id, xmin, updated_at, operations, servers`)}
     where c.workspace_id = ${workspaceId} and c.id = ${id}`.execute(db);
   return rows[0];
 }

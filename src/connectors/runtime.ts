@@ -14,6 +14,7 @@ import type { ConnectorRow } from './connectors.sql.ts';
 import { httpClient, type HttpClient, type OutboundResponse } from './http.ts';
 import { databaseCounter, limiterCounter, type WindowCounter } from './rate.ts';
 import { redactError, redactor } from './redact.ts';
+import { connectorCache, type ConnectorCache } from './connector-cache.ts';
 import { REDACTED } from '../log.ts';
 import type { TraceSpan } from '../tracing.ts';
 
@@ -28,6 +29,8 @@ export interface ConnectorRuntime {
   metrics: Pick<Metrics, 'providerCall'>;
   /** An inbound connector's secret, opened from its sealed text; undefined when it cannot be opened. */
   inboundSecret(sealed: string): string | undefined;
+  /** Connectors kept between runs, by the version their claim read (connector-cache.ts). */
+  kept: ConnectorCache;
   close(): Promise<void>;
 }
 
@@ -73,11 +76,20 @@ export function connectorRuntime(deps: {
     clock: deps.clock,
     metrics: deps.metrics,
     inboundSecret: openedSecrets(deps.connectorKey),
+    kept: connectorCache(),
     close: () => http.close(),
   };
 }
 
+/**
+ * Records opened, by the row they were opened from: a kept row (connector-cache.ts) has its
+ * secret opened once, not at every call; a row read afresh is a new object and opens afresh.
+ */
+const openedRecords = new WeakMap<ConnectorRow, { key: Buffer; record: ConnectorRecord }>();
+
 export function connectorRecord(rt: Pick<ConnectorRuntime, 'connectorKey'>, row: ConnectorRow): ConnectorRecord {
+  const opened = openedRecords.get(row);
+  if (opened !== undefined && opened.key === rt.connectorKey) return opened.record;
   let secret: string | undefined;
   if (row.secret_ciphertext !== null) {
     try {
@@ -86,7 +98,9 @@ export function connectorRecord(rt: Pick<ConnectorRuntime, 'connectorKey'>, row:
       throw new ConnectorConfigError("The connector's secret cannot be opened with this installation's key; set it again");
     }
   }
-  return { id: row.id, auth_type: row.auth_type, type: row.type, config: row.config, secret, updated_at: new Date(row.updated_at) };
+  const record = { id: row.id, auth_type: row.auth_type, type: row.type, config: row.config, secret, updated_at: new Date(row.updated_at) };
+  openedRecords.set(row, { key: rt.connectorKey, record });
+  return record;
 }
 
 /** Where a connector's relative paths go: config.base_url, else the attached specification's first absolute server. */

@@ -9,6 +9,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { Role, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
+import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
 
 type ClaimedColumns =
   | 'id'
@@ -34,6 +35,12 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   models: DataModelWithFields[];
   /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
   saver: { role: Role; is_active: boolean } | null;
+  /**
+   * The versions of the connectors its http_request steps name, as they are at the claim (null:
+   * none exists; absent: not read, as in a test run): a worker's kept connector is used only at
+   * the same version (connector-cache.ts), so a change committed before the claim is always seen.
+   */
+  connector_versions?: Record<string, string> | null;
 };
 
 // Who saved the version, read in the claim: steps that call out check it at every attempt without a statement of their own.
@@ -61,9 +68,8 @@ export async function claimRuns(db: Db, workerId: string, limit: number, now: Da
       )
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver`.execute(
-    db,
-  );
+              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
+              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions`.execute(db);
   return rows;
 }
 

@@ -20,11 +20,13 @@ import { writeFacts, type FactStore } from '../facts/write.ts';
 import { ExpressionError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
-import { loadConnector, type ConnectorRow } from '../connectors/connectors.sql.ts';
+import type { ConnectorRow } from '../connectors/connectors.sql.ts';
+import { claimedConnector } from '../connectors/connector-cache.ts';
 import { connectorCall, previewCall, type CallParts, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
 import { cutText } from '../workflows/run-record.ts';
+import { plainPath } from '../workflows/plain-path.ts';
 import type { TraceSpan } from '../tracing.ts';
 
 /** Items one write_fact step may store (for_each). */
@@ -207,6 +209,17 @@ interface AttemptReads {
   saverMay?: boolean;
 }
 
+/** The values of the expressions when every one is a plain path (plain-path.ts), read here; else undefined, for the pool. */
+function plainPaths(expressions: string[], input: unknown): unknown[] | undefined {
+  const values: unknown[] = [];
+  for (const e of expressions) {
+    const read = plainPath(e, input);
+    if (read === undefined) return undefined;
+    values.push(read.value);
+  }
+  return values;
+}
+
 const SAVER_MAY_NOT_CALL_OUT =
   'The steps of this workflow version were saved by a membership that is no longer an active admin or owner, so they may not call out through a connector: an admin or owner must save the workflow again';
 
@@ -224,7 +237,8 @@ async function httpRequestStep(
   reads.saverMay ??= saverMayCallConnectors(run.saver ?? undefined);
   if (!reads.saverMay) throw permanentFailure(SAVER_MAY_NOT_CALL_OUT);
   const rows = reads.connectors;
-  if (!rows.has(c.connector_id)) rows.set(c.connector_id, await loadConnector(env.db, run.workspace_id, c.connector_id));
+  if (!rows.has(c.connector_id))
+    rows.set(c.connector_id, await claimedConnector(env.db, env.connectors.kept, run.workspace_id, c.connector_id, run.connector_versions));
   const row = rows.get(c.connector_id);
   if (!row) throw permanentFailure('The connector of this step no longer exists in the workspace');
   // The target is checked against the connector before any expression is evaluated.
@@ -237,7 +251,7 @@ async function httpRequestStep(
   }));
   const expressions = groups.flatMap((g) => g.expressions);
   if (c.body !== undefined) expressions.push(c.body);
-  const values = expressions.length === 0 ? [] : (await evaluate(env, { input: ctx, expressions }))[0]!;
+  const values = expressions.length === 0 ? [] : (plainPaths(expressions, ctx) ?? (await evaluate(env, { input: ctx, expressions }))[0]!);
   let offset = 0;
   const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
   const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };

@@ -1,0 +1,72 @@
+/**
+ * Connectors kept by a worker process between runs: the row with its spec's operations, and
+ * (runtime.ts) its secret once opened, in memory only. An entry is used only when the claim
+ * that took the run read the same version of the connector (CLAIM_CONNECTOR_VERSIONS): a
+ * rotated secret, a new base URL, a spec attached or changed, a connector deleted, by this
+ * process or any other, is seen by every run claimed after it committed. No notification is
+ * needed, so none can be lost: the version travels with the claim the worker makes anyway.
+ */
+import type { Db } from '../db/connect.ts';
+import { loadConnector, type ConnectorRow } from './connectors.sql.ts';
+
+/** Connectors kept at once; the oldest kept goes first past it. */
+export const KEPT_CONNECTORS = 1000;
+
+export interface ConnectorCache {
+  /** The kept row of the connector at exactly `version`, else undefined. */
+  get(workspaceId: string, id: string, version: string): ConnectorRow | undefined;
+  set(workspaceId: string, row: ConnectorRow): void;
+  delete(workspaceId: string, id: string): void;
+  clear(): void;
+  size(): number;
+  /** Steps served from a kept row, and reads of the database (for tests and profiles). */
+  readonly counts: { kept: number; read: number };
+}
+
+export function connectorCache(max = KEPT_CONNECTORS): ConnectorCache {
+  const rows = new Map<string, ConnectorRow>();
+  const key = (workspaceId: string, id: string) => `${workspaceId}/${id}`;
+  return {
+    get(workspaceId, id, version) {
+      const row = rows.get(key(workspaceId, id));
+      return row !== undefined && row.version === version ? row : undefined;
+    },
+    set(workspaceId, row) {
+      const k = key(workspaceId, row.id);
+      rows.delete(k);
+      if (rows.size >= max) rows.delete(rows.keys().next().value!);
+      rows.set(k, row);
+    },
+    delete: (workspaceId, id) => void rows.delete(key(workspaceId, id)),
+    clear: () => rows.clear(),
+    size: () => rows.size,
+    counts: { kept: 0, read: 0 },
+  };
+}
+
+/**
+ * The connector a step calls through. `claimed` is the version the run's claim read (undefined
+ * when it read none, as in a test run; null in the map when the connector did not exist): the
+ * kept row at that version, else a fresh read, kept for the next runs.
+ */
+export async function claimedConnector(
+  db: Db,
+  cache: ConnectorCache,
+  workspaceId: string,
+  id: string,
+  claimed: Record<string, string> | null | undefined,
+): Promise<ConnectorRow | undefined> {
+  const version = claimed?.[id];
+  if (version !== undefined) {
+    const kept = cache.get(workspaceId, id, version);
+    if (kept !== undefined) {
+      cache.counts.kept++;
+      return kept;
+    }
+  }
+  cache.counts.read++;
+  const row = await loadConnector(db, workspaceId, id);
+  if (row === undefined) cache.delete(workspaceId, id);
+  else cache.set(workspaceId, row);
+  return row;
+}
