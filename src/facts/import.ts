@@ -32,7 +32,7 @@ export const IMPORT_BATCH: Record<'postgres' | 'pglite', ImportBatching> = {
   postgres: { lines: 1000 },
   pglite: { lines: 1000, ms: 20 },
 };
-/** The fewest lines in a timed batch (a statement's fixed cost is paid per batch) and the first batch's size. */
+/** The fewest lines in a timed batch (a statement's fixed cost is paid per batch); the first one has FIRST_TIMED_BATCH. */
 export const MIN_BATCH_LINES = 10;
 const FIRST_TIMED_BATCH = 50;
 /** The answer lists this many errors; the rest are counted in errors_omitted. */
