@@ -30,7 +30,7 @@ export interface ImportBatching {
 }
 export const IMPORT_BATCH: Record<'postgres' | 'pglite', ImportBatching> = {
   postgres: { lines: 1000 },
-  pglite: { lines: 1000, ms: 20 },
+  pglite: { lines: 1000, ms: 8 },
 };
 /** The fewest lines in a timed batch (a statement's fixed cost is paid per batch); the first one has FIRST_TIMED_BATCH. */
 export const MIN_BATCH_LINES = 10;
