@@ -57,7 +57,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         let result;
         try {
           result = await importFacts(deps.db, target, lines, {
-            batchSize: IMPORT_BATCH[deps.engine],
+            batching: IMPORT_BATCH[deps.engine],
             onBatch: progressSender(request, reply),
             metrics: deps.metrics,
           });

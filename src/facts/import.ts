@@ -17,11 +17,24 @@ import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
 /**
- * Lines per batch (one transaction of one statement). PGlite runs each statement on the
- * event loop's thread, and nothing else is answered meanwhile: its batches are kept short so
- * that other requests wait for one small statement at most.
+ * How batches are sized (each batch one transaction of one statement). `lines` is the most
+ * lines in a batch. PGlite runs each statement on the event loop's thread, and nothing else is
+ * answered meanwhile; a count of lines does not bound that time (a statement slows as the
+ * tables grow), so there each batch is sized from the CPU time the last ones took per line,
+ * aiming at `ms`: other requests wait for one such batch at most.
  */
-export const IMPORT_BATCH = { postgres: 1000, pglite: 100 } as const;
+export interface ImportBatching {
+  lines: number;
+  /** Aim each batch's write at this many milliseconds of this thread's CPU time, sizing it between MIN_BATCH_LINES and `lines`. */
+  ms?: number;
+}
+export const IMPORT_BATCH: Record<'postgres' | 'pglite', ImportBatching> = {
+  postgres: { lines: 1000 },
+  pglite: { lines: 1000, ms: 8 },
+};
+/** The fewest lines in a timed batch (a statement's fixed cost is paid per batch); the first one has FIRST_TIMED_BATCH. */
+export const MIN_BATCH_LINES = 10;
+const FIRST_TIMED_BATCH = 50;
 /** The answer lists this many errors; the rest are counted in errors_omitted. */
 export const MAX_LISTED_ERRORS = 1000;
 
@@ -87,15 +100,20 @@ export async function importFacts(
   target: Awaited<ReturnType<typeof resolveImportTarget>>,
   lines: AsyncIterable<NdjsonLine> | Iterable<NdjsonLine>,
   opts: {
-    /** Lines per batch, each batch its own statement and transaction. */
-    batchSize?: number;
+    /** How batches are sized (IMPORT_BATCH[engine]); each batch its own statement and transaction. */
+    batching?: ImportBatching;
     /** Called after each batch but the last is committed, with the number of lines done so far. */
     onBatch?: (linesDone: number) => void;
     /** Where facts written and lines read are counted. */
     metrics?: Pick<Metrics, 'factsWritten' | 'importLines'>;
   } = {},
 ): Promise<ImportResult> {
-  const batchSize = opts.batchSize ?? IMPORT_BATCH.postgres;
+  const batching = opts.batching ?? IMPORT_BATCH.postgres;
+  const targetMs = batching.ms;
+  let batchSize = targetMs === undefined ? batching.lines : Math.min(FIRST_TIMED_BATCH, batching.lines);
+  // Milliseconds per line of the recent batches (a moving average: one slow batch, a
+  // collection or a checkpoint, shrinks the next ones without collapsing them).
+  let msPerLine: number | undefined;
   const result: ImportResult = { lines: 0, written: 0, duplicates: 0, rejected: 0, errors: [], errors_omitted: 0 };
   const addError = (e: ImportError) => {
     if (result.errors.length < MAX_LISTED_ERRORS) result.errors.push(e);
@@ -113,15 +131,28 @@ export async function importFacts(
     // writeFacts reports by position among the parsed lines; the answer reports by line number.
     const invalid = new Map<number, ImportError[]>();
     if (parsed.length > 0) {
-      const r = await db.transaction().execute((trx) =>
-        writeFacts(
+      // The batch's own work on this thread (validation and PGlite's statement), from inside
+      // the transaction: neither the wait for the connection (PGlite has one, and other
+      // requests' queries take turns on it) nor the time the machine ran other processes.
+      // Sizing by elapsed time would shrink batches under load, and each batch has a fixed
+      // cost (the statement's planning, the commit), which would add to the load.
+      let started: NodeJS.CpuUsage | undefined;
+      const r = await db.transaction().execute((trx) => {
+        started = process.threadCpuUsage();
+        return writeFacts(
           trx,
           target.scope,
           target.model,
           parsed.map((l) => l.item as FactInput),
           opts.metrics,
-        ),
-      );
+        );
+      });
+      if (targetMs !== undefined) {
+        const used = process.threadCpuUsage(started);
+        const per = (used.user + used.system) / 1000 / chunk.length;
+        msPerLine = msPerLine === undefined ? per : 0.7 * msPerLine + 0.3 * per;
+        batchSize = Math.max(MIN_BATCH_LINES, Math.min(batching.lines, Math.floor(targetMs / msPerLine)));
+      }
       result.written += r.written;
       result.duplicates += r.duplicates;
       for (const e of r.errors) {
