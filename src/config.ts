@@ -381,7 +381,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     }),
     deliveryGuardDays: int(env, 'DELIVERY_GUARD_DAYS', 7, 1, 365),
     runRetentionDays: int(env, 'RUN_RETENTION_DAYS', 30, 1, 36_500),
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 64, 1, 1000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 2, 3600),
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
     runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
