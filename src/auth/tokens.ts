@@ -5,6 +5,7 @@
  */
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { SECRET_PREFIX } from '../secrets.ts';
+import { boundedMap, type BoundedMap } from '../bounded-map.ts';
 
 export const SCOPES = ['webhooks', 'api_read', 'api_write', 'embed'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -50,7 +51,7 @@ export function signToken(key: Buffer, claims: TokenClaims): string {
  * and revocation never depended on it (every request re-reads the account, principal.ts).
  * Only correctly signed tokens enter, so a client cannot fill it with junk; bounded anyway.
  */
-const verified = new WeakMap<Buffer, Map<string, Readonly<TokenClaims>>>();
+const verified = new WeakMap<Buffer, BoundedMap<string, Readonly<TokenClaims>>>();
 const MAX_VERIFIED = 10_000;
 
 /** Returns the claims of a well-formed, correctly signed, unexpired token; otherwise undefined. */
@@ -61,11 +62,9 @@ export function verifyToken(key: Buffer, token: string, nowSeconds: number): Tok
   const claims = verifySignature(key, token);
   if (claims === undefined || claims.exp <= nowSeconds) return undefined;
   if (known === undefined) {
-    known = new Map();
+    known = boundedMap(MAX_VERIFIED);
     verified.set(key, known);
   }
-  // Oldest first out (a Map iterates in insertion order); expired ones go with them.
-  if (known.size >= MAX_VERIFIED) for (const k of known.keys()) if (known.delete(k) && known.size < MAX_VERIFIED * 0.9) break;
   // Frozen, its scopes too: every request of the token shares this object.
   const kept: TokenClaims = Object.freeze({ ...claims, scp: Object.freeze([...claims.scp]) as TokenClaims['scp'] });
   known.set(token, kept);

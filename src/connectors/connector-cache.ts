@@ -8,6 +8,7 @@
  */
 import type { Db } from '../db/connect.ts';
 import { loadConnector, type ConnectorRow } from './connectors.sql.ts';
+import { boundedMap } from '../bounded-map.ts';
 
 /** Connectors kept at once; the oldest kept goes first past it. */
 export const KEPT_CONNECTORS = 1000;
@@ -24,20 +25,15 @@ export interface ConnectorCache {
 }
 
 export function connectorCache(max = KEPT_CONNECTORS): ConnectorCache {
-  const rows = new Map<string, ConnectorRow>();
+  const rows = boundedMap<string, ConnectorRow>(max);
   const key = (workspaceId: string, id: string) => `${workspaceId}/${id}`;
   return {
     get(workspaceId, id, version) {
       const row = rows.get(key(workspaceId, id));
       return row !== undefined && row.version === version ? row : undefined;
     },
-    set(workspaceId, row) {
-      const k = key(workspaceId, row.id);
-      rows.delete(k);
-      if (rows.size >= max) rows.delete(rows.keys().next().value!);
-      rows.set(k, row);
-    },
-    delete: (workspaceId, id) => void rows.delete(key(workspaceId, id)),
+    set: (workspaceId, row) => rows.set(key(workspaceId, row.id), row),
+    delete: (workspaceId, id) => rows.delete(key(workspaceId, id)),
     clear: () => rows.clear(),
     size: () => rows.size,
     counts: { kept: 0, read: 0 },

@@ -28,6 +28,7 @@ import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type Sign
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders } from './delivery-headers.ts';
+import { boundedMap, type BoundedMap } from '../bounded-map.ts';
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
 
@@ -142,28 +143,9 @@ const acceptedAs = new WeakMap<FastifyRequest, 'accepted' | 'duplicate'>();
  * still the entry's (webhooks.sql.ts), so a revocation holds from its commit on, in every
  * process, with no message between them. A stale entry is dropped and the delivery decided
  * again from a fresh lookup, which answers exactly what it would have without the cache.
+ * Past the bound the oldest goes first.
  */
-export class AdmissionCache {
-  readonly #entries = new Map<string, Admission>();
-  readonly #max: number;
-  constructor(max = 10_000) {
-    this.#max = max;
-  }
-  get(key: string): Admission | undefined {
-    return this.#entries.get(key);
-  }
-  set(key: string, found: Admission): void {
-    // The oldest admission goes first: a Map iterates in insertion order.
-    if (!this.#entries.has(key) && this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(key, found);
-  }
-  delete(key: string): void {
-    this.#entries.delete(key);
-  }
-  get size(): number {
-    return this.#entries.size;
-  }
-}
+const KEPT_ADMISSIONS = 10_000;
 
 /** Fresh lookups a delivery may make when the rows keep changing under it before it is answered 503. */
 const MAX_FRESH_LOOKUPS = 3;
@@ -213,7 +195,7 @@ function admit(deps: Deps, request: FastifyRequest, claims: TokenClaims, found: 
 
 async function ingest(
   deps: Deps,
-  cache: AdmissionCache,
+  cache: BoundedMap<string, Admission>,
   request: FastifyRequest,
   reply: FastifyReply,
   token: string,
@@ -356,7 +338,7 @@ function storedPayload(deps: Deps, request: FastifyRequest, body: Buffer): strin
 export function webhookSurface(deps: Deps): SurfaceSpec {
   const limit = deps.config.webhookMaxBodyBytes;
   const tooLarge = () => fail('payload_too_large', WEBHOOK_TEXT.tooLarge);
-  const cache = new AdmissionCache();
+  const cache = boundedMap<string, Admission>(KEPT_ADMISSIONS);
   return {
     prefix: WEBHOOK_PREFIX,
     render: renderWebhookError,

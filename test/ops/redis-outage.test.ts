@@ -46,7 +46,8 @@ async function startRedis(): Promise<void> {
 async function killRedis(): Promise<void> {
   const child = redis!;
   redis = undefined;
-  if (child.exitCode !== null) return;
+  // A child that ended on a signal has a signalCode and no exitCode: waiting for it would hang.
+  if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGKILL');
   await once(child, 'exit');
 }
