@@ -10,6 +10,8 @@ export interface BoundedMap<K, V> {
   set(key: K, value: V): void;
   delete(key: K): void;
   clear(): void;
+  /** Oldest set first. */
+  keys(): IterableIterator<K>;
   readonly size: number;
 }
 
@@ -23,6 +25,7 @@ export function boundedMap<K, V>(max: number): BoundedMap<K, V> {
     },
     delete: (key) => void entries.delete(key),
     clear: () => entries.clear(),
+    keys: () => entries.keys(),
     get size() {
       return entries.size;
     },

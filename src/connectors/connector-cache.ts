@@ -19,6 +19,12 @@ export interface ConnectorCache {
   set(workspaceId: string, row: ConnectorRow): void;
   delete(workspaceId: string, id: string): void;
   clear(): void;
+  /**
+   * Drops the connectors no step used since the previous call. Called periodically, so an
+   * opened secret stays in memory only while its connector is in use: one deleted or left
+   * idle is gone within two periods, even if no claim names it again.
+   */
+  forgetIdle(): void;
   size(): number;
   /** Steps served from a kept row, and reads of the database (for tests and profiles). */
   readonly counts: { kept: number; read: number };
@@ -26,15 +32,27 @@ export interface ConnectorCache {
 
 export function connectorCache(max = KEPT_CONNECTORS): ConnectorCache {
   const rows = boundedMap<string, ConnectorRow>(max);
+  const used = new Set<string>();
   const key = (workspaceId: string, id: string) => `${workspaceId}/${id}`;
   return {
     get(workspaceId, id, version) {
-      const row = rows.get(key(workspaceId, id));
-      return row !== undefined && row.version === version ? row : undefined;
+      const k = key(workspaceId, id);
+      const row = rows.get(k);
+      if (row === undefined || row.version !== version) return undefined;
+      used.add(k);
+      return row;
     },
-    set: (workspaceId, row) => rows.set(key(workspaceId, row.id), row),
+    set(workspaceId, row) {
+      const k = key(workspaceId, row.id);
+      rows.set(k, row);
+      used.add(k);
+    },
     delete: (workspaceId, id) => rows.delete(key(workspaceId, id)),
     clear: () => rows.clear(),
+    forgetIdle() {
+      for (const k of [...rows.keys()]) if (!used.has(k)) rows.delete(k);
+      used.clear();
+    },
     size: () => rows.size,
     counts: { kept: 0, read: 0 },
   };

@@ -235,6 +235,9 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
   return loop;
 }
 
+/** How often kept connectors unused since the last look are dropped. */
+const FORGET_IDLE_CONNECTORS_MS = 60_000;
+
 /** The heartbeat that extends the leases of this worker's runs, and the reclaim of runs whose lease ran out. */
 function leaseKeeping(deps: Deps, w: WorkerState, onReclaimed: () => void): { stopReclaim(): void; stopHeartbeat(): void } {
   const beat = setInterval(
@@ -260,7 +263,17 @@ function leaseKeeping(deps: Deps, w: WorkerState, onReclaimed: () => void): { st
     Math.max(200, Math.floor(w.leaseMs / 2)),
   );
   reclaim.unref();
-  return { stopReclaim: () => clearInterval(reclaim), stopHeartbeat: () => clearInterval(beat) };
+
+  // Connectors kept by this process (and their opened secrets) live while steps use them.
+  const forget = setInterval(() => deps.connectors.kept.forgetIdle(), FORGET_IDLE_CONNECTORS_MS);
+  forget.unref();
+  return {
+    stopReclaim: () => {
+      clearInterval(reclaim);
+      clearInterval(forget);
+    },
+    stopHeartbeat: () => clearInterval(beat),
+  };
 }
 
 export function startWorker(deps: Deps): Worker {

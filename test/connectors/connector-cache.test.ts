@@ -14,6 +14,8 @@ import { loadConfig } from '../../src/config.ts';
 import { closeDeps, createDeps, type Deps } from '../../src/deps.ts';
 import { sealSecret } from '../../src/secret-box.ts';
 import { startWorker, type Worker } from '../../src/worker/worker.ts';
+import { connectorCache } from '../../src/connectors/connector-cache.ts';
+import type { ConnectorRow } from '../../src/connectors/connectors.sql.ts';
 import { ENGINE } from '../helpers/app.ts';
 import { API, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider, type MockProvider } from './mock-provider.ts';
@@ -195,5 +197,24 @@ describe('connectors kept by the worker', () => {
         assert.equal(gone.calls.length, 0);
       });
     });
+  });
+});
+
+describe('connectors kept while in use', () => {
+  it('a connector no step used since the last look is dropped, its opened secret with it', () => {
+    const cache = connectorCache();
+    const row = (id: string) => ({ id, version: 'v1' }) as ConnectorRow;
+    cache.set('w', row('busy'));
+    cache.set('w', row('idle'));
+    cache.forgetIdle();
+    assert.equal(cache.size(), 2, 'both were used (set) since the last look');
+    assert.ok(cache.get('w', 'busy', 'v1'));
+    cache.forgetIdle();
+    assert.ok(cache.get('w', 'busy', 'v1'), 'used since the last look: kept');
+    assert.equal(cache.get('w', 'idle', 'v1'), undefined, 'unused since the last look: dropped');
+    assert.equal(cache.get('w', 'busy', 'v2'), undefined, 'another version is not a use');
+    cache.forgetIdle();
+    cache.forgetIdle();
+    assert.equal(cache.size(), 0);
   });
 });
