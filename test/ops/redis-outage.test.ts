@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { capturingLogger, jsonApi, seedTenant, startApp, type TestApp } from '../helpers/app.ts';
+import { RUNAWAY_MS } from '../helpers/runaway.ts';
 import { freePort } from '../helpers/cli.ts';
 
 const hasRedis = (() => {
@@ -102,15 +103,16 @@ test(
 
     await killRedis();
 
-    // Each answer arrives fast (the defect waited up to 15 s) and is an ordinary answer.
+    // Each answer is an ordinary one, and not held for Redis (the defect waited up to 15 s each;
+    // RUNAWAY_MS, helpers/runaway.ts, is the house's bound for a blow-up, not a speed test).
     for (let i = 0; i < 5; i++) {
       const read = await timed(() => api.get('/api/json/v1/organizations'));
       assert.equal(read.value.status, 200, read.value.text);
       assert.ok(read.value.headers.get('ratelimit'), 'the in-process window still limits');
-      assert.ok(read.ms < 3000, `answered after ${read.ms} ms`);
+      assert.ok(read.ms < RUNAWAY_MS, `answered after ${read.ms} ms`);
       const tok = await timed(exchange);
       assert.equal(tok.value.status, 200);
-      assert.ok(tok.ms < 3000, `answered after ${tok.ms} ms`);
+      assert.ok(tok.ms < RUNAWAY_MS, `answered after ${tok.ms} ms`);
       const gql = await timed(() =>
         fetch(`${t.url}/api/graphql`, {
           method: 'POST',
@@ -119,7 +121,7 @@ test(
         }),
       );
       assert.equal(gql.value.status, 200);
-      assert.ok(gql.ms < 3000, `answered after ${gql.ms} ms`);
+      assert.ok(gql.ms < RUNAWAY_MS, `answered after ${gql.ms} ms`);
     }
     assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready', rate_limit: 'per process (Redis unavailable)' } });
     assert.equal(fallbackLines().length, 1, JSON.stringify(fallbackLines()));
