@@ -160,7 +160,8 @@ function writerOf(type: ResourceType): TypeWriter {
 /** A value as JSON text the way JSON.stringify writes it as a member (a Date as its ISO text, undefined as null). */
 function valueText(v: unknown): string {
   if (v === null || v === undefined) return 'null';
-  if (v instanceof Date) return JSON.stringify(v.toISOString());
+  // toISOString writes digits, '-', '+', 'T', ':', '.' and 'Z' only: nothing JSON escapes.
+  if (v instanceof Date) return `"${v.toISOString()}"`;
   return JSON.stringify(v);
 }
 

@@ -31,11 +31,18 @@ export function applyFilters<QB extends AnySelect>(qb: QB, table: string, filter
   return out as QB;
 }
 
+/** What a statement compiled once binds at each run in place of a page's limit and offset (slot() values). */
+export interface PageSlots {
+  limit: string;
+  offset: string;
+}
+
 /**
  * Filters, orders and pages `qb`. It fetches one row beyond the limit so that
- * finishKeysetPage can tell whether another page exists.
+ * finishKeysetPage can tell whether another page exists. With `slots`, the limit and
+ * offset are those slots (bound to q.page.limit + 1 and the offset at each run).
  */
-export function applyListQuery<QB extends AnySelect>(qb: QB, table: string, q: ParsedQuery): QB {
+export function applyListQuery<QB extends AnySelect>(qb: QB, table: string, q: ParsedQuery, slots?: PageSlots): QB {
   let out: AnySelect = applyFilters(qb, table, q.filter);
   const keys = readOrder(q);
 
@@ -46,8 +53,8 @@ export function applyListQuery<QB extends AnySelect>(qb: QB, table: string, q: P
   for (const key of keys) {
     out = out.orderBy(sql.id(table, key.column), (ob) => (key.desc ? ob.desc().nullsFirst() : ob.asc().nullsLast()));
   }
-  out = out.limit(q.page.limit + 1);
-  if (q.page.kind === 'offset') out = out.offset(q.page.offset);
+  out = out.limit((slots?.limit ?? q.page.limit + 1) as number);
+  if (q.page.kind === 'offset') out = out.offset((slots?.offset ?? q.page.offset) as number);
   return out as QB;
 }
 

@@ -12,7 +12,17 @@ import { loadAccountById, loadAccountWith, loadAccountWithCompiled, withAccountS
 import type { TokenClaims } from '../../auth/tokens.ts';
 import { compileOnce, slot, type CompiledOnce } from '../../db/compiled.ts';
 import { API_PREFIX, buildDocument, documentText, isBuiltDocument, resourceObject, serializeList, type DocumentOptions } from './document.ts';
-import { countVisible, findVisible, listQuery, takeBudgetMarks, visibleRowById } from './read.sql.ts';
+import {
+  countVisible,
+  findVisible,
+  listQuery,
+  listSlotValues,
+  listStatementOnce,
+  SLOT_PRINCIPAL,
+  takeBudgetMarks,
+  visibleRowById,
+  type ListStatements,
+} from './read.sql.ts';
 import { encodeCursor, parseQuery } from './query.ts';
 import { finishKeysetPage } from './list.sql.ts';
 import type { ResourceType, TypeRegistry } from '../../resources/resource.ts';
@@ -99,17 +109,6 @@ function listLinksAndMeta(
   return { links, meta: { page } };
 }
 
-/** A principal of slots, for statements compiled once whose visibility rule binds the caller's claims. */
-const SLOT_PRINCIPAL: Principal = {
-  credentialId: slot('credentialId'),
-  organizationId: slot('organizationId'),
-  workspaceId: slot('workspaceId'),
-  membershipId: '',
-  userId: '',
-  role: 'member',
-  scopes: new Set(),
-};
-
 const claimedSlots = (claims: TokenClaims) => ({ credentialId: claims.sub, organizationId: claims.org, workspaceId: claims.ws });
 
 /** A list's rows as read, with the query and the principal they were read for. */
@@ -128,7 +127,7 @@ function acceptAccount(request: FastifyRequest, account: AccountRow | undefined)
 }
 
 /** Reads a list in one statement with the account re-check, like a read by id. */
-async function readList(deps: Deps, registry: TypeRegistry, type: ResourceType, request: FastifyRequest): Promise<ReadList> {
+async function readList(deps: Deps, registry: TypeRegistry, type: ResourceType, request: FastifyRequest, statements: ListStatements): Promise<ReadList> {
   const claims = request.claims!;
   let q: ParsedQuery;
   try {
@@ -138,7 +137,12 @@ async function readList(deps: Deps, registry: TypeRegistry, type: ResourceType, 
     acceptAccount(request, await loadAccountById(deps.db, claims.sub));
     throw err;
   }
-  const found = await loadAccountWith(deps.db, claims.sub, { rows: listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes) });
+  const once = listStatementOnce(statements, deps.db, type, SLOT_PRINCIPAL, q, deps.config.listMaxBytes, (rows) =>
+    withAccountStatement(deps.db, slot('accountId'), { rows }),
+  );
+  const found = once
+    ? await loadAccountWithCompiled(deps.db, once, { accountId: claims.sub, ...claimedSlots(claims), ...listSlotValues(q) })
+    : await loadAccountWith(deps.db, claims.sub, { rows: listQuery(deps.db, type, claimedPrincipal(claims), q, deps.config.listMaxBytes) });
   return { q, principal: acceptAccount(request, found.account), fetched: found.rows };
 }
 
@@ -195,8 +199,9 @@ export function registerReadRoutes(app: FastifyInstance, deps: Deps, registry: T
   const path = `${API_PREFIX}/${type.path}`;
   const options = readOptions(type.type);
 
+  const statements: ListStatements = new Map();
   app.get(path, options, async (request, reply) => {
-    const list = await readList(deps, registry, type, request);
+    const list = await readList(deps, registry, type, request, statements);
     const text = await sizedListDocument(deps, registry, type, path, request.query as RawQuery, list);
     return reply.code(200).type(JSONAPI_MEDIA_TYPE).send(text);
   });
