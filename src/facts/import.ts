@@ -18,19 +18,23 @@ import { writeFacts, type FactInput } from './write.ts';
 
 /**
  * How batches are sized (each batch one transaction of one statement). `lines` is the most
- * lines in a batch. PGlite runs each statement on the event loop's thread, and nothing else is
- * answered meanwhile; a count of lines does not bound that time (a statement slows as the
- * tables grow), so there each batch is sized from the CPU time the last ones took per line,
- * aiming at `ms`: other requests wait for one such batch at most.
+ * lines in a batch. PGlite is one connection, in its own thread: while a batch's transaction
+ * is open, every other request's query waits for it. A count of lines does not bound that
+ * time (a statement slows as the tables grow), so there each batch is sized from the time
+ * the last ones held the connection per line, aiming at `ms`. 60 ms: a read is two or three
+ * statements, and the import's next batch may take the connection between them, so a read
+ * waits for up to three batches, 180 ms, under its 250 ms. `/healthz` asks no database and
+ * waits for none (the statement runs in PGlite's thread, not this one). Longer batches pay
+ * the statement's fixed cost (about 2 ms of CPU) over more lines.
  */
 export interface ImportBatching {
   lines: number;
-  /** Aim each batch's write at this many milliseconds of this thread's CPU time, sizing it between MIN_BATCH_LINES and `lines`. */
+  /** Aim each batch's transaction at this many milliseconds from its BEGIN to its COMMIT, sizing it between MIN_BATCH_LINES and `lines`. */
   ms?: number;
 }
 export const IMPORT_BATCH: Record<'postgres' | 'pglite', ImportBatching> = {
   postgres: { lines: 1000 },
-  pglite: { lines: 1000, ms: 8 },
+  pglite: { lines: 1000, ms: 60 },
 };
 /** The fewest lines in a timed batch (a statement's fixed cost is paid per batch); the first one has FIRST_TIMED_BATCH. */
 export const MIN_BATCH_LINES = 10;
@@ -131,14 +135,13 @@ export async function importFacts(
     // writeFacts reports by position among the parsed lines; the answer reports by line number.
     const invalid = new Map<number, ImportError[]>();
     if (parsed.length > 0) {
-      // The batch's own work on this thread (validation and PGlite's statement), from inside
-      // the transaction: neither the wait for the connection (PGlite has one, and other
-      // requests' queries take turns on it) nor the time the machine ran other processes.
-      // Sizing by elapsed time would shrink batches under load, and each batch has a fixed
-      // cost (the statement's planning, the commit), which would add to the load.
-      let started: NodeJS.CpuUsage | undefined;
+      // The time the batch held the connection: from inside the transaction (its BEGIN
+      // done, so not the wait for the connection behind other requests' queries) to its
+      // COMMIT. That is what a concurrent request waits for, whether the time is PGlite's
+      // statement or the validation on this thread in between.
+      let started = 0;
       const r = await db.transaction().execute((trx) => {
-        started = process.threadCpuUsage();
+        started = performance.now();
         return writeFacts(
           trx,
           target.scope,
@@ -148,8 +151,7 @@ export async function importFacts(
         );
       });
       if (targetMs !== undefined) {
-        const used = process.threadCpuUsage(started);
-        const per = (used.user + used.system) / 1000 / chunk.length;
+        const per = (performance.now() - started) / chunk.length;
         msPerLine = msPerLine === undefined ? per : 0.7 * msPerLine + 0.3 * per;
         batchSize = Math.max(MIN_BATCH_LINES, Math.min(batching.lines, Math.floor(targetMs / msPerLine)));
       }
@@ -184,9 +186,9 @@ export async function importFacts(
       await flush();
       opts.onBatch?.(result.lines);
       // A turn of the event loop between batches. Without it the next lines, already read
-      // from the socket, and the next statement run on from the same callback (the
-      // statement's promise settles without waiting on I/O), and no other request is even
-      // read until the body is done.
+      // from the socket, and the next statement may run on from the same callback (PGlite
+      // in-thread settled a statement's promise without waiting on I/O), and no other
+      // request would be read until the body is done.
       await nextTurn();
     }
   }
