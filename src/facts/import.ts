@@ -1,7 +1,7 @@
 /**
  * Fact import: NDJSON lines `{"observed_at": ..., "data": {...}, "source_key"?: ...}`,
- * read as a stream and written through writeFacts in batches, each batch its own short
- * transaction. A bad line is reported with its number and skipped, never fatal. Memory
+ * read as a stream and written through writeFacts in batches, each batch one statement
+ * (atomic on its own). A bad line is reported with its number and skipped, never fatal. Memory
  * stays bounded by one batch whatever the size of the input.
  */
 import type { Metrics } from '../metrics.ts';
@@ -17,19 +17,19 @@ import { MAX_LINE_BYTES, type NdjsonLine } from './ndjson.ts';
 import { writeFacts, type FactInput } from './write.ts';
 
 /**
- * How batches are sized (each batch one transaction of one statement). `lines` is the most
- * lines in a batch. PGlite is one connection, in its own thread: while a batch's transaction
- * is open, every other request's query waits for it. A count of lines does not bound that
- * time (a statement slows as the tables grow), so there each batch is sized from the time
- * the last ones held the connection per line, aiming at `ms`. 60 ms: a read is two or three
+ * How batches are sized (each batch one statement). `lines` is the most lines in a batch.
+ * PGlite is one connection, in its own thread: while a batch's statement runs, every other
+ * request's query waits for it; and this thread validates a batch's lines in one go, which
+ * every request (even /healthz) waits for. A count of lines bounds neither (a statement
+ * slows as the tables grow), so on PGlite each batch is sized from the time the last ones
+ * took per line, validation and statement, aiming at `ms`. 60 ms: a read is two or three
  * statements, and the import's next batch may take the connection between them, so a read
- * waits for up to three batches, 180 ms, under its 250 ms. `/healthz` asks no database and
- * waits for none (the statement runs in PGlite's thread, not this one). Longer batches pay
- * the statement's fixed cost (about 2 ms of CPU) over more lines.
+ * waits for up to three batches, 180 ms, under its 250 ms. Longer batches spread the
+ * statement's fixed cost (about 2 ms of CPU) over more lines.
  */
 export interface ImportBatching {
   lines: number;
-  /** Aim each batch's transaction at this many milliseconds from its BEGIN to its COMMIT, sizing it between MIN_BATCH_LINES and `lines`. */
+  /** Aim each batch's write (validation and statement) at this many milliseconds, sizing it between MIN_BATCH_LINES and `lines`. */
   ms?: number;
 }
 export const IMPORT_BATCH: Record<'postgres' | 'pglite', ImportBatching> = {
@@ -104,7 +104,7 @@ export async function importFacts(
   target: Awaited<ReturnType<typeof resolveImportTarget>>,
   lines: AsyncIterable<NdjsonLine> | Iterable<NdjsonLine>,
   opts: {
-    /** How batches are sized (IMPORT_BATCH[engine]); each batch its own statement and transaction. */
+    /** How batches are sized (IMPORT_BATCH[engine]); each batch its own statement. */
     batching?: ImportBatching;
     /** Called after each batch but the last is committed, with the number of lines done so far. */
     onBatch?: (linesDone: number) => void;
@@ -135,21 +135,18 @@ export async function importFacts(
     // writeFacts reports by position among the parsed lines; the answer reports by line number.
     const invalid = new Map<number, ImportError[]>();
     if (parsed.length > 0) {
-      // The time the batch held the connection: from inside the transaction (its BEGIN
-      // done, so not the wait for the connection behind other requests' queries) to its
-      // COMMIT. That is what a concurrent request waits for, whether the time is PGlite's
-      // statement or the validation on this thread in between.
-      let started = 0;
-      const r = await db.transaction().execute((trx) => {
-        started = performance.now();
-        return writeFacts(
-          trx,
-          target.scope,
-          target.model,
-          parsed.map((l) => l.item as FactInput),
-          opts.metrics,
-        );
-      });
+      // No transaction around the batch: its write is one statement, atomic on its own, so
+      // BEGIN and COMMIT were two more round trips a batch, and the connection (PGlite's
+      // only one) was held while this thread validated the lines. Timed: the validation on
+      // this thread, which /healthz waits for, and the statement, which a read waits for.
+      const started = performance.now();
+      const r = await writeFacts(
+        db,
+        target.scope,
+        target.model,
+        parsed.map((l) => l.item as FactInput),
+        opts.metrics,
+      );
       if (targetMs !== undefined) {
         const per = (performance.now() - started) / chunk.length;
         msPerLine = msPerLine === undefined ? per : 0.7 * msPerLine + 0.3 * per;
