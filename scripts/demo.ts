@@ -61,7 +61,9 @@ async function call(method: string, p: string, body: unknown, bearer: string): P
 
 try {
   say(`Starting the server on ${base} with a fresh data directory ${dataDir}`);
-  const deadline = Date.now() + 30_000;
+  // A fresh data directory runs initdb and every migration first: on a slow or busy machine
+  // that is tens of seconds. A server that exits is reported at once, whatever the deadline.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     if (server.exitCode !== null) throw new Error(`the server exited:\n${serverLog}`);
     try {

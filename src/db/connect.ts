@@ -1,15 +1,17 @@
 /**
  * The only module that knows which engine is behind Kysely: embedded PGlite (zero setup,
- * one connection) or PostgreSQL over a pg Pool.
+ * one connection) or PostgreSQL over a pg Pool. PGlite runs in a worker thread that owns
+ * the database (pglite-thread.ts), so a long statement never holds this thread's event loop;
+ * the data directory's lock stays with this thread.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, type LogEvent, type SelectQueryBuilder } from 'kysely';
 import pg from 'pg';
 import type { DB } from './tables.ts';
 import { lockDataDir } from './data-dir-lock.ts';
+import { PgliteThread } from './pglite-thread.ts';
 import { parseTimestamptz, TIMESTAMPTZ_OID } from './timestamptz.ts';
 
 export type Db = Kysely<DB>;
@@ -118,7 +120,7 @@ export function createDb(opts: DbOptions): DbHandle {
   const dir = opts.dataDir ?? '.tributary';
   if (dir === 'memory')
     return {
-      db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(opts.initialDump ? { loadDataDir: opts.initialDump } : {}) }), log }),
+      db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PgliteThread({ initialDump: opts.initialDump }) }), log }),
       engine: 'pglite',
       poolStats: PGLITE_POOL,
       lastAnswer,
@@ -126,7 +128,7 @@ export function createDb(opts: DbOptions): DbHandle {
   const release = lockDataDir(dir);
   const pgdata = path.join(dir, 'pgdata');
   fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });
-  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PGlite(pgdata) }), log });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PgliteThread({ dataDir: pgdata }) }), log });
   const destroy = db.destroy.bind(db);
   db.destroy = async () => {
     try {

@@ -58,7 +58,7 @@ test('on PGlite, batches are sized by time; elsewhere by a count of lines', () =
 });
 
 test('a batch that took longer than its time shrinks the next ones, down to the fewest lines, and the event loop turns between batches', async () => {
-  // No batch can be done in a nanosecond of CPU: every batch after the first is the fewest lines.
+  // No batch's transaction can be done in a nanosecond: every batch after the first is the fewest lines.
   const { result, sizes, turnsAtBatch, stored } = await importCounting({ lines: 1000, ms: 1e-6 }, factLines(300));
   assert.equal(result.written, 300);
   assert.equal(stored, 300);
