@@ -28,8 +28,9 @@ after(async () => {
 
 test('while a long statement runs, /healthz is answered over a socket before it ends', { skip }, async () => {
   let statementDone = false;
-  // pg_sleep holds PGlite's thread for its whole length, as a long statement would.
-  const long = sql`select pg_sleep(3)`.execute(t.deps.db).then(() => (statementDone = true));
+  // pg_sleep holds PGlite's thread for its whole length, as a long statement would; long
+  // enough that a loaded machine still sends and answers the request inside it.
+  const long = sql`select pg_sleep(8)`.execute(t.deps.db).then(() => (statementDone = true));
   const res = await fetch(`${t.url}/healthz`);
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), { status: 'ok' });
