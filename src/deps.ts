@@ -22,6 +22,8 @@ import { FLUSH_TIMEOUT_MS, NO_TRACING, type Tracing } from './tracing.ts';
 export interface Deps {
   config: Config;
   db: Db;
+  /** The same database for bulk writes (imports): on PGlite its statements let requests' go first. */
+  bulkDb: Db;
   engine: 'pglite' | 'postgres';
   log: Logger;
   limiter: Limiter;
@@ -79,7 +81,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
   const log = opts.log ?? createLogger({ ...config, adminToken });
   // Read at each call, so that a test's mocked Date is seen too.
   const clock = opts.clock ?? (() => Date.now());
-  const { db, engine, poolStats, lastAnswer } = createDb({
+  const { db, bulkDb, engine, poolStats, lastAnswer } = createDb({
     databaseUrl: config.databaseUrl,
     dataDir: opts.dataDir ?? config.dataDir,
     initialDump: opts.initialDump,
@@ -111,6 +113,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
     return {
       config,
       db,
+      bulkDb,
       engine,
       log,
       limiter,

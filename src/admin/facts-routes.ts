@@ -56,7 +56,7 @@ export function registerFactsAdminRoutes(app: FastifyInstance, deps: Deps): void
         const interrupted = () => new AppError('bad_request', 'The upload ended before the end of the body');
         let result;
         try {
-          result = await importFacts(deps.db, target, lines, {
+          result = await importFacts(deps.bulkDb, target, lines, {
             batching: IMPORT_BATCH[deps.engine],
             onBatch: progressSender(request, reply),
             metrics: deps.metrics,

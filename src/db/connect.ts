@@ -61,6 +61,11 @@ export interface DbOptions {
 
 export interface DbHandle {
   db: Db;
+  /**
+   * For bulk writes (an import's batches). On PGlite, one connection, each of its statements
+   * waits until no request's statement is waiting, so requests go first; on PostgreSQL `db`.
+   */
+  bulkDb: Db;
   engine: 'pglite' | 'postgres';
   /** Connections in use and callers waiting for one (PGlite is one connection, always held). */
   poolStats: () => { inUse: number; waiting: number };
@@ -110,8 +115,10 @@ export function createDb(opts: DbOptions): DbHandle {
       client.on('error', lost);
       namePreparedStatements(client);
     });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
     return {
-      db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log }),
+      db,
+      bulkDb: db,
       engine: 'postgres',
       poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }),
       lastAnswer,
@@ -119,16 +126,11 @@ export function createDb(opts: DbOptions): DbHandle {
   }
   const dir = opts.dataDir ?? '.tributary';
   if (dir === 'memory')
-    return {
-      db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PgliteThread({ initialDump: opts.initialDump }) }), log }),
-      engine: 'pglite',
-      poolStats: PGLITE_POOL,
-      lastAnswer,
-    };
+    return { ...pgliteHandles(new PgliteThread({ initialDump: opts.initialDump }), log), engine: 'pglite', poolStats: PGLITE_POOL, lastAnswer };
   const release = lockDataDir(dir);
   const pgdata = path.join(dir, 'pgdata');
   fs.mkdirSync(pgdata, { recursive: true, mode: 0o700 });
-  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: new PgliteThread({ dataDir: pgdata }) }), log });
+  const { db, bulkDb } = pgliteHandles(new PgliteThread({ dataDir: pgdata }), log);
   const destroy = db.destroy.bind(db);
   db.destroy = async () => {
     try {
@@ -137,7 +139,15 @@ export function createDb(opts: DbOptions): DbHandle {
       release();
     }
   };
-  return { db, engine: 'pglite', poolStats: PGLITE_POOL, lastAnswer };
+  return { db, bulkDb, engine: 'pglite', poolStats: PGLITE_POOL, lastAnswer };
+}
+
+/** Kysely over the thread, and over its bulk lane (whose destroy leaves the database open). */
+function pgliteHandles(thread: PgliteThread, log: (event: LogEvent) => void): { db: Db; bulkDb: Db } {
+  return {
+    db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: thread }), log }),
+    bulkDb: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: thread.bulk() as unknown as PgliteThread }), log }),
+  };
 }
 
 const PGLITE_POOL = () => ({ inUse: 1, waiting: 0 });

@@ -81,6 +81,18 @@ function pgliteArtifacts(): Promise<{ wasmModule: WebAssembly.Module; fsBundle: 
   })());
 }
 
+type Lane = 'ordinary' | 'bulk';
+
+/** What Kysely's PGlite dialect drives, for the bulk lane (see PgliteThread.bulk). */
+export interface PgliteThreadLane {
+  readonly ready: boolean;
+  readonly closed: boolean;
+  waitReady: Promise<void>;
+  close(): Promise<void>;
+  query<T>(sql: string, params?: unknown[], options?: { rowMode?: 'array' | 'object' }): Promise<QueryResults & { rows: T[] }>;
+  transaction<T>(callback: (tx: never) => Promise<T>): Promise<T>;
+}
+
 export interface PgliteThreadOptions {
   /** On-disk data directory; absent: in memory. */
   dataDir?: string;
@@ -95,6 +107,10 @@ export class PgliteThread {
   #nextId = 1;
   #gone: Error | undefined;
   #closing: Promise<void> | undefined;
+  /** Calls of the ordinary lane waiting on the worker, and whether one was answered in this turn of the event loop. */
+  #ordinary = 0;
+  #answeredThisTurn = false;
+  #bulk: PgliteThreadLane | undefined;
   ready = false;
   closed = false;
   readonly waitReady: Promise<void>;
@@ -149,8 +165,9 @@ export class PgliteThread {
     for (const p of pending) p.reject(this.#gone);
   }
 
-  async #call(c: Call): Promise<unknown> {
+  async #call(c: Call, lane: Lane = 'ordinary'): Promise<unknown> {
     await this.waitReady;
+    if (lane === 'bulk') await this.#ordinaryIdle();
     if (this.#gone) throw this.#gone;
     const id = this.#nextId++;
     const answer = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
@@ -163,7 +180,47 @@ export class PgliteThread {
       this.#hold();
       throw err;
     }
-    return answer;
+    if (lane === 'bulk') return answer;
+    this.#ordinary++;
+    return answer.finally(() => {
+      this.#ordinary--;
+      this.#answeredThisTurn = true;
+      setImmediate(() => (this.#answeredThisTurn = false));
+    });
+  }
+
+  /**
+   * Resolves when no ordinary call waits on the worker and none was answered in this turn of
+   * the event loop (a request's next statement is sent from the previous one's answer, in the
+   * same turn), or after BULK_MAX_WAIT_MS: bulk work is held back, never starved.
+   */
+  async #ordinaryIdle(): Promise<void> {
+    const until = performance.now() + BULK_MAX_WAIT_MS;
+    while ((this.#ordinary > 0 || this.#answeredThisTurn) && performance.now() < until && !this.#gone) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  }
+
+  /**
+   * The same database for bulk work (an import's batches): each of its calls waits until the
+   * ordinary lane is idle, so a request's statements go before the next batch and a request
+   * waits for at most the batch already running, not one between each of its statements.
+   * Closing it closes nothing: the database belongs to this object.
+   */
+  bulk(): PgliteThreadLane {
+    return (this.#bulk ??= {
+      get ready() {
+        return true;
+      },
+      get closed() {
+        return false;
+      },
+      waitReady: this.waitReady,
+      close: async () => undefined,
+      query: <T>(sql: string, params: unknown[] = [], options: { rowMode?: 'array' | 'object' } = {}) =>
+        this.#call({ op: 'query', sql, params, rowMode: options.rowMode }, 'bulk') as Promise<QueryResults & { rows: T[] }>,
+      transaction: () => Promise.reject(new Error('The bulk lane runs single statements, not transactions')),
+    });
   }
 
   query<T>(sql: string, params: unknown[] = [], options: { rowMode?: 'array' | 'object' } = {}, tx?: number): Promise<QueryResults & { rows: T[] }> {
@@ -215,6 +272,9 @@ export class PgliteThread {
     })());
   }
 }
+
+/** The longest a bulk call waits for the ordinary lane to go idle before it goes anyway. */
+const BULK_MAX_WAIT_MS = 1000;
 
 /** How long close() lets PGlite finish its statement and checkpoint before the worker is terminated. */
 const CLOSE_WAIT_MS = 10_000;

@@ -91,6 +91,29 @@ test("a transaction's rollback and commit, and an error's fields, arrive as PGli
   await sql`drop table thread_probe`.execute(db);
 });
 
+test("the bulk lane's statements wait for a request's next statement, and go when none waits", { skip }, async () => {
+  const thread = new PgliteThread({ initialDump: await pgliteTemplate() });
+  const db = new Kysely<any>({ dialect: new PGliteDialect({ pglite: thread }) });
+  const bulk = new Kysely<any>({ dialect: new PGliteDialect({ pglite: thread.bulk() as unknown as PgliteThread }) });
+  try {
+    await sql`create table lane_probe (seq serial primary key, who text not null)`.execute(db);
+    // A request's two statements, the second sent from the first's answer; a bulk statement
+    // sent while the first runs. In arrival order the bulk one would run between them.
+    const request = sql`select pg_sleep(0.2)`.execute(db).then(() => sql`insert into lane_probe (who) values ('request')`.execute(db));
+    await new Promise((resolve) => setImmediate(resolve));
+    const batch = sql`insert into lane_probe (who) values ('bulk')`.execute(bulk);
+    await Promise.all([request, batch]);
+    const order = (await sql<{ who: string }>`select who from lane_probe order by seq`.execute(db)).rows.map((r) => r.who);
+    assert.deepEqual(order, ['request', 'bulk']);
+    // With nothing else waiting, the bulk lane goes at once; its Kysely's destroy leaves the database open.
+    await sql`insert into lane_probe (who) values ('bulk again')`.execute(bulk);
+    await bulk.destroy();
+    assert.equal((await sql<{ n: number }>`select count(*)::int as n from lane_probe`.execute(db)).rows[0]!.n, 3);
+  } finally {
+    await db.destroy();
+  }
+});
+
 function pick(err: Error): Record<string, unknown> {
   const e = err as unknown as Record<string, unknown>;
   return Object.fromEntries(['code', 'constraint', 'table', 'schema', 'severity', 'detail'].map((k) => [k, e[k]]));
