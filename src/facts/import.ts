@@ -22,10 +22,10 @@ import { writeFacts, type FactInput } from './write.ts';
  * request's query waits for it; and this thread validates a batch's lines in one go, which
  * every request (even /healthz) waits for. A count of lines bounds neither (a statement
  * slows as the tables grow), so on PGlite each batch is sized from the time the last ones
- * took per line, validation and statement, aiming at `ms`. 60 ms: a read is two or three
- * statements, and the import's next batch may take the connection between them, so a read
- * waits for up to three batches, 180 ms, under its 250 ms. Longer batches spread the
- * statement's fixed cost (about 2 ms of CPU) over more lines.
+ * took per line, validation and statement, aiming at `ms`. 60 ms: the import writes on the
+ * bulk lane (deps.bulkDb), whose statements wait until no request's statement waits, so a
+ * read waits for the batch already running, not for one between each of its statements;
+ * longer batches spread the statement's fixed cost (about 2 ms of CPU) over more lines.
  */
 export interface ImportBatching {
   lines: number;
