@@ -66,7 +66,13 @@ describe('metrics after a known load', async () => {
   const port = await freePort();
   const N = 5;
   const M = 2;
-  const f = await startFlow({ METRICS_PORT: String(port), ALLOW_PRIVATE_EGRESS: 'true', WEBHOOK_RATE_LIMIT_MAX: String(N + M) });
+  // Windows align to the clock: a day-long one cannot turn over between the sends and the 429.
+  const f = await startFlow({
+    METRICS_PORT: String(port),
+    ALLOW_PRIVATE_EGRESS: 'true',
+    WEBHOOK_RATE_LIMIT_MAX: String(N + M),
+    WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '86400',
+  });
   const db = f.t.deps.db;
   const provider = await mockProvider();
   after(() => provider.close());

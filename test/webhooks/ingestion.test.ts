@@ -393,7 +393,8 @@ describe('the legacy organization-qualified path', () => {
 
 describe('rate window per trigger', () => {
   it('429 Rate limit exceeded with Retry-After once the window is spent', async () => {
-    const limited = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '3' }, { worker: false });
+    // Windows align to the clock: a day-long one cannot turn over mid-test.
+    const limited = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '3', WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '86400' }, { worker: false });
     const { tokens } = await saveOk(limited, { step_params: STEPS });
     const path = `/api/v1/webhooks/${tokens.hook}`;
     for (let i = 0; i < 3; i++) assert.equal((await deliver(limited, path, `{"i":${i}}`)).status, 202);
