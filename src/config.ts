@@ -7,6 +7,26 @@ import path from 'node:path';
 import { Cron } from 'croner';
 import ipaddr from 'ipaddr.js';
 
+/** Per-workspace quotas, each named by its setting in the answers that refuse past it. */
+export interface Quotas {
+  /** QUOTA_WORKFLOWS */
+  readonly workflows: number;
+  /** QUOTA_WEBHOOK_TRIGGERS */
+  readonly webhookTriggers: number;
+  /** QUOTA_WEBHOOK_TRIGGERS_PER_WORKFLOW */
+  readonly webhookTriggersPerWorkflow: number;
+  /** QUOTA_SCHEDULE_TRIGGERS */
+  readonly scheduleTriggers: number;
+  /** QUOTA_CONNECTORS */
+  readonly connectors: number;
+  /** QUOTA_DATA_MODELS */
+  readonly dataModels: number;
+  /** QUOTA_FIELDS_PER_DATA_MODEL */
+  readonly fieldsPerDataModel: number;
+  /** QUOTA_WAITING_RUNS: queued and retrying runs of a workspace. */
+  readonly waitingRuns: number;
+}
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type LogFormat = 'json' | 'pretty';
 
@@ -73,6 +93,13 @@ export interface Config {
   readonly deliveryGuardDays: number;
   /** Days finished runs are kept (RUN_RETENTION_DAYS). */
   readonly runRetentionDays: number;
+  /**
+   * What one workspace may hold (docs/configuration.md, Quotas): workflows, triggers,
+   * connectors, data models and their fields, and runs waiting in the queue.
+   */
+  readonly quotas: Quotas;
+  /** The shortest time between two ticks of a schedule trigger, checked at save (SCHEDULE_MIN_INTERVAL_SECONDS). */
+  readonly scheduleMinIntervalSeconds: number;
   /** Runs one worker process executes at once (WORKER_CONCURRENCY). */
   readonly workerConcurrency: number;
   /** Seconds a claimed run stays leased without a heartbeat (WORKER_LEASE_SECONDS). */
@@ -381,6 +408,17 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     }),
     deliveryGuardDays: int(env, 'DELIVERY_GUARD_DAYS', 7, 1, 365),
     runRetentionDays: int(env, 'RUN_RETENTION_DAYS', 30, 1, 36_500),
+    quotas: Object.freeze({
+      workflows: int(env, 'QUOTA_WORKFLOWS', 1_000, 1, 10_000_000),
+      webhookTriggers: int(env, 'QUOTA_WEBHOOK_TRIGGERS', 2_000, 1, 10_000_000),
+      webhookTriggersPerWorkflow: int(env, 'QUOTA_WEBHOOK_TRIGGERS_PER_WORKFLOW', 50, 1, 1000),
+      scheduleTriggers: int(env, 'QUOTA_SCHEDULE_TRIGGERS', 200, 0, 10_000_000),
+      connectors: int(env, 'QUOTA_CONNECTORS', 200, 1, 10_000_000),
+      dataModels: int(env, 'QUOTA_DATA_MODELS', 500, 1, 10_000_000),
+      fieldsPerDataModel: int(env, 'QUOTA_FIELDS_PER_DATA_MODEL', 500, 1, 100_000),
+      waitingRuns: int(env, 'QUOTA_WAITING_RUNS', 10_000, 1, 100_000_000),
+    }),
+    scheduleMinIntervalSeconds: int(env, 'SCHEDULE_MIN_INTERVAL_SECONDS', 1, 1, 86_400),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 2, 3600),
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),

@@ -17,6 +17,7 @@ import { queueSignal, type QueueSignal } from './workflows/wake.ts';
 import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { queueGauges } from './workflows/queue-gauges.sql.ts';
+import { waitingRuns, type WaitingRuns } from './resources/quotas.ts';
 import { FLUSH_TIMEOUT_MS, NO_TRACING, type Tracing } from './tracing.ts';
 
 export interface Deps {
@@ -62,6 +63,8 @@ export interface Deps {
   metrics: Metrics;
   /** This process's traces (src/tracing.ts): NO_TRACING unless an OTLP endpoint is configured. */
   tracing: Tracing;
+  /** Each workspace's waiting runs as the webhook and schedule paths check them (QUOTA_WAITING_RUNS), read at most once a second. */
+  waitingRuns: WaitingRuns;
 }
 
 export type Clock = () => number;
@@ -131,6 +134,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       specImporter: specs,
       metrics,
       tracing,
+      waitingRuns: waitingRuns(db, clock, config.quotas.waitingRuns),
     };
   } catch (err) {
     await db.destroy().catch(() => undefined);

@@ -27,6 +27,8 @@ export interface Metrics {
   rateLimited(surface: string): void;
   /** A webhook delivery: accepted, duplicate, or the error code it was refused with. */
   webhookDelivery(outcome: string): void;
+  /** Work a per-workspace quota turned away (resources/quotas.ts): a delivery, a schedule tick, a replay. */
+  quotaRefusal(quota: 'waiting_runs', path: 'webhook' | 'schedule' | 'replay'): void;
   /** A run's outcome recorded: `seconds` from its delivery to its end. */
   runFinished(workflowId: string, outcome: string, seconds: number): void;
   /** One step executed in one attempt (`status` succeeded or failed). */
@@ -108,6 +110,10 @@ export const METRIC_DEFINITIONS = {
   webhookDelivery: {
     args: ['outcome'],
     metrics: [{ name: 'webhook_deliveries_total', kind: 'counter', help: 'Webhook deliveries by outcome', labels: ['outcome'] }],
+  },
+  quotaRefusal: {
+    args: ['quota', 'path'],
+    metrics: [{ name: 'quota_refusals_total', kind: 'counter', help: 'Work refused by a per-workspace quota, by quota and path', labels: ['quota', 'path'] }],
   },
   runFinished: {
     args: ['workflow_id', 'outcome', 'seconds'],

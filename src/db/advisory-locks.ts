@@ -8,6 +8,12 @@ export const ADVISORY_LOCK = {
   /** Session-level: one sweep at a time across processes. */
   sweep: 7311,
   /**
+   * Transaction-level, with the workspace id's hash as its second key: a create that a
+   * quota counts (resources/quotas.ts) counts and inserts under it, so two creates at a
+   * quota's last slot do not both pass.
+   */
+  quota: 7312,
+  /**
    * Session-level, taken by Kysely's Migrator itself (PostgresAdapter.acquireMigrationLock)
    * for a whole run: processes starting at once migrate one after the other. Listed so
    * no id of ours collides with it.

@@ -29,6 +29,7 @@ import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders } from './delivery-headers.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
+import { WAITING_RUNS_RETRY_AFTER_SECONDS, waitingRunsRefusal } from '../resources/quotas.ts';
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
 
@@ -253,6 +254,12 @@ async function ingest(
       continue;
     }
     const { trigger } = admitted;
+    // Past the workspace's waiting runs nothing is stored (no guard either), so the sender's
+    // retry of this very delivery is accepted once the worker has drained some.
+    if (!(await admitsRun(deps, trigger.workspace_id))) {
+      deps.metrics.quotaRefusal('waiting_runs', 'webhook');
+      throw fail('rate_limited', waitingRunsRefusal(deps.waitingRuns.limit).detail, { retryAfter: WAITING_RUNS_RETRY_AFTER_SECONDS });
+    }
 
     let accepted: { current: boolean; runId: string | undefined };
     try {
@@ -308,8 +315,17 @@ async function ingest(
       return reply.code(202).send({ status: 'duplicate' });
     }
     acceptedAs.set(request, 'accepted');
+    deps.waitingRuns.queued(trigger.workspace_id);
     wakeWorkers(deps);
     return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
+  }
+}
+
+async function admitsRun(deps: Deps, workspaceId: string): Promise<boolean> {
+  try {
+    return await deps.waitingRuns.admits(workspaceId);
+  } catch (err) {
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
 }
 

@@ -88,6 +88,12 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
     const ticks = dueTicks(w, now);
     let failed = false;
     for (const tick of ticks) {
+      // A workspace past its waiting runs (QUOTA_WAITING_RUNS) loses the tick, as a missed
+      // one: firing it later would only add to the backlog that stopped it.
+      if (!(await admitsTick(deps, w.row, tick))) {
+        w.row.last_tick_at = tick;
+        continue;
+      }
       // The root of the run's trace. It is ended (and so sent) only when this process made
       // the run: of the processes that try one tick, the others leave theirs unsent.
       const span = deps.tracing.enabled
@@ -109,6 +115,7 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
           maxAttempts: deps.config.runMaxAttempts,
         });
         if (id !== undefined) {
+          deps.waitingRuns.queued(w.row.workspace_id);
           span?.set({ 'tributary.run.id': id });
           span?.end();
           made++;
@@ -135,6 +142,24 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date):
   }
   if (made > 0) wakeWorkers(deps);
   return made;
+}
+
+/** Whether the tick's workspace may queue its run; a refusal is logged and counted (quota_refusals_total). */
+async function admitsTick(deps: Deps, row: ScheduleRow, tick: Date): Promise<boolean> {
+  let admits: boolean;
+  try {
+    admits = await deps.waitingRuns.admits(row.workspace_id);
+  } catch {
+    return true; // the count could not be read: fireTick meets the same database and decides
+  }
+  if (!admits) {
+    deps.metrics.quotaRefusal('waiting_runs', 'schedule');
+    deps.log.warn(
+      { trigger: row.id, workspace: row.workspace_id, tick: tick.toISOString(), limit: deps.waitingRuns.limit },
+      'schedule tick skipped: the workspace has its limit of waiting runs (QUOTA_WAITING_RUNS)',
+    );
+  }
+  return admits;
 }
 
 export interface ScheduleLoop {

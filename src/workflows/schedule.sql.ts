@@ -5,6 +5,8 @@ import type { StoredTraceContext } from '../tracing.ts';
 
 export interface ScheduleRow {
   id: string;
+  /** Whose runs its ticks make: the waiting-runs quota is the workspace's. */
+  workspace_id: string;
   cron: string;
   timezone: string;
   catch_up: CatchUp;
@@ -19,7 +21,7 @@ export interface ScheduleRow {
  */
 export async function loadSchedules(db: Db): Promise<ScheduleRow[]> {
   const { rows } = await sql<ScheduleRow>`
-    select t.id, t.cron, t.timezone, t.catch_up, t.schedule_since, t.last_tick_at
+    select t.id, t.workspace_id, t.cron, t.timezone, t.catch_up, t.schedule_since, t.last_tick_at
     from workflow_triggers as t
     join workflows as w on w.id = t.workflow_id
     where t.type = 'schedule' and w.is_active`.execute(db);

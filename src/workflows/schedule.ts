@@ -55,6 +55,29 @@ export function scheduleProblem(s: Schedule): string | undefined {
   return undefined;
 }
 
+/** Ticks sampled by shortestInterval from each start: a few of the pattern's cycles for any pattern finer than a day. */
+const INTERVAL_SAMPLE = 400;
+
+/**
+ * The shortest time between two ticks, in milliseconds, as sampled from `now` and from the
+ * start of its year (so a gap across a month's or a year's end is seen); undefined when the
+ * schedule fires at most once in the sample. Read at save time only.
+ */
+export function shortestInterval(s: Schedule, now: Date): number | undefined {
+  let shortest: number | undefined;
+  for (const from of [now, new Date(Date.UTC(now.getUTCFullYear(), 0, 1) - 86_400_000)]) {
+    let prev = nextTick(s, from);
+    for (let i = 0; prev !== null && i < INTERVAL_SAMPLE; i++) {
+      const t = nextTick(s, prev);
+      if (t === null) break;
+      const gap = t.getTime() - prev.getTime();
+      if (shortest === undefined || gap < shortest) shortest = gap;
+      prev = t;
+    }
+  }
+  return shortest;
+}
+
 /** The first tick strictly after `at`, or null when there is none. */
 export function nextTick(s: Schedule, at: Date): Date | null {
   return cronOf(s).nextRun(at);

@@ -42,18 +42,18 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
     for (const type of RESOURCE_TYPES.values()) registerReadRoutes(scope, deps, RESOURCE_TYPES, type);
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelType, {
       input: inputs.data_model,
-      create: rowOnly(createDataModel),
+      create: rowOnly((db, principal, attrs) => createDataModel(db, principal, attrs, deps.config.quotas)),
       update: rowOnly((db, principal, existing: Selectable<DataModelTable>, attrs) => patchDataModel(db, principal, existing, attrs, now())),
     });
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, dataModelFieldType, {
       input: inputs.data_model_field,
-      create: rowOnly((db, principal, attrs) => createField(db, principal, attrs, indexBuild)),
+      create: rowOnly((db, principal, attrs) => createField(db, principal, attrs, indexBuild, deps.config.quotas)),
       update: rowOnly((db, principal, existing: Selectable<DataModelFieldTable>, attrs) => patchField(db, principal, existing, attrs, now(), indexBuild)),
     });
     const connectorOptions = { key: deps.connectorKey, allowPrivateEgress: deps.config.allowPrivateEgress };
     registerWriteRoutes(scope, deps, RESOURCE_TYPES, externalConnectorType, {
       input: inputs.external_connector,
-      create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions)),
+      create: rowOnly((db, principal, attrs) => createConnector(db, principal, attrs, connectorOptions, deps.config.quotas)),
       update: rowOnly((db, principal, existing: Selectable<ExternalConnectorTable>, attrs) =>
         patchConnector(db, principal, existing, attrs, connectorOptions, now()),
       ),
@@ -102,7 +102,7 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
     scope.post(`${API_PREFIX}/workflows/save_builder_state`, writeOptions(workflowType.type), async (request, reply) => {
       const q = parseFor(request, RESOURCE_TYPES, workflowType, false);
       const attrs = readAttributes(request.body, { type: 'workflow_builder_state' }, builderStateInput);
-      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs, now());
+      const { row, triggerTokens } = await saveBuilderState(deps.db, request.principal!, attrs, now(), deps.config);
       const self = `${API_PREFIX}/workflows/${row.id}`;
       reply.header('location', self);
       return sendDocument(

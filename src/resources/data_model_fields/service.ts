@@ -5,6 +5,8 @@ import type { DataModelFieldTable, FieldType } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
+import type { Quotas } from '../../config.ts';
+import { checkFieldCreate, countedWrite } from '../quotas.ts';
 import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
@@ -46,7 +48,8 @@ function checkIndexable(indexed: boolean, type: FieldType | null): void {
  * `build`: how the index of an indexed field is built (field-index.sql.ts); the row is
  * written first, so a failed build leaves a field whose filters are right, only unindexed.
  */
-export async function createField(db: Db, principal: Principal, attrs: Record<string, unknown>, build: IndexBuild = 'plain') {
+/** `quotas`: the model's fields are counted first (QUOTA_FIELDS_PER_DATA_MODEL); a caller composing a fixture may leave them out. */
+export async function createField(db: Db, principal: Principal, attrs: Record<string, unknown>, build: IndexBuild = 'plain', quotas?: Quotas) {
   const dataModelId = String(attrs.data_model_id).toLowerCase();
   // The same text whether the model is absent or in another workspace.
   const model = isUuid(dataModelId) ? await findDataModel(db, principal.workspaceId, { id: dataModelId }) : undefined;
@@ -57,7 +60,10 @@ export async function createField(db: Db, principal: Principal, attrs: Record<st
   checkIndexable(indexed, type);
   let row;
   try {
-    row = await insertField(db, {
+    const check = async (trx: Db) => {
+      if (quotas) await checkFieldCreate(trx, quotas, principal.workspaceId, model.id);
+    };
+    row = await countedWrite(db, check, (trx) => insertField(trx, {
       id: uuidv7(),
       organization_id: model.organization_id,
       workspace_id: principal.workspaceId,
@@ -70,7 +76,7 @@ export async function createField(db: Db, principal: Principal, attrs: Record<st
       is_required: (attrs.is_required as boolean | null | undefined) ?? false,
       is_indexed: indexed,
       constraints: json(attrs.constraints),
-    });
+    }));
   } catch (err) {
     throw fromPgError(err, FIELD_CONSTRAINTS);
   }

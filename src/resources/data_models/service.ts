@@ -5,6 +5,8 @@ import type { DataModelTable } from '../../db/tables.ts';
 import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
+import type { Quotas } from '../../config.ts';
+import { checkDataModelCreate, countedWrite } from '../quotas.ts';
 import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
@@ -23,10 +25,14 @@ export function checkOrganization(principal: Principal, value: unknown): void {
   }
 }
 
-export async function createDataModel(db: Db, principal: Principal, attrs: Record<string, unknown>) {
+/** `quotas`: the workspace's data models are counted first (QUOTA_DATA_MODELS); a caller composing a fixture may leave them out. */
+export async function createDataModel(db: Db, principal: Principal, attrs: Record<string, unknown>, quotas?: Quotas) {
   checkOrganization(principal, attrs.organization_id);
+  const check = async (trx: Db) => {
+    if (quotas) await checkDataModelCreate(trx, quotas, principal.workspaceId);
+  };
   try {
-    return await insertDataModel(db, {
+    return await countedWrite(db, check, (trx) => insertDataModel(trx, {
       id: uuidv7(),
       organization_id: principal.organizationId,
       workspace_id: principal.workspaceId,
@@ -34,7 +40,7 @@ export async function createDataModel(db: Db, principal: Principal, attrs: Recor
       slug: attrs.slug as string,
       description: (attrs.description as string | null | undefined) ?? null,
       retention_days: (attrs.retention_days as number | null | undefined) ?? null,
-    });
+    }));
   } catch (err) {
     throw fromPgError(err, DATA_MODEL_CONSTRAINTS);
   }

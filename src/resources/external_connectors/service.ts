@@ -23,6 +23,8 @@ import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
 import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, SIGNATURE_SCHEMES } from '../../connectors/signature-schemes.ts';
+import type { Quotas } from '../../config.ts';
+import { checkConnectorCreate, countedWrite } from '../quotas.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const connectorInput: InputSchema = {
@@ -115,7 +117,8 @@ const sealed = (opts: ConnectorWriteOptions, secret: unknown) =>
  * specification is installed as an api_spec attached to the connector, in one transaction.
  * Any other slug is only a tag.
  */
-export async function createConnector(db: Db, principal: Principal, attrs: Record<string, unknown>, opts: ConnectorWriteOptions) {
+/** `quotas`: the workspace's connectors are counted first (QUOTA_CONNECTORS). */
+export async function createConnector(db: Db, principal: Principal, attrs: Record<string, unknown>, opts: ConnectorWriteOptions, quotas?: Quotas) {
   authorize(principal, 'external_connector.create');
   checkOrganization(principal, attrs.organization_id);
   const slug = (attrs.provider_slug as string | null | undefined) ?? null;
@@ -143,8 +146,11 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   // The document is read before the transaction: it is work for the CPU, not the database.
   const spec = provider ? await importSpec(provider.spec.text, provider.spec.format, { allowPrivateEgress: opts.allowPrivateEgress }) : undefined;
   try {
-    if (!provider || !spec) return await insertConnector(db, row);
-    return await db.transaction().execute(async (trx) => {
+    const check = async (trx: Db) => {
+      if (quotas) await checkConnectorCreate(trx, quotas, principal.workspaceId);
+    };
+    return await countedWrite(db, check, async (trx) => {
+      if (!provider || !spec) return insertConnector(trx, row);
       const connector = await insertConnector(trx, row);
       const doc = { name: provider.name, format: provider.spec.format, text: provider.spec.text, connectorId: connector.id, providerSlug: provider.slug };
       await insertApiSpec(trx, newSpecRow(principal, doc, spec));

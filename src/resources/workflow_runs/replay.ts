@@ -12,6 +12,7 @@ import { wakeWorkers } from '../../workflows/wake.ts';
 import { insertBulkReplay, type ReplayVersion, type RunFilterClause } from './replay.sql.ts';
 import { RUN_OUTCOMES } from './resource.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';
+import { checkWaitingRuns } from '../quotas.ts';
 
 export type { ReplayVersion, RunFilterClause } from './replay.sql.ts';
 
@@ -52,6 +53,8 @@ export async function bulkReplay(
   trace?: TraceSpan,
 ): Promise<BulkReplayResult> {
   if (filter.length === 0) throw new AppError('invalid_request', 'A bulk replay needs at least one filter');
+  // Checked before, not counted per run: a bulk replay may take the workspace past its limit by its own limit at most (docs/configuration.md).
+  if (workspaceId !== null) await checkWaitingRuns(deps, workspaceId);
   const now = new Date(deps.clock());
   const ids = Array.from({ length: opts.limit }, () => uuidv7(now.getTime()));
   // Every new run continues the request's trace; the originals' traces are not linked (up to BULK_REPLAY_MAX of them).

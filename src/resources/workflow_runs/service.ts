@@ -10,6 +10,7 @@ import { insertReplay, type ReplayVersion } from './replay.sql.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';
 import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
+import { checkWaitingRuns } from '../quotas.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
 const isRunOutcome = (s: unknown): s is RunOutcome => (RUN_OUTCOMES as readonly unknown[]).includes(s);
@@ -19,6 +20,7 @@ const isRunOutcome = (s: unknown): s is RunOutcome => (RUN_OUTCOMES as readonly 
  * not the original's), and that span links to the original run's trace (docs/tracing.md).
  */
 export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string, version: ReplayVersion = 'original', trace?: TraceSpan) {
+  await checkWaitingRuns(deps, principal.workspaceId);
   const row = isUuid(runId)
     ? await insertReplay(
         deps.db,

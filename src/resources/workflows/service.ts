@@ -25,6 +25,9 @@ import * as q from './workflows.sql.ts';
 import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
+import type { Quotas } from '../../config.ts';
+import { checkTriggers, checkWorkflowCreate } from '../quotas.ts';
+import { shortestInterval } from '../../workflows/schedule.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const builderStateInput: InputSchema = {
@@ -134,10 +137,31 @@ export interface SavedWorkflow {
   triggerTokens: Record<string, string>;
 }
 
+export interface SaveLimits {
+  quotas: Quotas;
+  /** SCHEDULE_MIN_INTERVAL_SECONDS */
+  scheduleMinIntervalSeconds: number;
+}
+
+/** A schedule may not fire more often than SCHEDULE_MIN_INTERVAL_SECONDS: refused at save, naming it. */
+function checkScheduleIntervals(def: Definition, minSeconds: number, now: Date): void {
+  if (minSeconds <= 1) return; // a second is a schedule's finest step
+  for (const t of def.triggers) {
+    if (t.type !== 'schedule') continue;
+    const gap = shortestInterval(t, now);
+    if (gap !== undefined && gap < minSeconds * 1000)
+      throw invalidAt(
+        `${AT}/trigger_params/${t.index}/cron`,
+        `cron fires as often as every ${gap / 1000} s; schedules of this installation fire at most every ${minSeconds} s (SCHEDULE_MIN_INTERVAL_SECONDS = ${minSeconds})`,
+      );
+  }
+}
+
 /** `now`: when a schedule saved, changed or activated here starts counting ticks. */
-export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date): Promise<SavedWorkflow> {
+export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date, limits: SaveLimits): Promise<SavedWorkflow> {
   checkOrganization(principal, attrs.organization_id);
   const def = readDefinition(attrs);
+  checkScheduleIntervals(def, limits.scheduleMinIntervalSeconds, now);
   // An http_request step calls out with a connector's credentials, to a method and path the
   // step chooses: handing them to a workflow is for those who manage connectors.
   if (def.steps.some((s) => s.type === 'http_request')) {
@@ -158,6 +182,12 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       const current = existing ? await q.triggersOf(trx, principal.workspaceId, existing.id) : [];
       const currentById = new Map(current.map((t) => [t.id, t]));
       await checkReferences(trx, principal, def, currentById);
+      if (!existing) await checkWorkflowCreate(trx, limits.quotas, principal.workspaceId);
+      const countOf = (list: ReadonlyArray<{ type: string }>) => ({
+        webhook: list.filter((t) => t.type === 'webhook').length,
+        schedule: list.filter((t) => t.type === 'schedule').length,
+      });
+      await checkTriggers(trx, limits.quotas, principal.workspaceId, existing?.id ?? null, countOf(def.triggers), countOf(current));
 
       const id = existing?.id ?? uuidv7();
       const version = existing ? existing.version + (isNewVersion ? 1 : 0) : 1;
