@@ -598,6 +598,9 @@ function benchEngine(engine: Engine): Promise<EngineReport> {
       WEBHOOK_RATE_LIMIT_MAX: '1000000000',
       WEBHOOK_RATE_LIMIT_WINDOW_SECONDS: '1',
       TOKEN_TTL_SECONDS: '86400',
+      // (a) queues every accepted delivery with the worker off: far past the default waiting-runs
+      // quota, which is still checked (its cached count) on every delivery.
+      QUOTA_WAITING_RUNS: '100000000',
     };
     for (const name of ['WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE', 'WORKER_POLL_MS']) if (process.env[name]) v[name] = process.env[name]!;
     return v;
