@@ -54,7 +54,8 @@ export function quotaExceeded(name: QuotaName, limit: number, pointer: string, h
 /** A new workflow: inside the save's transaction, before the insert. */
 export async function checkWorkflowCreate(trx: Db, quotas: Quotas, workspaceId: string): Promise<void> {
   await q.lockWorkspaceQuotas(trx, workspaceId);
-  if ((await q.countWorkflows(trx, workspaceId, quotas.workflows)) >= quotas.workflows) throw quotaExceeded('workflows', quotas.workflows, '/data/attributes/workflow_id');
+  if ((await q.countWorkflows(trx, workspaceId, quotas.workflows)) >= quotas.workflows)
+    throw quotaExceeded('workflows', quotas.workflows, '/data/attributes/workflow_id');
 }
 
 /**
