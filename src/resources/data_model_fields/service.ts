@@ -63,20 +63,22 @@ export async function createField(db: Db, principal: Principal, attrs: Record<st
     const check = async (trx: Db) => {
       if (quotas) await checkFieldCreate(trx, quotas, principal.workspaceId, model.id);
     };
-    row = await countedWrite(db, check, (trx) => insertField(trx, {
-      id: uuidv7(),
-      organization_id: model.organization_id,
-      workspace_id: principal.workspaceId,
-      data_model_id: model.id,
-      name,
-      label: (attrs.label as string | null | undefined) ?? name,
-      description: (attrs.description as string | null | undefined) ?? null,
-      type,
-      is_primary_key: (attrs.is_primary_key as boolean | null | undefined) ?? false,
-      is_required: (attrs.is_required as boolean | null | undefined) ?? false,
-      is_indexed: indexed,
-      constraints: json(attrs.constraints),
-    }));
+    row = await countedWrite(db, check, (trx) =>
+      insertField(trx, {
+        id: uuidv7(),
+        organization_id: model.organization_id,
+        workspace_id: principal.workspaceId,
+        data_model_id: model.id,
+        name,
+        label: (attrs.label as string | null | undefined) ?? name,
+        description: (attrs.description as string | null | undefined) ?? null,
+        type,
+        is_primary_key: (attrs.is_primary_key as boolean | null | undefined) ?? false,
+        is_required: (attrs.is_required as boolean | null | undefined) ?? false,
+        is_indexed: indexed,
+        constraints: json(attrs.constraints),
+      }),
+    );
   } catch (err) {
     throw fromPgError(err, FIELD_CONSTRAINTS);
   }

@@ -32,15 +32,17 @@ export async function createDataModel(db: Db, principal: Principal, attrs: Recor
     if (quotas) await checkDataModelCreate(trx, quotas, principal.workspaceId);
   };
   try {
-    return await countedWrite(db, check, (trx) => insertDataModel(trx, {
-      id: uuidv7(),
-      organization_id: principal.organizationId,
-      workspace_id: principal.workspaceId,
-      name: attrs.name as string,
-      slug: attrs.slug as string,
-      description: (attrs.description as string | null | undefined) ?? null,
-      retention_days: (attrs.retention_days as number | null | undefined) ?? null,
-    }));
+    return await countedWrite(db, check, (trx) =>
+      insertDataModel(trx, {
+        id: uuidv7(),
+        organization_id: principal.organizationId,
+        workspace_id: principal.workspaceId,
+        name: attrs.name as string,
+        slug: attrs.slug as string,
+        description: (attrs.description as string | null | undefined) ?? null,
+        retention_days: (attrs.retention_days as number | null | undefined) ?? null,
+      }),
+    );
   } catch (err) {
     throw fromPgError(err, DATA_MODEL_CONSTRAINTS);
   }
