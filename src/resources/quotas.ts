@@ -132,15 +132,30 @@ const KEPT_COUNTS = 10_000;
 
 export function waitingRuns(db: Db, clock: Clock, limit: number): WaitingRuns {
   const counts = boundedMap<string, { n: number; readAt: number }>(KEPT_COUNTS);
+  // One read per workspace at a time: the deliveries that find the count stale together wait
+  // for the same read (else each of 50 concurrent ones would count, once a second).
+  const reading = new Map<string, Promise<{ n: number; readAt: number }>>();
+  const read = (workspaceId: string, now: number) => {
+    let pending = reading.get(workspaceId);
+    if (pending === undefined) {
+      pending = q
+        .countWaitingRuns(db, workspaceId, limit)
+        .then((n) => {
+          const entry = { n, readAt: now };
+          counts.set(workspaceId, entry);
+          return entry;
+        })
+        .finally(() => reading.delete(workspaceId));
+      reading.set(workspaceId, pending);
+    }
+    return pending;
+  };
   return {
     limit,
     async admits(workspaceId) {
       const now = clock();
       let entry = counts.get(workspaceId);
-      if (entry === undefined || now - entry.readAt >= WAITING_RUNS_TTL_MS || now < entry.readAt) {
-        entry = { n: await q.countWaitingRuns(db, workspaceId, limit), readAt: now };
-        counts.set(workspaceId, entry);
-      }
+      if (entry === undefined || now - entry.readAt >= WAITING_RUNS_TTL_MS || now < entry.readAt) entry = await read(workspaceId, now);
       return entry.n < limit;
     },
     queued(workspaceId) {
