@@ -10,11 +10,11 @@
  * the last slot cannot both pass. A quota lowered below what a workspace holds refuses new
  * rows only: what exists stays and can still be saved.
  */
-import type { Quotas } from '../config.ts';
 import type { Db } from '../db/connect.ts';
 import { AppError } from '../errors.ts';
 import { boundedMap } from '../bounded-map.ts';
-import type { Clock, Deps } from '../deps.ts';
+import type { Config, Quotas } from '../config.ts';
+import type { Metrics } from '../metrics.ts';
 import * as q from './quotas.sql.ts';
 
 export type QuotaName = keyof Quotas;
@@ -130,7 +130,7 @@ export const WAITING_RUNS_TTL_MS = 1000;
 /** Workspaces whose count one process keeps: past it the oldest read goes, costing one count. */
 const KEPT_COUNTS = 10_000;
 
-export function waitingRuns(db: Db, clock: Clock, limit: number): WaitingRuns {
+export function waitingRuns(db: Db, clock: () => number, limit: number): WaitingRuns {
   const counts = boundedMap<string, { n: number; readAt: number }>(KEPT_COUNTS);
   // One read per workspace at a time: the deliveries that find the count stale together wait
   // for the same read (else each of 50 concurrent ones would count, once a second).
@@ -166,7 +166,7 @@ export function waitingRuns(db: Db, clock: Clock, limit: number): WaitingRuns {
 }
 
 /** A fresh, bounded count: for replays, which are rare enough to read it each time. 429 rate_limited past the limit. */
-export async function checkWaitingRuns(deps: Pick<Deps, 'db' | 'config' | 'metrics'>, workspaceId: string): Promise<void> {
+export async function checkWaitingRuns(deps: { db: Db; config: Config; metrics: Metrics }, workspaceId: string): Promise<void> {
   const limit = deps.config.quotas.waitingRuns;
   if ((await q.countWaitingRuns(deps.db, workspaceId, limit)) < limit) return;
   deps.metrics.quotaRefusal('waiting_runs', 'replay');
