@@ -93,4 +93,25 @@ describe('a flood of test runs', () => {
     );
     assert.ok(pct(loud, 99) <= bound, `B's slowest run under the flood took ${pct(loud, 99)} ms, past ${bound} ms (quiet: ${quiet.join(', ')} ms)`);
   });
+
+  it("refuses a workspace's test runs past its window, one at a time or not", async () => {
+    const tenantC = await seedTenant(f.t.deps);
+    const bearerC = await tokenFor(f.t, tenantC);
+    const c: Flow = { t: f.t, tenant: tenantC, api: jsonApi(f.t, bearerC), bearer: bearerC };
+    const cheap = await saveOk(c, { step_params: [{ key: 'x', type: 'transform', config: { expression: 'payload.n + 1' } }] });
+    // The window is aligned to the clock: one that ends meanwhile lets at most another RATE_MAX through.
+    let admitted = 0;
+    let refusal: any;
+    for (let i = 0; i < 2 * RATE_MAX + 1 && refusal === undefined; i++) {
+      const r = await c.api.post(`${API}/workflows/${cheap.workflow.id}/test_run`, { data: { type: 'workflow_test_run', attributes: { payload: { n: i } } } });
+      if (r.status === 200) admitted++;
+      else refusal = r;
+    }
+    assert.ok(refusal !== undefined, `${admitted} test runs in a row admitted`);
+    assert.equal(refusal.status, 429, refusal.text);
+    assert.equal(refusal.body.errors[0].code, 'rate_limited');
+    assert.match(refusal.body.errors[0].detail, new RegExp(`limited to ${RATE_MAX} per 60 s`));
+    const retryAfter = Number(refusal.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+  });
 });
