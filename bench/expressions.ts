@@ -32,8 +32,12 @@ const ctx = {
   trigger: { key: 'hook' },
 };
 const jobs: Record<string, ExpressionJob> = {
-  'transform (1 expression)': { input: ctx, expressions: ['{"order_id": payload.order.id, "amount": payload.order.total}'] },
-  'write_fact mapping (3 expressions)': { input: ctx, expressions: ['payload.order.id', 'payload.order.total', '$count(payload.order.lines)'] },
+  'transform (1 expression)': { workspace: 'bench', input: ctx, expressions: ['{"order_id": payload.order.id, "amount": payload.order.total}'] },
+  'write_fact mapping (3 expressions)': {
+    workspace: 'bench',
+    input: ctx,
+    expressions: ['payload.order.id', 'payload.order.total', '$count(payload.order.lines)'],
+  },
 };
 
 const pool = createExpressionPool({ processes: PROCESSES, memoryMb: 128, timeoutMs: 1000 });

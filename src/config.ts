@@ -121,6 +121,20 @@ export interface Config {
   /** Time budget of one expression evaluation (EXPRESSION_TIMEOUT_MS). */
   readonly expressionTimeoutMs: number;
   /**
+   * Test runs (POST workflows/:id/test_run), a class apart that never takes capacity from
+   * runs: their own expression processes (TEST_RUN_EXPRESSION_PROCESSES) at a lower OS
+   * priority (TEST_RUN_EXPRESSION_PRIORITY, a nice value), at most `concurrency` at once
+   * per workspace in one process (TEST_RUN_CONCURRENCY) and `max` per `windowSeconds` per
+   * workspace, shared through Redis (TEST_RUN_RATE_MAX, TEST_RUN_RATE_WINDOW_SECONDS).
+   */
+  readonly testRuns: {
+    readonly expressionProcesses: number;
+    readonly expressionPriority: number;
+    readonly concurrency: number;
+    readonly max: number;
+    readonly windowSeconds: number;
+  };
+  /**
    * What a stored run record keeps, as JSON: one step's output (RUN_STEP_OUTPUT_MAX_BYTES),
    * one error (RUN_STEP_ERROR_MAX_BYTES), all the steps (RUN_STEPS_MAX_BYTES).
    */
@@ -429,6 +443,13 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     expressionProcesses: int(env, 'EXPRESSION_PROCESSES', Math.min(4, os.availableParallelism()), 1, 64),
     expressionMemoryMb: int(env, 'EXPRESSION_MEMORY_MB', 128, 16, 4096),
     expressionTimeoutMs: int(env, 'EXPRESSION_TIMEOUT_MS', 1000, 10, 60_000),
+    testRuns: Object.freeze({
+      expressionProcesses: int(env, 'TEST_RUN_EXPRESSION_PROCESSES', 1, 1, 16),
+      expressionPriority: int(env, 'TEST_RUN_EXPRESSION_PRIORITY', 19, 0, 19),
+      concurrency: int(env, 'TEST_RUN_CONCURRENCY', 3, 1, 100),
+      max: int(env, 'TEST_RUN_RATE_MAX', 30, 1, 100_000),
+      windowSeconds: int(env, 'TEST_RUN_RATE_WINDOW_SECONDS', 60, 1, 86_400),
+    }),
     // The upper bounds are what an answer shows (workflows/run-record.ts ANSWER_CAPS), so a
     // page of runs has a size known in advance; the steps' lower bound leaves room for 50
     // steps' previews and an error.

@@ -57,6 +57,10 @@ export interface Deps {
   connectors: ConnectorRuntime;
   /** Child processes that evaluate workflow expressions, off this process's event loop and heap. */
   expressions: ExpressionPool;
+  /** The test runs' own expression children (config.testRuns): a test run never waits for, nor delays, a run's expressions. */
+  testExpressions: ExpressionPool;
+  /** Test runs in progress in this process, by workspace (bounded by config.testRuns.concurrency each; empty entries are removed). */
+  testRunsInProgress: Map<string, number>;
   /** Reads uploaded OpenAPI documents in child processes, within their time and heap budgets. */
   specImporter: SpecImporter;
   /** This process's counters and gauges, on its own registry (src/metrics.ts). */
@@ -110,6 +114,12 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       memoryMb: config.expressionMemoryMb,
       timeoutMs: config.expressionTimeoutMs,
     });
+    const testExpressions = createExpressionPool({
+      processes: config.testRuns.expressionProcesses,
+      memoryMb: config.expressionMemoryMb,
+      timeoutMs: config.expressionTimeoutMs,
+      priority: config.testRuns.expressionPriority,
+    });
     const specs = specImporter(config.apiSpecImport);
     // Loaded only when asked for: without an endpoint no module of OpenTelemetry is read.
     const tracing = config.tracing ? (await import('./tracing-otel.ts')).openTracing(config.tracing, log, FLUSH_TIMEOUT_MS) : NO_TRACING;
@@ -131,6 +141,8 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       queueSignal: queueSignal(),
       connectors,
       expressions,
+      testExpressions,
+      testRunsInProgress: new Map(),
       specImporter: specs,
       metrics,
       tracing,
@@ -173,6 +185,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   const flushed = deps.tracing.close();
   await deps.connectors.close().catch(() => undefined);
   await deps.expressions.close();
+  await deps.testExpressions.close();
   await deps.specImporter.close();
   await deps.limiter.close();
   await deps.db.destroy();

@@ -88,9 +88,10 @@ interface Context {
 }
 
 /** A step's expressions, evaluated in one job of the pool (see ExpressionPool.run). */
-async function evaluate(env: StepEnv, job: ExpressionJob): Promise<unknown[][]> {
+async function evaluate(env: StepEnv, run: Pick<ClaimedRun, 'workspace_id'>, job: Omit<ExpressionJob, 'workspace'>): Promise<unknown[][]> {
   try {
-    return await env.expressions.run(job);
+    // The workspace: the pool serves waiting work round-robin by it.
+    return await env.expressions.run({ ...job, workspace: run.workspace_id });
   } catch (err) {
     if (err instanceof ExpressionError) throw permanentFailure(err.message);
     throw err;
@@ -132,7 +133,8 @@ function missingRequired(model: ClaimedRun['models'][number], mapping: Record<st
   return `${problems.join('; ')}${count > problems.length ? `; and ${count - problems.length} more` : ''}`;
 }
 
-const evaluateOne = async (env: StepEnv, expression: string, input: unknown) => (await evaluate(env, { input, expressions: [expression] }))[0]![0];
+const evaluateOne = async (env: StepEnv, run: ClaimedRun, expression: string, input: unknown) =>
+  (await evaluate(env, run, { input, expressions: [expression] }))[0]![0];
 
 async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep, ctx: Context): Promise<unknown> {
   const c = step.config;
@@ -141,7 +143,7 @@ async function writeFactStep(env: StepEnv, run: ClaimedRun, step: WriteFactStep,
   const fields = c.mapping ? Object.keys(c.mapping) : undefined;
   const expressions = c.mapping ? Object.values(c.mapping) : [c.data!];
   if (c.observed_at !== undefined) expressions.push(c.observed_at);
-  const rows = await evaluate(env, { input: ctx, expressions, forEach: c.for_each, maxItems: MAX_FOR_EACH_ITEMS });
+  const rows = await evaluate(env, run, { input: ctx, expressions, forEach: c.for_each, maxItems: MAX_FOR_EACH_ITEMS });
   // Said before validation, which would only say "is required": which expression gave nothing.
   const missing = c.mapping ? missingRequired(model, c.mapping, rows, c.for_each !== undefined) : undefined;
   // A test run still shows the would-be facts and every problem before it says so.
@@ -251,7 +253,7 @@ async function httpRequestStep(
   }));
   const expressions = groups.flatMap((g) => g.expressions);
   if (c.body !== undefined) expressions.push(c.body);
-  const values = expressions.length === 0 ? [] : (plainPaths(expressions, ctx) ?? (await evaluate(env, { input: ctx, expressions }))[0]!);
+  const values = expressions.length === 0 ? [] : (plainPaths(expressions, ctx) ?? (await evaluate(env, run, { input: ctx, expressions }))[0]!);
   let offset = 0;
   const [params, query, sent] = groups.map((g) => scalars(g.names, values.slice(offset, (offset += g.names.length)), g.what));
   const parts = { params: params!, query: query!, headers: sent!, body: c.body === undefined ? undefined : values[offset] };
@@ -328,10 +330,10 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       let value: unknown;
       switch (step.type) {
         case 'transform':
-          output = await evaluateOne(env, step.config.expression, ctx);
+          output = await evaluateOne(env, run, step.config.expression, ctx);
           break;
         case 'condition': {
-          value = await evaluateOne(env, step.config.expression, ctx);
+          value = await evaluateOne(env, run, step.config.expression, ctx);
           output = truthy(value);
           break;
         }

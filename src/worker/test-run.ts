@@ -6,6 +6,12 @@
  * when the caller asks for safe calls and its method reads (GET, HEAD, OPTIONS), without
  * taking the connector's rate budget. No run row, fact, delivery guard or rate window is
  * written: the answer is all there is.
+ *
+ * Test runs are a class apart that never delays runs: their expressions go to their own
+ * children (Deps.testExpressions, started at a lower OS priority), and each workspace has
+ * at most config.testRuns.concurrency of them at once in a process and config.testRuns.max
+ * per window (shared through Redis when it is configured); past either, a 429 `rate_limited`
+ * with Retry-After.
  */
 import type { Db } from '../db/connect.ts';
 import type { StepRecord } from '../db/tables.ts';
@@ -19,6 +25,8 @@ import { executeRun, type DryRun, type DryRunNote } from './steps.ts';
 import type { ClaimedRun } from './queue.sql.ts';
 import type { ExpressionPool } from '../workflows/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
+import type { Limiter } from '../limiter.ts';
+import type { Config } from '../config.ts';
 import type { TraceSpan } from '../tracing.ts';
 import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../workflows/run-record.ts';
 
@@ -60,7 +68,48 @@ export interface TestRunDeps {
   db: Db;
   clock: () => number;
   connectors?: ConnectorRuntime;
-  expressions: ExpressionPool;
+  /** The test runs' own pool, not the runs'. */
+  testExpressions: ExpressionPool;
+  limiter: Limiter;
+  config: { testRuns: Pick<Config['testRuns'], 'concurrency' | 'max' | 'windowSeconds'> };
+  testRunsInProgress: Map<string, number>;
+}
+
+/**
+ * A slot of the workspace's test runs, or a 429: the concurrency in this process first (a
+ * refused one is not counted in the window), then the workspace's window. Call the release once.
+ */
+async function testRunSlot(deps: TestRunDeps, workspaceId: string): Promise<() => void> {
+  const limits = deps.config.testRuns;
+  const held = deps.testRunsInProgress.get(workspaceId) ?? 0;
+  if (held >= limits.concurrency)
+    throw new AppError('rate_limited', `This workspace already has ${limits.concurrency} test runs in progress; retry after the indicated time`, {
+      retryAfter: 1,
+    });
+  deps.testRunsInProgress.set(workspaceId, held + 1);
+  const release = () => {
+    const n = (deps.testRunsInProgress.get(workspaceId) ?? 1) - 1;
+    if (n <= 0) deps.testRunsInProgress.delete(workspaceId);
+    else deps.testRunsInProgress.set(workspaceId, n);
+  };
+  let r;
+  try {
+    r = await deps.limiter.hit(`testrun:${workspaceId}`, limits.max, limits.windowSeconds);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  if (!r.allowed) {
+    release();
+    throw new AppError(
+      'rate_limited',
+      `This workspace's test runs are limited to ${limits.max} per ${limits.windowSeconds} s; retry after the indicated time`,
+      {
+        retryAfter: r.resetSeconds,
+      },
+    );
+  }
+  return release;
 }
 
 export type TestRunOutcome = 'completed' | 'stopped_at_condition' | 'failed';
@@ -95,6 +144,21 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
   const call = input.call ?? 'none';
   // Calling out with a connector's credentials asks what saving such a step asks.
   if (call === 'safe' && tested.definition.some((s) => s.type === 'http_request')) authorize(principal, 'workflow.save_http_request');
+  const release = await testRunSlot(deps, principal.workspaceId);
+  try {
+    return await testRunIn(deps, tested, call, input, trace);
+  } finally {
+    release();
+  }
+}
+
+async function testRunIn(
+  deps: TestRunDeps,
+  tested: NonNullable<Awaited<ReturnType<typeof loadTestedVersion>>>,
+  call: TestRunCall,
+  input: TestRunInput,
+  trace: TraceSpan | undefined,
+): Promise<TestRunResult> {
   const now = deps.clock();
   const id = uuidv7(now);
   const run: ClaimedRun = {
@@ -128,7 +192,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
   const env = {
     db: deps.db,
     clock: deps.clock,
-    expressions: deps.expressions,
+    expressions: deps.testExpressions,
     dryRun,
     trace: span,
     ...(deps.connectors ? { connectors: deps.connectors } : {}),

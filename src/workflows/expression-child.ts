@@ -1,20 +1,26 @@
 /**
- * A process of the expression pool: evaluates a batch of steps' expressions, one step
+ * A process of the expression pool: evaluates the steps' expressions it is given, one step
  * after the other, and answers their results as plain JSON values (stringified and parsed
- * here, off the event loop of the process that asked), the batch in one message. It tells
- * the pool when a new evaluation starts (at most every PROGRESS_EVERY_MS), so the pool's
- * watchdog can tell one long evaluation from a long batch of short ones; a step's total
- * budget is checked here, before each of its evaluations.
+ * here, off the event loop of the process that asked). A message's jobs run in order.
+ * Answers go together while jobs are short (one message for many), and at once when the
+ * pool asks for the jobs not started back (its fairness between workspaces), with those.
+ *
+ * It tells the pool when it starts an evaluation (always the first after being idle, then
+ * at most every PROGRESS_EVERY_MS, well within the watchdog's grace), with its own clock,
+ * so the pool's watchdog times the evaluation, not the message's trip or the jobs before it.
+ * A step's total budget starts when its first evaluation does, here.
  */
 import { budgetMessage, compileExpression, describe, EXPRESSION_LIMITS, ExpressionError, type Compiled } from './expressions.ts';
 import { UNSTORABLE_TEXT } from '../errors.ts';
 import { mayHoldUnstorableText, unstorableTextAt } from '../json.ts';
 import { serveSandbox } from '../sandbox.ts';
-import type { ChildJob, ChildReply, JobReply } from './expression-pool.ts';
+import type { ChildJob, ChildMessage, ChildReply, JobReply } from './expression-pool.ts';
 
 const timeoutMs = Number(process.argv[2]);
 const memoryMb = Number(process.argv[3]);
 const PROGRESS_EVERY_MS = 100;
+/** Answers wait for the next ones at most this long while jobs are short. */
+const ANSWER_EVERY_MS = 20;
 const STEP_BUDGET_MS = timeoutMs * EXPRESSION_LIMITS.stepBudgets;
 let toldAt = 0;
 let stepStartedAt = 0;
@@ -66,10 +72,11 @@ function toJson(value: unknown): string | undefined {
 
 async function evaluate(text: string, input: unknown): Promise<unknown> {
   const now = Date.now();
-  if (now - stepStartedAt > STEP_BUDGET_MS) throw new ExpressionError(budgetMessage.stepTime(STEP_BUDGET_MS));
+  if (stepStartedAt === 0) stepStartedAt = now;
+  else if (now - stepStartedAt > STEP_BUDGET_MS) throw new ExpressionError(budgetMessage.stepTime(STEP_BUDGET_MS));
   if (now - toldAt >= PROGRESS_EVERY_MS) {
     toldAt = now;
-    send({ progress: true });
+    send({ progress: true, at: now });
   }
   let value: unknown;
   try {
@@ -102,16 +109,55 @@ async function run(job: ChildJob): Promise<unknown[][]> {
   return results;
 }
 
-serveSandbox<{ jobs: ChildJob[] }>(async (m) => {
-  toldAt = Date.now();
-  const replies: JobReply[] = [];
-  for (const job of m.jobs) {
-    stepStartedAt = Date.now();
+const queue: ChildJob[] = [];
+let working = false;
+let giveBack = false;
+let replies: JobReply[] = [];
+
+// Twice: a message that came during the job (a giveBack) is read in the poll phase between them.
+const yieldToMessages = async () => {
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+};
+
+async function work(): Promise<void> {
+  working = true;
+  // Idle until now: the first evaluation tells the pool it started.
+  toldAt = 0;
+  let answeredAt = Date.now();
+  for (;;) {
+    const job = queue.shift();
+    if (job === undefined) break;
+    stepStartedAt = 0;
     try {
       replies.push({ id: job.id, ok: true, results: await run(job) });
     } catch (err) {
       replies.push({ id: job.id, ok: false, message: failure(err).message });
     }
+    if (queue.length > 0) await yieldToMessages();
+    if (giveBack) {
+      giveBack = false;
+      send({ replies, returned: queue.splice(0).map((j) => j.id) });
+      replies = [];
+      break;
+    }
+    const now = Date.now();
+    if (queue.length === 0 || now - answeredAt >= ANSWER_EVERY_MS) {
+      send({ replies });
+      replies = [];
+      answeredAt = now;
+    }
   }
-  send({ replies });
+  working = false;
+}
+
+serveSandbox<ChildMessage>((m) => {
+  if ('giveBack' in m) {
+    // Idle: nothing to give back, but the pool waits for the answer.
+    if (!working) send({ replies: [], returned: [] });
+    else giveBack = true;
+    return;
+  }
+  queue.push(...m.jobs);
+  if (!working) void work();
 });

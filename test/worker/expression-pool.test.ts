@@ -12,8 +12,10 @@ after(() => pool.close());
 
 describe('the expression pool', () => {
   it('answers one row, or one row per item of forEach, in order', async () => {
-    assert.deepEqual(await pool.run({ input: { payload: { a: 2 } }, expressions: ['payload.a * 3', 'payload.missing', '"x"'] }), [[6, undefined, 'x']]);
-    const rows = await pool.run({ input: { payload: { n: 10 } }, forEach: '[1..3]', expressions: ['item * payload.n', 'index'] });
+    assert.deepEqual(await pool.run({ workspace: 'w', input: { payload: { a: 2 } }, expressions: ['payload.a * 3', 'payload.missing', '"x"'] }), [
+      [6, undefined, 'x'],
+    ]);
+    const rows = await pool.run({ workspace: 'w', input: { payload: { n: 10 } }, forEach: '[1..3]', expressions: ['item * payload.n', 'index'] });
     assert.deepEqual(rows, [
       [10, 0],
       [20, 1],
@@ -22,32 +24,37 @@ describe('the expression pool', () => {
   });
 
   it('a forEach past maxItems fails naming the cap', async () => {
-    await assert.rejects(pool.run({ input: {}, forEach: '[1..11]', expressions: ['item'], maxItems: 10 }), /11 items; a write_fact step stores at most 10/);
+    await assert.rejects(
+      pool.run({ workspace: 'w', input: {}, forEach: '[1..11]', expressions: ['item'], maxItems: 10 }),
+      /11 items; a write_fact step stores at most 10/,
+    );
   });
 
   it('a child killed under a job fails that job only; the next job runs on a fresh child', async () => {
-    const job = pool.run({ input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] });
+    const job = pool.run({ workspace: 'w', input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] });
     // Wait until a child holds it, then kill every child from outside.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const { execFileSync } = await import('node:child_process');
     execFileSync('pkill', ['-KILL', '-P', String(process.pid), '-f', 'expression-child']);
     await assert.rejects(job, (err) => err instanceof ExpressionError && /stopped its process unexpectedly|time budget/.test(err.message));
-    assert.deepEqual(await pool.run({ input: {}, expressions: ['1 + 1'] }), [[2]]);
+    assert.deepEqual(await pool.run({ workspace: 'w', input: {}, expressions: ['1 + 1'] }), [[2]]);
   });
 
   it('an allocation past the heap budget ends its child, not this process', async () => {
     const heapBefore = process.memoryUsage().heapUsed;
     await assert.rejects(
-      pool.run({ input: {}, expressions: ['$count([1..9999999] ~> $map(function($v){ {"v": $v} }))'] }),
+      pool.run({ workspace: 'w', input: {}, expressions: ['$count([1..9999999] ~> $map(function($v){ {"v": $v} }))'] }),
       /exceeded its (memory budget \(64 MB\)|1 s time budget)/,
     );
     assert.ok(process.memoryUsage().heapUsed - heapBefore < 64 * 1_048_576, 'this process did not take on the allocation');
-    assert.deepEqual(await pool.run({ input: {}, expressions: ['"still here"'] }), [['still here']]);
+    assert.deepEqual(await pool.run({ workspace: 'w', input: {}, expressions: ['"still here"'] }), [['still here']]);
   });
 
   it('a step that kills its child in a batch fails alone; its batch-mates succeed', async () => {
     const jobs = Array.from({ length: 40 }, (_, i) =>
-      i === 7 ? pool.run({ input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] }) : pool.run({ input: { i }, expressions: ['i * 2'] }),
+      i === 7
+        ? pool.run({ workspace: 'w', input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] })
+        : pool.run({ workspace: 'w', input: { i }, expressions: ['i * 2'] }),
     );
     const settled = await Promise.allSettled(jobs);
     settled.forEach((r, i) => {
@@ -58,7 +65,7 @@ describe('the expression pool', () => {
   });
 
   it('never runs more children than its size, however many jobs wait', async () => {
-    const jobs = Array.from({ length: 20 }, (_, i) => pool.run({ input: { i }, expressions: ['i'] }));
+    const jobs = Array.from({ length: 20 }, (_, i) => pool.run({ workspace: 'w', input: { i }, expressions: ['i'] }));
     assert.ok(pool.processes() <= 2);
     assert.deepEqual(
       await Promise.all(jobs),
