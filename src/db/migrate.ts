@@ -24,6 +24,7 @@ import * as m0015 from './migrations/0015_run_trace_context.ts';
 import * as m0016 from './migrations/0016_sealed_idempotency_answers.ts';
 import * as m0017 from './migrations/0017_indexed_fields.ts';
 import * as m0018 from './migrations/0018_fact_current_inserted_index.ts';
+import * as m0019 from './migrations/0019_fair_claims.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -44,6 +45,7 @@ export const migrations: Record<string, Migration> = {
   '0016_sealed_idempotency_answers': m0016,
   '0017_indexed_fields': m0017,
   '0018_fact_current_inserted_index': m0018,
+  '0019_fair_claims': m0019,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
