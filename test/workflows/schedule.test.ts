@@ -260,7 +260,14 @@ describe('ticks', () => {
   });
 
   it('tries the ticks after prev, and of older unfired ones the latest (latest) or none (none)', () => {
-    const row = { id: 'x', cron: '* * * * *', timezone: 'UTC', schedule_since: at('2026-01-01T00:00:30Z'), last_tick_at: at('2026-01-01T00:05:00Z') };
+    const row = {
+      id: 'x',
+      workspace_id: 'ws',
+      cron: '* * * * *',
+      timezone: 'UTC',
+      schedule_since: at('2026-01-01T00:00:30Z'),
+      last_tick_at: at('2026-01-01T00:05:00Z'),
+    };
     const prev = at('2026-01-01T00:10:30Z');
     const now = at('2026-01-01T00:12:10Z');
     const w = (r: ScheduleRow, behind = true) => ({ row: r, prev, next: null, behind });
