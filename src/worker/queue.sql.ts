@@ -79,11 +79,11 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     with recursive ready(workspace_id) as (
       (select workspace_id from workflow_runs
        where status in ('queued', 'retrying') and run_at <= ${now}
-       order by workspace_id limit 1)
+       order by workspace_id, run_at limit 1)
       union all
       select (select q.workspace_id from workflow_runs as q
               where q.status in ('queued', 'retrying') and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
-              order by q.workspace_id limit 1)
+              order by q.workspace_id, q.run_at limit 1)
       from ready where ready.workspace_id is not null
     ), picked as (
       select workspace_id from ready where workspace_id is not null

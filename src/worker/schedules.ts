@@ -157,8 +157,14 @@ export function planPass(state: ScheduleState, now: Date, limits: PassLimits): {
 /** One pass at `now`: tries the due ticks the pass's limits allow (planPass). Returns how many runs this process made. */
 export async function schedulePass(deps: Deps, state: ScheduleState, now: Date, limits?: PassLimits): Promise<number> {
   const { planned, left } = planPass(state, now, limits ?? { perPass: deps.config.scheduleTicksPerPass, perWorkspace: deps.config.scheduleTicksPerWorkspace });
-  // Not reached: its due ticks are missed ones now, caught up by its catch_up rule at its turn.
-  for (const w of left) Object.assign(w, watch(w.row, now, true, w.served));
+  // Not reached: its due ticks are missed ones now, caught up by its catch_up rule at its
+  // turn. A schedule behind is tried at every pass, so it needs no next tick (and no cron
+  // reading for each of thousands left).
+  for (const w of left) {
+    w.prev = now;
+    w.behind = true;
+    w.next = null;
+  }
   let made = 0;
   let failed = false;
   const chunks: Planned[][] = [];
