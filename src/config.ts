@@ -106,6 +106,10 @@ export interface Config {
   readonly workerLeaseSeconds: number;
   /** How often an idle worker looks for runs it was not told about (WORKER_POLL_MS). */
   readonly workerPollMs: number;
+  /** Schedule ticks one pass of a process fires at most (SCHEDULE_TICKS_PER_PASS). */
+  readonly scheduleTicksPerPass: number;
+  /** Schedule ticks of one workspace one pass fires at most (SCHEDULE_TICKS_PER_WORKSPACE): the rest wait their turn. */
+  readonly scheduleTicksPerWorkspace: number;
   /** Attempts of a run before it fails (RUN_MAX_ATTEMPTS). */
   readonly runMaxAttempts: number;
   /** Delays before the 2nd, 3rd, ... attempt, in ms; attempts past the list wait its last entry (RUN_RETRY_SCHEDULE). */
@@ -221,6 +225,14 @@ function retrySchedule(env: Env): number[] {
   if (str(env, 'RUN_RETRY_BASE_MS') !== undefined)
     throw new ConfigError('RUN_RETRY_BASE_MS', 'is no longer read: set RUN_RETRY_SCHEDULE instead (comma-separated waits such as 1m,10m,1h,6h)');
   return durationList(env, 'RUN_RETRY_SCHEDULE', '1m,10m,1h,6h');
+}
+
+/** SCHEDULE_TICKS_PER_PASS and SCHEDULE_TICKS_PER_WORKSPACE: a workspace's share cannot exceed the pass. */
+function scheduleTicks(env: Env): { scheduleTicksPerPass: number; scheduleTicksPerWorkspace: number } {
+  const perPass = int(env, 'SCHEDULE_TICKS_PER_PASS', 1000, 1, 100_000);
+  const perWorkspace = int(env, 'SCHEDULE_TICKS_PER_WORKSPACE', 100, 1, 100_000);
+  if (perWorkspace > perPass) throw new ConfigError('SCHEDULE_TICKS_PER_WORKSPACE', `must be at most SCHEDULE_TICKS_PER_PASS (${perPass})`);
+  return { scheduleTicksPerPass: perPass, scheduleTicksPerWorkspace: perWorkspace };
 }
 
 function int(env: Env, name: string, def: number, min: number, max: number): number {
@@ -436,6 +448,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 256, 1, 1000),
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 2, 3600),
     workerPollMs: int(env, 'WORKER_POLL_MS', 1000, 10, 60_000),
+    ...scheduleTicks(env),
     runMaxAttempts: int(env, 'RUN_MAX_ATTEMPTS', 5, 1, 100),
     runRetrySchedule: Object.freeze(retrySchedule(env)),
     runRetryAfterMaxMs: durationList(env, 'RUN_RETRY_AFTER_MAX', '1h', 1)[0]!,

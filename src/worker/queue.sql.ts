@@ -53,24 +53,75 @@ const STEP_MODELS = modelsJson(
   sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`,
 );
 
-export async function claimRuns(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date): Promise<ClaimedRun[]> {
-  const { rows } = await sql<ClaimedRun>`
+/** Where a claim's rotation over the workspaces starts at first: before every uuid. */
+export const FIRST_WORKSPACE = '00000000-0000-0000-0000-000000000000';
+
+export interface ClaimBatch {
+  runs: ClaimedRun[];
+  /** Some workspace got its whole share: more may be ready right now. */
+  more: boolean;
+  /** Where the next claim's rotation starts: the last workspace this one served. */
+  after: string;
+}
+
+/**
+ * A fair claim of up to `limit` ready runs. The workspaces with ready runs are found by a
+ * skip scan of workflow_runs_ready_workspace_idx (one probe per workspace, however long its
+ * queue), taken in rotation from the one after `after` (at most `limit` of them), and each
+ * gives its oldest floor(limit / workspaces) runs, FOR UPDATE SKIP LOCKED (two workers never
+ * claim one run, and neither waits for the other). So one workspace's backlog delays another
+ * workspace's new run by at most one claim, and a claim reads at most `limit` runs whatever
+ * the backlog. When more workspaces are ready than `limit`, the rotation serves the rest
+ * at the next claims.
+ */
+export async function claimBatch(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date, after = FIRST_WORKSPACE): Promise<ClaimBatch> {
+  const { rows } = await sql<ClaimedRun & { claim_share: number }>`
+    with recursive ready(workspace_id) as (
+      (select workspace_id from workflow_runs
+       where status in ('queued', 'retrying') and run_at <= ${now}
+       order by workspace_id, run_at limit 1)
+      union all
+      select (select q.workspace_id from workflow_runs as q
+              where q.status in ('queued', 'retrying') and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
+              order by q.workspace_id, q.run_at limit 1)
+      from ready where ready.workspace_id is not null
+    ), picked as (
+      select workspace_id from ready where workspace_id is not null
+      order by workspace_id <= ${after}::uuid, workspace_id
+      limit ${limit}
+    ), share as (
+      select greatest(1, ${limit}::int / greatest(count(*), 1)::int) as n from picked
+    ), claim as (
+      select c.id from picked as p cross join lateral (
+        select q.id from workflow_runs as q
+        where q.workspace_id = p.workspace_id and q.status in ('queued', 'retrying') and q.run_at <= ${now}
+        order by q.run_at, q.id
+        limit (select n from share)
+        for update skip locked
+      ) as c
+    )
     update workflow_runs as r
     set status = 'running', attempt = r.attempt + 1, locked_by = ${workerId}, locked_until = ${leaseUntil},
         started_at = coalesce(r.started_at, ${now}), updated_at = ${now}
-    from workflow_versions as v
-    where r.id in (
-        select id from workflow_runs
-        where status in ('queued', 'retrying') and run_at <= ${now}
-        order by run_at, id
-        limit ${limit}
-        for update skip locked
-      )
+    from workflow_versions as v, share
+    where r.id in (select id from claim)
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
               r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
-              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions`.execute(db);
-  return rows;
+              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, share.n as claim_share`.execute(db);
+  const perWorkspace = new Map<string, number>();
+  for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
+  const share = rows[0]?.claim_share ?? 0;
+  const more = [...perWorkspace.values()].some((n) => n >= share);
+  // The last served in rotation order: those after `after` come before those at or before it.
+  const served = [...perWorkspace.keys()].sort((a, b) => Number(a <= after) - Number(b <= after) || (a < b ? -1 : a > b ? 1 : 0));
+  const runs = rows.map(({ claim_share: _, ...run }) => run as ClaimedRun);
+  return { runs, more: rows.length > 0 && more, after: served.at(-1) ?? after };
+}
+
+/** A fair claim (claimBatch) from the first workspace on. */
+export async function claimRuns(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date): Promise<ClaimedRun[]> {
+  return (await claimBatch(db, workerId, limit, now, leaseUntil)).runs;
 }
 
 /** Extends the lease of the runs this worker still holds. */

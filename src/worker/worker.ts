@@ -12,7 +12,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
-import { claimRuns, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
+import { claimBatch, FIRST_WORKSPACE, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
 import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
 import { executeRun } from './steps.ts';
 import { factWriter, type FactWriter } from '../facts/fact-writer.ts';
@@ -193,6 +193,8 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
   let looping = false;
   let again = false;
   let databaseDown = false;
+  // Where the next claim's rotation over the workspaces starts (claimBatch).
+  let after = FIRST_WORKSPACE;
   const loop = async () => {
     if (looping) {
       again = true;
@@ -210,7 +212,11 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
         let claimed: ClaimedRun[];
         try {
           const t = new Date(deps.clock());
-          claimed = await claimRuns(deps.db, w.id, free, t, new Date(t.getTime() + w.leaseMs));
+          const batch = await claimBatch(deps.db, w.id, free, t, new Date(t.getTime() + w.leaseMs), after);
+          claimed = batch.runs;
+          after = batch.after;
+          // A workspace that got its whole share may have more ready right now.
+          if (batch.more && claimed.length < free) again = true;
           if (databaseDown) log.info('worker reaches the database again');
           databaseDown = false;
         } catch (err) {

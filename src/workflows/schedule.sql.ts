@@ -5,7 +5,7 @@ import type { StoredTraceContext } from '../tracing.ts';
 
 export interface ScheduleRow {
   id: string;
-  /** Whose runs its ticks make: the waiting-runs quota is the workspace's. */
+  /** Whose schedule it is: a pass shares its ticks between workspaces (worker/schedules.ts), and its runs count in the workspace's waiting runs. */
   workspace_id: string;
   cron: string;
   timezone: string;
@@ -35,40 +35,55 @@ export interface Tick {
   cron: string;
   timezone: string;
   tick: Date;
-  now: Date;
   payloadJson: string;
-  maxAttempts: number;
   /** The tick's span (tracing.ts), the root of the run's trace; nulls when tracing is off. */
   trace: StoredTraceContext;
 }
 
 /**
- * One tick: the trigger row's last_tick_at moves forward to the tick and the run is
- * inserted, in one statement, so of processes that try the same tick exactly one moves it
- * (the others wait on the row and then find it moved) and makes the run. A tick at or
- * before the last fired one, before the schedule's since, of an inactive workflow or of a
- * schedule changed meanwhile, makes nothing. The run's source identity is the trigger and
- * the tick, so its facts are the tick's. Returns the run's id, or undefined.
+ * Ticks, of one or more schedules, fired in one statement: each trigger row's last_tick_at
+ * moves forward to its latest tick and a run is inserted for each tick after the row's
+ * last fired one. The trigger rows are locked first, in id order (processes that fire the
+ * same schedules wait for one another and never deadlock); a process that waited reads
+ * the rows as the other left them, so of processes that try the same tick exactly one
+ * makes its run. A tick at or before the last fired one, before the schedule's since, of
+ * an inactive workflow or of a schedule changed meanwhile, makes nothing. The run's source
+ * identity is the trigger and the tick, so its facts are the tick's. Returns the ids of
+ * the runs made.
  */
 export const tickSourceIdentity = (triggerId: string, tick: Date) => `tick:${triggerId}:${tick.toISOString()}`;
 
-export async function fireTick(db: Db, t: Tick): Promise<string | undefined> {
+export async function fireTicks(db: Db, ticks: Tick[], now: Date, maxAttempts: number): Promise<Set<string>> {
+  if (ticks.length === 0) return new Set();
+  const col = <T>(f: (t: Tick) => T) => ticks.map(f);
   const { rows } = await sql<{ id: string }>`
-    with g as (
-      update workflow_triggers as t set last_tick_at = ${t.tick}
-      from workflows as w
-      where t.id = ${t.triggerId} and t.type = 'schedule' and w.id = t.workflow_id and w.is_active
-        and t.cron = ${t.cron} and t.timezone = ${t.timezone}
-        and t.schedule_since <= ${t.tick} and (t.last_tick_at is null or t.last_tick_at < ${t.tick})
-      returning t.organization_id, t.workspace_id, t.workflow_id, w.version, t.key
+    with t as (
+      select * from unnest(${col((t) => t.runId)}::uuid[], ${col((t) => t.triggerId)}::uuid[], ${col((t) => t.cron)}::text[], ${col((t) => t.timezone)}::text[],
+                           ${col((t) => t.tick)}::timestamptz[], ${col((t) => t.payloadJson)}::text[], ${col((t) => tickSourceIdentity(t.triggerId, t.tick))}::text[],
+                           ${col((t) => t.trace.traceparent)}::text[], ${col((t) => t.trace.tracestate)}::text[])
+        as t(run_id, trigger_id, cron, timezone, tick, payload, source_identity, traceparent, tracestate)
+    ), old as (
+      select tr.id, tr.organization_id, tr.workspace_id, tr.workflow_id, tr.key, tr.cron, tr.timezone, tr.schedule_since, tr.last_tick_at, w.version
+      from workflow_triggers as tr join workflows as w on w.id = tr.workflow_id
+      where tr.id in (select trigger_id from t) and tr.type = 'schedule' and w.is_active
+      order by tr.id
+      for update of tr
+    ), f as (
+      select t.*, o.organization_id, o.workspace_id, o.workflow_id, o.key, o.version
+      from t join old as o on o.id = t.trigger_id
+      where o.cron = t.cron and o.timezone = t.timezone and o.schedule_since <= t.tick and (o.last_tick_at is null or o.last_tick_at < t.tick)
+    ), moved as (
+      update workflow_triggers as tr set last_tick_at = m.tick
+      from (select trigger_id, max(tick) as tick from f group by trigger_id) as m
+      where tr.id = m.trigger_id
     ), r as (
       insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, payload, max_attempts, run_at, inserted_at, updated_at, source_identity,
                                  traceparent, tracestate)
-      select ${t.runId}, g.organization_id, g.workspace_id, g.workflow_id, g.version, g.key, ${t.payloadJson}::jsonb, ${t.maxAttempts}, ${t.now}, ${t.now}, ${t.now},
-             ${tickSourceIdentity(t.triggerId, t.tick)}, ${t.trace.traceparent}, ${t.trace.tracestate}
-      from g
+      select f.run_id, f.organization_id, f.workspace_id, f.workflow_id, f.version, f.key, f.payload::jsonb, ${maxAttempts}, ${now}, ${now}, ${now},
+             f.source_identity, f.traceparent, f.tracestate
+      from f
       returning id
     )
     select id from r`.execute(db);
-  return rows[0]?.id;
+  return new Set(rows.map((r) => r.id));
 }
