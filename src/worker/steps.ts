@@ -93,7 +93,8 @@ async function evaluate(env: StepEnv, job: ExpressionJob): Promise<unknown[][]> 
     return await env.expressions.run(job);
   } catch (err) {
     if (err instanceof ExpressionError) throw permanentFailure(err.message);
-    throw err;
+    // The pool's own trouble (closing at shutdown, a process lost to an outside signal): another attempt can succeed.
+    throw new WorkFailure(err instanceof Error ? err.message : String(err), { transient: true, cause: err });
   }
 }
 

@@ -37,7 +37,9 @@ export interface ExpressionJob {
 export interface ExpressionPool {
   /**
    * The results of the job's expressions, in order (undefined where one selects nothing):
-   * one row, or one row per item with forEach. Throws ExpressionError, which is permanent.
+   * one row, or one row per item with forEach. Throws ExpressionError, which is permanent;
+   * any other error is the pool's (closed, a process lost to an outside signal), not the
+   * expression's, and a step retries on it.
    */
   run(job: ExpressionJob): Promise<unknown[][]>;
   /** Children alive now. */
@@ -127,6 +129,10 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
           if (jobs.length > 1) {
             for (const job of jobs) job.alone = true;
             queue.unshift(...jobs);
+          } else if (jobs.length === 1 && end.killedFor === undefined && !end.outOfMemory && end.signal !== null) {
+            // A signal the pool did not send (an operator's, a service manager's): not the
+            // expression's doing, so not an ExpressionError; the step goes again (transient).
+            jobs[0]!.reject(new Error(`The expression's process was ended by ${end.signal} from outside the pool`));
           } else if (jobs.length === 1) {
             jobs[0]!.reject(
               new ExpressionError(end.killedFor ?? (end.outOfMemory ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')),
