@@ -61,6 +61,8 @@ export interface TestRunDeps {
   clock: () => number;
   connectors?: ConnectorRuntime;
   expressions: ExpressionPool;
+  /** The run record's caps: a step output past its cap is kept as its preview, as in a run. */
+  config: { runRecord: { outputBytes: number } };
 }
 
 export type TestRunOutcome = 'completed' | 'stopped_at_condition' | 'failed';
@@ -131,6 +133,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     expressions: deps.expressions,
     dryRun,
     trace: span,
+    outputMaxBytes: deps.config.runRecord.outputBytes,
     ...(deps.connectors ? { connectors: deps.connectors } : {}),
   };
   let outcome;
@@ -149,7 +152,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     const ran = r.status !== 'skipped';
     const stepInput = ran ? { payload: run.payload, steps: { ...seen }, run: { id, attempt: 1 }, trigger: { key: run.trigger_key } } : null;
     if (r.status === 'succeeded') {
-      // The next step saw the whole output, whatever the record keeps of it.
+      // What the next step saw: the output, or its preview past RUN_STEP_OUTPUT_MAX_BYTES.
       seen[r.key] = outcome.steps[i]!.output;
       if (type === 'write_fact') facts += note.facts?.length ?? 0;
     }

@@ -168,6 +168,7 @@ async function attempt(deps: Deps, recordOutcome: RecordOutcome, facts: FactWrit
       metrics: deps.metrics,
       trace: span,
       storeFacts: facts.store,
+      outputMaxBytes: deps.config.runRecord.outputBytes,
     };
     outcome = await executeRun(env, run, { schedule: deps.config.runRetrySchedule, retryAfterMaxMs: deps.config.runRetryAfterMaxMs });
   } catch (err) {
