@@ -223,7 +223,11 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
         // A claim that was under way when the worker began to stop: its runs go back at once,
         // not started, so none is left running past the drain with the lease still held.
         if (w.stopping) {
-          await releaseClaimed(deps, w, claimed.map((r) => r.id));
+          await releaseClaimed(
+            deps,
+            w,
+            claimed.map((r) => r.id),
+          );
           break;
         }
         for (const run of claimed) {

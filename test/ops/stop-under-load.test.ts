@@ -106,7 +106,9 @@ async function setUp(base: string, dataDir: string): Promise<{ bearer: () => Pro
 }
 
 async function listRuns(base: string, token: string): Promise<any[]> {
-  const r = await fetch(`${base}/api/json/v1/workflow_runs?page[limit]=250`, { headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.api+json' } });
+  const r = await fetch(`${base}/api/json/v1/workflow_runs?page[limit]=250`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.api+json' },
+  });
   const body = (await r.json()) as any;
   assert.equal(r.status, 200, JSON.stringify(body));
   return body.data;
@@ -174,7 +176,7 @@ test('SIGTERM under load, to the process or its whole group, fails no run', { ti
       }
     };
     const senders = Array.from({ length: 4 }, sender);
-    for (const deadline = Date.now() + 60_000; acceptedThisRound < BEFORE_STOP && Date.now() < deadline; ) await sleep(20);
+    for (const deadline = Date.now() + 60_000; acceptedThisRound < BEFORE_STOP && Date.now() < deadline;) await sleep(20);
     assert.ok(acceptedThisRound >= BEFORE_STOP, `only ${acceptedThisRound} deliveries accepted in a round: ${server.output()}`);
     // Runs are in flight now (the worker claims at once); some steps are inside the pool.
     process.kill(how === 'group' ? -server.child.pid! : server.child.pid!, 'SIGTERM');
@@ -188,11 +190,14 @@ test('SIGTERM under load, to the process or its whole group, fails no run', { ti
 
   // The last start finishes every run the stops left.
   const token = await bearer();
-  let runs: any[] = [];
-  for (const deadline = Date.now() + 120_000; ; ) {
+  let runs: any[];
+  for (const deadline = Date.now() + 120_000; ;) {
     runs = await listRuns(base, token);
     if (runs.every((r) => r.attributes.status === 'succeeded' || r.attributes.status === 'failed')) break;
-    if (Date.now() > deadline) assert.fail(`runs still unfinished: ${JSON.stringify(runs.filter((r) => !['succeeded', 'failed'].includes(r.attributes.status)).map((r) => r.attributes))}`);
+    if (Date.now() > deadline)
+      assert.fail(
+        `runs still unfinished: ${JSON.stringify(runs.filter((r) => !['succeeded', 'failed'].includes(r.attributes.status)).map((r) => r.attributes))}`,
+      );
     await sleep(200);
   }
   assert.ok(runs.length < 250, 'every run fits one page');

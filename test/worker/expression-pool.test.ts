@@ -51,7 +51,9 @@ describe('the expression pool', () => {
     await pool.run({ input: {}, expressions: ['1'] });
     const job = own.run({ input: {}, expressions: ['$count([1..60000].($string($)))'] });
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const pids = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'expression-child'], { encoding: 'utf8' }).trim().split(/\s+/);
+    const pids = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'expression-child'], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/);
     assert.ok(pids.length > 0);
     for (const pid of pids) {
       const pgid = execFileSync('ps', ['-o', 'pgid=', '-p', pid], { encoding: 'utf8' }).trim();
