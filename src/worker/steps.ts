@@ -17,7 +17,7 @@ import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts
 import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts, type FactStore } from '../facts/write.ts';
-import { ExpressionError } from '../workflows/expressions.ts';
+import { ExpressionError, ExpressionPoolError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
@@ -96,7 +96,8 @@ async function evaluate(env: StepEnv, job: ExpressionJob): Promise<unknown[][]> 
   } catch (err) {
     if (err instanceof ExpressionError) throw permanentFailure(err.message);
     // The pool's own trouble (closing at shutdown, a process lost to an outside signal): another attempt can succeed.
-    throw new WorkFailure(err instanceof Error ? err.message : String(err), { transient: true, cause: err });
+    if (err instanceof ExpressionPoolError) throw new WorkFailure(err.message, { transient: true, cause: err });
+    throw err;
   }
 }
 

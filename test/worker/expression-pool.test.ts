@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createExpressionPool } from '../../src/workflows/expression-pool.ts';
-import { ExpressionError } from '../../src/workflows/expressions.ts';
+import { ExpressionError, ExpressionPoolError } from '../../src/workflows/expressions.ts';
 
 const pool = createExpressionPool({ processes: 2, memoryMb: 64, timeoutMs: 1000 });
 after(() => pool.close());
@@ -36,7 +36,7 @@ describe('the expression pool', () => {
       job,
       (err: Error) =>
         (err instanceof ExpressionError && /time budget/.test(err.message)) ||
-        (!(err instanceof ExpressionError) && /ended by SIGKILL from outside the pool/.test(err.message)),
+        (err instanceof ExpressionPoolError && /ended by SIGKILL from outside the pool/.test(err.message)),
     );
     assert.deepEqual(await pool.run({ input: {}, expressions: ['1 + 1'] }), [[2]]);
   });
