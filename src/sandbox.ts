@@ -12,6 +12,9 @@
  * and no code generation from strings unless its script needs it (a JSON Schema validator
  * compiles its schemas). It says `{ready: true}` once its script is loaded
  * (serveSandbox); an idle child does not keep this process alive, a busy one does.
+ * A child outlives a signal sent to this process's group or service (it ignores SIGTERM,
+ * SIGINT and SIGHUP, in a process group of its own) and ends when this process closes it
+ * or is gone.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -24,6 +27,8 @@ export interface SandboxEnd {
   killedFor: string | undefined;
   /** The end of what it wrote on stderr, for a log. */
   stderr: string;
+  /** The signal that ended it (null: it exited). */
+  signal: NodeJS.Signals | null;
 }
 
 export interface SandboxEvents<M> {
@@ -60,6 +65,10 @@ export function startSandbox<M>(script: URL, opts: SandboxOptions, events: Sandb
     env: {},
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    // A process group of its own: a signal to this process's group (a terminal's Ctrl-C, a
+    // `kill -- -pid`) does not end the work this process still waits for. It still ends
+    // with this process: its IPC channel closes then (serveSandbox).
+    detached: true,
   });
   if (opts.priority !== undefined && opts.priority > 0 && proc.pid !== undefined) {
     try {
@@ -86,9 +95,9 @@ export function startSandbox<M>(script: URL, opts: SandboxOptions, events: Sandb
     } else events.message(m as M);
   });
   proc.on('error', () => undefined);
-  proc.on('exit', () => {
+  proc.on('exit', (_code, signal) => {
     exited = true;
-    events.exit({ outOfMemory: /heap out of memory|Allocation failed/i.test(stderr), killedFor, stderr });
+    events.exit({ outOfMemory: /heap out of memory|Allocation failed/i.test(stderr), killedFor, stderr, signal });
   });
   return {
     send(message) {
@@ -118,5 +127,8 @@ export function serveSandbox<J>(handle: (job: J, reply: (m: unknown) => void) =>
   const reply = (m: unknown) => process.send!(m as never);
   process.on('message', (job: J) => handle(job, reply));
   process.on('disconnect', () => process.exit(0));
+  // A service manager signals every process of the service (systemd's KillMode=control-group):
+  // the parent decides when its children end, while it drains.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => undefined);
   reply({ ready: true });
 }

@@ -17,7 +17,7 @@ import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts
 import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts, type FactStore } from '../facts/write.ts';
-import { ExpressionError } from '../workflows/expressions.ts';
+import { ExpressionError, ExpressionPoolError } from '../workflows/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
@@ -25,7 +25,7 @@ import { claimedConnector } from '../connectors/connector-cache.ts';
 import { connectorCall, previewCall, type CallParts, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
-import { cutText } from '../workflows/run-record.ts';
+import { cutText, keptOutput } from '../workflows/run-record.ts';
 import { plainPath } from '../workflows/plain-path.ts';
 import type { TraceSpan } from '../tracing.ts';
 
@@ -56,6 +56,8 @@ export interface StepEnv {
   trace?: TraceSpan | undefined;
   /** Where write_fact stores: the worker's fact writer (batches concurrent runs); one statement per step when absent. */
   storeFacts?: FactStore;
+  /** A step output past this (as JSON, RUN_STEP_OUTPUT_MAX_BYTES) is kept as its preview, for the record and the later steps (run-record.ts keptOutput). */
+  outputMaxBytes: number;
 }
 
 /**
@@ -94,6 +96,8 @@ async function evaluate(env: StepEnv, run: Pick<ClaimedRun, 'workspace_id'>, job
     return await env.expressions.run({ ...job, workspace: run.workspace_id });
   } catch (err) {
     if (err instanceof ExpressionError) throw permanentFailure(err.message);
+    // The pool's own trouble (closing at shutdown, a process lost to an outside signal): another attempt can succeed.
+    if (err instanceof ExpressionPoolError) throw new WorkFailure(err.message, { transient: true, cause: err });
     throw err;
   }
 }
@@ -353,12 +357,15 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       env.metrics?.stepAttempt(step.type, 'succeeded');
       span?.set({ 'tributary.step.outcome': 'succeeded' });
       span?.end();
-      const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), output: output ?? null, error: null };
+      // Kept within the cap from here on: what the record keeps is what the later steps see.
+      const kept = keptOutput(output, env.outputMaxBytes);
+      output = undefined;
+      const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), ...kept, error: null };
       // What the expression gave, before truthiness (nothing is shown as null).
       if (step.type === 'condition') record.value = conditionValue(value);
       records.push(record);
-      ctx.steps[step.key] = output;
-      if (step.type === 'condition' && output === false) {
+      ctx.steps[step.key] = kept.output;
+      if (step.type === 'condition' && kept.output === false) {
         skipRest(i + 1, `condition false at step ${step.key}`);
         return { status: 'succeeded', outcome: 'stopped_at_condition', steps: records, error: null, factsWritten };
       }

@@ -71,7 +71,8 @@ export interface TestRunDeps {
   /** The test runs' own pool, not the runs'. */
   testExpressions: ExpressionPool;
   limiter: Limiter;
-  config: { testRuns: Pick<Config['testRuns'], 'concurrency' | 'max' | 'windowSeconds'> };
+  /** The test-run limits, and the run record's caps: a step output past its cap is kept as its preview, as in a run. */
+  config: { testRuns: Pick<Config['testRuns'], 'concurrency' | 'max' | 'windowSeconds'>; runRecord: { outputBytes: number } };
   testRunsInProgress: Map<string, number>;
 }
 
@@ -195,6 +196,7 @@ async function testRunIn(
     expressions: deps.testExpressions,
     dryRun,
     trace: span,
+    outputMaxBytes: deps.config.runRecord.outputBytes,
     ...(deps.connectors ? { connectors: deps.connectors } : {}),
   };
   let outcome;
@@ -213,7 +215,7 @@ async function testRunIn(
     const ran = r.status !== 'skipped';
     const stepInput = ran ? { payload: run.payload, steps: { ...seen }, run: { id, attempt: 1 }, trigger: { key: run.trigger_key } } : null;
     if (r.status === 'succeeded') {
-      // The next step saw the whole output, whatever the record keeps of it.
+      // What the next step saw: the output, or its preview past RUN_STEP_OUTPUT_MAX_BYTES.
       seen[r.key] = outcome.steps[i]!.output;
       if (type === 'write_fact') facts += note.facts?.length ?? 0;
     }

@@ -168,6 +168,7 @@ async function attempt(deps: Deps, recordOutcome: RecordOutcome, facts: FactWrit
       metrics: deps.metrics,
       trace: span,
       storeFacts: facts.store,
+      outputMaxBytes: deps.config.runRecord.outputBytes,
     };
     outcome = await executeRun(env, run, { schedule: deps.config.runRetrySchedule, retryAfterMaxMs: deps.config.runRetryAfterMaxMs });
   } catch (err) {
@@ -186,11 +187,11 @@ async function attempt(deps: Deps, recordOutcome: RecordOutcome, facts: FactWrit
  * run may be ready (a signal, a notification, the poll, a finished run); calls made while
  * it runs fold into one more pass.
  */
-function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Promise<void>): () => Promise<void> {
+function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Promise<void>): { loop: () => Promise<void>; settled: () => Promise<void> } {
   const { config, log } = deps;
   const capacity = config.workerConcurrency;
   const minBatch = Math.max(1, Math.floor(capacity / 4));
-  let looping = false;
+  let looping: Promise<void> | undefined;
   let again = false;
   let databaseDown = false;
   // Where the next claim's rotation over the workspaces starts (claimBatch).
@@ -200,7 +201,8 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
       again = true;
       return;
     }
-    looping = true;
+    let passed!: () => void;
+    looping = new Promise((resolve) => (passed = resolve));
     try {
       do {
         again = false;
@@ -224,6 +226,16 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
           databaseDown = true;
           break;
         }
+        // A claim that was under way when the worker began to stop: its runs go back at once,
+        // not started, so none is left running past the drain with the lease still held.
+        if (w.stopping) {
+          await releaseClaimed(
+            deps,
+            w,
+            claimed.map((r) => r.id),
+          );
+          break;
+        }
         for (const run of claimed) {
           const p = execute(run).finally(() => {
             w.running.delete(run.id);
@@ -235,10 +247,20 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
         if (claimed.length === free) again = true;
       } while (again);
     } finally {
-      looping = false;
+      looping = undefined;
+      passed();
     }
   };
-  return loop;
+  // The pass under way, if any, has ended: every run it claimed is running or released.
+  return { loop, settled: () => looping ?? Promise.resolve() };
+}
+
+/** Gives runs back to the queue, ready at once for another worker, the attempt not counted. */
+async function releaseClaimed(deps: Deps, w: WorkerState, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await releaseRuns(deps.db, w.id, ids, new Date(deps.clock())).catch((err) =>
+    deps.log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'),
+  );
 }
 
 /** How often kept connectors unused since the last look are dropped. */
@@ -293,7 +315,7 @@ export function startWorker(deps: Deps): Worker {
   const recordOutcome = outcomeRecorder(deps, w);
   // The write_fact stores of the runs executing together go in one statement (fact-writer.ts).
   const facts = factWriter(deps.db);
-  const loop = claimLoop(deps, w, (run) => attempt(deps, recordOutcome, facts, run));
+  const { loop, settled } = claimLoop(deps, w, (run) => attempt(deps, recordOutcome, facts, run));
   const leases = leaseKeeping(deps, w, () => void loop());
 
   let pollTimer: NodeJS.Timeout | undefined;
@@ -317,6 +339,8 @@ export function startWorker(deps: Deps): Worker {
       leases.stopReclaim();
       unsubscribe();
       await listener?.close();
+      // A claim under way now would add runs after the wait below began: wait for it first.
+      await settled();
       const all = Promise.allSettled([...w.running.values()]);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
@@ -324,9 +348,7 @@ export function startWorker(deps: Deps): Worker {
       leases.stopHeartbeat();
       if (w.running.size > 0) {
         log.warn({ runs: w.running.size }, 'releasing runs still executing at shutdown');
-        await releaseRuns(deps.db, w.id, [...w.running.keys()], new Date(deps.clock())).catch((err) =>
-          log.warn({ err: { message: (err as Error).message } }, 'could not release runs; their leases will run out'),
-        );
+        await releaseClaimed(deps, w, [...w.running.keys()]);
       }
     },
   };

@@ -23,7 +23,7 @@
  * - Ended children are replaced on demand. Idle children do not keep this process alive.
  */
 import { startSandbox, type Sandbox } from '../sandbox.ts';
-import { budgetMessage, ExpressionError } from './expressions.ts';
+import { budgetMessage, ExpressionError, ExpressionPoolError } from './expressions.ts';
 
 export interface ExpressionPoolOptions {
   /** Child processes at most (EXPRESSION_PROCESSES). */
@@ -50,7 +50,8 @@ export interface ExpressionJob {
 export interface ExpressionPool {
   /**
    * The results of the job's expressions, in order (undefined where one selects nothing):
-   * one row, or one row per item with forEach. Throws ExpressionError, which is permanent.
+   * one row, or one row per item with forEach. Throws ExpressionError, which is permanent,
+   * or ExpressionPoolError (closed, a process lost to an outside signal), which is not.
    */
   run(job: ExpressionJob): Promise<unknown[][]>;
   /** Children alive now. */
@@ -189,7 +190,7 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
           c.jobs.clear();
           if (closed) {
             // Closing is not the expression's fault: not an ExpressionError, which would fail its run for good.
-            for (const job of jobs) job.reject(new Error('The expression pool is closed'));
+            for (const job of jobs) job.reject(new ExpressionPoolError('The expression pool is closed'));
             if (children.size === 0) for (const done of closing.splice(0)) done();
             return;
           }
@@ -198,6 +199,10 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
               job.alone = true;
               enqueue(job, true);
             }
+          } else if (jobs.length === 1 && end.killedFor === undefined && !end.outOfMemory && end.signal !== null) {
+            // A signal the pool did not send (an operator's, a service manager's): not the
+            // expression's doing, so not an ExpressionError; the step goes again (transient).
+            jobs[0]!.reject(new ExpressionPoolError(`The expression's process was ended by ${end.signal} from outside the pool`));
           } else if (jobs.length === 1) {
             jobs[0]!.reject(
               new ExpressionError(end.killedFor ?? (end.outOfMemory ? budgetMessage.memory(opts.memoryMb) : 'The expression stopped its process unexpectedly')),
@@ -299,7 +304,7 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
 
   return {
     run(job) {
-      if (closed) return Promise.reject(new Error('The expression pool is closed'));
+      if (closed) return Promise.reject(new ExpressionPoolError('The expression pool is closed'));
       return new Promise<unknown[][]>((resolve, reject) => {
         enqueue({
           id: nextId++,
@@ -318,7 +323,7 @@ export function createExpressionPool(opts: ExpressionPoolOptions): ExpressionPoo
     async close() {
       closed = true;
       clearInterval(watch);
-      rejectAll(() => new Error('The expression pool is closed'));
+      rejectAll(() => new ExpressionPoolError('The expression pool is closed'));
       if (children.size === 0) return;
       const done = new Promise<void>((resolve) => closing.push(resolve));
       for (const c of children) c.box.kill('The expression pool is closed');

@@ -36,6 +36,17 @@ export class ExpressionError extends Error {
   }
 }
 
+/**
+ * The expression pool's own trouble, not the expression's: it is closing (a shutdown), or
+ * a process was ended by a signal the pool did not send. Another attempt can succeed.
+ */
+export class ExpressionPoolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ExpressionPoolError';
+  }
+}
+
 /** The messages of a budget failure, shared by the thread (its own guardrail) and the pool (the hard deadline). */
 const duration = (ms: number) => (ms >= 1000 && ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
 export const budgetMessage = {

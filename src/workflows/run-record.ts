@@ -1,8 +1,9 @@
 /**
  * The size bounds of a run record. The worker stores each step's output up to a cap and
  * the steps together up to another; beyond them a step keeps a preview of its output and
- * says so (`output_truncated`, `output_bytes`). Only the record is cut: the next step was
- * handed the whole output in memory. Errors are cut with a marker.
+ * says so (`output_truncated`, `output_bytes`). An output over its cap is cut as the step
+ * ends (keptOutput): the later steps see its preview too, so a run holds at most the cap
+ * per step; the steps' total cap cuts only the record. Errors are cut with a marker.
  *
  * An answer applies the same cuts again with the largest caps the settings allow, so a
  * record stored before the caps (or a payload as large as the webhook limit) cannot make
@@ -61,6 +62,23 @@ export function cutText(text: string, maxBytes: number, marker = ''): string {
   return text.slice(0, end) + marker;
 }
 
+/** A step output's preview: the start of its JSON, as a string of at most PREVIEW_BYTES as JSON. */
+const previewOf = (output: unknown) => cutText(JSON.stringify(output) ?? 'null', PREVIEW_BYTES);
+
+/**
+ * What a run keeps of a step's output, for its record and for the later steps alike: the
+ * output itself up to `maxBytes` as JSON (RUN_STEP_OUTPUT_MAX_BYTES), beyond it its preview,
+ * so that a run holds at most that much per step, whatever its steps give.
+ */
+export function keptOutput(output: unknown, maxBytes: number): { output: unknown; output_truncated?: true; output_bytes?: number } {
+  // Most outputs are small: a number, a flag, an object of a few fields.
+  if (output === undefined || output === null || typeof output === 'number' || typeof output === 'boolean') return { output: output ?? null };
+  if (typeof output === 'string' && output.length * 3 + 2 <= maxBytes) return { output };
+  const bytes = jsonBytes(output);
+  if (bytes <= maxBytes) return { output };
+  return { output: previewOf(output), output_truncated: true, output_bytes: bytes };
+}
+
 const cutError = (text: string, maxBytes: number) => cutText(text, maxBytes, ` ... [cut: ${Buffer.byteLength(text)} bytes]`);
 
 /** Step records within the caps: first each output and error, then the largest outputs until the steps fit. */
@@ -71,7 +89,7 @@ export function capSteps(steps: readonly StepRecord[], caps: RecordCaps): StepRe
   const out = steps.map((s) => (errorFits(s) ? s : { ...s, error: cutError(s.error!, caps.errorBytes) }));
   const sizes = out.map((s) => (s.output_truncated ? 0 : jsonBytes(s.output)));
   const truncate = (i: number) => {
-    out[i] = { ...out[i]!, output: cutText(JSON.stringify(out[i]!.output) ?? 'null', PREVIEW_BYTES), output_truncated: true, output_bytes: sizes[i]! };
+    out[i] = { ...out[i]!, output: previewOf(out[i]!.output), output_truncated: true, output_bytes: sizes[i]! };
     sizes[i] = 0;
   };
   for (let i = 0; i < out.length; i++) if (sizes[i]! > caps.outputBytes) truncate(i);

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createExpressionPool } from '../../src/workflows/expression-pool.ts';
-import { ExpressionError } from '../../src/workflows/expressions.ts';
+import { ExpressionError, ExpressionPoolError } from '../../src/workflows/expressions.ts';
 
 const pool = createExpressionPool({ processes: 2, memoryMb: 64, timeoutMs: 1000 });
 after(() => pool.close());
@@ -30,14 +30,43 @@ describe('the expression pool', () => {
     );
   });
 
-  it('a child killed under a job fails that job only; the next job runs on a fresh child', async () => {
+  it('a child killed from outside under a job fails that job only, not as the error of the expression; the next job runs on a fresh child', async () => {
     const job = pool.run({ workspace: 'w', input: { s: 'a'.repeat(200_000) }, expressions: ['$match(s, /^a*a*b$/)'] });
     // Wait until a child holds it, then kill every child from outside.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const { execFileSync } = await import('node:child_process');
     execFileSync('pkill', ['-KILL', '-P', String(process.pid), '-f', 'expression-child']);
-    await assert.rejects(job, (err) => err instanceof ExpressionError && /stopped its process unexpectedly|time budget/.test(err.message));
+    // The watchdog may have ended it first (the expression's own fault); else the outside signal is named, and a step retries on it.
+    await assert.rejects(
+      job,
+      (err: Error) =>
+        (err instanceof ExpressionError && /time budget/.test(err.message)) ||
+        (err instanceof ExpressionPoolError && /ended by SIGKILL from outside the pool/.test(err.message)),
+    );
     assert.deepEqual(await pool.run({ workspace: 'w', input: {}, expressions: ['1 + 1'] }), [[2]]);
+  });
+
+  it('a child outlives a SIGTERM, SIGINT or SIGHUP sent from outside (as a service manager sends), in a process group of its own', async () => {
+    const { execFileSync } = await import('node:child_process');
+    // A job of a few hundred ms on a pool of its own with a long budget, so the signals reach a child at work.
+    const own = createExpressionPool({ processes: 1, memoryMb: 64, timeoutMs: 20_000 });
+    after(() => own.close());
+    // Started and ready (its handlers in place) before the signals.
+    await own.run({ workspace: 'w', input: {}, expressions: ['1'] });
+    await pool.run({ workspace: 'w', input: {}, expressions: ['1'] });
+    const job = own.run({ workspace: 'w', input: {}, expressions: ['$count([1..60000].($string($)))'] });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const pids = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'expression-child'], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/);
+    assert.ok(pids.length > 0);
+    for (const pid of pids) {
+      const pgid = execFileSync('ps', ['-o', 'pgid=', '-p', pid], { encoding: 'utf8' }).trim();
+      assert.equal(pgid, pid, 'each child leads its own process group');
+      for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.kill(Number(pid), signal);
+    }
+    assert.deepEqual(await job, [[60000]]);
+    for (const pid of pids) assert.doesNotThrow(() => process.kill(Number(pid), 0), `child ${pid} is still alive`);
   });
 
   it('an allocation past the heap budget ends its child, not this process', async () => {

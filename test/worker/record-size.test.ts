@@ -1,6 +1,7 @@
 /**
  * Run records and answers have bounds: a step output over its cap is stored as a preview
- * that says so (the next step still got it whole), the steps together stay under theirs,
+ * that says so, and the later steps see that preview too (a run holds at most the cap per
+ * step, in a test run as in a run), the steps together stay under theirs,
  * a large payload is shown as a preview, and a page of runs stays within a size known in
  * advance, whatever was stored before the caps.
  */
@@ -22,7 +23,7 @@ const bigSteps = Array.from({ length: BIG }, (_, i) => ({
   type: 'transform',
   config: { expression: '$pad("", 100000, "a") & $pad("", 100000, "b")' },
 }));
-const { tokens } = await saveOk(f, {
+const { tokens, workflow } = await saveOk(f, {
   step_params: [
     ...bigSteps,
     { key: 'measure', type: 'transform', config: { expression: `$length(steps.big_0) + $length(steps.big_${BIG - 1}) + $length(payload.blob)` } },
@@ -42,7 +43,7 @@ const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 const runs = [await runWith({ blob: '' }), await runWith({ blob: 'p'.repeat(100_000) }), await runWith({ blob: 'q' })];
 
 describe('a run of large outputs', () => {
-  it('is stored within the caps, each cut step saying so, and the next step saw every output whole', async () => {
+  it('is stored within the caps, each cut step saying so, and the later steps saw each cut output as its preview', async () => {
     const run = runs[0]!;
     assert.equal(run.attributes.status, 'succeeded', run.attributes.error);
     const stored = await storedRow(run.id);
@@ -56,7 +57,10 @@ describe('a run of large outputs', () => {
       assert.ok((s.output as string).startsWith('"aaaa'));
     }
     const measure = stored.steps[BIG]!;
-    assert.equal(measure.output, 400_000);
+    // The preview, not the 200,000 characters: what the record keeps is what the run held.
+    const previewLength = (stored.steps[0]!.output as string).length + (stored.steps[BIG - 1]!.output as string).length;
+    assert.ok(previewLength < 2 * PREVIEW_BYTES);
+    assert.equal(measure.output, previewLength);
     assert.equal(measure.output_truncated, undefined);
     // The answer shows the record as stored.
     assert.deepEqual(run.attributes.steps, stored.steps);
@@ -64,7 +68,7 @@ describe('a run of large outputs', () => {
 
   it('a payload over the shown size is a preview in answers, stored whole and used whole', async () => {
     const run = runs[1]!;
-    assert.equal(run.attributes.steps[BIG].output, 500_000);
+    assert.equal(run.attributes.steps[BIG].output, 100_000 + (run.attributes.steps[0].output as string).length * 2);
     assert.equal(run.attributes.payload_truncated, true);
     assert.equal(run.attributes.payload_bytes, bytes({ blob: 'p'.repeat(100_000) }));
     assert.ok(bytes(run.attributes.payload) <= PREVIEW_BYTES);
@@ -73,6 +77,17 @@ describe('a run of large outputs', () => {
     assert.deepEqual(small.attributes.payload, { blob: 'q' });
     assert.equal(small.attributes.payload_truncated, false);
     assert.equal(small.attributes.payload_bytes, 12);
+  });
+
+  it('a test run holds the same: its later steps saw the preview of each cut output', async () => {
+    const r = await f.api.post(`${API}/workflows/${workflow.id}/test_run`, { data: { type: 'workflow_test_run', attributes: { payload: { blob: 'r' } } } });
+    assert.equal(r.status, 200, r.text.slice(0, 500));
+    const steps = r.body.data.attributes.steps;
+    assert.equal(steps[0].output_truncated, true);
+    assert.equal(steps[0].output_bytes, 200_002);
+    assert.equal(steps[BIG].output, 1 + (steps[0].output as string).length + (steps[BIG - 1].output as string).length);
+    // Each step's input shows the earlier outputs as the step saw them: previews.
+    assert.equal(steps[BIG].input.steps.big_0, steps[0].output);
   });
 
   it('a default page and the largest page answer 200 within the documented size', async () => {

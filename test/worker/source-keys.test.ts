@@ -111,7 +111,11 @@ describe('a delivery', () => {
     const facts = await count('facts');
     const entries = await timeline();
     const v2 = claimed!;
-    const outcome = await executeRun({ db, clock: () => Date.now(), expressions: f.t.deps.expressions }, v2, { schedule: [10], retryAfterMaxMs: 1000 });
+    const outcome = await executeRun(
+      { db, clock: () => Date.now(), expressions: f.t.deps.expressions, outputMaxBytes: f.t.deps.config.runRecord.outputBytes },
+      v2,
+      { schedule: [10], retryAfterMaxMs: 1000 },
+    );
     assert.equal(outcome.outcome, 'completed');
     assert.equal(outcome.factsWritten, 2);
     await finishRuns(db, 'test', [{ id: claimed!.id, outcome }], new Date());
@@ -128,7 +132,11 @@ describe('a delivery', () => {
     assert.equal(current.length, 4);
     for (const c of current) assert.match(c.source_key, /:v2:store:[01]$/, JSON.stringify(current));
     // And run again as version 2 (a retry): nothing new.
-    const again = await executeRun({ db, clock: () => Date.now(), expressions: f.t.deps.expressions }, v2, { schedule: [10], retryAfterMaxMs: 1000 });
+    const again = await executeRun(
+      { db, clock: () => Date.now(), expressions: f.t.deps.expressions, outputMaxBytes: f.t.deps.config.runRecord.outputBytes },
+      v2,
+      { schedule: [10], retryAfterMaxMs: 1000 },
+    );
     assert.equal(again.factsWritten, 0);
     assert.equal(await count('facts'), facts + 2);
   });

@@ -25,7 +25,7 @@ const { tokens } = await saveOk(f, {
 });
 const path = `/api/v1/webhooks/${tokens.hook}`;
 const db = f.t.deps.db;
-const env = { db, clock: () => Date.now(), expressions: f.t.deps.expressions };
+const env = { db, clock: () => Date.now(), expressions: f.t.deps.expressions, outputMaxBytes: f.t.deps.config.runRecord.outputBytes };
 const lease = (ms: number) => new Date(Date.now() + ms);
 const RETRY = { schedule: [10], retryAfterMaxMs: 3_600_000 };
 const factCount = async () => Number((await sql<{ n: string }>`select count(*) as n from facts`.execute(db)).rows[0]!.n);

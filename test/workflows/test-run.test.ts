@@ -216,10 +216,12 @@ describe('a test run', () => {
 
   it('stays bounded: a large input is a preview, at most 100 facts and problems are listed', async () => {
     const id = await workflow([
+      { key: 'pad', type: 'transform', config: { expression: '$pad("", 20000, "y")' } },
       {
         key: 'shape',
         type: 'transform',
-        config: { expression: '[0..149].{"id": "o-" & $string($), "status": $ % 2 = 0 ? "paid" : $, "filler": $pad("", 500, "x")}' },
+        // 150 items of about 340 bytes: within the step output cap (64 KiB), so the next step gets them all.
+        config: { expression: '[0..149].{"id": "o-" & $string($), "status": $ % 2 = 0 ? "paid" : $, "filler": $pad("", 300, "x")}' },
       },
       {
         key: 'store',
@@ -229,9 +231,10 @@ describe('a test run', () => {
     ]);
     const r = await testRun(id, { payload: {} });
     assert.equal(r.status, 200, r.text);
-    const [shape, store] = r.body.data.attributes.steps;
+    const [, shape, store] = r.body.data.attributes.steps;
     assert.equal(shape.input_truncated, undefined);
-    // The store step's input holds the 150 items of shape's output.
+    assert.equal(shape.output_truncated, undefined);
+    // The store step's input holds pad's output and the 150 items of shape's output.
     assert.equal(store.input_truncated, true);
     assert.equal(typeof store.input, 'string');
     assert.ok(store.input_bytes > 65_536);
