@@ -239,7 +239,7 @@ async function ingest(
       payloadJson ??= storedPayload(deps, request, body);
       now = deps.clock();
       const { signedId } = admitted;
-      const signed = signedId === undefined ? undefined : { triggerId, scheme: signedId.scheme, value: signedId.value };
+      const signed = signedId === undefined ? undefined : { triggerId, ...signedId };
       identity = deliveryIdentity(request.headers, tokenHash, body, now, signed);
       if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH)
         throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
