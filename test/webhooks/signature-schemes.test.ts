@@ -182,7 +182,7 @@ describe('connector config.signature_scheme', () => {
     assert.equal(apiKey.body.errors[0].source.pointer, '/data/attributes/config/signature_scheme');
   });
   it('a raw secret is taken for a non-standard scheme, shown in reads; a later switch to api_key is refused', async () => {
-    const c = await connector('plain-secret', { signature_scheme: 'slack' });
+    const c = await connector('plain-secret-0123456', { signature_scheme: 'slack' });
     assert.equal(c.status, 201, c.text);
     const r = await f.api.get(`${API}/external_connectors/${c.body.data.id}`);
     assert.equal(r.body.data.attributes.config.signature_scheme, 'slack');
