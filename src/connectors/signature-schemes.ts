@@ -2,11 +2,14 @@
  * The signature schemes of real webhook senders, verified over the raw bytes of a delivery
  * and signed the same way (for tests and for senders that need it). Every comparison is
  * constant-time; a scheme that signs a timestamp refuses one older or newer than the
- * tolerance, so a captured delivery cannot be replayed later. What a verified delivery's
- * signer says its message id is (signedId) is the delivery identity (webhooks/identity.ts).
+ * tolerance, so a captured delivery cannot be replayed later. What the signature covers
+ * (signedId: Standard Webhooks' id; Stripe's and Slack's timestamp with the body digest;
+ * GitHub's and Shopify's body digest) is the delivery identity (webhooks/identity.ts):
+ * their id headers (X-GitHub-Delivery, X-Shopify-Webhook-Id) are not signed, so they only
+ * label the run.
  * docs/webhooks.md, "Signature schemes", shows each with its headers.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   checkStandardWebhook,
@@ -46,15 +49,27 @@ function timestampProblem(ts: string, nowSeconds: number): SignatureFailure | un
   return Math.abs(nowSeconds - Number(ts)) > SIGNATURE_TOLERANCE_SECONDS ? 'timestamp outside the tolerance' : undefined;
 }
 
-const withId = (scheme: SignatureScheme, value: string | undefined): SignatureCheck =>
-  value === undefined ? { ok: true } : { ok: true, signedId: { scheme, value } };
+/** The digest of the bytes the signature covers; one-shot, no Hash object per delivery. */
+const bodyDigest = (body: Buffer) => `sha256:${hash('sha256', body, 'hex')}`;
+
+/** A verified message whose signature covers the body only: the body's digest, labelled by the sender's unsigned id. */
+const bodySigned = (scheme: SignatureScheme, body: Buffer, label: string | undefined): SignatureCheck => {
+  const digest = bodyDigest(body);
+  return { ok: true, signedId: { scheme, value: digest, shown: label ?? digest } };
+};
+
+/** A verified message whose signature covers a timestamp and the body: both, as one identity. */
+const stampSigned = (scheme: SignatureScheme, timestamp: string, body: Buffer): SignatureCheck => {
+  const digest = bodyDigest(body);
+  return { ok: true, signedId: { scheme, value: `${timestamp}:${digest}`, shown: digest } };
+};
 
 function github(headers: IncomingHttpHeaders, body: Buffer, secret: string): SignatureCheck {
   const sig = header(headers, 'x-hub-signature-256');
   if (sig === undefined) return { ok: false, reason: 'missing signature headers' };
   const given = sig.startsWith('sha256=') ? fromHex(sig.slice('sha256='.length)) : Buffer.alloc(0);
   if (!anyEqual(hmac(secret, body), [given])) return { ok: false, reason: 'signature mismatch' };
-  return withId('github', header(headers, 'x-github-delivery'));
+  return bodySigned('github', body, header(headers, 'x-github-delivery'));
 }
 
 function stripe(headers: IncomingHttpHeaders, body: Buffer, secret: string, nowSeconds: number): SignatureCheck {
@@ -72,15 +87,15 @@ function stripe(headers: IncomingHttpHeaders, body: Buffer, secret: string, nowS
   // The signature first: a stale timestamp is only worth telling a sender who holds the secret.
   if (!anyEqual(hmac(secret, `${t}.`, body), v1)) return { ok: false, reason: 'signature mismatch' };
   const late = timestampProblem(t, nowSeconds);
-  // Stripe's event id is inside the body: the body's digest is its identity.
-  return late ? { ok: false, reason: late } : { ok: true };
+  // Stripe's event id is inside the body, and a retry is signed anew (another t): the signed t with the body's digest.
+  return late ? { ok: false, reason: late } : stampSigned('stripe', t, body);
 }
 
 function shopify(headers: IncomingHttpHeaders, body: Buffer, secret: string): SignatureCheck {
   const sig = header(headers, 'x-shopify-hmac-sha256');
   if (sig === undefined) return { ok: false, reason: 'missing signature headers' };
   if (!anyEqual(hmac(secret, body), [Buffer.from(sig, 'base64')])) return { ok: false, reason: 'signature mismatch' };
-  return withId('shopify', header(headers, 'x-shopify-webhook-id'));
+  return bodySigned('shopify', body, header(headers, 'x-shopify-webhook-id'));
 }
 
 function slack(headers: IncomingHttpHeaders, body: Buffer, secret: string, nowSeconds: number): SignatureCheck {
@@ -90,7 +105,7 @@ function slack(headers: IncomingHttpHeaders, body: Buffer, secret: string, nowSe
   const given = sig.startsWith('v0=') ? fromHex(sig.slice('v0='.length)) : Buffer.alloc(0);
   if (!anyEqual(hmac(secret, `v0:${ts}:`, body), [given])) return { ok: false, reason: 'signature mismatch' };
   const late = timestampProblem(ts, nowSeconds);
-  return late ? { ok: false, reason: late } : { ok: true };
+  return late ? { ok: false, reason: late } : stampSigned('slack', ts, body);
 }
 
 /** Verifies a delivery by its connector's scheme with the connector's secret, at `nowSeconds`. */

@@ -20,10 +20,18 @@ export const isSignatureScheme = (s: unknown): s is SignatureScheme => typeof s 
 /** Why a delivery was refused, in words a sender can act on (never the signature or the secret). */
 export type SignatureFailure = 'missing signature headers' | 'signature mismatch' | 'timestamp outside the tolerance';
 
-/** The sender's own id of a verified message: which scheme vouches for it, and its value. */
+/**
+ * What a verified message's signature vouches for, as its delivery identity
+ * (webhooks/identity.ts): `value` is made of signed parts only (Standard Webhooks' id;
+ * Stripe's and Slack's timestamp with the body's digest; GitHub's and Shopify's body
+ * digest), so no header outside the signature can change it. `shown` is what the run
+ * shows as its delivery_id when no delivery-id header came: the sender's own id where it
+ * sends one (an unsigned X-GitHub-Delivery only ever labels the run), else the digest.
+ */
 export interface SignedId {
   scheme: SignatureScheme;
   value: string;
+  shown: string;
 }
 
 export type SignatureCheck = { ok: true; signedId?: SignedId } | { ok: false; reason: SignatureFailure };
@@ -67,7 +75,7 @@ export function checkStandardWebhook(headers: IncomingHttpHeaders, body: Buffer,
   }
   if (!ok) return { ok: false, reason: 'signature mismatch' };
   if (Math.abs(nowSeconds - Number(timestamp)) > SIGNATURE_TOLERANCE_SECONDS) return { ok: false, reason: 'timestamp outside the tolerance' };
-  return { ok: true, signedId: { scheme: 'standard_webhooks', value: id } };
+  return { ok: true, signedId: { scheme: 'standard_webhooks', value: id, shown: id } };
 }
 
 /** Whether one of the delivery's signatures is the secret's over these bytes, within the clock tolerance. */

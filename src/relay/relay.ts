@@ -64,6 +64,17 @@ const NOT_FORWARDED = new Set([
 /** Headers of the service's answer the provider gets back. */
 const RETURNED = ['content-type', 'retry-after', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy'];
 
+/** The scope the relay's token is exchanged for. */
+export const RELAY_SCOPE = 'webhooks';
+
+/**
+ * A refusal of the relay's own (no delivery reached the service), in the webhook shape: a
+ * token no trigger can have (past the router's length) or a path the router cannot read is
+ * an unknown trigger. Neither the token nor the path is ever put in the answer.
+ */
+const notFound = () => new AppError('not_found', WEBHOOK_TEXT.triggerNotFound);
+const HOOK_PATH_RE = /^\/hooks\/[^/?]*(?:\?.*)?$/;
+
 /** Seconds a provider is told to wait when the relay itself cannot reach the service or get a token. */
 export const RELAY_RETRY_AFTER_SECONDS = 5;
 
@@ -87,6 +98,15 @@ export interface Relay {
   stop(): Promise<void>;
 }
 
+function refuse(given: AppError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // A Content-Type the parser cannot read is what the service answers a body it cannot read: 422.
+  const e = given.code === 'unsupported_media_type' ? new AppError('invalid_request', 'The Content-Type of the request cannot be read') : given;
+  request.errorCode = e.code;
+  if (e.headers) reply.headers(e.headers);
+  if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
+  return renderWebhookError(e, request, reply);
+}
+
 const unavailable = (detail: string) =>
   new AppError('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: RELAY_RETRY_AFTER_SECONDS, cause: new Error(detail) });
 
@@ -99,7 +119,8 @@ function exchangeWith(pool: Pool, origin: URL, credentials: Credentials, timeout
         method: 'POST',
         path: `${origin.pathname.replace(/\/$/, '')}/api/v1/oauth/token`,
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString(),
+        // The one scope the relay uses: a token it holds can ingest and do nothing else, whatever else its account was granted.
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: RELAY_SCOPE }).toString(),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
@@ -143,6 +164,12 @@ export async function createRelay(opts: RelayOptions): Promise<Relay> {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: limit,
     routerOptions: { maxParamLength: 500 },
+    // Fastify's own answers (414 for a long token, 400 for a bad escape) echo the path: ours do not.
+    frameworkErrors: (err, request, reply) => {
+      const code = (err as { code?: unknown }).code;
+      const e = code === 'FST_ERR_MAX_PARAM_LENGTH' || code === 'FST_ERR_BAD_URL' ? notFound() : toAppError(err);
+      return refuse(e, request, reply);
+    },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     ...connectionOptions(config, () => (e) => ({ contentType: 'application/json', body: webhookErrorBody(e) })),
@@ -160,16 +187,14 @@ export async function createRelay(opts: RelayOptions): Promise<Relay> {
   app.setErrorHandler((err, request, reply) => {
     const e = toAppError(err);
     if (e.status >= 500 && e.code !== 'unavailable') request.log.error({ err }, 'relay: request failed');
-    if (e.headers) reply.headers(e.headers);
-    if (e.retryAfter !== undefined) reply.header('retry-after', String(e.retryAfter));
-    return renderWebhookError(e, request, reply);
+    return refuse(e, request, reply);
   });
-  app.setNotFoundHandler((_request, reply) =>
-    reply
-      .code(404)
-      .type('application/json')
-      .send(webhookErrorBody(new AppError('not_found', WEBHOOK_TEXT.triggerNotFound))),
-  );
+  // Another method on a hook's path is 405 with Allow (the relay takes POST only); any other path an unknown trigger.
+  app.setNotFoundHandler((request, reply) => {
+    if (request.method !== 'POST' && HOOK_PATH_RE.test(request.url))
+      return refuse(new AppError('method_not_allowed', 'Method not allowed', { headers: { allow: 'POST' } }), request, reply);
+    return refuse(notFound(), request, reply);
+  });
 
   app.get('/healthz', async (_request, reply) => (draining.value ? reply.code(503).send({ status: 'draining' }) : { status: 'ok' }));
 

@@ -5,7 +5,8 @@
  *   ones named below, any name containing one of SECRET_STEMS, the header an api_key
  *   connector reads its key from, and any value that looks like a key or one of our tokens;
  * - the delivery-id headers (webhooks/identity.ts) are shown in full: the run shows that
- *   value as its delivery_id already;
+ *   value as its delivery_id already (unless an api_key connector reads its key from one,
+ *   which inbound-rules.ts refuses, and which is redacted all the same);
  * - hop-by-hop headers, and those a Connection header names, are left out: they describe
  *   the connection to us, not the delivery;
  * - bounded: the first MAX_HEADERS headers, each value cut to MAX_VALUE_CHARS characters.
@@ -62,7 +63,8 @@ export function deliveryHeaders(headers: IncomingHttpHeaders, secretHeaders: rea
     const name = rawName.toLowerCase();
     if (raw === undefined || HOP_BY_HOP.has(name) || named.has(name) || out.has(name)) continue;
     const value = Array.isArray(raw) ? raw.join(', ') : raw;
-    const redact = !SHOWN_IN_FULL.has(name) && (secretName(name, secret) || looksSecret(value));
+    // The connector's key header is redacted even under a delivery-id name (one stored before the inbound rules).
+    const redact = secret.has(name) || (!SHOWN_IN_FULL.has(name) && (secretName(name, secret) || looksSecret(value)));
     out.set(name, redact ? REDACTED : value.slice(0, MAX_VALUE_CHARS));
   }
   return Object.fromEntries(out);

@@ -7,12 +7,16 @@
  * bucket deduplicate; a retry across its boundary can run twice). X-Request-Id never
  * counts: it is a correlation value, different on every attempt.
  *
- * After the four headers, and only for a delivery its connector verified, the message id
- * the sender signed (Standard Webhooks' webhook-id, GitHub's X-GitHub-Delivery, Shopify's
- * X-Shopify-Webhook-Id) is the identity, per trigger: a provider's retry deduplicates in
- * any bucket, a re-sent id with another body is a duplicate, two ids with one body are two
- * messages. When a header gave the identity, the signed id is guarded as well, so a
- * captured message replayed with a fresh Idempotency-Key is a duplicate too.
+ * A delivery its connector verified also has the identity its signature vouches for
+ * (connectors/signature-schemes.ts), per trigger: Standard Webhooks' webhook-id/svix-id;
+ * Stripe's and Slack's signed timestamp with the body's digest; GitHub's and Shopify's body
+ * digest (their X-GitHub-Delivery and X-Shopify-Webhook-Id are not covered by the HMAC, so
+ * they never make a new identity). Without a delivery-id header it is the identity (in any
+ * bucket: a provider's retry deduplicates across hours); with one, the header's key is kept
+ * beside it, never alone, and the accepting statement takes both or neither
+ * (webhooks.sql.ts): either one already held makes the delivery a duplicate, so a captured
+ * message replayed with a fresh Idempotency-Key, X-Alpha-Delivery or X-GitHub-Delivery is a
+ * duplicate too, and a duplicate stores no key.
  */
 import { createHash, hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -32,11 +36,14 @@ export interface DeliveryIdentity {
   signedKey?: string;
 }
 
-/** The message id a verified delivery's signer vouches for, and the trigger it was sent to. */
+/** What a verified delivery's signature vouches for (SignedId), and the trigger it was sent to. */
 export interface SignedDelivery {
   triggerId: string;
   scheme: string;
+  /** The signed identity: made of signed parts only. */
   value: string;
+  /** The run's delivery_id when no delivery-id header came. */
+  shown: string;
 }
 
 // One-shot: no Hash object per call (it runs on every delivery).
@@ -72,7 +79,7 @@ export function deliveryIdentity(
       ? { key, deliveryId: header.value, fromHeader: true }
       : { key, deliveryId: header.value, fromHeader: true, signedKey: signedKeyOf(signed) };
   }
-  if (signed !== undefined) return { key: signedKeyOf(signed), deliveryId: signed.value.trim(), fromHeader: true };
+  if (signed !== undefined) return { key: signedKeyOf(signed), deliveryId: signed.shown, fromHeader: true };
   const bucket = Math.floor(nowMs / BODY_BUCKET_MS);
   const digest = createHash('sha256').update(`${triggerTokenHash}:${bucket}:`).update(body).digest('hex');
   return { key: `b:${digest}`, deliveryId: `sha256:${digest}`, fromHeader: false };

@@ -26,6 +26,7 @@ import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
 import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
+import { headerNameProblem, secretProblem } from './inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders } from './delivery-headers.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
@@ -109,11 +110,14 @@ function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyReques
   if (secret === undefined || secret === '') throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
   const config = trigger.connector_config;
   if (mode === 'api_key') {
-    if (!verifyApiKey(request.headers, secret, typeof config?.header_name === 'string' ? config.header_name : undefined))
-      throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+    const headerName = apiKeyHeaderOf(trigger);
+    // A connector stored before the inbound rules with what they refuse cannot vouch for anything either.
+    if (headerName === undefined || secretProblem('api_key', true, undefined, secret) !== undefined) throw unusable(request, trigger);
+    if (!verifyApiKey(request.headers, secret, headerName)) throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
     return undefined;
   }
   const scheme = isSignatureScheme(config?.signature_scheme) ? config.signature_scheme : DEFAULT_SIGNATURE_SCHEME;
+  if (secretProblem('hmac', true, scheme, secret) !== undefined) throw unusable(request, trigger);
   const check = verifySignature(scheme, request.headers, body, secret, epochSeconds(deps.clock));
   if (!check.ok) {
     // The reason only, with the request id the logger adds: never the signature or the secret.
@@ -123,10 +127,25 @@ function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyReques
   return check.signedId;
 }
 
+/** The header an api_key connector reads its key from; undefined when its stored config.header_name breaks the inbound rules. */
+function apiKeyHeaderOf(trigger: TriggerRow): string | undefined {
+  const config = trigger.connector_config;
+  const name = config !== null && Object.hasOwn(config, 'header_name') ? config.header_name : undefined;
+  if (name === undefined || name === null) return DEFAULT_API_KEY_HEADER;
+  return headerNameProblem(name, true) === undefined ? (name as string) : undefined;
+}
+
+/** 401 for a connector whose stored secret or header name the inbound rules refuse; the log says which connector, never the secret. */
+function unusable(request: FastifyRequest, trigger: TriggerRow): AppError {
+  request.log.warn({ connector_id: trigger.connector_id }, 'webhook refused: the inbound connector breaks the inbound rules (secret or header_name); fix it');
+  return fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+}
+
 /** The header an api_key connector reads its key from: never kept on the run, whatever its name. */
 function secretHeadersOf(trigger: TriggerRow): string[] {
+  if (trigger.connector_auth_type !== 'api_key') return [];
   const name = trigger.connector_config?.header_name;
-  return trigger.connector_auth_type === 'api_key' ? [typeof name === 'string' ? name : DEFAULT_API_KEY_HEADER] : [];
+  return [DEFAULT_API_KEY_HEADER, ...(typeof name === 'string' ? [name] : [])];
 }
 
 /** The workflow payload: the document's `payload` member when it has one, else the whole document. */
@@ -240,7 +259,7 @@ async function ingest(
       payloadJson ??= storedPayload(deps, request, body);
       now = deps.clock();
       const { signedId } = admitted;
-      const signed = signedId === undefined ? undefined : { triggerId, scheme: signedId.scheme, value: signedId.value };
+      const signed = signedId === undefined ? undefined : { triggerId, ...signedId };
       identity = deliveryIdentity(request.headers, tokenHash, body, now, signed);
       if (identity.deliveryId.length > MAX_DELIVERY_ID_LENGTH)
         throw processingFailed(`The delivery id header is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);

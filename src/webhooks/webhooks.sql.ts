@@ -113,10 +113,15 @@ export interface NewRun {
  * The guard and the run in one statement (so one commit): the run is inserted only when
  * the guard's insert took, i.e. when no unexpired guard of the same (organization,
  * identity) exists. The unique key decides between concurrent identical deliveries; an
- * expired guard is taken over in place. A verified delivery may bring a second key (the
- * signed message id beside a header's): the run is inserted only when every key took, so
- * either one already held makes the delivery a duplicate. A key taken for a delivery that
- * made no run only ever turns a later one with that key into a duplicate, which it is.
+ * expired guard is taken over in place. A verified delivery may bring a second key (its
+ * signed identity beside a header's): both are taken or neither, so either one already
+ * held makes the delivery a duplicate and a duplicate stores no key (a captured message
+ * re-sent with a fresh Idempotency-Key must not take that key from a later, legitimate
+ * delivery): `seen` finds an unexpired guard of either key in the statement's snapshot, and
+ * then nothing is inserted. A guard committed by a concurrent delivery after that snapshot
+ * is met by the insert's conflict instead: with two keys the update sets run_id to null,
+ * which its NOT NULL refuses, so the whole statement (the other key's insert with it) is
+ * undone, and acceptDelivery runs it again, when `seen` finds the guard (RACED).
  * (No NOTIFY here: see workflows/wake.ts.)
  *
  * Nothing is inserted unless the lookup's row, read again inside this statement, still has
@@ -135,11 +140,15 @@ export interface NewRun {
 const ACCEPT = `
   with ok as (
     select 1 from (/*lookup*/) as x where ${STATE_OF_X} = $18
+  ), seen as (
+    select 1 from delivery_guards where organization_id = $1 and delivery_key in ($2::text, $13::text) and inserted_at >= $5 limit 1
   ), g as (
     insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
-    select $1, k, $3, $4 from unnest(array[$2::text, $13::text]) as k where k is not null and exists (select 1 from ok)
-    on conflict (organization_id, delivery_key) do update set run_id = excluded.run_id, inserted_at = excluded.inserted_at
-      where delivery_guards.inserted_at < $5
+    select $1, k, $3, $4 from unnest(array[$2::text, $13::text]) as k
+    where k is not null and exists (select 1 from ok) and not exists (select 1 from seen)
+    on conflict (organization_id, delivery_key) do update
+      set run_id = case when delivery_guards.inserted_at < $5 then excluded.run_id end, inserted_at = excluded.inserted_at
+      where delivery_guards.inserted_at < $5 or $13::text is not null
     returning run_id
   ), r as (
     insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate)
@@ -195,8 +204,24 @@ export async function acceptDelivery(
     ...lookupParams(admitted.accountId, admitted.tokenHash),
   ];
   type Row = { current: boolean; id: string | null };
-  const row = (await db.executeQuery<Row>(CompiledQuery.raw(accept, params) as CompiledQuery<Row>)).rows[0];
-  return { current: row?.current === true, runId: row?.id ?? undefined };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const row = (await db.executeQuery<Row>(CompiledQuery.raw(accept, params) as CompiledQuery<Row>)).rows[0];
+      return { current: row?.current === true, runId: row?.id ?? undefined };
+    } catch (err) {
+      // Each race is lost to a guard now committed, which the next statement sees: a bound for safety only.
+      if (!raced(err) || attempt >= MAX_RACES) throw err;
+    }
+  }
+}
+
+/** Statements of one delivery undone by concurrent deliveries of the same identity before it is answered 503. */
+const MAX_RACES = 5;
+
+/** The accepting statement met a guard committed since its snapshot (see ACCEPT): nothing of it was kept. */
+function raced(err: unknown): boolean {
+  const e = err as { code?: unknown; column?: unknown; table?: unknown };
+  return e?.code === '23502' && (e.column === 'run_id' || e.table === 'delivery_guards');
 }
 
 /** Up to `batch` delivery guards inserted before `cutoff` (the sweep's, DELIVERY_GUARD_DAYS). */

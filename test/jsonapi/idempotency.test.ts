@@ -486,7 +486,8 @@ describe('at rest', () => {
 
   test("a connector's secret in a keyed request is kept neither in the clear nor as a plain hash of the body", async () => {
     const k = key();
-    const secret = `weak-${randomUUID().slice(0, 4)}`;
+    // Guessable (4 random hex digits) yet long enough for an inbound api_key connector (16 bytes).
+    const secret = `weak-secret-${randomUUID().slice(0, 4)}`;
     const doc = { data: { type: 'external_connector', attributes: { name: `At rest ${k}`, auth_type: 'api_key', direction: 'inbound', secret } } };
     const first = await api.post('/api/json/v1/external_connectors', doc, { 'idempotency-key': k });
     assert.equal(first.status, 201, first.text);

@@ -23,7 +23,7 @@ const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '100000' }, { worker: 
 
 // The proxy between the relay and the service: counts exchanges, records the ingestion
 // requests' headers, and answers in the service's place when `intercept` says so.
-const seen = { exchanges: 0, deliveries: [] as http.IncomingHttpHeaders[] };
+const seen = { exchanges: 0, exchangeBodies: [] as string[], deliveries: [] as http.IncomingHttpHeaders[] };
 type Canned = { status: number; headers: Record<string, string>; body: string };
 let intercept: ((url: string) => Canned | undefined) | undefined;
 const HOP = new Set(['host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
@@ -31,8 +31,10 @@ const proxy = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    if (req.url === '/api/v1/oauth/token') seen.exchanges++;
-    else seen.deliveries.push(req.headers);
+    if (req.url === '/api/v1/oauth/token') {
+      seen.exchanges++;
+      seen.exchangeBodies.push(Buffer.concat(chunks).toString('utf8'));
+    } else seen.deliveries.push(req.headers);
     const canned = intercept?.(req.url ?? '');
     if (canned) {
       res.writeHead(canned.status, canned.headers).end(canned.body);
@@ -263,6 +265,69 @@ describe('the relay', () => {
     assert.equal(r.status, 503, r.text);
     assert.ok(relayLines.some((l) => /no bearer token/.test(String(l.msg)) && /invalid_client/.test(String(l.reason))));
     assert.ok(!JSON.stringify(relayLines).includes(wrong));
+  });
+
+  it('every refusal of its own in the webhook shape, never Fastify’s, echoing neither the token nor the path', async () => {
+    const long = `tbwh_${'x'.repeat(600)}`;
+    const check = (r: { status: number; text: string; headers: Headers }, status: number, error: string) => {
+      assert.equal(r.status, status, r.text);
+      assert.equal(r.headers.get('content-type')?.split(';')[0], 'application/json');
+      assert.equal(JSON.parse(r.text).error, error, r.text);
+      assert.doesNotMatch(r.text, /FST_ERR|xxxxxxxx|tbwh_|hooks|statusCode/);
+    };
+    const before = seen.deliveries.length;
+    // A token longer than any trigger's: no trigger has it.
+    check(await viaRelay(long, '{}', { 'x-api-key': API_KEY }), 404, 'Trigger not found');
+    // A path the router cannot read (a broken percent-escape).
+    check(await viaRelay('tbwh_%E0%A4%A', '{}', { 'x-api-key': API_KEY }), 404, 'Trigger not found');
+    check(await viaRelay('a/b', '{}'), 404, 'Trigger not found');
+    check(
+      await fetch(`${relayUrl}/elsewhere/tbwh_xxxxxxxxxx`, { method: 'POST', body: '{}' }).then(async (r) => ({
+        ...r,
+        status: r.status,
+        headers: r.headers,
+        text: await r.text(),
+      })),
+      404,
+      'Trigger not found',
+    );
+    // A wrong method: 405 with Allow, whatever the token.
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) {
+      const r = await fetch(`${relayUrl}/hooks/${keyed}`, { method, body: method === 'GET' ? undefined : '{}' });
+      const text = await r.text();
+      check({ status: r.status, text, headers: r.headers }, 405, 'Method not allowed');
+      assert.equal(r.headers.get('allow'), 'POST');
+      assert.ok(!text.includes(keyed));
+    }
+    const longGet = await fetch(`${relayUrl}/hooks/${long}`);
+    check({ status: longGet.status, text: await longGet.text(), headers: longGet.headers }, 405, 'Method not allowed');
+    // A streamed body over the limit (no Content-Length): 413, cut off while read.
+    const big = 'x'.repeat(config.webhookMaxBodyBytes + 10);
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(big));
+        c.close();
+      },
+    });
+    const streamed = await fetch(`${relayUrl}/hooks/${keyed}`, {
+      method: 'POST',
+      body: stream,
+      duplex: 'half',
+      headers: { 'content-type': 'application/json' },
+    } as RequestInit);
+    check({ status: streamed.status, text: await streamed.text(), headers: streamed.headers }, 413, 'Request body too large');
+    // A Content-Type the parser cannot read.
+    check(await viaRelay(keyed, '{}', { 'content-type': '/;;;', 'x-api-key': API_KEY }), 422, 'Processing failed');
+    assert.equal(seen.deliveries.length, before, 'nothing of these reached the service');
+  });
+
+  it('the token exchange asks for the webhooks scope only', async () => {
+    const cold = await relayFor();
+    const from = seen.exchangeBodies.length;
+    const r = await viaRelay(keyed, '{}', { 'x-api-key': API_KEY, 'idempotency-key': 'scoped-1' }, cold.url);
+    assert.equal(r.status, 202, r.text);
+    assert.equal(seen.exchangeBodies.length - from, 1);
+    for (const b of seen.exchangeBodies) assert.equal(new URLSearchParams(b).get('scope'), 'webhooks');
   });
 
   it('no secret in any log line: bearer tokens, client secret, trigger tokens, connector secrets', async () => {

@@ -13,7 +13,8 @@ import { accountProblem } from '../../connectors/snowflake-sql.ts';
 import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { isObject } from '../../json.ts';
-import { sealSecret } from '../../secret-box.ts';
+import { openSecret, sealSecret } from '../../secret-box.ts';
+import { headerNameProblem, secretProblem } from '../../webhooks/inbound-rules.ts';
 import type { Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
@@ -22,7 +23,7 @@ import { insertApiSpec } from '../api_specs/api-specs.sql.ts';
 import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
-import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, SIGNATURE_SCHEMES } from '../../connectors/signature-schemes.ts';
+import { isSignatureScheme, SIGNATURE_SCHEMES } from '../../connectors/signature-schemes.ts';
 import type { Quotas } from '../../config.ts';
 import { checkConnectorCreate, countedWrite } from '../quotas.ts';
 
@@ -48,9 +49,6 @@ export interface ConnectorWriteOptions {
   allowPrivateEgress: boolean;
 }
 
-/** An HTTP header name (RFC 9110 token). */
-const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
-
 function checkConfig(config: unknown, type: string | null | undefined, opts: ConnectorWriteOptions): string | null {
   if (config === null || config === undefined) return null;
   const c = config as Record<string, unknown>;
@@ -70,9 +68,6 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
   if (c.health_operation !== undefined && c.health_operation !== null && (typeof c.health_operation !== 'string' || c.health_operation === '')) {
     throw invalidAt('/data/attributes/config/health_operation', 'config.health_operation must be the operation_ref of an operation of the attached api_spec');
   }
-  if (c.header_name !== undefined && (typeof c.header_name !== 'string' || !HEADER_NAME.test(c.header_name))) {
-    throw invalidAt('/data/attributes/config/header_name', 'config.header_name must be an HTTP header name');
-  }
   if (c.rate_limit !== undefined && c.rate_limit !== null) {
     const r = c.rate_limit;
     const at = '/data/attributes/config/rate_limit';
@@ -85,9 +80,6 @@ function checkConfig(config: unknown, type: string | null | undefined, opts: Con
   return JSON.stringify(config);
 }
 
-// Standard Webhooks: "whsec_" and the base64 of a key of 24 to 64 bytes (padding optional).
-const WHSEC_RE = /^whsec_([A-Za-z0-9+/]+)={0,2}$/;
-
 /** config.signature_scheme: one of the schemes, and only on an hmac connector (no other mode signs). */
 function checkScheme(config: unknown, authType: string | undefined): void {
   if (!isObject(config) || config.signature_scheme === undefined || config.signature_scheme === null) return;
@@ -96,16 +88,21 @@ function checkScheme(config: unknown, authType: string | undefined): void {
   if (authType !== 'hmac') throw invalidAt(at, 'config.signature_scheme applies to an hmac connector only');
 }
 
-/** An hmac connector's secret is read as a Standard Webhooks key at every use: anything else would fail only then. */
-function checkSecret(authType: string | undefined, secret: unknown, config: unknown): void {
-  if (authType !== 'hmac' || typeof secret !== 'string' || secret === '') return;
-  // The other schemes key their HMAC with the secret's own bytes, whatever its form (Stripe's whsec_ included).
-  const scheme = isObject(config) ? config.signature_scheme : undefined;
-  if (scheme !== undefined && scheme !== null && scheme !== DEFAULT_SIGNATURE_SCHEME) return;
-  const m = WHSEC_RE.exec(secret);
-  const bytes = m ? Math.floor((m[1]!.length * 6) / 8) : 0;
-  if (bytes < 24 || bytes > 64)
-    throw invalidAt('/data/attributes/secret', "An hmac connector's secret must be a Standard Webhooks key: whsec_ followed by the base64 of 24 to 64 bytes");
+/**
+ * The inbound rules (webhooks/inbound-rules.ts) on what the connector will hold: its
+ * config.header_name, and its secret (the one given, or with `stored` the one it keeps,
+ * when a change of auth_type, direction or scheme makes another rule apply to it).
+ */
+function checkInbound(authType: string | undefined, direction: unknown, config: unknown, secret: unknown, stored = false): void {
+  const inbound = direction === 'inbound';
+  const c = isObject(config) ? config : undefined;
+  if (c?.header_name !== undefined) {
+    const problem = headerNameProblem(c.header_name, inbound);
+    if (problem) throw invalidAt('/data/attributes/config/header_name', problem);
+  }
+  if (typeof secret !== 'string' || secret === '') return;
+  const problem = secretProblem(authType, inbound, c?.signature_scheme, secret);
+  if (problem) throw invalidAt('/data/attributes/secret', stored ? `${problem}; the stored secret does not: send a new secret with this change` : problem);
 }
 
 const sealed = (opts: ConnectorWriteOptions, secret: unknown) =>
@@ -128,7 +125,8 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
   const authType = (attrs.auth_type as ExternalConnectorTable['auth_type'] | undefined) ?? provider?.connector.auth_type;
   if (authType === undefined) throw invalidAt('/data/attributes/auth_type', 'auth_type is required');
   checkScheme(config, authType);
-  checkSecret(authType, attrs.secret, config);
+  const direction = (attrs.direction as ExternalConnectorTable['direction'] | undefined) ?? provider?.connector.direction ?? null;
+  checkInbound(authType, direction, config, attrs.secret);
   const type = (attrs.type as ExternalConnectorTable['type'] | undefined) ?? provider?.connector.type ?? null;
   const row = {
     id: uuidv7(),
@@ -137,7 +135,7 @@ export async function createConnector(db: Db, principal: Principal, attrs: Recor
     name: attrs.name as string,
     auth_type: authType,
     type,
-    direction: (attrs.direction as ExternalConnectorTable['direction'] | undefined) ?? provider?.connector.direction ?? null,
+    direction,
     config: checkConfig(config, type, opts),
     description: (attrs.description as string | null | undefined) ?? provider?.description ?? null,
     provider_slug: slug,
@@ -183,9 +181,19 @@ export async function patchConnector(
   const authType = (attrs.auth_type as string | undefined) ?? existing.auth_type;
   const config = attrs.config !== undefined ? attrs.config : existing.config;
   checkScheme(config, authType);
+  const direction = attrs.direction !== undefined ? attrs.direction : existing.direction;
   if (attrs.secret !== undefined) {
-    checkSecret(authType, attrs.secret, config);
+    checkInbound(authType, direction, config, attrs.secret);
     patch.secret_ciphertext = sealed(opts, attrs.secret);
+  } else if (attrs.auth_type !== undefined || attrs.direction !== undefined || attrs.config !== undefined) {
+    // The same rules as at create: a scheme, mode or direction change re-checks the secret it keeps.
+    let kept: string | null;
+    try {
+      kept = existing.secret_ciphertext === null ? null : openSecret(opts.key, existing.secret_ciphertext);
+    } catch {
+      throw invalidAt('/data/attributes/secret', "The stored secret cannot be opened with this installation's key: send a new secret with this change");
+    }
+    checkInbound(authType, direction, config, kept, true);
   }
   try {
     const row = await updateConnector(db, principal.workspaceId, existing.id, patch, now);
