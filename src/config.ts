@@ -147,8 +147,16 @@ export interface Config {
   readonly relay: RelayConfig;
   /** METRICS_PORT: the listener of GET /metrics (docs/metrics.md); undefined: none. */
   readonly metricsPort: number | undefined;
-  /** METRICS_HOST (default HOST). */
+  /**
+   * METRICS_HOST (default 127.0.0.1, whatever HOST is): the scrape has no token, so a
+   * listener on every address is asked for by name, never inherited from HOST.
+   */
   readonly metricsHost: string;
+  /**
+   * METRICS_WORKFLOW_LABELS (default false): workflow_id, connector_id and operation as labels;
+   * METRICS_WORKFLOW_LABELS_MAX of their values per metric, least recently counted evicted.
+   */
+  readonly metricsTenantLabels: { readonly max: number } | undefined;
   /** Traces over OTLP/HTTP (docs/tracing.md); undefined: tracing is off and OpenTelemetry is never loaded. */
   readonly tracing: TracingConfig | undefined;
 }
@@ -482,7 +490,10 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
       upstreamConnections: int(env, 'RELAY_UPSTREAM_CONNECTIONS', 64, 1, 10_000),
     }),
     metricsPort: str(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 9464, 0, 65535),
-    metricsHost: str(env, 'METRICS_HOST') ?? host,
+    metricsHost: str(env, 'METRICS_HOST') ?? '127.0.0.1',
+    metricsTenantLabels: bool(env, 'METRICS_WORKFLOW_LABELS', false)
+      ? Object.freeze({ max: int(env, 'METRICS_WORKFLOW_LABELS_MAX', 500, 1, 10_000) })
+      : undefined,
     tracing: tracingConfig(env),
   });
 }

@@ -107,6 +107,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       queue: () => queueGauges(db, new Date(clock())),
       pool: poolStats,
       processMetrics: config.metricsPort !== undefined,
+      tenantLabels: config.metricsTenantLabels,
     });
     const connectors = connectorRuntime({ db, engine, limiter, connectorKey, clock, config, metrics });
     const expressions = createExpressionPool({

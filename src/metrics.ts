@@ -4,9 +4,12 @@
  * The domain counts through the plain functions of `Metrics`; only the metrics listener
  * (http/metrics-listener.ts) reads the registry.
  *
- * Labels are bounded: a surface, a route pattern, a status, an outcome, a step type, and the
- * ids of workflows and connectors (configuration, not traffic). Never a run id, an entity id,
- * a raw path or a token.
+ * Labels are bounded by the code, never by what a tenant makes: a surface, a route pattern, a
+ * status, an outcome, a step type, a connector's driver. A member can save hundreds of
+ * workflows a minute, so a workflow's or connector's id, or an operation ref, is a label only
+ * when the deployer asks for it (METRICS_WORKFLOW_LABELS), and then for at most
+ * METRICS_WORKFLOW_LABELS_MAX values per metric, the least recently counted evicted. Never a
+ * run id, an entity id, a raw path or a token.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -29,14 +32,14 @@ export interface Metrics {
   webhookDelivery(outcome: string): void;
   /** Work a per-workspace quota turned away (resources/quotas.ts): a delivery, a schedule tick, a replay. */
   quotaRefusal(quota: 'waiting_runs', path: 'webhook' | 'schedule' | 'replay'): void;
-  /** A run's outcome recorded: `seconds` from its delivery to its end. */
+  /** A run's outcome recorded: `seconds` from its delivery to its end; the workflow is a label only when opted in. */
   runFinished(workflowId: string, outcome: string, seconds: number): void;
   /** One step executed in one attempt (`status` succeeded or failed). */
   stepAttempt(type: string, status: 'succeeded' | 'failed'): void;
   /** A step whose failure sent its run back to the queue for another attempt. */
   stepRetry(type: string): void;
-  /** One call to a provider: its status, or `error` when none answered. */
-  providerCall(connectorId: string, operation: string, status: string, seconds: number): void;
+  /** One call to a provider: its status, or `error` when none answered; the connector and operation are labels only when opted in. */
+  providerCall(connectorId: string, operation: string, driver: string, status: string, seconds: number): void;
   factsWritten(n: number): void;
   importLines(n: number): void;
 }
@@ -48,6 +51,11 @@ export interface MetricsSources {
   pool: () => { inUse: number; waiting: number };
   /** Process metrics (memory, CPU, event loop) too: only where a listener exposes them. */
   processMetrics: boolean;
+  /**
+   * The tenant-made labels (workflow_id, connector_id, operation), at most `max` values of
+   * them per metric; undefined: left out (the default).
+   */
+  tenantLabels?: { max: number } | undefined;
 }
 
 /** How long a scrape waits for the queue's query before reporting the database down. */
@@ -62,6 +70,8 @@ type MetricDefinition = {
   name: string;
   help: string;
   labels: readonly string[];
+  /** Labels whose values tenants make (ids, operation refs): added only when opted in, and capped. */
+  tenantLabels?: readonly string[];
 } & (
   | {
       kind: 'counter';
@@ -118,12 +128,13 @@ export const METRIC_DEFINITIONS = {
   runFinished: {
     args: ['workflow_id', 'outcome', 'seconds'],
     metrics: [
-      { name: 'runs_finished_total', kind: 'counter', help: 'Workflow runs finished', labels: ['workflow_id', 'outcome'] },
+      { name: 'runs_finished_total', kind: 'counter', help: 'Workflow runs finished', labels: ['outcome'], tenantLabels: ['workflow_id'] },
       {
         name: 'run_duration_seconds',
         kind: 'histogram',
         help: 'Time from a run being queued to its end',
-        labels: ['workflow_id', 'outcome'],
+        labels: ['outcome'],
+        tenantLabels: ['workflow_id'],
         buckets: RUN_BUCKETS,
         value: 'seconds',
       },
@@ -138,14 +149,21 @@ export const METRIC_DEFINITIONS = {
     metrics: [{ name: 'step_retries_total', kind: 'counter', help: 'Step failures that queued another attempt of the run', labels: ['type'] }],
   },
   providerCall: {
-    args: ['connector_id', 'operation', 'status', 'seconds'],
+    args: ['connector_id', 'operation', 'driver', 'status', 'seconds'],
     metrics: [
-      { name: 'provider_calls_total', kind: 'counter', help: 'Calls to providers through connectors', labels: ['connector_id', 'operation', 'status'] },
+      {
+        name: 'provider_calls_total',
+        kind: 'counter',
+        help: 'Calls to providers through connectors',
+        labels: ['driver', 'status'],
+        tenantLabels: ['connector_id', 'operation'],
+      },
       {
         name: 'provider_call_duration_seconds',
         kind: 'histogram',
         help: 'Time of a call to a provider',
-        labels: ['connector_id', 'operation'],
+        labels: ['driver'],
+        tenantLabels: ['connector_id', 'operation'],
         buckets: SECONDS_BUCKETS,
         value: 'seconds',
       },
@@ -163,20 +181,48 @@ export const METRIC_DEFINITIONS = {
 
 type Named = Record<string, unknown>;
 
+type Labels = Record<string, string>;
+
+/**
+ * The series of a metric's tenant-made label values, least recently counted first: past
+ * `max` values the oldest one's series are removed from the metric (prom-client's remove),
+ * so the scrape holds at most `max` of them whatever tenants save.
+ */
+function tenantSeries(tenantLabels: readonly string[], max: number, remove: (labels: Labels) => void) {
+  const byValue = new Map<string, Map<string, Labels>>();
+  return (labels: Labels) => {
+    const value = JSON.stringify(tenantLabels.map((l) => labels[l]));
+    const series = byValue.get(value) ?? new Map<string, Labels>();
+    byValue.delete(value);
+    byValue.set(value, series);
+    series.set(JSON.stringify(labels), labels);
+    while (byValue.size > max) {
+      const [oldest, gone] = byValue.entries().next().value!;
+      byValue.delete(oldest);
+      for (const l of gone.values()) remove(l);
+    }
+  };
+}
+
 /** One metric in `registry`, and what counts in it from a call's named arguments. */
-function instrument(def: MetricDefinition, registry: Registry): (args: Named) => void {
-  const common = { name: `${METRICS_PREFIX}${def.name}`, help: def.help, labelNames: def.labels, registers: [registry] };
-  const labels = (args: Named) => Object.fromEntries(def.labels.map((l) => [l, String(args[l])]));
-  if (def.kind === 'histogram') {
-    const histogram = new Histogram({ ...common, buckets: [...def.buckets] });
-    const { value } = def;
-    return (args) => histogram.observe(labels(args), Math.max(0, Number(args[value])));
-  }
-  const counter = new Counter(common);
-  const { value } = def;
+function instrument(def: MetricDefinition, registry: Registry, tenant: { max: number } | undefined): (args: Named) => void {
+  const tenantLabels = tenant === undefined ? [] : (def.tenantLabels ?? []);
+  const labelNames = [...def.labels, ...tenantLabels];
+  const common = { name: `${METRICS_PREFIX}${def.name}`, help: def.help, labelNames, registers: [registry] };
+  const labels = (args: Named): Labels => Object.fromEntries(labelNames.map((l) => [l, String(args[l])]));
+  const metric = def.kind === 'histogram' ? new Histogram({ ...common, buckets: [...def.buckets] }) : new Counter(common);
+  const seen = tenant === undefined || tenantLabels.length === 0 ? undefined : tenantSeries(tenantLabels, tenant.max, (l) => metric.remove(l));
+  const count =
+    def.kind === 'histogram'
+      ? (l: Labels, args: Named) => (metric as Histogram).observe(l, Math.max(0, Number(args[def.value])))
+      : (l: Labels, args: Named) => {
+          const n = def.value === undefined ? 1 : Number(args[def.value]);
+          if (n > 0) (metric as Counter).inc(l, n);
+        };
   return (args) => {
-    const n = value === undefined ? 1 : Number(args[value]);
-    if (n > 0) counter.inc(labels(args), n);
+    const l = labels(args);
+    count(l, args);
+    seen?.(l);
   };
 }
 
@@ -189,10 +235,10 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const counting = {} as Record<Counting, (...values: unknown[]) => void>;
   for (const [fn, def] of Object.entries(METRIC_DEFINITIONS) as Array<[Counting, CountingDefinition<number>]>) {
     for (const m of def.metrics) {
-      const unknown = [...m.labels, m.value ?? []].flat().filter((a) => !def.args.includes(a));
+      const unknown = [...m.labels, ...(m.tenantLabels ?? []), m.value ?? []].flat().filter((a) => !def.args.includes(a));
       if (unknown.length > 0) throw new Error(`metric ${m.name}: ${unknown.join(', ')} not an argument of ${fn}`);
     }
-    const counts = def.metrics.map((m) => instrument(m, registry));
+    const counts = def.metrics.map((m) => instrument(m, registry, sources.tenantLabels));
     counting[fn] = (...values) => {
       const args = Object.fromEntries(def.args.map((name, i) => [name, values[i]]));
       for (const count of counts) count(args);

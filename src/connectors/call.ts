@@ -133,8 +133,8 @@ async function answered(rt: ConnectorRuntime, call: () => Promise<OutboundRespon
 }
 
 /**
- * The call, counted once it was made: by connector, operation (its ref, or the method of a
- * raw call: never the path) and the provider's status, `error` when none answered. Under a
+ * The call, counted once it was made: by driver and the provider's status (and, opted in,
+ * connector and operation: its ref, or the method of a raw call, never the path), `error` when none answered. Under a
  * step's span it has a client span, named and labelled the same way (the host, never the
  * URL: its query may hold a key), which the call is given to send on.
  */
@@ -163,7 +163,7 @@ async function measured(
     throw err;
   } finally {
     span?.end();
-    rt.metrics.providerCall(row.id, operation, status, (performance.now() - started) / 1000);
+    rt.metrics.providerCall(row.id, operation, row.type ?? 'http', status, (performance.now() - started) / 1000);
   }
 }
 

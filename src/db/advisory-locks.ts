@@ -14,6 +14,13 @@ export const ADVISORY_LOCK = {
    */
   quota: 7312,
   /**
+   * Transaction-level, the first key of a two-key lock (pg_advisory_xact_lock(int, int)):
+   * one bulk replay at a time per workspace, the second key the workspace id's hashtext.
+   * Without a second key (all workspaces, for the admin API) it is taken alone: exclusive
+   * for the admin's replay of every workspace, shared beside a workspace's own lock.
+   */
+  bulkReplay: 7313,
+  /**
    * Session-level, taken by Kysely's Migrator itself (PostgresAdapter.acquireMigrationLock)
    * for a whole run: processes starting at once migrate one after the other. Listed so
    * no id of ours collides with it.

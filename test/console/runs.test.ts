@@ -180,10 +180,18 @@ describe('runs pages', { skip: BROWSER_SKIP }, () => {
     await page.getByRole('button', { name: 'Replay these runs…' }).click();
     assert.equal(await page.getByTestId('bulk-at-most').innerText(), '1');
     await page.getByLabel('Version').selectOption('current');
+    const sent: string[] = [];
+    const count = (r: { method(): string; url(): string }) => {
+      if (r.method() === 'POST' && /\/workflow_runs\/replay\?/.test(r.url())) sent.push(r.url());
+    };
+    page.on('request', count);
     await page.getByRole('button', { name: 'Replay at most 1' }).focus();
-    await page.keyboard.press('Enter');
+    // A double click in one task, before any render could disable the button: one request.
+    await page.evaluate('document.activeElement.click(); document.activeElement.click()');
     const done = page.getByRole('status').filter({ hasText: 'Replayed' });
     await done.waitFor();
+    page.off('request', count);
+    assert.equal(sent.length, 1, sent.join('\n'));
     assert.match(await done.innerText(), /Replayed 1 run\. No more runs match\./);
     // The replay fails as its original did, and joins the live list.
     const replays = await f.api.get(`${API}/workflow_runs?filter[replay_of]=${failedRun}`);

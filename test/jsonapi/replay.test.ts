@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { assertJsonApiError, jsonApi, seedTenant, tokenFor } from '../helpers/app.ts';
+import { adminCall, assertJsonApiError, jsonApi, seedTenant, tokenFor } from '../helpers/app.ts';
 import { API, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
 const BULK = `${API}/workflow_runs/replay`;
@@ -174,6 +174,36 @@ describe('bulk replay', async () => {
     assert.equal(again.status, 200, again.text);
     assert.deepEqual(again.body.meta, { replayed: 0, has_more: false });
     assert.deepEqual(again.body.data, []);
+  });
+
+  it("10 concurrent bulk replays (and the admin's) replay each original once; a replay of one run later still makes another", async () => {
+    const ids = await seedRuns(f, workflow.id, 300, { trigger: 'twice', at: '2026-01-15T00:00:00Z' });
+    // A double click, many times over: the same call ten times at once, and the admin's replay of every workspace beside them.
+    const calls = await Promise.all([
+      ...Array.from({ length: 10 }, () => bulk('filter[status]=failed&filter[trigger_key]=twice')),
+      adminCall(f.t, 'POST', '/runs/replay', { trigger_key: 'twice' }),
+    ]);
+    for (const c of calls) assert.ok(c.status === 200 || c.status === 201, c.text);
+    // The JSON:API answers in meta, the admin API in data.
+    const made = calls.map((c) => (c.body.meta ?? c.body.data).replayed as number);
+    assert.equal(
+      made.reduce((a, b) => a + b, 0),
+      300,
+      `replayed per call: ${made.join(', ')}`,
+    );
+    const counts = await replaysOf(ids);
+    assert.equal(counts.length, 300);
+    assert.deepEqual(
+      counts.filter((c) => c.n !== 1),
+      [],
+    );
+    // Bulk replay leaves a replayed run out; replaying it on its own is deliberate and still works.
+    const one = await f.api.post(`${API}/workflow_runs/${ids[0]}/replay`, undefined);
+    assert.equal(one.status, 201, one.text);
+    assert.deepEqual(
+      (await replaysOf([ids[0]!])).map((c) => c.n),
+      [2],
+    );
   });
 
   it('makes at most 1,000 per call', async () => {

@@ -217,3 +217,17 @@ test('the CLI exits 78 naming the variable', async () => {
   assert.equal(sweep.code, 78);
   assert.deepEqual(JSON.parse(sweep.stdout), { error: 'Invalid configuration: PORT must be a whole number, got "abc"', status: null, code: 'config_error' });
 });
+
+test('METRICS_HOST is 127.0.0.1 unless set, whatever HOST is: the scrape has no token', () => {
+  assert.equal(loadConfig({}).metricsHost, '127.0.0.1');
+  assert.equal(loadConfig({ HOST: '0.0.0.0' }).metricsHost, '127.0.0.1');
+  assert.equal(loadConfig({ HOST: '0.0.0.0', METRICS_HOST: '10.0.0.5' }).metricsHost, '10.0.0.5');
+});
+
+test('METRICS_WORKFLOW_LABELS opts in to workflow and connector labels, capped by METRICS_WORKFLOW_LABELS_MAX', () => {
+  assert.equal(loadConfig({}).metricsTenantLabels, undefined);
+  assert.deepEqual(loadConfig({ METRICS_WORKFLOW_LABELS: 'true' }).metricsTenantLabels, { max: 500 });
+  assert.deepEqual(loadConfig({ METRICS_WORKFLOW_LABELS: 'true', METRICS_WORKFLOW_LABELS_MAX: '20' }).metricsTenantLabels, { max: 20 });
+  assert.throws(() => loadConfig({ METRICS_WORKFLOW_LABELS: 'true', METRICS_WORKFLOW_LABELS_MAX: '0' }), /METRICS_WORKFLOW_LABELS_MAX/);
+  assert.throws(() => loadConfig({ METRICS_WORKFLOW_LABELS: 'true', METRICS_WORKFLOW_LABELS_MAX: '10001' }), /METRICS_WORKFLOW_LABELS_MAX/);
+});

@@ -91,7 +91,6 @@ describe('metrics after a known load', async () => {
     ],
   });
   const token: string = saved.tokens.hook!;
-  const workflowId: string = saved.workflow.id;
   const runIds: string[] = [];
   const send = (i: number) =>
     deliver(f, `/api/v1/webhooks/${token}`, JSON.stringify({ id: `o-${i}`, total: i, at: '2026-11-01T10:00:00Z' }), { 'idempotency-key': `d-${i}` });
@@ -160,10 +159,12 @@ describe('metrics after a known load', async () => {
       n: number;
     }>`select outcome, count(*)::int as n from workflow_runs where status in ('succeeded', 'failed') group by outcome`.execute(db);
     assert.deepEqual(rows, [{ outcome: 'completed', n: N + 1 }]);
-    assert.equal(total(samples, 'tributary_runs_finished_total', { workflow_id: workflowId, outcome: 'completed' }), N);
-    assert.equal(total(samples, 'tributary_runs_finished_total', { workflow_id: caller.workflow.id, outcome: 'completed' }), 1);
-    assert.equal(total(samples, 'tributary_runs_finished_total'), N + 1);
-    assert.equal(total(samples, 'tributary_run_duration_seconds_count', { workflow_id: workflowId, outcome: 'completed' }), N);
+    // By outcome only: two workflows, one series.
+    assert.deepEqual(
+      samples.filter((x) => x.name === 'tributary_runs_finished_total'),
+      [{ name: 'tributary_runs_finished_total', labels: { outcome: 'completed' }, value: N + 1 }],
+    );
+    assert.equal(total(samples, 'tributary_run_duration_seconds_count', { outcome: 'completed' }), N + 1);
     assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'transform', status: 'succeeded' }), N);
     assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'write_fact', status: 'succeeded' }), N);
     assert.equal(total(samples, 'tributary_step_attempts_total', { type: 'http_request', status: 'failed' }), 1);
@@ -172,12 +173,21 @@ describe('metrics after a known load', async () => {
     assert.equal(total(samples, 'tributary_step_retries_total'), 1);
   });
 
-  it('counts provider calls by connector, operation and status as the provider got them', () => {
+  it('counts provider calls by driver and status as the provider got them', () => {
     assert.equal(provider.requests.filter((r) => r.path === '/orders/secret-path').length, 2);
-    const call = { connector_id: connectorId, operation: 'POST' };
+    const call = { driver: 'http' };
     assert.equal(total(samples, 'tributary_provider_calls_total', { ...call, status: '503' }), 1);
     assert.equal(total(samples, 'tributary_provider_calls_total', { ...call, status: '200' }), 1);
     assert.equal(total(samples, 'tributary_provider_call_duration_seconds_count', call), 2);
+  });
+
+  it('has no workflow id, connector id or operation in any label: what tenants make never multiplies the series', async () => {
+    const { rows } = await sql<{ id: string }>`select id from workflows union all select id from external_connectors`.execute(db);
+    assert.ok(rows.length >= 3);
+    for (const x of samples) {
+      for (const name of ['workflow_id', 'connector_id', 'operation']) assert.equal(x.labels[name], undefined, `${x.name} has a ${name} label`);
+      for (const v of Object.values(x.labels)) assert.ok(!rows.some((r) => v.includes(r.id)), `an id in a label of ${x.name}: ${v}`);
+    }
   });
 
   it('counts facts written (by steps and the import) and import lines as the facts table has them', async () => {
@@ -270,5 +280,65 @@ describe('a scrape while the database does not answer', () => {
     assert.equal(total(samples, 'tributary_database_up'), 0);
     assert.ok(!samples.some((s) => s.name.startsWith('tributary_queue_')));
     assert.equal(total(samples, 'tributary_database_pool_connections', { state: 'waiting' }), 3);
+  });
+});
+
+/** The text a scrape answers, and its series (sample lines). */
+async function exposition(metrics: ReturnType<typeof createMetrics>): Promise<{ bytes: number; series: Sample[] }> {
+  const text = await metrics.registry.metrics();
+  return { bytes: Buffer.byteLength(text), series: parseExposition(text) };
+}
+
+const quiet = { queue: async () => ({ ready: 0, waiting: 0, oldestReadyAgeSeconds: 0 }), pool: () => ({ inUse: 0, waiting: 0 }), processMetrics: false };
+const OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter'];
+
+/** 10,000 workflows' runs, and calls through 1,000 connectors with 10 operations each, every outcome and a few statuses. */
+function tenantLoad(metrics: ReturnType<typeof createMetrics>, workflows: number): void {
+  for (let i = 0; i < workflows; i++) metrics.runFinished(`wf-${i}`, OUTCOMES[i % OUTCOMES.length]!, i % 100);
+  for (let c = 0; c < 1000; c++)
+    for (let o = 0; o < 10; o++) metrics.providerCall(`conn-${c}`, `op_${o}`, c % 2 === 0 ? 'http' : 's3', ['200', '429', 'error'][o % 3]!, 0.05);
+}
+
+// docs/metrics.md states these bounds.
+const DEFAULT_SCRAPE_MAX_BYTES = 32 * 1024;
+const OPT_IN_SCRAPE_MAX_BYTES = 2.5 * 1024 * 1024;
+
+describe('labels a tenant cannot multiply', () => {
+  it('by default, 10,000 workflows and 10,000 connector operations make the series of one of each', async () => {
+    const metrics = createMetrics(quiet);
+    tenantLoad(metrics, 10_000);
+    const { bytes, series } = await exposition(metrics);
+    const runs = series.filter((x) => x.name === 'tributary_runs_finished_total');
+    assert.deepEqual(runs.map((x) => x.labels.outcome).sort(), [...OUTCOMES].sort());
+    assert.equal(
+      runs.reduce((n, x) => n + x.value, 0),
+      10_000,
+    );
+    // 2 drivers x 3 statuses.
+    assert.equal(series.filter((x) => x.name === 'tributary_provider_calls_total').length, 6);
+    assert.ok(!series.some((x) => 'workflow_id' in x.labels || 'connector_id' in x.labels || 'operation' in x.labels));
+    assert.ok(bytes < DEFAULT_SCRAPE_MAX_BYTES, `${bytes} bytes`);
+  });
+
+  it('opted in, each metric keeps the latest METRICS_WORKFLOW_LABELS_MAX values and drops the least recently counted', async () => {
+    const metrics = createMetrics({ ...quiet, tenantLabels: { max: 500 } });
+    tenantLoad(metrics, 1000);
+    // wf-3 counted again: it is recent now, and wf-500 (the oldest left) goes instead.
+    metrics.runFinished('wf-3', 'completed', 1);
+    const { bytes, series } = await exposition(metrics);
+    const ids = (name: string, label: string) => new Set(series.filter((x) => x.name === name).map((x) => x.labels[label]));
+    const runs = ids('tributary_runs_finished_total', 'workflow_id');
+    assert.equal(runs.size, 500);
+    assert.ok(runs.has('wf-3') && runs.has('wf-999') && !runs.has('wf-500') && !runs.has('wf-0'));
+    const durations = ids('tributary_run_duration_seconds_count', 'workflow_id');
+    assert.deepEqual([...durations].sort(), [...runs].sort());
+    // A connector and an operation make one value: 500 pairs of the latest connectors.
+    const calls = series.filter((x) => x.name === 'tributary_provider_calls_total');
+    assert.equal(new Set(calls.map((x) => `${x.labels.connector_id} ${x.labels.operation}`)).size, 500);
+    assert.ok(
+      calls.every((x) => Number(x.labels.connector_id!.slice(5)) >= 950),
+      'the latest 50 connectors x 10 operations',
+    );
+    assert.ok(bytes < OPT_IN_SCRAPE_MAX_BYTES, `${bytes} bytes`);
   });
 });

@@ -205,8 +205,12 @@ export function Pager(props: { onPrev?: (() => void) | undefined; onNext?: (() =
 export function ActionButton(props: { label: string; busyLabel?: string; onRun: () => Promise<unknown>; class?: string; disabled?: boolean }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
+  // A second click before the render that disables the button (two in one task) sends nothing.
+  const running = useRef(false);
   const run = async (e: Event) => {
     e.preventDefault();
+    if (running.current) return;
+    running.current = true;
     setBusy(true);
     setError(undefined);
     try {
@@ -214,6 +218,7 @@ export function ActionButton(props: { label: string; busyLabel?: string; onRun: 
     } catch (err) {
       setError(err);
     } finally {
+      running.current = false;
       setBusy(false);
     }
   };

@@ -7,6 +7,7 @@ import type { Db } from '../../db/connect.ts';
 import type { WorkflowRunTable } from '../../db/tables.ts';
 import { workflowRunType } from './resource.ts';
 import { filterClauseSql, type FilterOp } from '../filter.sql.ts';
+import { ADVISORY_LOCK } from '../../db/advisory-locks.ts';
 import type { StoredTraceContext } from '../../tracing.ts';
 
 /** original: the version the run ran on; current: the workflow's version now. */
@@ -80,8 +81,26 @@ export interface BulkReplay {
  * of them. A run that has a replay already is left out: its replay stands for it, so a
  * second call carries on where the first stopped instead of replaying the same runs again.
  * Returns the new runs' ids (in the order of their originals) and whether more matched.
+ *
+ * Concurrent calls take turns: on PostgreSQL two statements at READ COMMITTED would both
+ * see no replay of a run and both make one (a double click replayed every run twice). The
+ * transaction first takes the workspace's bulk-replay lock (the admin's replay of every
+ * workspace takes them all), so the statement's snapshot, taken after the lock, sees the
+ * replays of the call before it, which commits before it lets go. PGlite runs one statement
+ * at a time, so the lock costs nothing there.
  */
 export async function insertBulkReplay(db: Db, r: BulkReplay): Promise<{ ids: string[]; hasMore: boolean }> {
+  return db.transaction().execute(async (trx) => {
+    if (r.workspaceId === null) await sql`select pg_advisory_xact_lock(${ADVISORY_LOCK.bulkReplay})`.execute(trx);
+    else
+      await sql`select pg_advisory_xact_lock_shared(${ADVISORY_LOCK.bulkReplay}), pg_advisory_xact_lock(${ADVISORY_LOCK.bulkReplay}::int, hashtext(${r.workspaceId}))`.execute(
+        trx,
+      );
+    return replayMatching(trx, r);
+  });
+}
+
+async function replayMatching(db: Db, r: BulkReplay): Promise<{ ids: string[]; hasMore: boolean }> {
   const limit = r.ids.length;
   const conditions = [
     sql<SqlBool>`o.status in ('succeeded', 'failed')`,
