@@ -42,7 +42,7 @@ export function countFields(db: Db, workspaceId: string, dataModelId: string, ca
   return bounded(db, sql`select 1 from data_model_fields where workspace_id = ${workspaceId} and data_model_id = ${dataModelId}`, cap);
 }
 
-/** Runs of the workspace that wait for the worker: queued, or retrying (workflow_runs_waiting_idx). */
+/** Runs of the workspace that wait for the worker: queued, or retrying (workflow_runs_ready_workspace_idx, whose predicate is the same). */
 export function countWaitingRuns(db: Db, workspaceId: string, cap: number): Promise<number> {
   return bounded(db, sql`select 1 from workflow_runs where workspace_id = ${workspaceId} and status in ('queued', 'retrying')`, cap);
 }
