@@ -84,11 +84,15 @@ export function redisLimiter(redis: Redis, now: () => number): Limiter {
   return {
     async slide(key, range, at, max) {
       const start = bucketOf(at, range.bucketMs);
-      const [taken, used, oldest] = (await redis.eval(SLIDE, 1, `tributary:slide:${key}`, String(range.from), String(start), String(max), String(Math.ceil(range.keepMs)))) as [
-        number,
-        number,
-        string,
-      ];
+      const [taken, used, oldest] = (await redis.eval(
+        SLIDE,
+        1,
+        `tributary:slide:${key}`,
+        String(range.from),
+        String(start),
+        String(max),
+        String(Math.ceil(range.keepMs)),
+      )) as [number, number, string];
       return { taken: taken === 1, used, oldest: oldest === '' ? null : Number(oldest) };
     },
     async hit(key, max, windowSeconds) {

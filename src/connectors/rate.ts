@@ -129,7 +129,8 @@ export async function takeBudget(
     if (r.taken) return now - started;
     // A full range has a call in it; should it have gone meanwhile, try again at once.
     const freesAt = r.oldest === null ? now : leavesAt(limit, r.oldest);
-    if (freesAt - started > maxWaitMs) throw new Error(`The connector's rate limit would keep the call waiting for more than ${Math.round(maxWaitMs / 1000)} s`);
+    if (freesAt - started > maxWaitMs)
+      throw new Error(`The connector's rate limit would keep the call waiting for more than ${Math.round(maxWaitMs / 1000)} s`);
     // Plus a little spread so waiting workers do not all try at once.
     await wait(Math.max(0, freesAt - now) + Math.floor(Math.random() * 15));
   }

@@ -16,7 +16,17 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { createDb, type Db } from '../../src/db/connect.ts';
 import { memoryLimiter, redisLimiter } from '../../src/limiter.ts';
-import { databaseCounter, limiterCounter, marginMs, rangeOf, rateLimitOf, rateUse, takeBudget, type RateLimit, type WindowCounter } from '../../src/connectors/rate.ts';
+import {
+  databaseCounter,
+  limiterCounter,
+  marginMs,
+  rangeOf,
+  rateLimitOf,
+  rateUse,
+  takeBudget,
+  type RateLimit,
+  type WindowCounter,
+} from '../../src/connectors/rate.ts';
 import { ENGINE, freshPostgresDatabase } from '../helpers/app.ts';
 import { pgliteTemplate } from '../helpers/databases.ts';
 
@@ -96,7 +106,8 @@ async function holdsOverAnySpan(counter: WindowCounter, limit: RateLimit, offset
   const sends = [...w.granted].sort((a, b) => a - b);
   assert.equal(sends.length, offsets.length);
   const span = limit.perSeconds * 1000 + marginMs(limit);
-  for (let i = 0; i + limit.requests < sends.length; i++) assert.ok(sends[i + limit.requests]! - sends[i]! > span, `sends ${i} and ${i + limit.requests} of ${JSON.stringify(sends)}`);
+  for (let i = 0; i + limit.requests < sends.length; i++)
+    assert.ok(sends[i + limit.requests]! - sends[i]! > span, `sends ${i} and ${i + limit.requests} of ${JSON.stringify(sends)}`);
   const { bucketMs } = rangeOf(limit, EPOCH);
   for (const t of w.refused) {
     const inRange = sends.filter((s) => s >= t - span - bucketMs && s <= t).length;
@@ -197,7 +208,10 @@ describe('takeBudget', () => {
     for (let i = 0; i < 10; i++) assert.equal(await takeBudget(counter, 'c1', day, () => t), 0);
     assert.equal(await takeBudget(counter, 'c2', day, () => t), 0);
     // The eleventh would wait a day: past the wait limit, it fails at once.
-    await assert.rejects(takeBudget(counter, 'c1', day, () => t), { message: "The connector's rate limit would keep the call waiting for more than 600 s" });
+    await assert.rejects(
+      takeBudget(counter, 'c1', day, () => t),
+      { message: "The connector's rate limit would keep the call waiting for more than 600 s" },
+    );
     assert.equal((await rateUse(counter, 'c1', day, t)).used, 10);
   });
 
@@ -226,9 +240,12 @@ describe('takeBudget', () => {
         return { taken: false, used: 1, oldest: Math.floor(now / 100) * 100 };
       },
     };
-    await assert.rejects(takeBudget(full, 'c', { requests: 1, perSeconds: 10 }, () => EPOCH, 5000), {
-      message: "The connector's rate limit would keep the call waiting for more than 5 s",
-    });
+    await assert.rejects(
+      takeBudget(full, 'c', { requests: 1, perSeconds: 10 }, () => EPOCH, 5000),
+      {
+        message: "The connector's rate limit would keep the call waiting for more than 5 s",
+      },
+    );
     assert.equal(tries, 1);
   });
 });
@@ -275,7 +292,8 @@ describe(`the database counter (${ENGINE})`, () => {
 
   it("drops a key's buckets once they leave its range, and every thousandth call those of idle keys two days old", async () => {
     const counter = databaseCounter(db);
-    const rows = async (key: string) => (await db.selectFrom('rate_windows').select('window_start').where('key', '=', key).execute()).map((r) => Number(r.window_start));
+    const rows = async (key: string) =>
+      (await db.selectFrom('rate_windows').select('window_start').where('key', '=', key).execute()).map((r) => Number(r.window_start));
     const range = (now: number) => ({ bucketMs: 1000, from: now - 10_000, keepMs: 12_000 });
     const now = EPOCH + 3 * 86_400_000;
     const old = `connector:${randomUUID()}`;
