@@ -27,14 +27,24 @@ export interface Limiter {
   hit(key: string, max: number, windowSeconds: number): Promise<WindowResult>;
   /** The count of the window of `key` that holds the clock's now, without counting: 0 when nothing hit it. */
   peek(key: string, windowSeconds: number): Promise<number>;
+  /**
+   * A sliding window of clock-aligned buckets (connectors/rate.ts): counts one call in the
+   * bucket of `now` if the buckets from `range.from` on hold fewer than `max`, in one atomic
+   * step; with `max` 0 only reads. Buckets before `range.from` are dropped.
+   */
+  slide(key: string, range: SlideRange, now: number, max: number): Promise<SlideResult>;
   state(): LimiterState;
   close(): Promise<void>;
 }
 
 export function memoryLimiter(now: () => number): Limiter {
   const windows = new Map<string, { count: number; resetAt: number }>();
+  const slides = memorySlides();
   let lastSweep = now();
   return {
+    async slide(key, range, at, max) {
+      return slides.slide(key, range, at, max);
+    },
     async hit(key, max, windowSeconds) {
       const t = now();
       // Drop expired windows now and then so idle keys do not accumulate.
@@ -59,6 +69,7 @@ export function memoryLimiter(now: () => number): Limiter {
     state: () => 'per process',
     async close() {
       windows.clear();
+      slides.clear();
     },
   };
 }
@@ -71,6 +82,19 @@ return {n, redis.call('PTTL', KEYS[1])}`;
 
 export function redisLimiter(redis: Redis, now: () => number): Limiter {
   return {
+    async slide(key, range, at, max) {
+      const start = bucketOf(at, range.bucketMs);
+      const [taken, used, oldest] = (await redis.eval(
+        SLIDE,
+        1,
+        `tributary:slide:${key}`,
+        String(range.from),
+        String(start),
+        String(max),
+        String(Math.ceil(range.keepMs)),
+      )) as [number, number, string];
+      return { taken: taken === 1, used, oldest: oldest === '' ? null : Number(oldest) };
+    },
     async hit(key, max, windowSeconds) {
       const size = windowSeconds * 1000;
       const t = now();
@@ -132,6 +156,20 @@ export async function resilientRedisLimiter(redisUrl: string, opts: { timeoutMs:
     redis.once('ready', done);
   });
   return {
+    async slide(key, range, at, max) {
+      let r: SlideResult;
+      try {
+        r = await shared.slide(key, range, at, max);
+      } catch (err) {
+        lost(err);
+        return local.slide(key, range, at, max);
+      }
+      if (unavailable) {
+        unavailable = false;
+        opts.log.info('Redis answers again: rate windows are shared again');
+      }
+      return r;
+    },
     async hit(key, max, windowSeconds) {
       let r: WindowResult;
       try {
@@ -162,6 +200,84 @@ export async function resilientRedisLimiter(redisUrl: string, opts: { timeoutMs:
     },
   };
 }
+
+/** The buckets a sliding window counts: of `bucketMs` each, those starting at `from` or later. */
+export interface SlideRange {
+  bucketMs: number;
+  from: number;
+  /** How long a bucket must be kept after its start (ms): the window's length and a bucket. */
+  keepMs: number;
+}
+
+export interface SlideResult {
+  /** Whether the call was counted (false when it would pass `max`, and when only reading). */
+  taken: boolean;
+  /** The calls counted in the range, this one included when taken. */
+  used: number;
+  /** The start of the oldest bucket of the range with a call, or null when none has one. */
+  oldest: number | null;
+}
+
+const bucketOf = (now: number, bucketMs: number) => Math.floor(now / bucketMs) * bucketMs;
+
+function memorySlides() {
+  // key -> bucket start -> count, and when the key's newest bucket may go.
+  const slides = new Map<string, { buckets: Map<number, number>; expiresAt: number }>();
+  let lastSweep = 0;
+  return {
+    slide(key: string, range: SlideRange, now: number, max: number): SlideResult {
+      if (now - lastSweep > 60_000) {
+        for (const [k, s] of slides) if (s.expiresAt <= now) slides.delete(k);
+        lastSweep = now;
+      }
+      let s = slides.get(key);
+      let used = 0;
+      let oldest: number | null = null;
+      if (s)
+        for (const [start, count] of s.buckets) {
+          if (start < range.from) s.buckets.delete(start);
+          else {
+            used += count;
+            if (oldest === null || start < oldest) oldest = start;
+          }
+        }
+      if (max <= 0 || used >= max) return { taken: false, used, oldest };
+      const start = bucketOf(now, range.bucketMs);
+      if (!s) slides.set(key, (s = { buckets: new Map(), expiresAt: 0 }));
+      s.buckets.set(start, (s.buckets.get(start) ?? 0) + 1);
+      s.expiresAt = Math.max(s.expiresAt, start + range.keepMs);
+      return { taken: true, used: used + 1, oldest: oldest === null || start < oldest ? start : oldest };
+    },
+    clear: () => slides.clear(),
+  };
+}
+
+// A sliding window in one hash per key (field: a bucket's start, value: its count), read,
+// pruned and counted in one step. Starts travel as strings: Lua's numbers are doubles.
+const SLIDE = `
+local from = tonumber(ARGV[1])
+local max = tonumber(ARGV[3])
+local all = redis.call('HGETALL', KEYS[1])
+local used = 0
+local oldest = nil
+local oldestField = ''
+for i = 1, #all, 2 do
+  local start = tonumber(all[i])
+  if start < from then
+    redis.call('HDEL', KEYS[1], all[i])
+  else
+    used = used + tonumber(all[i + 1])
+    if oldest == nil or start < oldest then
+      oldest = start
+      oldestField = all[i]
+    end
+  end
+end
+if max <= 0 or used >= max then return {0, used, oldestField} end
+redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if oldest == nil or tonumber(ARGV[2]) < oldest then oldestField = ARGV[2] end
+return {1, used + 1, oldestField}`;
 
 function result(count: number, max: number, resetSeconds: number): WindowResult {
   return { allowed: count <= max, limit: max, remaining: Math.max(0, max - count), resetSeconds };

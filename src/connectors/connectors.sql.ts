@@ -68,7 +68,7 @@ export async function recordVerification(db: Db, workspaceId: string, id: string
     .executeTakeFirst();
 }
 
-/** One hit on a window counted in the database; returns the window's count after it. */
+/** One call counted in a bucket of the database (inside takeBudget's transaction); returns the bucket's count after it. */
 export async function hitWindow(db: Db, key: string, windowStart: number): Promise<number> {
   const { rows } = await sql<{ count: number }>`
     insert into rate_windows (key, window_start, count) values (${key}, ${windowStart}, 1)
@@ -77,10 +77,21 @@ export async function hitWindow(db: Db, key: string, windowStart: number): Promi
   return rows[0]!.count;
 }
 
-/** A window's count as the database holds it: 0 when nothing hit it. */
-export async function readWindow(db: Db, key: string, windowStart: number): Promise<number> {
-  const row = await db.selectFrom('rate_windows').select('count').where('key', '=', key).where('window_start', '=', String(windowStart)).executeTakeFirst();
-  return row?.count ?? 0;
+/** The calls in the buckets of `key` starting at `from` or later, and the oldest such bucket with a call. */
+export async function readBuckets(db: Db, key: string, from: number): Promise<{ used: number; oldest: number | null }> {
+  const row = await db
+    .selectFrom('rate_windows')
+    .select((eb) => [eb.fn.sum<string | number | null>('count').as('used'), eb.fn.min<string | number | null>('window_start').as('oldest')])
+    .where('key', '=', key)
+    .where('window_start', '>=', String(from))
+    .where('count', '>', 0)
+    .executeTakeFirst();
+  return { used: Number(row?.used ?? 0), oldest: row?.oldest == null ? null : Number(row.oldest) };
+}
+
+/** The buckets of `key` that left its range. */
+export async function deleteBucketsBefore(db: Db, key: string, from: number): Promise<void> {
+  await db.deleteFrom('rate_windows').where('key', '=', key).where('window_start', '<', String(from)).execute();
 }
 
 /** Windows that ended before `before` (ms since the epoch). */

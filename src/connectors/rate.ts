@@ -1,14 +1,26 @@
 /**
  * A connector's config.rate_limit ({requests, per_seconds}) across every worker and
  * process: counted in Redis when REDIS_URL is set, in the database on PostgreSQL without
- * Redis, in memory on PGlite (one process). Windows are fixed and aligned to the clock, so
- * every process agrees on them. A call over the budget waits for the next window; it does
- * not fail.
+ * Redis, in memory on PGlite (one process).
+ *
+ * A conservative sliding window of buckets: per_seconds is cut into BUCKETS buckets aligned
+ * to the clock (so every process agrees on them), each call is counted in the bucket of the
+ * time it is let go, and a call may go only while every bucket that meets [now - per_seconds
+ * - margin, now] holds fewer than `requests` calls between them. So any span of per_seconds
+ * (and of per_seconds + margin) holds at most `requests` send times: at the last call of a
+ * span, every earlier one of it sits in a counted bucket. The price is at most one bucket
+ * and the margin of budget left unused. A fixed window would let a call sent at its end
+ * arrive beside the next window's calls, and up to twice the budget within one span.
+ *
+ * A call over the budget waits until the oldest counted call's bucket leaves the range, then
+ * tries again; it does not fail unless that is more than the wait limit away.
  */
+import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { Limiter } from '../limiter.ts';
+import type { Limiter, SlideRange, SlideResult } from '../limiter.ts';
 import { isObject } from '../json.ts';
-import { deleteOldWindows, hitWindow, readWindow } from './connectors.sql.ts';
+import { ADVISORY_LOCK } from '../db/advisory-locks.ts';
+import { deleteBucketsBefore, deleteOldWindows, hitWindow, readBuckets } from './connectors.sql.ts';
 
 export interface RateLimit {
   requests: number;
@@ -25,67 +37,115 @@ export function rateLimitOf(config: Record<string, unknown> | null): RateLimit |
   return { requests, perSeconds };
 }
 
-export interface WindowCounter {
-  /** Counts one call in the window containing `now`; returns the count after it. */
-  hit(key: string, windowMs: number, now: number): Promise<number>;
-  /** The count of the window containing `now`, without counting. */
-  peek(key: string, windowMs: number, now: number): Promise<number>;
+/** How many buckets per_seconds is cut into: the budget left unused is at most one of them. */
+export const BUCKETS = 10;
+
+/**
+ * Added to the span counted, for what moves a call between the service's check and the
+ * provider's arrival (the event loop, the connection, the network): min(250 ms, per_seconds / 10).
+ */
+export const marginMs = (limit: RateLimit) => Math.min(250, (limit.perSeconds * 1000) / 10);
+
+/** The buckets counted at `now` for a budget. */
+export function rangeOf(limit: RateLimit, now: number): SlideRange {
+  const bucketMs = Math.max(1, Math.round((limit.perSeconds * 1000) / BUCKETS));
+  const spanMs = limit.perSeconds * 1000 + marginMs(limit);
+  return { bucketMs, from: Math.floor((now - spanMs) / bucketMs) * bucketMs, keepMs: spanMs + 2 * bucketMs };
 }
 
-/** The window key of a connector's budget: takeBudget counts in it, rateUse reads it. */
-const budgetKey = (connectorId: string) => `connector:${connectorId}`;
+/** When a bucket starting at `start` leaves the range of a budget (so its calls stop counting). */
+export function leavesAt(limit: RateLimit, start: number): number {
+  const { bucketMs } = rangeOf(limit, start);
+  return start + bucketMs + limit.perSeconds * 1000 + marginMs(limit);
+}
+
+export interface WindowCounter {
+  /**
+   * Counts one call at `now` if the buckets of `range` hold fewer than `max` calls, in one
+   * atomic step; with `max` 0 only reads.
+   */
+  slide(key: string, range: SlideRange, now: number, max: number): Promise<SlideResult>;
+}
+
+/**
+ * The counter's key of a connector's budget: takeBudget counts in it, rateUse reads it. The
+ * bucket width is part of it, so a changed per_seconds starts a new count rather than
+ * mixing buckets of two widths.
+ */
+const budgetKey = (connectorId: string, range: SlideRange) => `connector:${connectorId}:${range.bucketMs}`;
+
+/** Budgets are at most a day (external_connectors' rules): rows two days old belong to no range. */
+const SWEEP_AFTER_MS = 2 * 86_400_000;
 
 export function databaseCounter(db: Db): WindowCounter {
-  let hits = 0;
+  let takes = 0;
   return {
-    async hit(key, windowMs, now) {
-      const start = Math.floor(now / windowMs) * windowMs;
-      // Now and then, windows of the last day or older go.
-      if (++hits % 1000 === 0) await deleteOldWindows(db, now - 86_400_000).catch(() => undefined);
-      return hitWindow(db, key, start);
+    async slide(key, range, now, max) {
+      // Now and then, buckets of idle keys go.
+      if (max > 0 && ++takes % 1000 === 0) await deleteOldWindows(db, now - SWEEP_AFTER_MS).catch(() => undefined);
+      if (max <= 0) {
+        const { used, oldest } = await readBuckets(db, key, range.from);
+        return { taken: false, used, oldest };
+      }
+      // Short and without I/O but the database's: callers of one key queue on the lock, so
+      // each reads the counts the one before it committed.
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${ADVISORY_LOCK.rateKey}, hashtext(${key}))`.execute(trx);
+        await deleteBucketsBefore(trx, key, range.from);
+        const { used, oldest } = await readBuckets(trx, key, range.from);
+        if (used >= max) return { taken: false, used, oldest };
+        const start = Math.floor(now / range.bucketMs) * range.bucketMs;
+        await hitWindow(trx, key, start);
+        return { taken: true, used: used + 1, oldest: oldest === null || start < oldest ? start : oldest };
+      });
     },
-    peek: (key, windowMs, now) => readWindow(db, key, Math.floor(now / windowMs) * windowMs),
   };
 }
 
-/** Redis or memory, through the service's limiter (its windows are whole seconds). */
+/** Redis or memory, through the service's limiter. */
 export function limiterCounter(limiter: Limiter): WindowCounter {
-  return {
-    async hit(key, windowMs) {
-      const r = await limiter.hit(key, Number.MAX_SAFE_INTEGER, Math.max(1, Math.round(windowMs / 1000)));
-      return Number.MAX_SAFE_INTEGER - r.remaining;
-    },
-    peek: (key, windowMs) => limiter.peek(key, Math.max(1, Math.round(windowMs / 1000))),
-  };
+  return { slide: (key, range, now, max) => limiter.slide(key, range, now, max) };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits until the call fits the budget, then counts it. Returns how long it waited (ms). */
-export async function takeBudget(counter: WindowCounter, connectorId: string, limit: RateLimit, clock: () => number, maxWaitMs = 10 * 60_000): Promise<number> {
-  const windowMs = limit.perSeconds * 1000;
+/**
+ * Waits until the call fits the budget, then counts it. Returns how long it waited (ms).
+ * When the budget frees up only after more than maxWaitMs from the first try, it fails.
+ */
+export async function takeBudget(
+  counter: WindowCounter,
+  connectorId: string,
+  limit: RateLimit,
+  clock: () => number,
+  maxWaitMs = 10 * 60_000,
+  wait: (ms: number) => Promise<unknown> = sleep,
+): Promise<number> {
   const started = clock();
   for (;;) {
     const now = clock();
-    const count = await counter.hit(budgetKey(connectorId), windowMs, now);
-    if (count <= limit.requests) return now - started;
-    if (now - started > maxWaitMs) throw new Error(`The connector's rate limit kept the call waiting for more than ${Math.round(maxWaitMs / 1000)} s`);
-    // Until the next window, plus a little spread so waiting workers do not all hit at once.
-    const next = Math.floor(now / windowMs) * windowMs + windowMs;
-    await sleep(next - now + Math.floor(Math.random() * 15));
+    const range = rangeOf(limit, now);
+    const r = await counter.slide(budgetKey(connectorId, range), range, now, limit.requests);
+    if (r.taken) return now - started;
+    // A full range has a call in it; should it have gone meanwhile, try again at once.
+    const freesAt = r.oldest === null ? now : leavesAt(limit, r.oldest);
+    if (freesAt - started > maxWaitMs)
+      throw new Error(`The connector's rate limit would keep the call waiting for more than ${Math.round(maxWaitMs / 1000)} s`);
+    // Plus a little spread so waiting workers do not all try at once.
+    await wait(Math.max(0, freesAt - now) + Math.floor(Math.random() * 15));
   }
 }
 
-/** A budget's use in the window that holds `now`: calls counted (those that waited included), what is left, and when it resets. */
+/** A budget's use at `now`: the calls in the range takeBudget counts, what is left, and when the oldest of them stops counting. */
 export interface RateUse {
   used: number;
   remaining: number;
   resetsAt: Date;
 }
 
-/** Reads the window takeBudget counts the connector's calls in, where it counts them (Redis, the database or memory). */
+/** Reads the range takeBudget counts the connector's calls in, where it counts them (Redis, the database or memory). */
 export async function rateUse(counter: WindowCounter, connectorId: string, limit: RateLimit, now: number): Promise<RateUse> {
-  const windowMs = limit.perSeconds * 1000;
-  const used = await counter.peek(budgetKey(connectorId), windowMs, now);
-  return { used, remaining: Math.max(0, limit.requests - used), resetsAt: new Date(Math.floor(now / windowMs) * windowMs + windowMs) };
+  const range = rangeOf(limit, now);
+  const { used, oldest } = await counter.slide(budgetKey(connectorId, range), range, now, 0);
+  return { used, remaining: Math.max(0, limit.requests - used), resetsAt: new Date(oldest === null ? now : leavesAt(limit, oldest)) };
 }

@@ -21,6 +21,12 @@ export const ADVISORY_LOCK = {
    */
   bulkReplay: 7313,
   /**
+   * Transaction-level, two-key form (rateKey, hashtext(key)), a space apart from the
+   * single-key ids above: one check-and-count at a time per key of a connector's rate budget
+   * (connectors/rate.ts, on PostgreSQL without Redis).
+   */
+  rateKey: 7314,
+  /**
    * Session-level, taken by Kysely's Migrator itself (PostgresAdapter.acquireMigrationLock)
    * for a whole run: processes starting at once migrate one after the other. Listed so
    * no id of ours collides with it.

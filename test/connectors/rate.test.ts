@@ -1,105 +1,169 @@
 /**
- * A connector's rate budget (src/connectors/rate.ts): windows fixed and aligned to the
- * clock, and with each counter (in memory, in the database, in Redis when REDIS_URL is
- * set) at most `requests` calls admitted in a window while the calls over it wait for a
- * later window instead of failing.
+ * A connector's rate budget (src/connectors/rate.ts): a sliding window of clock-aligned
+ * buckets, with each counter (in memory, in the database, in Redis when REDIS_URL is set).
+ * For any calls, the times takeBudget lets them go hold at most `requests` in any span of
+ * per_seconds plus the margin, a call is refused only when the range really holds
+ * `requests` calls (so a burst up to the budget goes at once, whatever per_seconds), and
+ * a refused call waits instead of failing.
  *
- * The clock is the test's: it stands a little before the end of a window, and a refused
- * call moves it to the same point of the next one, so a wait lasts that little (a few
- * milliseconds; longer with Redis, whose keys expire in real time).
+ * Time is virtual: the callers' clock and sleeps are the test's, and it moves on only when
+ * every caller waits, so nothing here depends on the machine's speed.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { createDb, type Db } from '../../src/db/connect.ts';
 import { memoryLimiter, redisLimiter } from '../../src/limiter.ts';
-import { databaseCounter, limiterCounter, rateLimitOf, rateUse, takeBudget, type RateLimit, type WindowCounter } from '../../src/connectors/rate.ts';
+import {
+  databaseCounter,
+  limiterCounter,
+  marginMs,
+  rangeOf,
+  rateLimitOf,
+  rateUse,
+  takeBudget,
+  type RateLimit,
+  type WindowCounter,
+} from '../../src/connectors/rate.ts';
 import { ENGINE, freshPostgresDatabase } from '../helpers/app.ts';
 import { pgliteTemplate } from '../helpers/databases.ts';
 
-/** A fixed start, so windows are the same on every run. */
+/** A fixed start, so buckets are the same on every run. */
 const EPOCH = 1_800_000_000_000;
 
-interface BudgetClock {
-  now(): number;
-  /** After a refusal at `from`: the same point before the end of the window after it. */
-  passWindow(from: number): void;
-}
-
-function budgetClock(windowMs: number, marginMs: number): BudgetClock {
-  let t = EPOCH + windowMs - marginMs;
+/** A clock and sleeps of the test's: time jumps to the next wake-up once every caller is waiting or done. */
+function virtualTime(start: number) {
+  let t = start;
+  let seq = 0;
+  let busy = 0;
+  const timers: { at: number; seq: number; wake: () => void }[] = [];
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      busy--;
+      timers.push({ at: t + ms, seq: seq++, wake: resolve });
+    });
   return {
     now: () => t,
-    passWindow(from) {
-      const next = (Math.floor(from / windowMs) + 2) * windowMs - marginMs;
-      if (next > t) t = next;
+    sleep,
+    /** Runs `work` as a caller from `offsetMs` on. */
+    spawn<T>(offsetMs: number, work: () => Promise<T>): Promise<T> {
+      busy++;
+      return (async () => {
+        try {
+          await sleep(offsetMs);
+          return await work();
+        } finally {
+          busy--;
+        }
+      })();
+    },
+    async run(): Promise<void> {
+      for (;;) {
+        while (busy > 0) await new Promise((resolve) => setImmediate(resolve));
+        if (timers.length === 0) return;
+        timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+        const next = timers.shift()!;
+        t = Math.max(t, next.at);
+        busy++;
+        next.wake();
+      }
     },
   };
 }
 
-/** The counter as takeBudget sees it, recording how many calls each window admitted. */
-function watched(counter: WindowCounter, limit: RateLimit, clock: BudgetClock) {
-  const admitted = new Map<number, number>();
-  const keys = new Set<string>();
-  let refused = 0;
+/** The counter as takeBudget sees it, recording when it let a call go and when it refused one. */
+function watched(counter: WindowCounter) {
+  const granted: number[] = [];
+  const refused: number[] = [];
   return {
-    admitted,
-    keys,
-    refused: () => refused,
+    granted,
+    refused,
     counter: {
-      async hit(key, windowMs, now) {
-        keys.add(key);
-        const count = await counter.hit(key, windowMs, now);
-        const w = Math.floor(now / windowMs);
-        if (count <= limit.requests) admitted.set(w, (admitted.get(w) ?? 0) + 1);
-        else {
-          refused++;
-          clock.passWindow(now);
-        }
-        return count;
+      async slide(key, range, now, max) {
+        const r = await counter.slide(key, range, now, max);
+        if (max > 0) (r.taken ? granted : refused).push(now);
+        return r;
       },
-      peek: (key, windowMs, now) => counter.peek(key, windowMs, now),
     } satisfies WindowCounter,
   };
 }
 
-/** Seven calls at once against a budget of three a window: three now, the rest later, never more than three a window. */
-async function spendsWithinBudget(counter: (clock: BudgetClock) => WindowCounter, opts: { perSeconds: number; marginMs: number }): Promise<void> {
-  const limit: RateLimit = { requests: 3, perSeconds: opts.perSeconds };
-  const windowMs = opts.perSeconds * 1000;
-  const clock = budgetClock(windowMs, opts.marginMs);
-  const w = watched(counter(clock), limit, clock);
+/**
+ * Callers at `offsets` (ms after EPOCH) each take the budget once. Every one goes; any
+ * `requests` + 1 send times are more than per_seconds + the margin apart; and a refusal at
+ * t means `requests` calls went within the range counted then (per_seconds, the margin and
+ * one bucket before t).
+ */
+async function holdsOverAnySpan(counter: WindowCounter, limit: RateLimit, offsets: number[]): Promise<void> {
+  const vt = virtualTime(EPOCH);
+  const w = watched(counter);
   const id = randomUUID();
-  const callers = 7;
-  const waits = await Promise.all(Array.from({ length: callers }, () => takeBudget(w.counter, id, limit, clock.now)));
-  assert.deepEqual([...w.keys], [`connector:${id}`]);
-  // Every call went through: over the budget, a call waits.
-  assert.equal(
-    [...w.admitted.values()].reduce((a, b) => a + b, 0),
-    callers,
-  );
-  for (const [window, n] of w.admitted) assert.ok(n <= limit.requests, `window ${window} admitted ${n}`);
-  assert.equal(w.admitted.get(Math.floor(EPOCH / windowMs)), 3);
-  assert.ok(w.admitted.size >= Math.ceil(callers / limit.requests));
-  assert.ok(w.refused() >= callers - limit.requests);
-  // The first three did not wait; each other one waited until a later window.
-  assert.equal(waits.filter((ms) => ms === 0).length, 3);
-  for (const ms of waits.filter((x) => x !== 0)) assert.ok(ms >= opts.marginMs && ms % windowMs === 0, `waited ${ms}`);
+  const calls = offsets.map((offset) => vt.spawn(offset, () => takeBudget(w.counter, id, limit, vt.now, Number.POSITIVE_INFINITY, vt.sleep)));
+  await vt.run();
+  await Promise.all(calls);
+  const sends = [...w.granted].sort((a, b) => a - b);
+  assert.equal(sends.length, offsets.length);
+  const span = limit.perSeconds * 1000 + marginMs(limit);
+  for (let i = 0; i + limit.requests < sends.length; i++)
+    assert.ok(sends[i + limit.requests]! - sends[i]! > span, `sends ${i} and ${i + limit.requests} of ${JSON.stringify(sends)}`);
+  const { bucketMs } = rangeOf(limit, EPOCH);
+  for (const t of w.refused) {
+    const inRange = sends.filter((s) => s >= t - span - bucketMs && s <= t).length;
+    assert.ok(inRange >= limit.requests, `refused at ${t} with ${inRange} sent in its range: ${JSON.stringify(sends)}`);
+  }
 }
 
-/** A budget's use as rateUse reads it: the calls takeBudget counted in the window, then 0 in the next. */
-async function peeksWithoutCounting(counter: (now: () => number) => WindowCounter): Promise<void> {
-  let t = EPOCH + 100;
-  const c = counter(() => t);
+const budgets = fc.record({
+  requests: fc.integer({ min: 1, max: 6 }),
+  perSeconds: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constantFrom(60, 3600, 86_400)),
+});
+
+/** Random budgets and callers: some at once, most spread over a few spans. */
+const attempts = (maxCalls: number) =>
+  budgets.chain((limit) =>
+    fc.tuple(
+      fc.constant(limit),
+      fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 * limit.perSeconds * 1000 })), { minLength: 1, maxLength: maxCalls }),
+    ),
+  );
+
+async function holdsForAnyCalls(counter: () => WindowCounter, runs: number, maxCalls: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(attempts(maxCalls), ([limit, offsets]) => holdsOverAnySpan(counter(), limit, offsets)),
+    { numRuns: runs },
+  );
+}
+
+/** Four calls just before a second ends and four just after: a fixed window let all eight go within 20 ms. */
+async function holdsAcrossABoundary(counter: WindowCounter): Promise<void> {
+  const vt = virtualTime(EPOCH);
+  const id = randomUUID();
+  const limit = { requests: 4, perSeconds: 1 };
+  const take = () => takeBudget(counter, id, limit, vt.now, Number.POSITIVE_INFINITY, vt.sleep);
+  const waits = [...Array.from({ length: 4 }, () => vt.spawn(990, take)), ...Array.from({ length: 4 }, () => vt.spawn(1010, take))];
+  await vt.run();
+  const ms = await Promise.all(waits);
+  assert.deepEqual(ms.slice(0, 4), [0, 0, 0, 0]);
+  // The first four sit in the bucket from 900 ms, which leaves the range 1.1 s + 100 ms after it: at 2100 ms.
+  for (const m of ms.slice(4)) assert.ok(m >= 2100 - 1010 && m < 2100 - 1010 + 15, `waited ${m}`);
+}
+
+/** A budget's use as rateUse reads it: the calls in the range takeBudget counts, then 0 once they left it. */
+async function peeksWithoutCounting(counter: WindowCounter): Promise<void> {
   const id = randomUUID();
   const limit = { requests: 5, perSeconds: 2 };
-  assert.deepEqual(await rateUse(c, id, limit, t), { used: 0, remaining: 5, resetsAt: new Date(EPOCH + 2000) });
-  for (let i = 0; i < 3; i++) await takeBudget(c, id, limit, () => t);
-  assert.deepEqual(await rateUse(c, id, limit, t), { used: 3, remaining: 2, resetsAt: new Date(EPOCH + 2000) });
-  assert.equal((await rateUse(c, id, limit, t)).used, 3);
-  t = EPOCH + 2000;
-  assert.deepEqual(await rateUse(c, id, limit, t), { used: 0, remaining: 5, resetsAt: new Date(EPOCH + 4000) });
+  let t = EPOCH + 100;
+  assert.deepEqual(await rateUse(counter, id, limit, t), { used: 0, remaining: 5, resetsAt: new Date(t) });
+  for (let i = 0; i < 3; i++) assert.equal(await takeBudget(counter, id, limit, () => t), 0);
+  // Buckets of 200 ms: the one from EPOCH leaves the range 2 s + 200 ms (margin) + 200 ms (bucket) after it.
+  assert.deepEqual(await rateUse(counter, id, limit, t), { used: 3, remaining: 2, resetsAt: new Date(EPOCH + 2400) });
+  assert.equal((await rateUse(counter, id, limit, t)).used, 3);
+  t = EPOCH + 2399;
+  assert.equal((await rateUse(counter, id, limit, t)).used, 3);
+  t = EPOCH + 2400;
+  assert.deepEqual(await rateUse(counter, id, limit, t), { used: 0, remaining: 5, resetsAt: new Date(t) });
 }
 
 describe('rateLimitOf', () => {
@@ -123,66 +187,76 @@ describe('rateLimitOf', () => {
   });
 });
 
+describe('the range counted', () => {
+  it('is per_seconds cut into ten buckets aligned to the clock, plus a margin of min(250 ms, per_seconds / 10)', () => {
+    assert.equal(marginMs({ requests: 4, perSeconds: 1 }), 100);
+    assert.equal(marginMs({ requests: 4, perSeconds: 60 }), 250);
+    assert.deepEqual(rangeOf({ requests: 4, perSeconds: 1 }, EPOCH + 1234), { bucketMs: 100, from: EPOCH + 100, keepMs: 1300 });
+    assert.deepEqual(rangeOf({ requests: 10, perSeconds: 86_400 }, EPOCH), {
+      bucketMs: 8_640_000,
+      from: Math.floor((EPOCH - 86_400_250) / 8_640_000) * 8_640_000,
+      keepMs: 86_400_250 + 2 * 8_640_000,
+    });
+  });
+});
+
 describe('takeBudget', () => {
-  it('does not wait within the budget, and counts each call', async () => {
-    let t = EPOCH;
+  it("lets a budget's first calls go at once, even a day's, each connector on its own", async () => {
+    const t = EPOCH;
     const counter = limiterCounter(memoryLimiter(() => t));
-    const limit = { requests: 2, perSeconds: 1 };
-    assert.equal(await takeBudget(counter, 'c1', limit, () => t), 0);
-    assert.equal(await takeBudget(counter, 'c1', limit, () => t), 0);
-    // Another connector has its own budget; the next window a new one.
-    assert.equal(await takeBudget(counter, 'c2', limit, () => t), 0);
-    t += 1000;
-    assert.equal(await takeBudget(counter, 'c1', limit, () => t), 0);
-    assert.equal(await takeBudget(counter, 'c1', limit, () => t), 0);
+    const day = { requests: 10, perSeconds: 86_400 };
+    for (let i = 0; i < 10; i++) assert.equal(await takeBudget(counter, 'c1', day, () => t), 0);
+    assert.equal(await takeBudget(counter, 'c2', day, () => t), 0);
+    // The eleventh would wait a day: past the wait limit, it fails at once.
+    await assert.rejects(
+      takeBudget(counter, 'c1', day, () => t),
+      { message: "The connector's rate limit would keep the call waiting for more than 600 s" },
+    );
+    assert.equal((await rateUse(counter, 'c1', day, t)).used, 10);
   });
 
-  it('gives up with an error only after waiting longer than maxWaitMs', async () => {
-    const limit = { requests: 1, perSeconds: 1 };
-    const clock = budgetClock(1000, 2);
-    let hits = 0;
+  it('over the budget, waits until the oldest call leaves the range, then goes', async () => {
+    const vt = virtualTime(EPOCH);
+    const counter = limiterCounter(memoryLimiter(vt.now));
+    const limit = { requests: 2, perSeconds: 1 };
+    const take = () => takeBudget(counter, 'c', limit, vt.now, 5000, vt.sleep);
+    const calls = [vt.spawn(50, take), vt.spawn(60, take), vt.spawn(500, take)];
+    await vt.run();
+    const [a, b, c] = await Promise.all(calls);
+    assert.deepEqual([a, b], [0, 0]);
+    // Bucket 0-100 ms leaves at 100 + 1000 + 100 ms; from 500 ms that is 700 ms, plus up to 15 ms of spread.
+    assert.ok(c! >= 700 && c! < 715, `waited ${c}`);
+  });
+
+  it('holds across a window boundary where a fixed window let twice the budget go', async () => {
+    await holdsAcrossABoundary(limiterCounter(memoryLimiter(() => 0)));
+  });
+
+  it('fails at once when the budget frees up only past maxWaitMs', async () => {
+    let tries = 0;
     const full: WindowCounter = {
-      async hit(_key, _windowMs, now) {
-        hits++;
-        clock.passWindow(now);
-        return limit.requests + 1;
+      async slide(_key, _range, now) {
+        tries++;
+        return { taken: false, used: 1, oldest: Math.floor(now / 100) * 100 };
       },
-      peek: async () => limit.requests + 1,
     };
-    await assert.rejects(takeBudget(full, 'c', limit, clock.now, 5000), { message: "The connector's rate limit kept the call waiting for more than 5 s" });
-    // It tried once a window until it had waited past 5 s.
-    assert.equal(hits, 7);
+    await assert.rejects(
+      takeBudget(full, 'c', { requests: 1, perSeconds: 10 }, () => EPOCH, 5000),
+      {
+        message: "The connector's rate limit would keep the call waiting for more than 5 s",
+      },
+    );
+    assert.equal(tries, 1);
   });
 });
 
 describe('the memory counter', () => {
-  it('counts in windows aligned to the clock, of whole seconds', async () => {
-    let t = EPOCH + 999;
-    const counter = limiterCounter(memoryLimiter(() => t));
-    assert.equal(await counter.hit('k', 1000, t), 1);
-    assert.equal(await counter.hit('k', 1000, t), 2);
-    assert.equal(await counter.hit('other', 1000, t), 1);
-    t += 1;
-    assert.equal(await counter.hit('k', 1000, t), 1);
-    // 300 ms is counted in a window of a second, 1.5 s in one of two.
-    t = EPOCH + 10_000;
-    assert.equal(await counter.hit('short', 300, t), 1);
-    t += 900;
-    assert.equal(await counter.hit('short', 300, t), 2);
-    t = EPOCH + 20_000;
-    assert.equal(await counter.hit('long', 1500, t), 1);
-    t += 1999;
-    assert.equal(await counter.hit('long', 1500, t), 2);
-    t += 1;
-    assert.equal(await counter.hit('long', 1500, t), 1);
+  it('holds any budget over any span of per_seconds, for any calls (property)', async () => {
+    await holdsForAnyCalls(() => limiterCounter(memoryLimiter(() => 0)), 200, 40);
   });
 
-  it('admits at most the budget in a window; the other calls wait', async () => {
-    await spendsWithinBudget((clock) => limiterCounter(memoryLimiter(clock.now)), { perSeconds: 1, marginMs: 5 });
-  });
-
-  it('reads a window without counting in it', async () => {
-    await peeksWithoutCounting((now) => limiterCounter(memoryLimiter(now)));
+  it('reads the range without counting in it', async () => {
+    await peeksWithoutCounting(limiterCounter(memoryLimiter(() => 0)));
   });
 });
 
@@ -204,40 +278,35 @@ describe(`the database counter (${ENGINE})`, () => {
   });
   after(() => close());
 
-  it('counts in windows aligned to the clock', async () => {
+  it('holds any budget over any span of per_seconds, for any calls, concurrent ones included (property)', async () => {
+    await holdsForAnyCalls(() => databaseCounter(db), 25, 15);
+  });
+
+  it('holds across a window boundary where a fixed window let twice the budget go', async () => {
+    await holdsAcrossABoundary(databaseCounter(db));
+  });
+
+  it('reads the range without counting in it', async () => {
+    await peeksWithoutCounting(databaseCounter(db));
+  });
+
+  it("drops a key's buckets once they leave its range, and every thousandth call those of idle keys two days old", async () => {
     const counter = databaseCounter(db);
-    const key = `connector:${randomUUID()}`;
-    assert.equal(await counter.hit(key, 1000, EPOCH + 999), 1);
-    assert.equal(await counter.hit(key, 1000, EPOCH), 2);
-    assert.equal(await counter.hit(`${key}:other`, 1000, EPOCH + 500), 1);
-    assert.equal(await counter.hit(key, 1000, EPOCH + 1000), 1);
-    // Any length: 2.5 s windows start at multiples of 2.5 s.
-    assert.equal(await counter.hit(key, 2500, EPOCH + 2500), 1);
-    assert.equal(await counter.hit(key, 2500, EPOCH + 4999), 2);
-    assert.equal(await counter.hit(key, 2500, EPOCH + 5000), 1);
-  });
-
-  it('reads a window without counting in it', async () => {
-    await peeksWithoutCounting(() => databaseCounter(db));
-  });
-
-  it('admits at most the budget in a window; the other calls wait', async () => {
-    await spendsWithinBudget(() => databaseCounter(db), { perSeconds: 1, marginMs: 5 });
-    await spendsWithinBudget(() => databaseCounter(db), { perSeconds: 0.25, marginMs: 5 });
-  });
-
-  it('every thousandth call deletes the windows older than a day, and keeps the others', async () => {
-    const counter = databaseCounter(db);
+    const rows = async (key: string) =>
+      (await db.selectFrom('rate_windows').select('window_start').where('key', '=', key).execute()).map((r) => Number(r.window_start));
+    const range = (now: number) => ({ bucketMs: 1000, from: now - 10_000, keepMs: 12_000 });
+    const now = EPOCH + 3 * 86_400_000;
     const old = `connector:${randomUUID()}`;
     const recent = `connector:${randomUUID()}`;
     const busy = `connector:${randomUUID()}`;
-    const now = EPOCH + 3 * 86_400_000;
-    assert.equal(await counter.hit(old, 1000, now - 86_400_000 - 1000), 1);
-    assert.equal(await counter.hit(recent, 1000, now - 86_400_000 + 1000), 1);
-    for (let i = 3; i <= 1000; i++) await counter.hit(busy, 1000, now);
-    assert.equal(await counter.hit(old, 1000, now - 86_400_000 - 1000), 1);
-    assert.equal(await counter.hit(recent, 1000, now - 86_400_000 + 1000), 2);
-    assert.equal(await counter.hit(busy, 1000, now), 999);
+    assert.equal((await counter.slide(old, range(now - 2 * 86_400_000 - 1000), now - 2 * 86_400_000 - 1000, 5)).taken, true);
+    assert.equal((await counter.slide(recent, range(now - 86_400_000), now - 86_400_000, 5)).taken, true);
+    await counter.slide(busy, range(now - 20_000), now - 20_000, 5);
+    assert.equal((await counter.slide(busy, range(now), now, 5)).used, 1);
+    assert.deepEqual(await rows(busy), [now]);
+    for (let i = 3; i <= 1000; i++) await counter.slide(busy, range(now), now, Number.MAX_SAFE_INTEGER);
+    assert.deepEqual(await rows(old), []);
+    assert.equal((await rows(recent)).length, 1);
   });
 });
 
@@ -251,27 +320,24 @@ describe('the Redis counter', { skip: process.env.REDIS_URL ? false : 'REDIS_URL
     clients.push(r);
     return r;
   };
+  /** Two limiters on two connections, as two processes would have, taking turns. */
+  const twoProcesses = (): WindowCounter => {
+    const a = limiterCounter(redisLimiter(redis(), () => 0));
+    const b = limiterCounter(redisLimiter(redis(), () => 0));
+    let turn = 0;
+    return { slide: (key, range, now, max) => (turn++ % 2 === 0 ? a : b).slide(key, range, now, max) };
+  };
+  const shared = twoProcesses();
 
-  it('reads a window without counting in it', async () => {
-    // Its key expires in real time: the reads follow the hits well within the 1.9 s left.
-    await peeksWithoutCounting((now) => limiterCounter(redisLimiter(redis(), now)));
+  it('holds any budget over any span of per_seconds across connections, for any calls (property)', async () => {
+    await holdsForAnyCalls(() => shared, 25, 15);
   });
 
-  it('admits at most the budget in a window across connections; the other calls wait', async () => {
-    // Two limiters on two connections, as two processes would have; keys expire in real
-    // time, so the clock stands 1.5 s before the end of each 2 s window.
-    const a = redisLimiter(redis(), () => now());
-    const b = redisLimiter(redis(), () => now());
-    let now = () => 0;
-    let turn = 0;
-    await spendsWithinBudget(
-      (clock) => {
-        now = clock.now;
-        const ca = limiterCounter(a);
-        const cb = limiterCounter(b);
-        return { hit: (key, windowMs, t) => (turn++ % 2 === 0 ? ca : cb).hit(key, windowMs, t), peek: (key, windowMs, t) => ca.peek(key, windowMs, t) };
-      },
-      { perSeconds: 2, marginMs: 1500 },
-    );
+  it('holds across a window boundary where a fixed window let twice the budget go', async () => {
+    await holdsAcrossABoundary(shared);
+  });
+
+  it('reads the range without counting in it', async () => {
+    await peeksWithoutCounting(shared);
   });
 });

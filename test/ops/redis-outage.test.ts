@@ -123,6 +123,14 @@ test(
       assert.equal(gql.value.status, 200);
       assert.ok(gql.ms < RUNAWAY_MS, `answered after ${gql.ms} ms`);
     }
+    // A connector's sliding window too: counted in the process, at once.
+    const now = t.deps.clock();
+    const range = { bucketMs: 100, from: now - 1100, keepMs: 1300 };
+    for (const taken of [true, true, false]) {
+      const slide = await timed(() => t.deps.limiter.slide('connector:outage:100', range, now, 2));
+      assert.equal(slide.value.taken, taken);
+      assert.ok(slide.ms < RUNAWAY_MS, `answered after ${slide.ms} ms`);
+    }
     assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready', rate_limit: 'per process (Redis unavailable)' } });
     assert.equal(fallbackLines().length, 1, JSON.stringify(fallbackLines()));
     assert.equal(fallbackLines()[0]!.level, 40);

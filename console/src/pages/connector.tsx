@@ -171,7 +171,7 @@ function RateLimit(props: { connectorId: string; config: unknown }) {
             </dd>
             <dt>Remaining</dt>
             <dd>{u.remaining ?? '—'}</dd>
-            <dt>Window resets</dt>
+            <dt>Frees up</dt>
             <dd>
               <Time value={u.resetsAt} />
             </dd>

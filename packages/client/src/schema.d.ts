@@ -732,13 +732,13 @@ export interface components {
                 requests: number | null;
                 /** @description The window's length in seconds */
                 per_seconds: number | null;
-                /** @description Calls counted in the current window, those that waited for a later one included */
+                /** @description Calls counted in the sliding window now: those of the last per_seconds and the margin */
                 used: number | null;
                 /** @description requests less used, never below 0 */
                 remaining: number | null;
                 /**
                  * Format: date-time
-                 * @description When the current window ends
+                 * @description When the oldest call counted leaves the window (now when none is counted)
                  */
                 resets_at: string | null;
             };
