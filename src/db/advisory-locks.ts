@@ -21,9 +21,8 @@ export const ADVISORY_LOCK = {
    */
   bulkReplay: 7313,
   /**
-   * Transaction-level, two-key form (rateKey, hashtext(key)), a space apart from the
-   * single-key ids above: one check-and-count at a time per key of a connector's rate budget
-   * (connectors/rate.ts, on PostgreSQL without Redis).
+   * Transaction-level, two-key form (rateKey, hashtext(key)): one check-and-count at a
+   * time per key of a connector's rate budget (connectors/rate.ts, on PostgreSQL without Redis).
    */
   rateKey: 7314,
   /**
