@@ -17,7 +17,7 @@ import { queueSignal, type QueueSignal } from './workflows/wake.ts';
 import { specImporter, type SpecImporter } from './openapi/import-pool.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { queueGauges } from './workflows/queue-gauges.sql.ts';
-import { waitingRuns, type WaitingRuns } from './resources/quotas.ts';
+import { waitingRuns, type WaitingRuns } from './quotas/quotas.ts';
 import { FLUSH_TIMEOUT_MS, NO_TRACING, type Tracing } from './tracing.ts';
 
 export interface Deps {

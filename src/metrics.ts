@@ -30,7 +30,7 @@ export interface Metrics {
   rateLimited(surface: string): void;
   /** A webhook delivery: accepted, duplicate, or the error code it was refused with. */
   webhookDelivery(outcome: string): void;
-  /** Work a per-workspace quota turned away (resources/quotas.ts): a delivery, a schedule tick, a replay. */
+  /** Work a per-workspace quota turned away (quotas/quotas.ts): a delivery, a schedule tick, a replay. */
   quotaRefusal(quota: 'waiting_runs', path: 'webhook' | 'schedule' | 'replay'): void;
   /** A run's outcome recorded: `seconds` from its delivery to its end; the workflow is a label only when opted in. */
   runFinished(workflowId: string, outcome: string, seconds: number): void;

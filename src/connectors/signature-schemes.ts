@@ -4,7 +4,7 @@
  * constant-time; a scheme that signs a timestamp refuses one older or newer than the
  * tolerance, so a captured delivery cannot be replayed later. What the signature covers
  * (signedId: Standard Webhooks' id; Stripe's and Slack's timestamp with the body digest;
- * GitHub's and Shopify's body digest) is the delivery identity (webhooks/identity.ts):
+ * GitHub's and Shopify's body digest) is the delivery identity (triggers/identity.ts):
  * their id headers (X-GitHub-Delivery, X-Shopify-Webhook-Id) are not signed, so they only
  * label the run.
  * docs/webhooks.md, "Signature schemes", shows each with its headers.

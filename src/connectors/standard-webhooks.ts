@@ -22,7 +22,7 @@ export type SignatureFailure = 'missing signature headers' | 'signature mismatch
 
 /**
  * What a verified message's signature vouches for, as its delivery identity
- * (webhooks/identity.ts): `value` is made of signed parts only (Standard Webhooks' id;
+ * (triggers/identity.ts): `value` is made of signed parts only (Standard Webhooks' id;
  * Stripe's and Slack's timestamp with the body's digest; GitHub's and Shopify's body
  * digest), so no header outside the signature can change it. `shown` is what the run
  * shows as its delivery_id when no delivery-id header came: the sender's own id where it

@@ -9,7 +9,7 @@ export const ADVISORY_LOCK = {
   sweep: 7311,
   /**
    * Transaction-level, with the workspace id's hash as its second key: a create that a
-   * quota counts (resources/quotas.ts) counts and inserts under it, so two creates at a
+   * quota counts (quotas/quotas.ts) counts and inserts under it, so two creates at a
    * quota's last slot do not both pass.
    */
   quota: 7312,

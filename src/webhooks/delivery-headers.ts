@@ -4,9 +4,9 @@
  * - a header that carries credentials keeps its name, its value becomes "[redacted]": the
  *   ones named below, any name containing one of SECRET_STEMS, the header an api_key
  *   connector reads its key from, and any value that looks like a key or one of our tokens;
- * - the delivery-id headers (webhooks/identity.ts) are shown in full: the run shows that
+ * - the delivery-id headers (triggers/identity.ts) are shown in full: the run shows that
  *   value as its delivery_id already (unless an api_key connector reads its key from one,
- *   which inbound-rules.ts refuses, and which is redacted all the same);
+ *   which connectors/inbound-rules.ts refuses, and which is redacted all the same);
  * - hop-by-hop headers, and those a Connection header names, are left out: they describe
  *   the connection to us, not the delivery;
  * - bounded: the first MAX_HEADERS headers, each value cut to MAX_VALUE_CHARS characters.
@@ -14,7 +14,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { REDACTED } from '../log.ts';
 import { looksLikeSecret } from '../secrets.ts';
-import { DELIVERY_ID_HEADERS } from './identity.ts';
+import { DELIVERY_ID_HEADERS } from '../triggers/identity.ts';
 
 export const MAX_HEADERS = 50;
 export const MAX_VALUE_CHARS = 1024;

@@ -22,15 +22,15 @@ import { rateLimitHeaders } from '../http/rate-limit.ts';
 import { uuidv7 } from '../ids.ts';
 import { isJsonMediaType, isObject, parseJson } from '../json.ts';
 import { sha256Hex } from '../secrets.ts';
-import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from './identity.ts';
+import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
 import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
-import { headerNameProblem, secretProblem } from './inbound-rules.ts';
+import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders } from './delivery-headers.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
-import { WAITING_RUNS_RETRY_AFTER_SECONDS, waitingRunsRefusal } from '../resources/quotas.ts';
+import { WAITING_RUNS_RETRY_AFTER_SECONDS, waitingRunsRefusal } from '../quotas/quotas.ts';
 
 export const WEBHOOK_PREFIX = '/api/v1/webhooks/';
 

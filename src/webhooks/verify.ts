@@ -2,7 +2,7 @@
  * Inbound connector verification of a delivery, over the raw bytes before any parsing:
  * - hmac: the connector's config.signature_scheme (connectors/signature-schemes.ts), 5 minutes of clock tolerance;
  * - api_key: a configured header (default X-Api-Key) equal to the secret.
- * What a connector may hold (secrets, header names) is in inbound-rules.ts.
+ * What a connector may hold (secrets, header names) is in connectors/inbound-rules.ts.
  * Every comparison is constant-time.
  */
 import type { IncomingHttpHeaders } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * Per-workspace quotas (resources/quotas.ts), each set small: past it a create is 422
+ * Per-workspace quotas (quotas/quotas.ts), each set small: past it a create is 422
  * invalid_request naming the setting and its value; another workspace is not affected;
  * removing what is counted frees the slot; concurrent creates at the last slot pass once.
  * Also SCHEDULE_MIN_INTERVAL_SECONDS at save.

@@ -5,7 +5,7 @@
  * src/http/, src/graphql/ and src/token/, src/webhooks/surface.ts, and src/admin/ except
  * its services (service.ts, admin.sql.ts, bootstrap.ts). A domain module is everything
  * under src/facts/, src/resources/, src/providers/, src/workflows/, src/worker/,
- * src/connectors/, src/openapi/, src/auth/, src/db/, src/webhooks/ other than surface.ts,
+ * src/connectors/, src/openapi/, src/auth/, src/db/, src/triggers/, src/quotas/, src/webhooks/ other than surface.ts,
  * those admin services, and the files directly in src/ other than the entry points
  * (main.ts, server.ts, app.ts). A domain module imports no surface module, with `import`,
  * `import type`, `export ... from` or `import()` alike. src/cli/ and src/maintenance/ are
@@ -32,6 +32,8 @@ const DOMAIN = [
   /^openapi\//,
   /^auth\//,
   /^db\//,
+  /^triggers\//,
+  /^quotas\//,
   /^webhooks\/(?!surface\.ts$)/,
   /^admin\/(service|admin\.sql|bootstrap)\.ts$/,
   /^(?!(main|server|app)\.ts$)[^/]+\.ts$/,

@@ -14,7 +14,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { signatureHeaders, verifySignature, type SignatureScheme } from '../../src/connectors/signature-schemes.ts';
 import { signToken } from '../../src/auth/tokens.ts';
-import { deliveryIdentity } from '../../src/webhooks/identity.ts';
+import { deliveryIdentity } from '../../src/triggers/identity.ts';
 import { capturingLogger, tokenFor } from '../helpers/app.ts';
 import { API, deliver, saveOk, startFlow, type Flow } from './helpers.ts';
 

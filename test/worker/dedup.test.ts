@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { BODY_BUCKET_MS, DELIVERY_ID_HEADERS, deliveryHeader, deliveryIdentity } from '../../src/webhooks/identity.ts';
+import { BODY_BUCKET_MS, DELIVERY_ID_HEADERS, deliveryHeader, deliveryIdentity } from '../../src/triggers/identity.ts';
 import { runs } from '../helpers/property.ts';
 import { API, deliver, saveOk, startFlow } from '../webhooks/helpers.ts';
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The per-workspace quotas (resources/quotas.sql.ts) count at most limit + 1 rows of one
+ * The per-workspace quotas (quotas/quotas.sql.ts) count at most limit + 1 rows of one
  * workspace: the triggers of one type at each save that adds one. This index keeps that
  * count a short range scan of the workspace's own rows, however many other tenants hold.
  * (The waiting runs are counted by workflow_runs_ready_workspace_idx of 0020, which the

@@ -6,7 +6,7 @@ import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import type { InputSchema } from '../../input.ts';
 import type { Quotas } from '../../config.ts';
-import { checkFieldCreate, countedWrite } from '../quotas.ts';
+import { checkFieldCreate, countedWrite } from '../../quotas/quotas.ts';
 import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';

@@ -6,7 +6,7 @@ import { AppError, fromPgError, invalidAt } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import type { Quotas } from '../../config.ts';
-import { checkDataModelCreate, countedWrite } from '../quotas.ts';
+import { checkDataModelCreate, countedWrite } from '../../quotas/quotas.ts';
 import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */

@@ -14,7 +14,7 @@ import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import { isObject } from '../../json.ts';
 import { openSecret, sealSecret } from '../../secret-box.ts';
-import { headerNameProblem, secretProblem } from '../../webhooks/inbound-rules.ts';
+import { headerNameProblem, secretProblem } from '../../connectors/inbound-rules.ts';
 import type { Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
@@ -25,7 +25,7 @@ import { newSpecRow } from '../api_specs/service.ts';
 import { findProvider } from '../../providers/catalog.ts';
 import { isSignatureScheme, SIGNATURE_SCHEMES } from '../../connectors/signature-schemes.ts';
 import type { Quotas } from '../../config.ts';
-import { checkConnectorCreate, countedWrite } from '../quotas.ts';
+import { checkConnectorCreate, countedWrite } from '../../quotas/quotas.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const connectorInput: InputSchema = {
@@ -89,7 +89,7 @@ function checkScheme(config: unknown, authType: string | undefined): void {
 }
 
 /**
- * The inbound rules (webhooks/inbound-rules.ts) on what the connector will hold: its
+ * The inbound rules (connectors/inbound-rules.ts) on what the connector will hold: its
  * config.header_name, and its secret (the one given, or with `stored` the one it keeps,
  * when a change of auth_type, direction or scheme makes another rule apply to it).
  */

@@ -12,7 +12,7 @@ import { wakeWorkers } from '../../workflows/wake.ts';
 import { insertBulkReplay, type ReplayVersion, type RunFilterClause } from './replay.sql.ts';
 import { RUN_OUTCOMES } from './resource.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';
-import { checkWaitingRuns } from '../quotas.ts';
+import { checkWaitingRuns } from '../../quotas/quotas.ts';
 
 export type { ReplayVersion, RunFilterClause } from './replay.sql.ts';
 

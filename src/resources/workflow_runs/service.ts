@@ -10,7 +10,7 @@ import { insertReplay, type ReplayVersion } from './replay.sql.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';
 import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
-import { checkWaitingRuns } from '../quotas.ts';
+import { checkWaitingRuns } from '../../quotas/quotas.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
 const isRunOutcome = (s: unknown): s is RunOutcome => (RUN_OUTCOMES as readonly unknown[]).includes(s);

@@ -26,7 +26,7 @@ import { operationOf, unknownDriverOperationText, unknownOperationText } from '.
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 import type { Quotas } from '../../config.ts';
-import { checkTriggers, checkWorkflowCreate } from '../quotas.ts';
+import { checkTriggers, checkWorkflowCreate } from '../../quotas/quotas.ts';
 import { shortestInterval } from '../../workflows/schedule.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */

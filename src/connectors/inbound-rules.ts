@@ -15,8 +15,8 @@
  *   which Node's parser never delivers.
  * docs/connectors.md, "Inbound secrets and header names", lists them.
  */
-import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme } from '../connectors/standard-webhooks.ts';
-import { DELIVERY_ID_HEADERS } from './identity.ts';
+import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme } from './standard-webhooks.ts';
+import { DELIVERY_ID_HEADERS } from '../triggers/identity.ts';
 
 export const MIN_SECRET_BYTES = 16;
 export const MAX_HEADER_NAME_CHARS = 64;
