@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.tributary/**', 'coverage/**', 'dist/**', 'packages/client/src/schema.d.ts'] },
+  { ignores: ['node_modules/**', '.tributary/**', 'coverage/**', 'dist/**', 'packages/client/dist/**', 'packages/client/src/schema.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

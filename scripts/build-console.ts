@@ -61,6 +61,9 @@ export async function buildConsole(opts: { quiet?: boolean } = {}): Promise<Buil
     format: 'esm',
     target: 'es2022',
     platform: 'browser',
+    // The SDK's own sources (packages/client/package.json), so the console needs no SDK build;
+    // `module` is esbuild's default condition, which naming conditions would drop.
+    conditions: ['tributary-source', 'module'],
     jsx: 'automatic',
     jsxImportSource: 'preact',
     outdir: path.join(next, 'assets'),

@@ -5,10 +5,13 @@
  * service account's credentials come from, how long one request may take, and its failures
  * as AdminApiError, so reportFailure prints them as every other command's. Neither the
  * secret nor a token is ever printed or put in an error message.
+ *
+ * The CLI imports the SDK's sources by path: the package's own entry is its build (dist/),
+ * which a checkout does not have, and Node runs these sources as the rest of the CLI.
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { createClient, type Collection, type ListOptions, type TributaryClient, type TributaryError } from '@tributary/client';
+import { createClient, type Collection, type ListOptions, type TributaryClient, type TributaryError } from '../../packages/client/src/index.ts';
 import { loadCliConfig, type CliConfig } from '../config.ts';
 import { AdminApiError, DEFAULT_TIMEOUT_MS, networkReason, resolveServerUrl, UsageError } from './admin-client.ts';
 

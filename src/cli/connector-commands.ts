@@ -11,7 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { listOperations } from '../connectors/operations.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from '../resources/external_connectors/resource.ts';
 import { CommandFailure, EXIT_FAILURE, UsageError, reportFailure } from './admin-client.ts';
-import type { CreateData } from '@tributary/client';
+import type { CreateData } from '../../packages/client/src/index.ts';
 import type { ApiClient } from './api-client.ts';
 import { renderHuman, renderTable } from './admin-commands.ts';
 

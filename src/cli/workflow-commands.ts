@@ -8,7 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import YAML from 'yaml';
 import { isUuid } from '../ids.ts';
 import { AdminApiError, CommandFailure, EXIT_FAILURE, reportFailure } from './admin-client.ts';
-import type { CreateData, TestRunAttributes, UpdateData } from '@tributary/client';
+import type { CreateData, TestRunAttributes, UpdateData } from '../../packages/client/src/index.ts';
 import { all, apiClientOf, asResource, type ApiClient, type Resource } from './api-client.ts';
 import { renderTable } from './admin-commands.ts';
 import {

@@ -187,6 +187,41 @@ describe('runs, facts and webhooks', () => {
     assert.equal(sent.filter((s) => s.path.startsWith('/api/v1/webhooks/')).length, 1);
   });
 
+  it('a webhook 401 carries the server\'s text in detail: the documented text, or what it says beyond it', async () => {
+    const { c, sent } = client();
+    // The trigger has no verifying connector, so asking for verification is refused.
+    await assert.rejects(c.sendWebhook(triggerToken, { id: 'o-401' }, { headers: { 'tributary-require-verification': 'true' } }), (err: unknown) => {
+      assert.ok(err instanceof TributaryError);
+      assert.equal(err.status, 401);
+      assert.equal(err.code, 'Unauthorized');
+      assert.equal(err.detail, 'Unauthorized');
+      assert.match(err.message, /^HTTP 401 Unauthorized: Unauthorized$/);
+      return true;
+    });
+    assert.equal(sent.filter((s) => s.path.startsWith('/api/v1/webhooks/')).length, 1, 'an Unauthorized is not re-exchanged');
+    // A bearer token the server cannot read: missing_credentials, with the reason in detail.
+    const raw = await fetch(`${t.url}/api/v1/webhooks/${encodeURIComponent(triggerToken)}`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer not-a-token', 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const said = (await raw.json()) as { error: string; detail?: string };
+    assert.equal(raw.status, 401);
+    assert.equal(said.error, 'missing_credentials');
+    assert.ok(typeof said.detail === 'string' && said.detail.length > 0, JSON.stringify(said));
+    const bad = createClient({
+      baseUrl: t.url,
+      clientId: tenant.clientId,
+      clientSecret: tenant.clientSecret,
+      fetch: (input, init) => {
+        const url = String(input);
+        if (!url.includes('/api/v1/oauth/token')) return fetch(input, init);
+        return Promise.resolve(new Response(JSON.stringify({ access_token: 'not-a-token', token_type: 'bearer', expires_in: 900 }), { status: 200 }));
+      },
+    });
+    await assert.rejects(bad.sendWebhook(triggerToken, { id: 'o-401' }), { status: 401, code: 'missing_credentials', detail: said.detail });
+  });
+
   it('a webhook sent with a revoked token is exchanged once more and sent again with the same delivery id', async () => {
     const { c, sent } = client();
     await c.list('data_models');

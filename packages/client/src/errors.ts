@@ -79,8 +79,10 @@ export function errorFromAnswer(status: number, text: string, requestId: string 
     return new TributaryError({ ...common, code, detail, title, source, pointer });
   }
   if (typeof d.error === 'string') {
-    const detail = typeof d.error_description === 'string' ? d.error_description : undefined;
-    return new TributaryError({ ...common, code: d.error, detail });
+    // OAuth says more in error_description, the webhook surface in detail; a webhook error
+    // without either is its documented text alone (`Unauthorized`), which is the detail too.
+    const said = [d.error_description, d.detail].find((v): v is string => typeof v === 'string' && v !== '');
+    return new TributaryError({ ...common, code: d.error, detail: said ?? d.error });
   }
   return new TributaryError({ ...common, code: 'http_error' });
 }
