@@ -187,7 +187,7 @@ describe('runs, facts and webhooks', () => {
     assert.equal(sent.filter((s) => s.path.startsWith('/api/v1/webhooks/')).length, 1);
   });
 
-  it('a webhook 401 carries the server\'s text in detail: the documented text, or what it says beyond it', async () => {
+  it("a webhook 401 carries the server's text in detail: the documented text, or what it says beyond it", async () => {
     const { c, sent } = client();
     // The trigger has no verifying connector, so asking for verification is refused.
     await assert.rejects(c.sendWebhook(triggerToken, { id: 'o-401' }, { headers: { 'tributary-require-verification': 'true' } }), (err: unknown) => {

@@ -86,14 +86,18 @@ describe('the error of a webhook answer ({"error": "<text>"})', () => {
     return c.sendWebhook('tbwh_token', { id: 1 });
   };
 
-  it('detail is the server\'s text when the body has only it, and its detail member when it says more', async () => {
+  it("detail is the server's text when the body has only it, and its detail member when it says more", async () => {
     await assert.rejects(send('{"error":"Unauthorized"}', 401), { name: 'TributaryError', status: 401, code: 'Unauthorized', detail: 'Unauthorized' });
     await assert.rejects(send('{"error":"Unauthorized","detail":"the signature is older than the tolerance"}', 401), {
       status: 401,
       code: 'Unauthorized',
       detail: 'the signature is older than the tolerance',
     });
-    await assert.rejects(send('{"error":"Processing failed","detail":"the body is not JSON"}', 422), { status: 422, code: 'Processing failed', detail: 'the body is not JSON' });
+    await assert.rejects(send('{"error":"Processing failed","detail":"the body is not JSON"}', 422), {
+      status: 422,
+      code: 'Processing failed',
+      detail: 'the body is not JSON',
+    });
     await assert.rejects(send('{"error":"Trigger not found","detail":""}', 404), { status: 404, code: 'Trigger not found', detail: 'Trigger not found' });
   });
 });

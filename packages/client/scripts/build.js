@@ -27,7 +27,10 @@ const left = [];
 for (const name of fs.readdirSync(dist)) {
   const file = path.join(dist, name);
   if (name.endsWith('.d.ts') && name !== 'schema.d.ts') {
-    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(RELATIVE_TS, (_, lead, q, spec) => `${lead}${q}${spec}.js${q}`));
+    fs.writeFileSync(
+      file,
+      fs.readFileSync(file, 'utf8').replace(RELATIVE_TS, (_, lead, q, spec) => `${lead}${q}${spec}.js${q}`),
+    );
   }
   if (name.endsWith('.js') || name.endsWith('.d.ts')) {
     for (const m of fs.readFileSync(file, 'utf8').matchAll(RELATIVE_TS)) left.push(`${name}: ${m[0]}`);
