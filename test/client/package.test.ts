@@ -2,7 +2,7 @@
  * @tributary/client as a user gets it: `npm pack` (which builds dist/ on prepack), the
  * tarball installed offline into an empty project outside the repository, then the README's
  * example run there against a real server, on the machine's own Node (20 here) and on the
- * pinned one. The installed package must be JavaScript and .d.ts only, type-check for a
+ * pinned one (and SDK_TEST_NODE's, when set). The installed package must be JavaScript and .d.ts only, type-check for a
  * TypeScript user, and bundle for a browser without a Node module.
  */
 import assert from 'node:assert/strict';
@@ -177,6 +177,8 @@ describe("the README's example, installed from the tarball", () => {
     ['the pinned Node', process.execPath],
     ["the machine's own Node", SYSTEM_NODE],
   ];
+  // One more by hand, never downloaded by the test: SDK_TEST_NODE=/path/to/node22/bin/node.
+  if (process.env.SDK_TEST_NODE) nodes.push([`SDK_TEST_NODE (${process.env.SDK_TEST_NODE})`, process.env.SDK_TEST_NODE]);
   for (const [name, node] of nodes) {
     it(`runs on ${name} and prints what it did`, { skip: node === undefined ? 'no other Node on this machine' : false, timeout: 120_000 }, async () => {
       assert.ok(EXAMPLE !== undefined && EXAMPLE.includes("from '@tributary/client'"), 'the README starts with its example');
