@@ -31,6 +31,12 @@ function inputsHash(): string {
   return hash.digest('hex');
 }
 
+/**
+ * The SDK's own sources (`tributary-source` in packages/client/package.json), so the console
+ * needs no SDK build; `module` is esbuild's default condition, which naming conditions drops.
+ */
+export const CONSOLE_CONDITIONS = ['tributary-source', 'module'];
+
 interface Built {
   js: string;
   css: string;
@@ -61,9 +67,7 @@ export async function buildConsole(opts: { quiet?: boolean } = {}): Promise<Buil
     format: 'esm',
     target: 'es2022',
     platform: 'browser',
-    // The SDK's own sources (packages/client/package.json), so the console needs no SDK build;
-    // `module` is esbuild's default condition, which naming conditions would drop.
-    conditions: ['tributary-source', 'module'],
+    conditions: CONSOLE_CONDITIONS,
     jsx: 'automatic',
     jsxImportSource: 'preact',
     outdir: path.join(next, 'assets'),

@@ -14,6 +14,7 @@ import { build } from 'esbuild';
 import { createClient } from '../../packages/client/src/index.ts';
 import { jsonApi, seedTenant, startApp, tokenFor, type TestApp } from '../helpers/app.ts';
 import { ROOT, runProcess } from '../helpers/cli.ts';
+import { CONSOLE_CONDITIONS } from '../../scripts/build-console.ts';
 import { createModel, saveOk, type Flow } from '../webhooks/helpers.ts';
 
 const PKG = path.join(ROOT, 'packages', 'client');
@@ -132,6 +133,30 @@ describe('the installed package', () => {
     const sdk = (await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`)) as typeof import('../../packages/client/src/index.ts');
     assert.equal(typeof sdk.createClient, 'function');
     assert.equal(new sdk.TributaryError({ status: 401, code: 'Unauthorized', detail: 'Unauthorized' }).message, 'HTTP 401 Unauthorized: Unauthorized');
+  });
+});
+
+describe('in the repository', () => {
+  it('the console bundles the SDK from its sources and the CLI imports them: neither needs dist/', async () => {
+    // As the console finds the package: node_modules/@tributary/client, a link to packages/client.
+    const dir = fs.mkdtempSync(path.join(work, 'console-'));
+    fs.mkdirSync(path.join(dir, 'node_modules', '@tributary'), { recursive: true });
+    fs.symlinkSync(PKG, path.join(dir, 'node_modules', '@tributary', 'client'));
+    const result = await build({
+      stdin: { contents: "export { createClient } from '@tributary/client';", resolveDir: dir, loader: 'js' },
+      absWorkingDir: ROOT,
+      bundle: true,
+      write: false,
+      format: 'esm',
+      platform: 'browser',
+      conditions: CONSOLE_CONDITIONS,
+      logLevel: 'silent',
+      metafile: true,
+    });
+    const inputs = Object.keys(result.metafile.inputs).filter((f) => f !== '<stdin>');
+    assert.ok(inputs.length >= 5 && inputs.every((f) => f.startsWith('packages/client/src/') && f.endsWith('.ts')), inputs.join(', '));
+    const cli = fs.readFileSync(path.join(ROOT, 'src', 'cli', 'api-client.ts'), 'utf8');
+    assert.match(cli, /from '\.\.\/\.\.\/packages\/client\/src\/index\.ts'/);
   });
 });
 
