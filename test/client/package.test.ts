@@ -1,9 +1,9 @@
 /**
  * @tributary/client as a user gets it: `npm pack` (which builds dist/ on prepack), the
  * tarball installed offline into an empty project outside the repository, then the README's
- * example run there against a real server, on the machine's own Node (20 here) and on the
- * pinned one (and SDK_TEST_NODE's, when set). The installed package must be JavaScript and .d.ts only, type-check for a
- * TypeScript user, and bundle for a browser without a Node module.
+ * example run there against a real server, on the machine's own Node (20 here), on the
+ * pinned one, and on SDK_TEST_NODE's when set. The installed package must be JavaScript and
+ * .d.ts only, type-check for a TypeScript user, and bundle for a browser without a Node module.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
