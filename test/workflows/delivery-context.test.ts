@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { expressionDelivery } from '../../src/webhooks/delivery-headers.ts';
@@ -204,6 +205,27 @@ describe('a test run with headers', () => {
     });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.data.attributes.steps[0].output, { id: null, headers: { 'x-shop': 'north' } });
+  });
+});
+
+describe('the example of docs/workflows.md', () => {
+  const doc = fs.readFileSync(new URL('../../docs/workflows.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('### delivery'));
+  const [steps, delivery] = [...section.matchAll(/```json\n([^]*?)```/g)].slice(0, 2).map((m) => JSON.parse(m[1]!));
+
+  it('tells push from ping as it says, over the delivery it shows', async () => {
+    const { workflow } = await saveOk(f, { wf_params: { name: 'Docs example', is_active: true }, step_params: steps });
+    const run = (event: string) =>
+      f.api.post(`${API}/workflows/${workflow.id}/test_run`, {
+        data: { type: 'workflow_test_run', attributes: { payload: {}, headers: { ...delivery.headers, 'x-github-event': event }, delivery_id: delivery.id } },
+      });
+    const pushed = await run('push');
+    assert.equal(pushed.status, 200, pushed.text);
+    assert.equal(pushed.body.data.attributes.outcome, 'completed');
+    assert.deepEqual(pushed.body.data.attributes.steps[1].output, { event: 'push', delivery: delivery.id });
+    assert.deepEqual(pushed.body.data.attributes.steps[0].input.delivery, delivery);
+    const pinged = await run('ping');
+    assert.equal(pinged.body.data.attributes.outcome, 'stopped_at_condition');
   });
 });
 
