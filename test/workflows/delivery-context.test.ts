@@ -9,12 +9,29 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { expressionDelivery } from '../../src/webhooks/delivery-headers.ts';
+import { mockProvider, type MockProvider } from '../connectors/mock-provider.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
-const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '1000' }, { worker: true });
+const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '1000', ALLOW_PRIVATE_EGRESS: 'true' }, { worker: true });
+const mock: MockProvider = await mockProvider();
+after(() => mock.close());
+const outbound = await f.api.post(`${API}/external_connectors`, {
+  data: {
+    type: 'external_connector',
+    attributes: {
+      name: 'events',
+      type: 'http',
+      auth_type: 'bearer_token',
+      direction: 'outbound',
+      secret: randomBytes(24).toString('hex'),
+      config: { base_url: mock.url },
+    },
+  },
+});
+assert.equal(outbound.status, 201, outbound.text);
 await createModel(f, 'github-events', [
   { name: 'delivery', type: 'string' },
   { name: 'event', type: 'string' },
@@ -28,6 +45,19 @@ const STEPS = [
     key: 'store',
     type: 'write_fact',
     config: { data_model_slug: 'github-events', mapping: { delivery: 'delivery.id', event: 'delivery.headers."x-github-event"' } },
+  },
+  {
+    key: 'forward',
+    type: 'http_request',
+    config: {
+      connector_id: outbound.body.data.id,
+      method: 'POST',
+      path: '/events/{event}',
+      params: { event: 'delivery.headers."x-github-event"' },
+      query: { delivery: 'delivery.id' },
+      headers: { 'X-Agent': 'delivery.headers."user-agent"' },
+      body: '{"delivery": delivery.id}',
+    },
   },
 ];
 
@@ -80,7 +110,7 @@ describe('delivery in expressions', () => {
     assert.equal(ping.run.attributes.outcome, 'stopped_at_condition');
     assert.deepEqual(
       ping.run.attributes.steps.map((s: any) => s.status),
-      ['succeeded', 'skipped', 'skipped'],
+      ['succeeded', 'skipped', 'skipped', 'skipped'],
     );
   });
 
@@ -94,6 +124,16 @@ describe('delivery in expressions', () => {
     assert.equal(push.run.attributes.delivery_headers.authorization, '[redacted]');
     const text = JSON.stringify(push.run.attributes.steps);
     for (const s of [push.signature, push.signature.slice('sha256='.length), f.bearer, secret]) assert.ok(!text.includes(s), 'a secret in a step record');
+  });
+
+  it('an http_request reads the same delivery in its path, query, headers and body', async () => {
+    assert.equal(push.run.attributes.steps[3].status, 'succeeded', JSON.stringify(push.run.attributes.steps[3]));
+    const sent = mock.requests.filter((r) => r.path.startsWith('/events/'));
+    assert.equal(sent.length, 1, 'the ping stopped before it');
+    assert.equal(sent[0]!.method, 'POST');
+    assert.equal(sent[0]!.path, `/events/push?delivery=${push.id}`);
+    assert.equal(sent[0]!.headers['x-agent'], 'GitHub-Hookshot/abc');
+    assert.deepEqual(JSON.parse(sent[0]!.body), { delivery: push.id });
   });
 
   it('a write_fact mapping reads the same delivery', async () => {
