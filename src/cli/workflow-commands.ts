@@ -84,6 +84,18 @@ function inFileTerms(err: unknown, file: string, w: WorkflowFile): unknown {
   return new AdminApiError(`${file} at ${member}: ${err.message}`, err.status, err.code, { member });
 }
 
+/**
+ * One `--header 'Name: value'` of a test run, added to the ones before (repeatable, as curl's -H).
+ * The same name twice is refused: a delivery's header holds one value here.
+ */
+export function headerArg(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const colon = value.indexOf(':');
+  const name = colon < 0 ? '' : value.slice(0, colon).trim();
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new InvalidArgumentError("expected 'Name: value', e.g. 'X-GitHub-Event: push'");
+  if (Object.keys(previous).some((n) => n.toLowerCase() === name.toLowerCase())) throw new InvalidArgumentError(`the header ${name} is given twice`);
+  return { ...previous, [name]: value.slice(colon + 1).trim() };
+}
+
 /** One test-run answer for people: the run, then one block per step. */
 export function renderTestRun(attrs: Obj): string {
   const lines: string[] = [];
@@ -268,8 +280,10 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
     .argument('<id-or-name>', 'workflow id or name')
     .requiredOption('--payload <file>', 'the sample payload, a JSON (or YAML) file')
     .option('--version <n>', 'test this saved version (default: the current one)', versionArg)
+    .option('--header <header>', "a header of the sample delivery, 'Name: value' (repeatable); expressions see it in delivery.headers", headerArg)
+    .option('--delivery-id <id>', "the sample delivery's id, delivery.id (default: its delivery-id header's value)")
     .addOption(new Option('--call <mode>', 'safe: perform http_request steps whose method is safe (GET, HEAD, OPTIONS)').choices(['safe']))
-    .action((idOrName: string, o: { payload: string; version?: number; call?: string }) =>
+    .action((idOrName: string, o: { payload: string; version?: number; call?: string; header?: Record<string, string>; deliveryId?: string }) =>
       run(async (asJson) => {
         const payload = parseDocumentText(o.payload, readFileText(o.payload));
         const c = client();
@@ -277,6 +291,8 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         const attributes: Obj = { payload };
         if (o.version !== undefined) attributes.version = o.version;
         if (o.call !== undefined) attributes.call = o.call;
+        if (o.header !== undefined) attributes.headers = o.header;
+        if (o.deliveryId !== undefined) attributes.delivery_id = o.deliveryId;
         // A test run may call out (--call safe) and take long: no time limit of its own.
         const doc = await c.testRun(wf.id, attributes as TestRunAttributes, { timeoutMs: 0 });
         const data = asResource(doc.data);

@@ -384,6 +384,8 @@ export interface WorkflowRunTable {
   source_identity: string | null;
   /** The headers of the delivery that made the run, secrets redacted (webhooks/delivery-headers.ts); null for a schedule's. */
   delivery_headers: JsonNullable<Record<string, string>>;
+  /** A replay's: the delivery id of the run it copies (that run's delivery_id, or its own replayed_delivery_id); null otherwise. */
+  replayed_delivery_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** The W3C trace context of the span that made the run (a delivery, a replay request, a schedule tick); null when tracing was off. */
   traceparent: string | null;
   tracestate: string | null;

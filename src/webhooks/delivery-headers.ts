@@ -69,3 +69,23 @@ export function deliveryHeaders(headers: IncomingHttpHeaders, secretHeaders: rea
   }
   return Object.fromEntries(out);
 }
+
+/** What expressions see as `delivery` (docs/workflows.md): the delivery's id and its headers. */
+export interface ExpressionDelivery {
+  id: string | null;
+  headers: Record<string, string>;
+}
+
+/**
+ * A run's `delivery` for its expressions, from what the run records: its delivery id and
+ * its delivery_headers (made by deliveryHeaders above, the one redaction rule). A redacted
+ * header is left out, not shown as "[redacted]": an expression has no use for a credential's
+ * name, and a transform that returns the headers would copy it into the run's record. Null
+ * for a run that came from no delivery (a schedule's tick: neither an id nor headers).
+ */
+export function expressionDelivery(id: string | null, headers: Record<string, string> | null): ExpressionDelivery | null {
+  if (id === null && headers === null) return null;
+  const shown = new Map<string, string>();
+  for (const [name, value] of Object.entries(headers ?? {})) if (value !== REDACTED) shown.set(name, value);
+  return { id, headers: Object.fromEntries(shown) };
+}

@@ -25,10 +25,13 @@ type ClaimedColumns =
   | 'source_identity'
   | 'replay_of'
   | 'traceparent'
-  | 'tracestate';
+  | 'tracestate'
+  | 'delivery_headers';
 
 /** The run row's columns the worker reads, and its version's steps. */
 export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
+  /** The id of the delivery its expressions see: the run's delivery_id, or a replay's replayed_delivery_id; null for a schedule's. */
+  delivery_id: string | null;
   /** The version's stored steps, typed as read: each was checked for its type by workflows/definition.ts before it was saved. */
   definition: WorkflowStep[];
   /** The data models its write_fact steps name, as they are at the claim. */
@@ -107,7 +110,8 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     where r.id in (select id from claim)
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
+              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
+              coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
               ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, share.n as claim_share`.execute(db);
   const perWorkspace = new Map<string, number>();
   for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);

@@ -1,7 +1,7 @@
 /**
  * Executing one attempt of a run: its steps in order, each with its record. Expressions
- * see `{payload, steps: {key: output}, run: {id, attempt}, trigger: {key}}` (a write_fact
- * with for_each adds `item` and `index`).
+ * see `{payload, steps: {key: output}, run: {id, attempt}, trigger: {key}, delivery: {id, headers} | null}`
+ * (a write_fact with for_each adds `item` and `index`); every step type reads the one context.
  *
  * A step fails permanently on what a retry cannot change (an expression error, a fact
  * that does not fit its data model) and transiently on what it can (the database not
@@ -28,6 +28,7 @@ import { saverMayCallConnectors } from '../auth/access.ts';
 import { cutText, keptOutput } from '../workflows/run-record.ts';
 import { plainPath } from '../workflows/plain-path.ts';
 import type { TraceSpan } from '../tracing.ts';
+import { expressionDelivery, type ExpressionDelivery } from '../webhooks/delivery-headers.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -82,11 +83,13 @@ export interface DryRunNote {
 /** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-interface Context {
+/** What every expression of a run sees. */
+export interface Context {
   payload: unknown;
   steps: Record<string, unknown>;
   run: { id: string; attempt: number };
   trigger: { key: string | null };
+  delivery: ExpressionDelivery | null;
 }
 
 /** A step's expressions, evaluated in one job of the pool (see ExpressionPool.run). */
@@ -310,8 +313,19 @@ export function retryDelayMs(attempt: number, retry: RetryPolicy, retryAfterMs: 
 /** How many facts a write_fact output says it stored. */
 const writtenBy = (output: unknown) => (typeof (output as { written?: unknown } | null)?.written === 'number' ? (output as { written: number }).written : 0);
 
+/** What a run's expressions see before its first step (a test run shows it as each step's input). */
+export function runContext(run: ClaimedRun): Context {
+  return {
+    payload: run.payload,
+    steps: {},
+    run: { id: run.id, attempt: run.attempt },
+    trigger: { key: run.trigger_key },
+    delivery: expressionDelivery(run.delivery_id, run.delivery_headers),
+  };
+}
+
 export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPolicy): Promise<Outcome> {
-  const ctx: Context = { payload: run.payload, steps: {}, run: { id: run.id, attempt: run.attempt }, trigger: { key: run.trigger_key } };
+  const ctx = runContext(run);
   const records: StepRecord[] = [];
   const reads: AttemptReads = { connectors: new Map() };
   const iso = () => new Date(env.clock()).toISOString();

@@ -12,6 +12,8 @@ export interface TestedVersion {
   definition: WorkflowStep[];
   models: DataModelWithFields[];
   saver: { role: Role; is_active: boolean } | null;
+  /** The headers the api_key inbound connectors of its triggers read their keys from: a sample's are redacted as a delivery's are. */
+  secretHeaders: string[];
 }
 
 /** The version (none: the workflow's current one) of the workflow, when both exist in the workspace. */
@@ -23,7 +25,10 @@ export async function loadTestedVersion(db: Db, workspaceId: string, workflowId:
         sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`,
       )} as models,
       (select json_build_object('role', m.role, 'is_active', m.is_active) from org_memberships as m
-        where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver
+        where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver,
+      (select coalesce(json_agg(c.config->>'header_name'), '[]'::json) from workflow_triggers as t
+        join external_connectors as c on c.id = t.inbound_connector_id and c.workspace_id = t.workspace_id
+        where t.workflow_id = w.id and t.workspace_id = w.workspace_id and c.auth_type = 'api_key' and jsonb_typeof(c.config->'header_name') = 'string') as "secretHeaders"
     from workflows as w
     join workflow_versions as v on v.workflow_id = w.id and v.version = coalesce(${version ?? null}::int, w.version)
     where w.id = ${workflowId} and w.workspace_id = ${workspaceId}`.execute(db);

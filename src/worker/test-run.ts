@@ -21,7 +21,9 @@ import type { Principal } from '../auth/principal.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { InputSchema } from '../input.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { executeRun, type DryRun, type DryRunNote } from './steps.ts';
+import { executeRun, runContext, type DryRun, type DryRunNote } from './steps.ts';
+import { deliveryHeaders } from '../webhooks/delivery-headers.ts';
+import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from './queue.sql.ts';
 import type { ExpressionPool } from '../workflows/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
@@ -54,11 +56,16 @@ export type TestRunCall = (typeof TEST_RUN_CALLS)[number];
 export const testRunInput: InputSchema = {
   version: { kind: 'integer', min: 1, max: 2_147_483_647 },
   trigger_key: { kind: 'string', nullable: true, max: 63 },
+  delivery_id: { kind: 'string', nullable: true, max: MAX_DELIVERY_ID_LENGTH },
   call: { kind: 'enum', values: TEST_RUN_CALLS },
 };
 
 export interface TestRunInput {
   payload: unknown;
+  /** The sample delivery's headers as given (validated by the surface); redacted and lowercased here, as a delivery's are. */
+  headers?: Record<string, string> | undefined;
+  /** The sample delivery's id; absent: the value of its delivery-id header (triggers/identity.ts), else null. */
+  delivery_id?: string | null | undefined;
   version?: number | undefined;
   trigger_key?: string | null | undefined;
   call?: TestRunCall | undefined;
@@ -153,6 +160,24 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
   }
 }
 
+/**
+ * The test run's delivery, as a run records one: its headers through the one redaction rule
+ * (webhooks/delivery-headers.ts, with the key headers of the workflow's api_key connectors),
+ * its id given or read from a delivery-id header. Neither headers nor an id: no delivery,
+ * as a schedule's run has none.
+ */
+function sampleDelivery(input: TestRunInput, secretHeaders: readonly string[]): Pick<ClaimedRun, 'delivery_id' | 'delivery_headers'> {
+  if (input.headers === undefined && (input.delivery_id === undefined || input.delivery_id === null)) return { delivery_id: null, delivery_headers: null };
+  const headers = input.headers ?? {};
+  const lowered: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (!Object.hasOwn(lowered, lower)) Object.defineProperty(lowered, lower, { value, enumerable: true, writable: true, configurable: true });
+  }
+  const id = input.delivery_id ?? deliveryHeader(lowered)?.value ?? null;
+  return { delivery_id: id, delivery_headers: deliveryHeaders(lowered, secretHeaders) };
+}
+
 async function testRunIn(
   deps: TestRunDeps,
   tested: NonNullable<Awaited<ReturnType<typeof loadTestedVersion>>>,
@@ -183,6 +208,7 @@ async function testRunIn(
     definition: tested.definition,
     models: tested.models,
     saver: tested.saver,
+    ...sampleDelivery(input, tested.secretHeaders),
   };
   const dryRun: DryRun = { call, notes: new Map() };
   const span = trace?.child('workflow.test_run', 'internal', {
@@ -213,7 +239,7 @@ async function testRunIn(
     const type = tested.definition[i]?.type ?? 'unknown';
     const note = dryRun.notes.get(r.key) ?? {};
     const ran = r.status !== 'skipped';
-    const stepInput = ran ? { payload: run.payload, steps: { ...seen }, run: { id, attempt: 1 }, trigger: { key: run.trigger_key } } : null;
+    const stepInput = ran ? { ...runContext(run), steps: { ...seen } } : null;
     if (r.status === 'succeeded') {
       // What the next step saw: the output, or its preview past RUN_STEP_OUTPUT_MAX_BYTES.
       seen[r.key] = outcome.steps[i]!.output;

@@ -104,6 +104,42 @@ it('shows the problems of a payload the model refuses, and a failed test run exi
   assert.equal(r.code, 1, r.stdout + r.stderr);
 });
 
+it('--header gives the sample delivery its headers (repeatable), --delivery-id its id; a bad --header is a usage error', async () => {
+  const payload = write('hdr.json', JSON.stringify({ data: { id: 'o-3', amount: 1 } }));
+  const r = await cli([
+    '--json',
+    'workflow',
+    'test',
+    'orders',
+    '--payload',
+    payload,
+    '--header',
+    'X-GitHub-Event: push',
+    '--header',
+    'Authorization: Bearer abc',
+    '--header',
+    'X-Note:  a: b ',
+    '--delivery-id',
+    'd-9',
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  const input = JSON.parse(r.stdout).attributes.steps[0].input;
+  assert.deepEqual(input.delivery, { id: 'd-9', headers: { 'x-github-event': 'push', 'x-note': 'a: b' } });
+  const noId = await cli(['--json', 'workflow', 'test', 'orders', '--payload', payload, '--header', 'Idempotency-Key: evt-1']);
+  assert.equal(noId.code, 0, noId.stderr);
+  assert.deepEqual(JSON.parse(noId.stdout).attributes.steps[0].input.delivery, { id: 'evt-1', headers: { 'idempotency-key': 'evt-1' } });
+  const none = await cli(['--json', 'workflow', 'test', 'orders', '--payload', payload]);
+  assert.equal(JSON.parse(none.stdout).attributes.steps[0].input.delivery, null);
+  for (const bad of ['no colon', ': v', 'bad name: v']) {
+    const b = await cli(['workflow', 'test', 'orders', '--payload', payload, '--header', bad]);
+    assert.equal(b.code, 2, b.stderr);
+    assert.match(b.stderr, /expected 'Name: value'/);
+  }
+  const twice = await cli(['workflow', 'test', 'orders', '--payload', payload, '--header', 'X-A: 1', '--header', 'x-a: 2']);
+  assert.equal(twice.code, 2);
+  assert.match(twice.stderr, /the header x-a is given twice/);
+});
+
 it('a payload file that is not JSON, an unknown workflow and a bad --version are clear errors', async () => {
   const bad = await cli(['workflow', 'test', 'orders', '--payload', write('bad.json', '{"data": ')]);
   assert.equal(bad.code, 1);

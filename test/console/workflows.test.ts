@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { BROWSER_SKIP, assertAccessible, consoleAs, distinctPngBytes, screenshot } from '../helpers/browser.ts';
-import { createModel, saveOk, startFlow } from '../webhooks/helpers.ts';
+import { createModel, deliver, saveOk, startFlow } from '../webhooks/helpers.ts';
 
 const f = await startFlow({}, {});
 await createModel(f, 'orders', [
@@ -185,5 +185,63 @@ describe('workflows in the console', { skip: BROWSER_SKIP }, () => {
     assert.match(await problems.innerText(), /\/data\/order_id/);
     await assertAccessible(page, 'a test run with problems');
     assertNoSecret(await page.content());
+  });
+
+  it("starts the sample from the last delivery's payload and headers; a failure clears the previous result", async () => {
+    const gh = await saveOk(f, {
+      wf_params: { name: 'GitHub pushes', is_active: true },
+      step_params: [
+        { key: 'is_push', type: 'condition', config: { expression: 'delivery.headers."x-github-event" = "push"' } },
+        { key: 'seen', type: 'transform', config: { expression: '{"event": delivery.headers."x-github-event", "id": delivery.id, "ref": payload.ref}' } },
+      ],
+    });
+    const hook = `/api/v1/webhooks/${gh.tokens.hook}`;
+    const older = await deliver(f, hook, JSON.stringify({ ref: 'refs/heads/old' }), { 'x-github-event': 'ping', 'idempotency-key': 'gh-old' });
+    assert.equal(older.status, 202, older.text);
+    const last = await deliver(f, hook, JSON.stringify({ ref: 'refs/heads/main' }), { 'x-github-event': 'push', 'idempotency-key': 'gh-last' });
+    assert.equal(last.status, 202, last.text);
+    secrets.push(gh.tokens.hook!);
+
+    const page = await consoleAs(f.t, f.tenant);
+    await go(page, `#/workflows/${gh.workflow.id}`);
+    await page.getByText(/^The sample is the last delivery \(run /).waitFor();
+    const payload = page.getByLabel('Sample payload (JSON)');
+    assert.deepEqual(JSON.parse(await payload.inputValue()), { ref: 'refs/heads/main' });
+    const headers = (await page.getByLabel('Sample headers').inputValue()).split('\n');
+    assert.ok(headers.includes('x-github-event: push'), headers.join('\n'));
+    assert.ok(headers.includes('authorization: [redacted]'), 'the run shows it redacted; the test run leaves it out');
+    assert.equal(await page.getByLabel('Delivery id').inputValue(), 'gh-last');
+    assertNoSecret(await page.content());
+
+    const run = page.getByRole('button', { name: 'Run test' });
+    await run.click();
+    const result = page.getByRole('region', { name: /Result of version 1/ });
+    await result.waitFor();
+    assert.deepEqual(JSON.parse(await page.getByLabel('Output of step seen').innerText()), { event: 'push', id: 'gh-last', ref: 'refs/heads/main' });
+    await assertAccessible(page, 'a test run of the last delivery');
+
+    // The server refuses (a delivery id over 1,024 characters): the earlier success is gone.
+    await page.getByLabel('Delivery id').fill('d'.repeat(2000));
+    await run.click();
+    await page.getByText('The test run failed').waitFor();
+    assert.equal(await result.count(), 0, 'the previous result stays on screen beside the error');
+    // A success again, then a mistake caught before any request: gone as well.
+    await page.getByLabel('Delivery id').fill('gh-last');
+    await run.click();
+    await result.waitFor();
+    await page.getByLabel('Sample headers').fill('x-github-event push');
+    await run.click();
+    const problem = page.getByRole('alert');
+    await problem.waitFor();
+    assert.match(await problem.innerText(), /^Line 1 of the headers is not "Name: value"\. Nothing was sent\.$/);
+    assert.equal(await result.count(), 0);
+  });
+
+  it('starts from the template when the workflow has no delivery', async () => {
+    const page = await consoleAs(f.t, f.tenant);
+    await go(page, `#/workflows/${id}`);
+    await page.getByText(/^The sample is the template/).waitFor();
+    assert.deepEqual(JSON.parse(await page.getByLabel('Sample payload (JSON)').inputValue()), { data: { id: 'o-1', amount: 12.5 } });
+    assert.equal(await page.getByLabel('Sample headers').inputValue(), '');
   });
 });

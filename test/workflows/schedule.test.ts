@@ -13,7 +13,8 @@ import { latestTick, nextTick, ticksBetween } from '../../src/workflows/schedule
 import { API, save, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
 const f: Flow = await startFlow({}, { worker: true });
-const STEPS = [{ key: 'echo', type: 'transform', config: { expression: '{"at": payload.scheduled_at, "by": trigger.key}' } }];
+// `delivery` is null for a schedule's run: $type says so (a missing name would give nothing, no member at all).
+const STEPS = [{ key: 'echo', type: 'transform', config: { expression: '{"at": payload.scheduled_at, "by": trigger.key, "delivery": $type(delivery)}' } }];
 const MINUTE = 60_000;
 
 /**
@@ -169,7 +170,7 @@ describe('firing', () => {
     assert.equal(done.attributes.trigger_key, 'minutely');
     assert.equal(done.attributes.delivery_id, null);
     assert.equal(done.attributes.delivery_headers, null, 'no delivery made it');
-    assert.deepEqual(done.attributes.steps[0].output, { at: runs[0]!.payload.scheduled_at, by: 'minutely' });
+    assert.deepEqual(done.attributes.steps[0].output, { at: runs[0]!.payload.scheduled_at, by: 'minutely', delivery: 'null' });
   });
 
   it('catches up the latest missed tick only (latest), or none (none)', async () => {

@@ -79,6 +79,8 @@ describe('steps.<key> at save', () => {
         },
         // `steps` inside a path's later step or predicate is a field of the current item, not the run's steps.
         transform('t', 'payload.items.steps.nope & payload.items[steps.nope = 1].id & steps.w.items'),
+        // The delivery is no step: `delivery.*` is read freely, even a header named "steps".
+        transform('d', '{"event": delivery.headers."x-github-event", "id": delivery.id, "s": delivery.headers.steps, "x": $$.delivery.headers}'),
       ],
     });
     assert.equal(r.status, 201, r.text);

@@ -1,9 +1,12 @@
 /**
- * A test run from the console: a pasted payload (checked as JSON here, before any request),
- * a version and a call mode, sent with the SDK's testRun; the answer shows each step's
- * status, input, output, error, the facts it would write and their problems.
+ * A test run from the console: a pasted payload (checked as JSON here, before any request)
+ * and its headers, a version and a call mode, sent with the SDK's testRun; the answer shows
+ * each step's status, input, output, error, the facts it would write and their problems.
+ * The sample starts as the workflow's last delivery (its payload, headers and id), or the
+ * template when it has none. Whatever fails clears the previous result: an error never
+ * stands beside an earlier success.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useClient } from '../api.ts';
 import { Badge, ErrorNotice, Field, Json } from '../ui/index.tsx';
 import { VersionSelect } from './workflow-version-select.tsx';
@@ -37,6 +40,59 @@ interface TestRunAnswer {
 }
 
 const SAMPLE = '{\n  "data": {"id": "o-1", "amount": 12.5}\n}';
+/** Runs looked at for the last delivery: the newest ones, some of them schedule ticks. */
+const LAST_DELIVERY_RUNS = 20;
+
+interface Sample {
+  payload: string;
+  headers: string;
+  deliveryId: string;
+  /** Where it came from, said beside the fields. */
+  from: string;
+}
+
+const TEMPLATE: Sample = { payload: SAMPLE, headers: '', deliveryId: '', from: 'the template (the workflow has no delivery yet)' };
+
+interface RunSample {
+  id: string;
+  attributes: {
+    payload?: unknown;
+    payload_truncated?: boolean;
+    delivery_headers?: Record<string, string> | null;
+    delivery_id?: string | null;
+    inserted_at?: string;
+  };
+}
+
+/** The newest run that came from a delivery (a schedule's has no headers) and whose payload an answer shows whole. */
+export function lastDeliverySample(runs: RunSample[]): Sample | undefined {
+  const run = runs.find((r) => r.attributes.delivery_headers != null && r.attributes.payload_truncated !== true);
+  if (!run) return undefined;
+  const a = run.attributes;
+  return {
+    payload: JSON.stringify(a.payload ?? null, null, 2),
+    headers: Object.entries(a.delivery_headers ?? {})
+      .map(([name, value]) => `${name}: ${value}`)
+      .join('\n'),
+    deliveryId: a.delivery_id ?? '',
+    from: `the last delivery (run ${run.id}${a.inserted_at ? `, ${a.inserted_at}` : ''})`,
+  };
+}
+
+/** `Name: value` lines as the headers object, or what is wrong with the first bad line. */
+export function parseHeaderLines(text: string): { headers: Record<string, string> } | { problem: string } {
+  const headers: Record<string, string> = {};
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line === '') continue;
+    const colon = line.indexOf(':');
+    const name = colon < 0 ? '' : line.slice(0, colon).trim();
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return { problem: `Line ${i + 1} of the headers is not "Name: value". Nothing was sent.` };
+    Object.defineProperty(headers, name, { value: line.slice(colon + 1).trim(), enumerable: true, writable: true, configurable: true });
+  }
+  return { headers };
+}
 
 /** What JSON.parse said, with the line and column when it gave only a position. */
 function parseProblem(text: string, error: unknown): string {
@@ -135,6 +191,11 @@ function StepResult(props: { step: TestStep; index: number }) {
 export function TestRun(props: { workflowId: string; versions: number[]; current: number; triggerKeys: string[] }) {
   const client = useClient();
   const [payload, setPayload] = useState(SAMPLE);
+  const [headers, setHeaders] = useState('');
+  const [deliveryId, setDeliveryId] = useState('');
+  const [sampleFrom, setSampleFrom] = useState<string | undefined>(undefined);
+  // The last delivery arrives after the first render: it must not overwrite what someone typed meanwhile.
+  const edited = useRef(false);
   const [version, setVersion] = useState(String(props.current));
   const [call, setCall] = useState<'none' | 'safe'>('none');
   const [trigger, setTrigger] = useState('');
@@ -143,9 +204,37 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
   const [busy, setBusy] = useState(false);
   const [answer, setAnswer] = useState<TestRunAnswer | undefined>(undefined);
 
+  useEffect(() => {
+    let live = true;
+    const q = `filter[workflow_id]=${encodeURIComponent(props.workflowId)}&sort=-inserted_at&page[limit]=${LAST_DELIVERY_RUNS}&fields[workflow_run]=payload,payload_truncated,delivery_headers,delivery_id,inserted_at`;
+    client
+      .request('GET', `/workflow_runs?${q}`)
+      .then((doc) => lastDeliverySample(((doc as { data?: RunSample[] }).data ?? []) as RunSample[]))
+      // Runs unreadable (no runs:read scope, the network): the template is the sample.
+      .catch(() => undefined)
+      .then((sample = TEMPLATE) => {
+        if (!live) return;
+        setSampleFrom(sample.from);
+        if (edited.current) return;
+        setPayload(sample.payload);
+        setHeaders(sample.headers);
+        setDeliveryId(sample.deliveryId);
+      });
+    return () => {
+      live = false;
+    };
+  }, [props.workflowId]);
+
+  const edit = (set: (v: string) => void) => (v: string) => {
+    edited.current = true;
+    set(v);
+  };
+
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
+    // Whatever happens next, the result on screen is this submission's or none.
+    setAnswer(undefined);
     let parsed: unknown;
     try {
       parsed = JSON.parse(payload);
@@ -153,15 +242,23 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
       setInvalid(parseProblem(payload, err));
       return;
     }
+    const read = parseHeaderLines(headers);
+    if ('problem' in read) {
+      setInvalid(read.problem);
+      return;
+    }
     setInvalid(undefined);
     setBusy(true);
     try {
-      const doc = await client.testRun(props.workflowId, {
+      const attributes = {
         payload: parsed as never,
+        headers: read.headers,
+        ...(deliveryId.trim() ? { delivery_id: deliveryId.trim() } : {}),
         version: Number(version),
         call,
         ...(trigger ? { trigger_key: trigger } : {}),
-      });
+      };
+      const doc = await client.testRun(props.workflowId, attributes);
       setAnswer(doc.data?.attributes as unknown as TestRunAnswer);
     } catch (err) {
       setAnswer(undefined);
@@ -181,11 +278,21 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
             rows={8}
             spellcheck={false}
             value={payload}
-            onInput={(e) => setPayload(e.currentTarget.value)}
+            onInput={(e) => edit(setPayload)(e.currentTarget.value)}
             aria-invalid={invalid ? true : undefined}
             aria-describedby={invalid ? 'payload-problem' : undefined}
           />
         </Field>
+        <Field
+          label="Sample headers"
+          hint="One 'Name: value' a line; the steps read them as delivery.headers (names lowercased, credentials and signatures left out)."
+        >
+          <textarea name="headers" rows={4} spellcheck={false} value={headers} onInput={(e) => edit(setHeaders)(e.currentTarget.value)} />
+        </Field>
+        <Field label="Delivery id" hint="What the steps read as delivery.id; empty: the delivery-id header's value, if one is given.">
+          <input name="delivery_id" value={deliveryId} onInput={(e) => edit(setDeliveryId)(e.currentTarget.value)} />
+        </Field>
+        {sampleFrom && <p class="muted small">The sample is {sampleFrom}.</p>}
         {invalid && (
           <p id="payload-problem" class="notice error" role="alert">
             {invalid}

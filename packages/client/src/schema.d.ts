@@ -4600,8 +4600,13 @@ export interface operations {
                         attributes?: {
                             /** @description The JSON a trigger would deliver */
                             payload: unknown;
+                            /** @description The sample delivery's headers; expressions see them as delivery.headers (lowercased, credentials and signatures left out) */
+                            headers?: {
+                                [key: string]: string;
+                            } | null;
                             version?: number;
                             trigger_key?: string | null;
+                            delivery_id?: string | null;
                             /** @enum {string} */
                             call?: "none" | "safe";
                         };

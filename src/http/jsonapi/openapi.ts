@@ -16,6 +16,7 @@ import { API_PREFIX } from './document.ts';
 import { JSONAPI_MEDIA_TYPE } from './errors.ts';
 import { writeInputs } from './writable.ts';
 import { QUERY_LIMITS, canFilter, canSort, filterOperators } from './query.ts';
+import { MAX_HEADERS } from '../../webhooks/delivery-headers.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const GRAPHQL_SDL_PATH = '/api/graphql/schema.graphql';
@@ -416,7 +417,16 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
                 return {
                   ...attrs,
                   required: ['payload'],
-                  properties: { payload: { description: 'The JSON a trigger would deliver' }, ...(attrs.properties as Schema) },
+                  properties: {
+                    payload: { description: 'The JSON a trigger would deliver' },
+                    headers: {
+                      type: ['object', 'null'],
+                      additionalProperties: { type: 'string' },
+                      maxProperties: MAX_HEADERS,
+                      description: "The sample delivery's headers; expressions see them as delivery.headers (lowercased, credentials and signatures left out)",
+                    },
+                    ...(attrs.properties as Schema),
+                  },
                 };
               })(),
               false,

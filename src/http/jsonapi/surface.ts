@@ -27,7 +27,8 @@ import { apiSpecType } from '../../resources/api_specs/resource.ts';
 import { createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
 import { providerRoutes } from './providers.ts';
 import { writeInputs } from './writable.ts';
-import { isObject } from '../../json.ts';
+import { isObject, pointerToken } from '../../json.ts';
+import { MAX_HEADERS } from '../../webhooks/delivery-headers.ts';
 import { testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
 
 /** The JSON:API surface with every resource type's routes. */
@@ -186,6 +187,28 @@ async function rateLimitAttributes(deps: Deps, connectorId: string, config: Reco
   };
 }
 
+// An HTTP header name (RFC 9110 token); a value is one line of text.
+const HEADER_NAME_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const BAD_HEADER_VALUE_RE = /[\r\n\0]/;
+
+/** A test run's `headers`: an object of string values, as a delivery's headers could be; at most MAX_HEADERS of them. */
+function readSampleHeaders(headers: unknown): Record<string, string> {
+  const at = '/data/attributes/headers';
+  if (!isObject(headers)) throw invalidAt(at, 'headers must be an object of header names to string values, e.g. {"X-GitHub-Event": "push"}');
+  const names = Object.keys(headers);
+  if (names.length > MAX_HEADERS) throw invalidAt(at, `headers may hold at most ${MAX_HEADERS} headers, as a run keeps at most that many`);
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = headers[name];
+    const pointer = `${at}/${pointerToken(name)}`;
+    if (!HEADER_NAME_RE.test(name)) throw invalidAt(pointer, "a header name is letters, digits and !#$%&'*+.^_`|~- only");
+    if (typeof value !== 'string') throw invalidAt(pointer, 'a header value must be a string');
+    if (BAD_HEADER_VALUE_RE.test(value)) throw invalidAt(pointer, 'a header value must not hold line breaks or NUL');
+    Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
 /**
  * A workflow_test_run document: `payload` is any JSON (bounded as a webhook delivery's body
  * is), the other attributes are checked by readAttributes.
@@ -197,13 +220,16 @@ function readTestRunDocument(body: unknown, maxPayloadBytes: number): TestRunInp
     readAttributes(body, { type: 'workflow_test_run' }, testRunInput);
     throw invalidAt('/data/attributes', 'attributes must be an object with a payload');
   }
-  const { payload, ...rest } = attributes;
+  const { payload, headers, ...rest } = attributes;
   const attrs = readAttributes({ ...body, data: { ...data, attributes: rest } }, { type: 'workflow_test_run' }, testRunInput);
   if (!Object.hasOwn(attributes, 'payload')) throw invalidAt('/data/attributes/payload', 'payload is required: the JSON a trigger would deliver');
   if (Buffer.byteLength(JSON.stringify(payload)) > maxPayloadBytes)
     throw invalidAt('/data/attributes/payload', `payload must be at most ${maxPayloadBytes} bytes as JSON, as a webhook delivery's body`);
+  const sampleHeaders = Object.hasOwn(attributes, 'headers') && headers !== null ? readSampleHeaders(headers) : undefined;
   return {
     payload,
+    ...(sampleHeaders === undefined ? {} : { headers: sampleHeaders }),
+    ...(attrs.delivery_id === undefined ? {} : { delivery_id: attrs.delivery_id as string | null }),
     version: attrs.version as number | undefined,
     trigger_key: attrs.trigger_key as string | null | undefined,
     call: attrs.call as TestRunInput['call'],

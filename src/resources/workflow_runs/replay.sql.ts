@@ -35,7 +35,8 @@ function clauseSql(c: RunFilterClause): RawBuilder<SqlBool> {
 const versionOf = (version: ReplayVersion) => (version === 'current' ? sql`w.version` : sql`o.workflow_version`);
 
 /**
- * A new run of `originalId` with the same payload, trigger, source identity and delivery headers, linked to
+ * A new run of `originalId` with the same payload, trigger, source identity, delivery headers and delivery id
+ * (replayed_delivery_id: its expressions see the original's `delivery`), linked to
  * it, on the original's or the workflow's current version; the original must be a run of
  * the workspace. Returns the new row with the original's trace context (`original_traceparent`,
  * `original_tracestate`), or undefined when there is no such run.
@@ -52,8 +53,8 @@ export async function insertReplay(
 ) {
   const result = await sql<Selectable<WorkflowRunTable> & { original_traceparent: string | null; original_tracestate: string | null }>`
     with r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, traceparent, tracestate, run_at, inserted_at, updated_at)
-      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers,
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, replayed_delivery_id, traceparent, tracestate, run_at, inserted_at, updated_at)
+      select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers, coalesce(o.delivery_id, o.replayed_delivery_id),
              ${trace.traceparent}, ${trace.tracestate}, ${now}, ${now}, ${now}
       from workflow_runs as o
       join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
@@ -117,8 +118,8 @@ async function replayMatching(db: Db, r: BulkReplay): Promise<{ ids: string[]; h
       limit ${limit + 1}
     ),
     made as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, traceparent, tracestate, run_at, inserted_at, updated_at)
-      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, o.delivery_headers,
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, replayed_delivery_id, traceparent, tracestate, run_at, inserted_at, updated_at)
+      select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, o.delivery_headers, coalesce(o.delivery_id, o.replayed_delivery_id),
              ${r.trace.traceparent}, ${r.trace.tracestate}, ${r.now}, ${r.now}, ${r.now}
       from matched as m
       join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
