@@ -159,7 +159,7 @@ try {
     say(`   ${id}${viaRelay ? ' (through the relay, no bearer token)' : ''}: ${res.status} ${JSON.stringify(answer)}`);
     return answer;
   };
-  say('5. Sending signed deliveries');
+  say('5. Sending signed deliveries (evt_1 twice: the second is a duplicate; evt_4 has total "lots", not a number: its run fails on purpose)');
   const runIds: string[] = [];
   for (const [id, order] of [
     ['evt_1', { id: 'A-100', total: 42.5, status: 'PAID', updated_at: '2026-11-20T09:00:00Z' }],
@@ -203,7 +203,9 @@ try {
     if (body.data.factQuery.count !== (mode === 'latest' ? 2 : 3)) throw new Error(`expected ${mode === 'latest' ? 2 : 3} facts in ${mode} mode`);
     for (const r of body.data.factQuery.results) say(`     ${r.entityId}  ${r.observedAt}  ${r.data}`);
   }
-  say('Done: deliveries became runs, runs became facts.');
+  say('Done: deliveries became runs, runs became facts. The run of evt_4 failed as intended: a fact is checked against its data model.');
+  say('Next: the README\'s "Your first task" (the same with your own models, from a shell), then docs/workflows.md');
+  say('(steps, run states, replaying a failed run) and docs/webhooks.md (signing, duplicates, the relay).');
   await stop(0);
 } catch (err) {
   process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -72,6 +72,19 @@ function publishedSurface(deps: Deps): SurfaceSpec {
   return {
     render: renderPlainError,
     setup(scope) {
+      // Readable from any origin (Swagger UI, an editor): these two documents only. They
+      // need no credentials and hold nothing of a caller, so `*` gives nothing away.
+      scope.addHook('onRequest', async (_request, reply) => {
+        reply.header('access-control-allow-origin', '*');
+      });
+      for (const url of [OPENAPI_PATH, GRAPHQL_SDL_PATH]) {
+        scope.options(url, async (request, reply) => {
+          reply.header('allow', 'GET, HEAD, OPTIONS').header('access-control-allow-methods', 'GET, HEAD, OPTIONS').header('access-control-max-age', '86400');
+          const asked = request.headers['access-control-request-headers'];
+          if (typeof asked === 'string' && asked !== '') reply.header('access-control-allow-headers', asked).header('vary', 'Access-Control-Request-Headers');
+          return reply.code(204).send();
+        });
+      }
       scope.get(OPENAPI_PATH, async (_request, reply) => reply.type('application/json').send(openApiText({ apiSpecMaxBytes: deps.config.apiSpecMaxBytes })));
       scope.get(GRAPHQL_SDL_PATH, async (_request, reply) => {
         sdl ??= `${printSchema(schema)}\n`;

@@ -177,6 +177,11 @@ export interface RelayConfig {
   readonly host: string;
   /** RELAY_TARGET_URL: the service the relay forwards to (default: this process's own listener inside serve, else http://127.0.0.1:PORT). */
   readonly targetUrl: string | undefined;
+  /**
+   * RELAY_PUBLIC_URL: the relay as providers reach it (https://hooks.example.com), named in a
+   * workflow save's answer (meta.relay_url); default inside serve with RELAY_PORT: the relay's own listener.
+   */
+  readonly publicUrl: string | undefined;
   /** RELAY_CLIENT_ID and RELAY_CLIENT_SECRET, both or neither. */
   readonly clientId: string | undefined;
   readonly clientSecret: string | undefined;
@@ -483,6 +488,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
       port: relayPort,
       host: str(env, 'RELAY_HOST') ?? host,
       targetUrl: url(env, 'RELAY_TARGET_URL', ['http:', 'https:']),
+      publicUrl: url(env, 'RELAY_PUBLIC_URL', ['http:', 'https:'])?.replace(/\/+$/, ''),
       clientId: relayClientId,
       clientSecret: relayClientSecret,
       credentialsFile: relayCredentialsFile === undefined ? undefined : path.resolve(relayCredentialsFile),

@@ -47,6 +47,8 @@ export interface Deps {
   draining: { value: boolean };
   /** Set once the database answered, is migrated and the keys are read: until then every request but health is 503. */
   ready: { value: boolean };
+  /** The relay's URL as providers reach it (RELAY_PUBLIC_URL, or the relay `serve` runs once it listens); undefined: none known. */
+  relayUrl: { value: string | undefined };
   /** performance.now() when a query last succeeded (0: none yet): readiness without queueing behind a busy pool. */
   databaseAnswered: () => number;
   /** Connections in use and callers waiting for one. */
@@ -137,6 +139,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       clock,
       draining: { value: false },
       ready: { value: false },
+      relayUrl: { value: config.relay.publicUrl },
       databaseAnswered: lastAnswer,
       databasePool: poolStats,
       queueSignal: queueSignal(),

@@ -73,6 +73,51 @@ function renderWhoami(d: Data): string {
   );
 }
 
+/** Milliseconds between two ISO times, for people: `850 ms`, `12.3 s`, `4 min 5 s`; empty when either is missing. */
+export function duration(from: unknown, to: unknown): string {
+  if (typeof from !== 'string' || typeof to !== 'string') return '';
+  const ms = Date.parse(to) - Date.parse(from);
+  if (!Number.isFinite(ms) || ms < 0) return '';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/**
+ * One run for people: what it is and how it ended, then a line per step (key, status,
+ * duration, and its error or why it was skipped). The payload and the steps' outputs are
+ * in --json.
+ */
+export function renderRun(d: Data): string {
+  const lines: string[] = [];
+  const v = formatValue;
+  lines.push(`run ${v(d.id)}: ${v(d.status)}${d.outcome ? ` (${v(d.outcome)})` : ''}`);
+  lines.push(`workflow: ${d.workflow_name ? `${v(d.workflow_name)} (${v(d.workflow_id)})` : v(d.workflow_id)}, version ${v(d.workflow_version)}`);
+  lines.push(`trigger: ${v(d.trigger_key) || '-'}${d.delivery_id ? `, delivery ${v(d.delivery_id)}` : ''}`);
+  if (d.replay_of) lines.push(`replay of: ${v(d.replay_of)}`);
+  lines.push(`attempt: ${v(d.attempt)} of ${v(d.max_attempts)}`);
+  const took = duration(d.started_at, d.finished_at);
+  lines.push(
+    `inserted: ${v(d.inserted_at)}${d.started_at ? `, started ${v(d.started_at)}` : ''}${d.finished_at ? `, finished ${v(d.finished_at)}` : ''}${took ? ` (${took})` : ''}`,
+  );
+  lines.push(`facts written: ${v(d.facts_written)}`);
+  if (d.trace_id) lines.push(`trace: ${v(d.trace_id)}`);
+  if (d.error !== null && d.error !== undefined) lines.push(`error: ${v(d.error)}`);
+  const steps = Array.isArray(d.steps) ? (d.steps as Data[]) : [];
+  lines.push(steps.length === 0 ? 'steps: none run yet' : 'steps:');
+  const width = Math.max(0, ...steps.map((s) => v(s.key).length));
+  steps.forEach((s, i) => {
+    const took = duration(s.started_at, s.finished_at);
+    const why = s.error ? `  error: ${v(s.error)}` : s.reason ? `  ${v(s.reason)}` : '';
+    lines.push(`  ${i + 1}. ${v(s.key).padEnd(width)}  ${v(s.status)}${took ? `  ${took}` : ''}${why}`);
+  });
+  lines.push("(the payload and each step's output: tributary runs show --json)");
+  return `${lines.join('\n')}\n`;
+}
+
+/** Every line a command prints ends with a newline, the last one too (a shell prompt or `wc -l` after it). */
+export const endLine = (text: string): string => (text === '' || text.endsWith('\n') ? text : `${text}\n`);
+
 /** key: value lines. */
 export function renderHuman(data: Data): string {
   return Object.entries(data)
@@ -139,7 +184,7 @@ export function registerAdminCommands(program: Command, io: Io): void {
     const asJson = json();
     try {
       const data = await call(settings());
-      io.out(asJson ? `${JSON.stringify(data)}\n` : `${render(data)}${note ? `\n${note}\n` : ''}`);
+      io.out(asJson ? `${JSON.stringify(data)}\n` : endLine(`${render(data)}${note ? `\n${note}\n` : ''}`));
     } catch (err) {
       reportFailure(err, asJson, io);
     }
@@ -305,18 +350,10 @@ export function registerAdminCommands(program: Command, io: Io): void {
         if (asJson) io.out(`${JSON.stringify(page)}\n`);
         else {
           io.out(
-            renderTable(page.data, [
-              'id',
-              'workflow_id',
-              'workflow_version',
-              'trigger_key',
-              'status',
-              'outcome',
-              'attempt',
-              'facts_written',
-              'inserted_at',
-              'error',
-            ]),
+            renderTable(
+              page.data.map((r) => ({ ...r, workflow: r.workflow_name ?? r.workflow_id })),
+              ['id', 'workflow', 'workflow_version', 'trigger_key', 'status', 'outcome', 'attempt', 'facts_written', 'inserted_at', 'error'],
+            ),
           );
           if (page.has_more)
             io.err(`note: there are more than ${page.data.length}; pass --limit (at most 1000) or narrow with --workspace, --workflow, --status, --outcome\n`);
@@ -327,9 +364,9 @@ export function registerAdminCommands(program: Command, io: Io): void {
     });
   runs
     .command('show')
-    .description('show one run with its payload and step records')
+    .description('show one run with its payload and step records (--json: the run as the admin API answers it)')
     .argument('<run-id>', 'run id')
-    .action((id: string) => execute((c) => c.request('GET', `/runs/${encodeURIComponent(id)}`)));
+    .action((id: string) => execute((c) => c.request('GET', `/runs/${encodeURIComponent(id)}`), undefined, renderRun));
   runs
     .command('replay')
     .description(
@@ -373,7 +410,8 @@ export function registerAdminCommands(program: Command, io: Io): void {
         });
       const renderReplayed = (d: Data) =>
         `replayed ${formatValue(d.replayed)} run${d.replayed === 1 ? '' : 's'}` +
-        (d.has_more ? '\nnote: more runs matched; run the same command again to replay the next ones (a replayed run is not replayed twice)' : '');
+        (d.has_more ? '\nnote: more runs matched; run the same command again to replay the next ones (a replayed run is not replayed twice)' : '') +
+        '\n';
       return execute(
         (c) => c.request('POST', '/runs/replay', { ...filters, workspace_id: o.workspace, version: o.workflowVersion, limit: o.limit }),
         undefined,

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, registerAdminCommands } from './admin-commands.ts';
 import { registerFactsCommands } from './facts-import.ts';
 import { addApiOptions, apiClientOf } from './api-client.ts';
@@ -15,6 +15,13 @@ import { registerWorkflowCommands } from './workflow-commands.ts';
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
   return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
+/** What `serve` prints once /readyz says ready: where to go, and where the bootstrap credentials are. */
+export function readyLine(url: string, config: Pick<Config, 'console' | 'dataDir'>): string {
+  const bootstrap = path.join(config.dataDir, 'bootstrap.json');
+  const where = config.console ? `console ${url}/console` : `API ${url}`;
+  return `Tributary ready: ${where}${fs.existsSync(bootstrap) ? ` (bootstrap credentials in ${bootstrap})` : ''}`;
 }
 
 export async function runCli(
@@ -40,6 +47,14 @@ export async function runCli(
       running.deps.log.info({ url: running.url, engine: running.deps.engine }, 'tributary listening');
       if (!(opts.worker && config.worker) && running.deps.engine === 'pglite')
         running.deps.log.warn('no worker: workflow runs are queued but not executed until a `tributary serve` with the worker starts on this data directory');
+      void running.ready.then(
+        () => {
+          running.deps.log.info({ url: running.url }, 'ready');
+          // For people, beside the JSON logs on stdout: stderr, so stdout stays one JSON document a line.
+          io.err(`${readyLine(running.url, config)}\n`);
+        },
+        () => undefined,
+      );
       await runUntilSignal(running);
     });
 

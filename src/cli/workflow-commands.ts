@@ -167,6 +167,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         let action: 'created' | 'updated' | 'unchanged';
         let saved: Resource;
         let tokens: Record<string, string> = {};
+        let relayUrl: string | undefined;
         const diff = current ? compareWorkflows(wanted, current) : { stepsDiffer: true, anyDiffers: true };
         if (existing && !diff.anyDiffers) {
           action = 'unchanged';
@@ -198,6 +199,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
           }
           saved = asResource(doc.data);
           tokens = (doc.meta?.trigger_tokens as Record<string, string> | undefined) ?? {};
+          relayUrl = typeof doc.meta?.relay_url === 'string' ? doc.meta.relay_url : undefined;
           action = existing ? 'updated' : 'created';
         }
         // A file read with `get --yaml` goes on naming what it was saved as, so the next edit applies.
@@ -213,7 +215,11 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         }
         if (asJson) {
           const urls = Object.fromEntries(Object.entries(tokens).map(([k, t]) => [k, webhookUrl(t)]));
-          io.out(`${JSON.stringify({ data: saved, meta: { action, trigger_tokens: tokens, webhook_urls: urls, file_lock_version_updated: fileUpdated } })}\n`);
+          const relayed =
+            relayUrl === undefined ? {} : { relay_urls: Object.fromEntries(Object.entries(tokens).map(([k, t]) => [k, `${relayUrl}/hooks/${t}`])) };
+          io.out(
+            `${JSON.stringify({ data: saved, meta: { action, trigger_tokens: tokens, webhook_urls: urls, ...relayed, file_lock_version_updated: fileUpdated } })}\n`,
+          );
           return;
         }
         const a = saved.attributes;
@@ -223,6 +229,8 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
           if (token) {
             io.out(`trigger ${compact(t.key)}: new token, shown only this once (keep it like a password)\n`);
             io.out(`  ${token}\n  deliver to: POST ${webhookUrl(token)}\n`);
+            // A provider that cannot send a bearer token posts to the relay instead (docs/webhooks.md, "The relay").
+            if (relayUrl !== undefined) io.out(`  from a provider, through the relay: POST ${relayUrl}/hooks/${token}\n`);
           } else if (t.type === 'webhook') io.out(`trigger ${compact(t.key)}: webhook, token unchanged\n`);
           else io.out(`trigger ${compact(t.key)}: schedule ${compact(t.cron)} (${compact(t.timezone)})\n`);
         }

@@ -175,6 +175,39 @@ export function compareWorkflows(wanted: WorkflowFile, current: WorkflowFile): {
  * The file of a workflow: what `get --yaml` writes. A webhook run by `ownAccount` leaves out
  * service_account_id, so the file applies unchanged with another environment's account.
  */
+/**
+ * The members of a step's config and of a trigger in the order the file format shows them
+ * (docs/cli.md): the server keeps them as jsonb, which orders an object's keys by length, so
+ * `get` puts them back in this order (members it does not know last, as they came).
+ */
+const MEMBER_ORDER = [
+  'type',
+  'expression',
+  'data_model_slug',
+  'mapping',
+  'data',
+  'observed_at',
+  'for_each',
+  'connector_id',
+  'operation_ref',
+  'method',
+  'path',
+  'params',
+  'query',
+  'headers',
+  'body',
+  'service_account_id',
+  'inbound_connector_id',
+  'cron',
+  'timezone',
+  'catch_up',
+];
+
+function inFileOrder(members: Obj): Obj {
+  const rank = (k: string) => (MEMBER_ORDER.includes(k) ? MEMBER_ORDER.indexOf(k) : MEMBER_ORDER.length);
+  return Object.fromEntries(Object.entries(members).sort(([a], [b]) => rank(a) - rank(b)));
+}
+
 export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undefined): Obj {
   const doc: Obj = { name: w.name };
   if (w.description !== null) doc.description = w.description;
@@ -185,10 +218,10 @@ export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undef
       const m = { ...t.members };
       if (t.type === 'webhook' && ownAccount !== undefined && String(m.service_account_id).toLowerCase() === ownAccount.toLowerCase())
         delete m.service_account_id;
-      return [t.key, { type: t.type, ...m }];
+      return [t.key, inFileOrder({ type: t.type, ...m })];
     }),
   );
-  doc.steps = Object.fromEntries(w.steps.map((s) => [s.key, { type: s.type, ...s.config }]));
+  doc.steps = Object.fromEntries(w.steps.map((s) => [s.key, inFileOrder({ type: s.type, ...s.config })]));
   return doc;
 }
 

@@ -14,4 +14,6 @@ it('runs the main job end to end and prints the facts', async () => {
   assert.match(r.stdout, /\(evt_4\): failed - Step store failed: .*data\/amount/);
   assert.match(r.stdout, /latest: 2 facts\n\s+A-101 .*\n\s+A-100 .*"status":"shipped"/);
   assert.match(r.stdout, /timeline: 3 facts/);
+  assert.match(r.stdout, /evt_4 has total "lots", not a number: its run fails on purpose/);
+  assert.match(r.stdout, /The run of evt_4 failed as intended.*\nNext: the README's "Your first task".*docs\/workflows\.md/);
 });

@@ -27,7 +27,11 @@ it('lists runs, newest first, narrowed by workspace, workflow and status', async
   const human = await cli(['runs', 'list', '--workspace', f.tenant.workspaceId]);
   assert.equal(human.code, 0, human.stderr);
   assert.match(human.stdout, new RegExp(`${original.id}.*succeeded +completed +1 +1 `));
-  assert.match(human.stdout.split('\n')[0]!, /status +outcome +attempt +facts_written/);
+  assert.match(human.stdout.split('\n')[0]!, /^id +workflow +workflow_version +trigger_key +status +outcome +attempt +facts_written/);
+  // The workflow by its name, from the same answer: no lookup per run.
+  assert.match(human.stdout, new RegExp(`${original.id}  Orders +1 +hook +succeeded`));
+  assert.equal(page.data[0].workflow_name, 'Orders');
+  assert.ok(human.stdout.endsWith('\n'));
   const completed = JSON.parse((await cli(['--json', 'runs', 'list', '--workflow', workflow.id, '--outcome', 'completed'])).stdout);
   assert.deepEqual(
     completed.data.map((x: any) => [x.id, x.outcome, x.facts_written]),
@@ -50,6 +54,20 @@ it('shows a run with its steps, and replays it', async () => {
   assert.equal(run.status, 'succeeded');
   assert.deepEqual(run.payload, { id: 'p-1' });
   assert.equal(run.steps[0].key, 'store');
+  assert.equal(run.workflow_name, 'Orders');
+  for (const internal of ['locked_by', 'locked_until', 'source_identity', 'lease_losses', 'delivery_headers']) assert.ok(!(internal in run), internal);
+  const human = await cli(['runs', 'show', original.id]);
+  assert.equal(human.code, 0, human.stderr);
+  const lines = human.stdout.split('\n');
+  assert.equal(lines[0], `run ${original.id}: succeeded (completed)`);
+  assert.equal(lines[1], `workflow: Orders (${workflow.id}), version 1`);
+  assert.equal(lines[2], `trigger: hook, delivery ${run.delivery_id}`);
+  assert.ok(lines.includes('facts written: 1'), human.stdout);
+  const stepsAt = lines.indexOf('steps:');
+  assert.ok(stepsAt > 0, human.stdout);
+  assert.match(lines[stepsAt + 1]!, /^ {2}1\. store {2}succeeded {2}\d+(\.\d)? m?s$/);
+  assert.ok(human.stdout.endsWith('\n'));
+  assert.doesNotMatch(human.stdout, /locked_by|source_identity|lease_losses|"key":/);
   const replay = await cli(['--json', 'runs', 'replay', original.id]);
   assert.equal(replay.code, 0, replay.stderr);
   const created = JSON.parse(replay.stdout);

@@ -68,6 +68,7 @@ it('replays the runs that match the filters, at most --limit, and says how many'
   const human = await cli([...base, '--limit', '1']);
   assert.equal(human.code, 0, human.stderr);
   assert.match(human.stdout, /^replayed 1 run$/m);
+  assert.ok(human.stdout.endsWith('\n'), 'the last line ends with a newline');
   assert.doesNotMatch(human.stdout, /more runs matched/);
   const none = await cli(base);
   assert.equal(none.code, 0, none.stderr);

@@ -133,6 +133,17 @@ it('get --yaml writes the file back: applying it changes nothing, an edit saves 
   const lockLine = (v: string) => new RegExp(`lock_version: "?${v.replace('.', '\\.')}"?\n`);
   assert.match(text, lockLine(before.attributes.lock_version));
   assert.ok(!/^\s+service_account_id:/m.test(text), 'the applying account is left out');
+  // The file format's order, not the stored jsonb's (which puts shorter keys first).
+  assert.deepEqual(
+    text.split('\n').flatMap((l) => /^(\w+):/.exec(l)?.[1] ?? []),
+    ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps'],
+  );
+  const store = text.slice(text.indexOf('\n  store:\n'));
+  assert.deepEqual(
+    store.split('\n').flatMap((l) => /^ {4}(\w+):/.exec(l)?.[1] ?? []),
+    ['type', 'data_model_slug', 'mapping'],
+  );
+  assert.ok(text.endsWith('\n'));
   const stdout = await cli(['workflow', 'get', before.id]);
   assert.equal(stdout.stdout, text, 'by id, on stdout, the same file');
 

@@ -66,6 +66,7 @@ test('bad values are refused with a message naming the variable', () => {
     'Invalid configuration: RELAY_CREDENTIALS_FILE cannot be set together with RELAY_CLIENT_ID and RELAY_CLIENT_SECRET: give the account one way',
   );
   rejects({ RELAY_TARGET_URL: 'ftp://x' }, 'Invalid configuration: RELAY_TARGET_URL must use http: or https:');
+  rejects({ RELAY_PUBLIC_URL: 'hooks.example.com' }, 'Invalid configuration: RELAY_PUBLIC_URL must be a URL');
   rejects({ RELAY_PORT: '70000' }, 'Invalid configuration: RELAY_PORT must be between 0 and 65535, got 70000');
   const trust = "Invalid configuration: TRUST_PROXY must be comma-separated addresses, CIDR ranges, loopback, linklocal or uniquelocal (the balancer's)";
   rejects({ TRUST_PROXY: 'true' }, `${trust}, got "true"`);

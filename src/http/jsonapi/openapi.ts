@@ -398,7 +398,13 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
         summary: "Save a workflow's whole graph (steps and triggers); new triggers' tokens are in meta.trigger_tokens, shown this once",
         parameters: [idempotencyKey],
         requestBody: { required: true, ...jsonApiContent(writeDocument('workflow_builder_state', inputAttributes(builderStateInput, true), false)) },
-        responses: { 201: doc('workflow_document', 'The saved workflow; meta.trigger_tokens maps new trigger keys to tokens'), ...errors(...WRITE_ERRORS) },
+        responses: {
+          201: doc(
+            'workflow_document',
+            'The saved workflow; meta.trigger_tokens maps new trigger keys to tokens; meta.relay_url, when the service knows its relay, is where providers post (<relay_url>/hooks/<token>)',
+          ),
+          ...errors(...WRITE_ERRORS),
+        },
       },
     },
     [`${API_PREFIX}/workflows/{id}/test_run`]: {

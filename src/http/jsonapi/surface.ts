@@ -111,7 +111,8 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
         201,
         await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, {
           links: { self },
-          meta: { trigger_tokens: triggerTokens },
+          // Where a provider posts instead (`<relay_url>/hooks/<token>`), when this service knows its relay.
+          meta: { trigger_tokens: triggerTokens, ...(deps.relayUrl.value === undefined ? {} : { relay_url: deps.relayUrl.value }) },
           now: new Date(deps.clock()),
         }),
       );

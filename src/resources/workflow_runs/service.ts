@@ -67,7 +67,7 @@ export async function adminListRuns(deps: Deps, query: Record<string, unknown>) 
 export async function adminFindRun(deps: Deps, id: string) {
   const row = isUuid(id) ? await findRun(deps.db, id.toLowerCase()) : undefined;
   if (!row) throw new AppError('not_found', 'No workflow run with this id');
-  return row;
+  return { ...row, ...presentRun(row) };
 }
 
 /** Replays a run of any workspace (the admin acts for every workspace). */

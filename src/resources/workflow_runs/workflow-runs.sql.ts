@@ -34,16 +34,25 @@ export interface RunListFilter {
   limit: number;
 }
 
+const RUN_REFS = RUN_COLUMNS.map((c) => `r.${c}` as const);
+
+/** Runs with their workflow's name, in the same statement: a list of runs names them without a query per run. */
+const runsWithNames = (db: Db) =>
+  db
+    .selectFrom('workflow_runs as r')
+    .leftJoin('workflows as w', 'w.id', 'r.workflow_id')
+    .select([...RUN_REFS, 'w.name as workflow_name']);
+
 /** Runs across workspaces, for the admin CLI: newest first. */
 export function listRuns(db: Db, f: RunListFilter) {
-  let q = db.selectFrom('workflow_runs').select(RUN_COLUMNS).orderBy('inserted_at', 'desc').orderBy('id', 'desc').limit(f.limit);
-  if (f.workspaceId) q = q.where('workspace_id', '=', f.workspaceId);
-  if (f.workflowId) q = q.where('workflow_id', '=', f.workflowId);
-  if (f.status) q = q.where('status', '=', f.status);
-  if (f.outcome) q = q.where('outcome', '=', f.outcome);
+  let q = runsWithNames(db).orderBy('r.inserted_at', 'desc').orderBy('r.id', 'desc').limit(f.limit);
+  if (f.workspaceId) q = q.where('r.workspace_id', '=', f.workspaceId);
+  if (f.workflowId) q = q.where('r.workflow_id', '=', f.workflowId);
+  if (f.status) q = q.where('r.status', '=', f.status);
+  if (f.outcome) q = q.where('r.outcome', '=', f.outcome);
   return q.execute();
 }
 
 export function findRun(db: Db, id: string) {
-  return db.selectFrom('workflow_runs').select(RUN_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return runsWithNames(db).where('r.id', '=', id).executeTakeFirst();
 }
