@@ -71,7 +71,8 @@ export function ConnectorPage(props: { id: string }) {
             <PropList
               items={[
                 ['Status', <Badge value={a.status} />],
-                ['Verified since', <Time value={a.last_verified_at} />],
+                // When it became verified: while verified, it has been since then.
+                [a.status === 'verified' ? 'Verified since' : 'Last verified', <Time value={a.last_verified_at} />],
               ]}
             />
             {a.status === 'failing' && a.last_error && (
