@@ -6,7 +6,9 @@
  *
  * The webhook path is the hot path, so the row is written only on a change of state:
  * - the status a delivery compares with is the one its admission read with the trigger
- *   (webhooks.sql.ts), so a steady state writes nothing;
+ *   (webhooks.sql.ts), so a steady state writes nothing; being in the lookup's digest, a
+ *   change of it makes each process's cached admission of the trigger miss once, so the
+ *   status compared with is the row's as of the accepting statement;
  * - failures are counted in memory, per process (a bounded map), never in the database;
  * - a connector gets at most one status statement per STATUS_WRITE_INTERVAL_MS per process:
  *   a change wanted sooner waits on a timer and is replaced by any later one, so a flood
@@ -140,21 +142,16 @@ export function inboundStatus(db: Db, clock: () => number, log: Logger, opts: { 
         e = { workspaceId: c.workspaceId, connectorId: c.connectorId, failures: 0, lastWriteAt: 0 };
         entries.set(key, e);
       }
-      let target: Target;
-      const at = new Date(c.at);
-      if (c.failure === undefined) {
-        e.failures = 0;
-        target = { status: 'verified', error: null, at };
-      } else {
-        e.failures++;
-        if (e.failures < FAILING_AFTER) return;
-        target = { status: 'failing', error: `${c.failure} at ${shownTime(at)}`, at };
-      }
+      if (c.failure === undefined) e.failures = 0;
+      else if (++e.failures < FAILING_AFTER) return;
+      const status = c.failure === undefined ? 'verified' : 'failing';
       // The row already says it: nothing to write, and an older wish is void.
-      if (c.status === target.status) {
+      if (c.status === status) {
         e.pending = undefined;
         return;
       }
+      const at = new Date(c.at);
+      const target: Target = { status, error: c.failure === undefined ? null : `${c.failure} at ${shownTime(at)}`, at };
       e.pending = target;
       schedule(e);
     },
