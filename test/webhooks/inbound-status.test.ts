@@ -113,6 +113,24 @@ describe('inbound connector status from deliveries', () => {
     assert.equal((await connector(github.id)).status, 'verified');
   });
 
+  it("sees a status another process wrote, through this process's cached admission", async () => {
+    let before = f.t.deps.inboundStatus.counts.observed;
+    // Accepted: the admission is cached with the status it read (verified).
+    assert.equal((await send(github.path, true)).status, 202);
+    await settle(before, 1);
+    assert.equal((await connector(github.id)).status, 'verified');
+    // Another process's deliveries failed meanwhile.
+    await sql`update external_connectors set status = 'failing', last_error = 'signature mismatch (X-Hub-Signature-256) at 2026-12-02T05:01:02Z' where id = ${github.id}`.execute(
+      f.t.deps.db,
+    );
+    before = f.t.deps.inboundStatus.counts.observed;
+    assert.equal((await send(github.path, true)).status, 202);
+    await settle(before, 1);
+    const a = await connector(github.id);
+    assert.equal(a.status, 'verified', 'the cached admission read verified; the accepting statement saw the change');
+    assert.equal(a.last_error, null);
+  });
+
   it('an inbound api_key connector fails on a wrong key, naming its header', async () => {
     const key = `key_${randomBytes(16).toString('hex')}`;
     const c = await inbound({ auth_type: 'api_key', secret: key, config: { header_name: 'X-Hook-Key' } });
