@@ -19,6 +19,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { queueGauges } from './workflows/queue-gauges.sql.ts';
 import { waitingRuns, type WaitingRuns } from './quotas/quotas.ts';
 import { FLUSH_TIMEOUT_MS, NO_TRACING, type Tracing } from './tracing.ts';
+import { inboundStatus, type InboundStatus } from './connectors/inbound-status.ts';
 
 export interface Deps {
   config: Config;
@@ -71,6 +72,8 @@ export interface Deps {
   tracing: Tracing;
   /** Each workspace's waiting runs as the webhook and schedule paths check them (QUOTA_WAITING_RUNS), read at most once a second. */
   waitingRuns: WaitingRuns;
+  /** Inbound connectors' status from their deliveries: failures counted in memory, the row written only on a change, at most once a second each. */
+  inboundStatus: InboundStatus;
 }
 
 export type Clock = () => number;
@@ -151,6 +154,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       metrics,
       tracing,
       waitingRuns: waitingRuns(db, clock, config.quotas.waitingRuns),
+      inboundStatus: inboundStatus(db, clock, log),
     };
   } catch (err) {
     await db.destroy().catch(() => undefined);
@@ -187,6 +191,8 @@ export async function createDeps(config: Config, opts: { log?: Logger; dataDir?:
 export async function closeDeps(deps: Deps): Promise<void> {
   // First: the spans of the last requests and runs are sent while the rest closes (bounded by FLUSH_TIMEOUT_MS).
   const flushed = deps.tracing.close();
+  deps.inboundStatus.close();
+  await deps.inboundStatus.settled();
   await deps.connectors.close().catch(() => undefined);
   await deps.expressions.close();
   await deps.testExpressions.close();

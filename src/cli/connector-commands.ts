@@ -217,22 +217,26 @@ export function registerConnectorCommands(program: Command, io: Io, api: () => A
     )
     .addOption(new Option('--status <status>', 'only those with this status').choices(['unverified', 'verified', 'failing']))
     .addOption(new Option('--type <type>', 'only those of this driver').choices(CONNECTOR_TYPES))
-    .action((o: { limit: number; status?: string; type?: string }) =>
+    .addOption(new Option('--direction <direction>', 'only the inbound (webhook triggers) or only the outbound (steps call them)').choices(DIRECTIONS))
+    .action((o: { limit: number; status?: string; type?: string; direction?: string }) =>
       run(async () => {
-        const page = await api().list('external_connectors', { sort: 'name', page: { limit: o.limit }, filter: { status: o.status, type: o.type } });
+        const filter = { status: o.status, type: o.type, direction: o.direction };
+        const page = await api().list('external_connectors', { sort: 'name', page: { limit: o.limit }, filter });
         const data = page.data.map(flatten);
         const hasMore = typeof page.links.next === 'string';
         if (json()) io.out(`${JSON.stringify({ data, has_more: hasMore })}\n`);
         else {
           io.out(renderTable(data, CONNECTOR_COLUMNS));
-          if (hasMore) io.err(`note: there are more than ${data.length}; pass --limit (at most 250) or narrow with --status, --type\n`);
+          if (hasMore) io.err(`note: there are more than ${data.length}; pass --limit (at most 250) or narrow with --status, --type, --direction\n`);
         }
       }),
     );
 
   connector
     .command('verify')
-    .description('make one cheap call through the connector and record the outcome; exits 1 when it is failing')
+    .description(
+      'make one cheap call through the connector and record the outcome; exits 1 when it is failing (an inbound connector is verified by its deliveries: exits 1 saying so)',
+    )
     .argument('<connector-id>', 'connector id')
     .action((id: string) =>
       run(async () => {

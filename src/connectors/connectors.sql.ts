@@ -68,6 +68,23 @@ export async function recordVerification(db: Db, workspaceId: string, id: string
     .executeTakeFirst();
 }
 
+/**
+ * An inbound connector's status as its deliveries decide it (inbound-status.ts): only when
+ * it changes, so concurrent processes that both see the change write the row once. Becoming
+ * verified sets last_verified_at and clears last_error. Returns whether a row changed.
+ */
+export async function recordInboundStatus(db: Db, workspaceId: string, id: string, status: 'verified' | 'failing', error: string | null, at: Date) {
+  const result = await db
+    .updateTable('external_connectors')
+    .set(status === 'verified' ? { status, last_verified_at: at, last_error: null } : { status, last_error: error })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .where('direction', '=', 'inbound')
+    .where(sql<boolean>`status is distinct from ${status}`)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 /** One call counted in a bucket of the database (inside takeBudget's transaction); returns the bucket's count after it. */
 export async function hitWindow(db: Db, key: string, windowStart: number): Promise<number> {
   const { rows } = await sql<{ count: number }>`

@@ -108,6 +108,15 @@ function slack(headers: IncomingHttpHeaders, body: Buffer, secret: string, nowSe
   return late ? { ok: false, reason: late } : stampSigned('slack', ts, body);
 }
 
+/** The header that carries each scheme's signature, as its sender spells it: what an inbound connector's last_error names. */
+export const SIGNATURE_HEADER_NAMES: Record<SignatureScheme, string> = {
+  standard_webhooks: 'webhook-signature',
+  github: 'X-Hub-Signature-256',
+  stripe: 'Stripe-Signature',
+  shopify: 'X-Shopify-Hmac-Sha256',
+  slack: 'X-Slack-Signature',
+};
+
 /** Verifies a delivery by its connector's scheme with the connector's secret, at `nowSeconds`. */
 export function verifySignature(scheme: SignatureScheme, headers: IncomingHttpHeaders, body: Buffer, secret: string, nowSeconds: number): SignatureCheck {
   switch (scheme) {

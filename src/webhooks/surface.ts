@@ -24,7 +24,8 @@ import { isJsonMediaType, isObject, parseJson } from '../json.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import { wakeWorkers } from '../workflows/wake.ts';
-import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
+import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, SIGNATURE_HEADER_NAMES, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
+import type { InboundCheck } from '../connectors/inbound-status.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
@@ -100,30 +101,58 @@ function refusal(text: string, reason: string, opts: ConstructorParameters<typeo
   return e;
 }
 
+/**
+ * The inbound check of the admission that decided a delivery (the last one: a refusal is
+ * decided again on a fresh lookup), handed to deps.inboundStatus once the delivery is answered.
+ */
+const inboundChecks = new WeakMap<FastifyRequest, InboundCheck>();
+
+function noteCheck(deps: Deps, request: FastifyRequest, trigger: TriggerRow, failure: string | undefined): void {
+  if (trigger.connector_id === null) return;
+  inboundChecks.set(request, {
+    workspaceId: trigger.workspace_id,
+    connectorId: trigger.connector_id,
+    status: trigger.connector_status,
+    failure,
+    at: deps.clock(),
+  });
+}
+
 /** The connector's verdict on the delivery: the signer's message id when its scheme signs one. */
 function verifyConnector(deps: Deps, trigger: TriggerRow, request: FastifyRequest, body: Buffer): SignedId | undefined {
   const mode = trigger.connector_auth_type;
   if (trigger.connector_id === null || mode === 'none') return undefined;
   if (mode !== 'api_key' && mode !== 'hmac') throw fail('invalid_request', WEBHOOK_TEXT.unsupportedAuth);
+  const failed = (failure: string, e: AppError) => {
+    noteCheck(deps, request, trigger, failure);
+    return e;
+  };
   const secret = trigger.connector_secret === null ? undefined : deps.connectors.inboundSecret(trigger.connector_secret);
   // A connector without a secret cannot vouch for anything.
-  if (secret === undefined || secret === '') throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+  if (secret === undefined || secret === '') throw failed('no secret stored on the connector', fail('unauthorized', WEBHOOK_TEXT.unauthorized));
   const config = trigger.connector_config;
   if (mode === 'api_key') {
     const headerName = apiKeyHeaderOf(trigger);
     // A connector stored before the inbound rules with what they refuse cannot vouch for anything either.
-    if (headerName === undefined || secretProblem('api_key', true, undefined, secret) !== undefined) throw unusable(request, trigger);
-    if (!verifyApiKey(request.headers, secret, headerName)) throw fail('unauthorized', WEBHOOK_TEXT.unauthorized);
+    if (headerName === undefined || secretProblem('api_key', true, undefined, secret) !== undefined)
+      throw failed('the connector breaks the inbound rules (secret or config.header_name)', unusable(request, trigger));
+    if (!verifyApiKey(request.headers, secret, headerName)) {
+      // Own properties only, as verifyApiKey reads them: a header named `constructor` reaches no prototype member.
+      const why = Object.hasOwn(request.headers, headerName.toLowerCase()) ? 'key mismatch' : 'missing key header';
+      throw failed(`${why} (${headerName})`, fail('unauthorized', WEBHOOK_TEXT.unauthorized));
+    }
+    noteCheck(deps, request, trigger, undefined);
     return undefined;
   }
   const scheme = isSignatureScheme(config?.signature_scheme) ? config.signature_scheme : DEFAULT_SIGNATURE_SCHEME;
-  if (secretProblem('hmac', true, scheme, secret) !== undefined) throw unusable(request, trigger);
+  if (secretProblem('hmac', true, scheme, secret) !== undefined) throw failed('the connector breaks the inbound rules (secret)', unusable(request, trigger));
   const check = verifySignature(scheme, request.headers, body, secret, epochSeconds(deps.clock));
   if (!check.ok) {
     // The reason only, with the request id the logger adds: never the signature or the secret.
     request.log.info({ signature_scheme: scheme, reason: check.reason }, 'webhook signature refused');
-    throw refusal(WEBHOOK_TEXT.unauthorized, check.reason);
+    throw failed(`${check.reason} (${SIGNATURE_HEADER_NAMES[scheme]})`, refusal(WEBHOOK_TEXT.unauthorized, check.reason));
   }
+  noteCheck(deps, request, trigger, undefined);
   return check.signedId;
 }
 
@@ -188,6 +217,8 @@ async function lookup(deps: Deps, accountId: string, tokenHash: string): Promise
  * came from the cache or a fresh lookup.
  */
 function admit(deps: Deps, request: FastifyRequest, claims: TokenClaims, found: Admission, orgDomain: string | undefined, body: Buffer) {
+  // Only this admission's check counts: one decided on a stale lookup before it does not.
+  inboundChecks.delete(request);
   const { account, trigger } = found;
   const standing = tokenStanding(claims, account);
   // The token itself no longer holds: account gone or deactivated, moved, or revoked since.
@@ -385,6 +416,9 @@ export function webhookSurface(deps: Deps): SurfaceSpec {
       // Every delivery counted once, by how it ended: accepted, duplicate, or its refusal's code.
       scope.addHook('onResponse', async (request, reply) => {
         deps.metrics.webhookDelivery(acceptedAs.get(request) ?? request.errorCode ?? `status_${reply.statusCode}`);
+        // After the answer, outside the delivery's statement: usually nothing to write (inbound-status.ts).
+        const check = inboundChecks.get(request);
+        if (check !== undefined) deps.inboundStatus.observe(check);
       });
       // Before anything else, and before a byte of the body is read.
       scope.addHook('onRequest', async (request) => {

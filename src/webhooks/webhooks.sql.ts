@@ -24,6 +24,8 @@ function triggerQuery(db: Db, tokenHash: string) {
       'c.auth_type as connector_auth_type',
       'c.secret_ciphertext as connector_secret',
       'c.config as connector_config',
+      // What the delivery's check compares with (connectors/inbound-status.ts): a change of it is written, a steady state never.
+      'c.status as connector_status',
     ])
     .where('t.token_hash', '=', tokenHash);
 }
@@ -42,6 +44,7 @@ export interface TriggerRow {
   connector_auth_type: string | null;
   connector_secret: string | null;
   connector_config: Record<string, unknown> | null;
+  connector_status: string | null;
 }
 
 /**

@@ -162,6 +162,27 @@ describe('connector create', () => {
 });
 
 describe('connector verify, api-spec import', () => {
+  it('verify on an inbound connector exits 1 with the text: its deliveries verify it; list shows its direction', async () => {
+    const created = await f.api.post(`${API}/external_connectors`, {
+      data: {
+        type: 'external_connector',
+        attributes: { name: 'GitHub hooks', auth_type: 'hmac', direction: 'inbound', secret: 'gh-secret-0123456789', config: { signature_scheme: 'github' } },
+      },
+    });
+    assert.equal(created.status, 201, created.text);
+    const r = await cli(['connector', 'verify', created.body.data.id]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error: An inbound connector is verified by its deliveries, not by a call: .*\(HTTP 422 invalid_request\)/);
+    assert.equal(r.stdout, '');
+    const listed = await cli(['connector', 'list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout.split('\n')[0]!, /\bdirection\b/);
+    assert.match(
+      listed.stdout.split('\n').find((l) => l.includes('GitHub hooks'))!,
+      /\binbound\b/,
+    );
+  });
+
   it('verify names the URL it called and exits 1 while failing; with health_operation, a spec attached by api-spec import is used', async () => {
     const created = json(
       await cli([

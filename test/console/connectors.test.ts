@@ -3,7 +3,8 @@
  * and the specifications; Verify (by keyboard) turns a connector verified against a mock
  * provider and shows a failing one's error plainly; a specification's operations filter;
  * an update that drops an operation shows in its drift report; the connector's secret is
- * never in the page.
+ * never in the page. An inbound connector shows its scheme and the status its deliveries
+ * gave it, with no Verify button and none of the outbound panels.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -12,6 +13,9 @@ import { jsonApi, seedAccount, seedTenant, startApp, tokenFor } from '../helpers
 import { BROWSER_SKIP, assertAccessible, consoleAs, distinctPngBytes, screenshot } from '../helpers/browser.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';
 import { takeBudget } from '../../src/connectors/rate.ts';
+import { recordInboundStatus } from '../../src/connectors/connectors.sql.ts';
+import { FAILING_AFTER } from '../../src/connectors/inbound-status.ts';
+import fs from 'node:fs';
 
 const API = '/api/json/v1';
 const t = await startApp({ ALLOW_PRIVATE_EGRESS: 'true' });
@@ -245,5 +249,48 @@ describe('connectors and API specifications', { skip: BROWSER_SKIP }, () => {
     assert.match(await page.getByRole('alert').innerText(), /Could not load the connector[\s\S]*not_found/);
     await go(page, '#/api-specs/00000000-0000-7000-8000-000000000000');
     await page.getByRole('alert').filter({ hasText: 'Could not load the API specification' }).waitFor();
+  });
+
+  it('shows an inbound connector as what it is: its scheme, the status its deliveries gave it, no Verify, no outbound panels', async () => {
+    const GH_SECRET = `gh-${'k9'.repeat(12)}`;
+    const hooks = await create('external_connectors', 'external_connector', {
+      name: 'GitHub pushes',
+      type: 'http',
+      direction: 'inbound',
+      auth_type: 'hmac',
+      secret: GH_SECRET,
+      config: { signature_scheme: 'github' },
+    });
+    // The console's copy of the count it explains.
+    const shared = fs.readFileSync(new URL('../../console/src/pages/connector-shared.tsx', import.meta.url), 'utf8');
+    assert.equal(Number(/export const FAILING_AFTER = (\d+);/.exec(shared)?.[1]), FAILING_AFTER);
+    // As three bad deliveries leave it (test/webhooks/inbound-status.test.ts drives the real path).
+    const error = 'signature mismatch (X-Hub-Signature-256) at 2026-12-02T05:01:02Z';
+    assert.equal(await recordInboundStatus(t.deps.db, tenant.workspaceId, hooks, 'failing', error, new Date()), true);
+
+    const page = await consoleAs(t, tenant);
+    await go(page, '#/connectors');
+    const row = page.getByRole('table', { name: 'External connectors' }).getByRole('row').filter({ hasText: 'GitHub pushes' });
+    await row.waitFor();
+    assert.match(await row.innerText(), /inbound\s+inbound · hmac \(GitHub\)\s+failing/);
+    assert.match(
+      await page.getByRole('table', { name: 'External connectors' }).getByRole('row').filter({ hasText: 'Shop orders' }).innerText(),
+      /outbound\s+http · api_key/,
+    );
+
+    await go(page, `#/connectors/${hooks}`);
+    await page.getByRole('heading', { level: 1, name: 'GitHub pushes' }).waitFor();
+    const status = section(page, 'Status');
+    assert.match(await status.innerText(), /failing/);
+    assert.match(await status.innerText(), /The last deliveries failed their check\s+signature mismatch \(X-Hub-Signature-256\) at 2026-12-02T05:01:02Z/);
+    assert.match(await status.innerText(), /failing after 3 in a row fail it/);
+    assert.match(await section(page, 'Connector').innerText(), /Kind\s+inbound · hmac \(GitHub\)/);
+    assert.doesNotMatch(await section(page, 'Connector').innerText(), /Type\s+http/);
+    assert.equal(await page.getByRole('button', { name: 'Verify' }).count(), 0);
+    assert.equal(await section(page, 'Rate limit').count(), 0);
+    assert.equal(await section(page, 'API specification').count(), 0);
+    assert.ok(!(await page.content()).includes(GH_SECRET));
+    await assertAccessible(page, 'an inbound connector');
+    await screenshot(page, 'connector-inbound');
   });
 });

@@ -50,6 +50,33 @@ export function lastChangesOf(value: unknown): LastChanges | null {
   return { changed_at: typeof value.changed_at === 'string' ? value.changed_at : null, added: strings(value.added), removed: strings(value.removed), changed };
 }
 
+/** The signature schemes by the sender who signs with them, as config.signature_scheme names them. */
+const SCHEME_NAMES: Record<string, string> = {
+  standard_webhooks: 'Standard Webhooks',
+  github: 'GitHub',
+  stripe: 'Stripe',
+  shopify: 'Shopify',
+  slack: 'Slack',
+};
+
+/** Consecutive failed deliveries that make an inbound connector failing (src/connectors/inbound-status.ts: FAILING_AFTER). */
+export const FAILING_AFTER = 3;
+
+export const isInbound = (a: { direction?: string | null } | undefined) => a?.direction === 'inbound';
+
+/**
+ * What a connector is, in a few words: an inbound one by how deliveries are checked
+ * (`inbound · hmac (GitHub)`, `inbound · api_key`), an outbound one by its driver and auth
+ * (`http · oauth2`). An inbound connector's driver is never called, so it is not shown.
+ */
+export function connectorKind(a: { type?: string | null; direction?: string | null; auth_type?: string; config?: unknown } | undefined): string {
+  if (isInbound(a)) {
+    const scheme = isObject(a?.config) && typeof a.config.signature_scheme === 'string' ? a.config.signature_scheme : 'standard_webhooks';
+    return a?.auth_type === 'hmac' ? `inbound · hmac (${SCHEME_NAMES[scheme] ?? scheme})` : `inbound · ${a?.auth_type ?? '—'}`;
+  }
+  return [a?.type, a?.auth_type].filter(Boolean).join(' · ');
+}
+
 /** The configured budget, from config.rate_limit, as the server reads it. */
 export function configuredRateLimit(config: unknown): { requests: number; perSeconds: number } | undefined {
   const r = isObject(config) ? config.rate_limit : undefined;

@@ -1,14 +1,27 @@
 /**
  * One connector: what it is, its configuration (the API never returns the secret, only
  * whether one is stored), its status with a Verify button, the specifications attached to
- * it and how much of its rate budget the current window has used.
+ * it and how much of its rate budget the current window has used. An inbound connector
+ * shows its scheme and the status its deliveries gave it: no Verify, no rate limit, no
+ * specification (it is never called).
  */
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { useClient, useLoad } from '../api.ts';
 import { href } from '../router.ts';
 import { ActionButton, Badge, ErrorNotice, Page, Section, Time } from '../ui/index.tsx';
 import { PagedList } from '../ui/paged-list.tsx';
-import { configuredRateLimit, loadRateLimit, NotLoaded, PropList, SPEC_COLUMNS, type Connector } from './connector-shared.tsx';
+import {
+  configuredRateLimit,
+  connectorKind,
+  FAILING_AFTER,
+  isInbound,
+  loadRateLimit,
+  NotLoaded,
+  PropList,
+  SPEC_COLUMNS,
+  type Connector,
+} from './connector-shared.tsx';
 
 export function ConnectorPage(props: { id: string }) {
   const client = useClient();
@@ -23,6 +36,61 @@ export function ConnectorPage(props: { id: string }) {
     const answer = await client.verifyConnector(props.id);
     setVerified({ id: props.id, connector: answer.data });
   };
+  const inbound = isInbound(a);
+  const details = (
+    <Section title="Connector">
+      <PropList
+        items={[
+          ['Kind', connectorKind(a)],
+          // An inbound connector's driver is never used: its type would only mislead.
+          ...(inbound ? [] : ([['Type', a.type]] as Array<[string, ComponentChildren]>)),
+          ['Direction', a.direction],
+          ['Provider', a.provider_slug],
+          ['Auth type', a.auth_type],
+          ['Secret stored', a.has_secret ? 'yes' : 'no'],
+          ['Description', a.description],
+          ['Created', <Time value={a.inserted_at} />],
+          ['Updated', <Time value={a.updated_at} />],
+          ['Id', <span class="mono">{connector.id}</span>],
+        ]}
+      />
+    </Section>
+  );
+  const configuration = (
+    <Section title="Configuration">
+      <ConfigList config={a.config} />
+      <p class="muted small">The secret is write-only: it is never returned, so it is never shown.</p>
+    </Section>
+  );
+  // An inbound connector is never called: its deliveries verify it, and it has no rate budget or specification.
+  if (inbound) {
+    return (
+      <Page title={a.name ?? 'Connector'} actions={<a href={href('connectors')}>All connectors</a>}>
+        <div class="grid-2">
+          <Section title="Status">
+            <PropList
+              items={[
+                ['Status', <Badge value={a.status} />],
+                // When it became verified: while verified, it has been since then.
+                [a.status === 'verified' ? 'Verified since' : 'Last verified', <Time value={a.last_verified_at} />],
+              ]}
+            />
+            {a.status === 'failing' && a.last_error && (
+              <div class="notice error">
+                <strong>The last deliveries failed their check</strong>
+                <p class="conn-error">{a.last_error}</p>
+              </div>
+            )}
+            <p class="muted small">
+              Its deliveries verify it: it becomes verified when a delivery passes its check, and failing after {FAILING_AFTER} in a row fail it.
+            </p>
+          </Section>
+          {details}
+        </div>
+        {configuration}
+      </Page>
+    );
+  }
   return (
     <Page title={a.name ?? 'Connector'} actions={<a href={href('connectors')}>All connectors</a>}>
       <div class="grid-2">
@@ -55,25 +123,8 @@ export function ConnectorPage(props: { id: string }) {
       </div>
 
       <div class="grid-2">
-        <Section title="Connector">
-          <PropList
-            items={[
-              ['Type', a.type],
-              ['Direction', a.direction],
-              ['Provider', a.provider_slug],
-              ['Auth type', a.auth_type],
-              ['Secret stored', a.has_secret ? 'yes' : 'no'],
-              ['Description', a.description],
-              ['Created', <Time value={a.inserted_at} />],
-              ['Updated', <Time value={a.updated_at} />],
-              ['Id', <span class="mono">{connector.id}</span>],
-            ]}
-          />
-        </Section>
-        <Section title="Configuration">
-          <ConfigList config={a.config} />
-          <p class="muted small">The secret is write-only: it is never returned, so it is never shown.</p>
-        </Section>
+        {details}
+        {configuration}
       </div>
 
       <AttachedSpecs connectorId={props.id} />

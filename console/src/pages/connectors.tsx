@@ -1,12 +1,13 @@
 /**
- * The workspace's connectors (their status first: which ones fail and why) and the API
+ * The workspace's connectors (their status first: which ones fail and why; which way they
+ * face, and what they are: `inbound · hmac (GitHub)`, `http · api_key`) and the API
  * specifications uploaded to it, each linking to its page.
  */
 import { useClient } from '../api.ts';
 import { href, navigate, useRoute } from '../router.ts';
 import { Badge, Field, Page, Section, Time } from '../ui/index.tsx';
 import { PagedList } from '../ui/paged-list.tsx';
-import { includedName, SPEC_COLUMNS } from './connector-shared.tsx';
+import { connectorKind, includedName, SPEC_COLUMNS } from './connector-shared.tsx';
 
 const STATUSES = ['unverified', 'verified', 'failing'] as const;
 
@@ -46,7 +47,7 @@ function ConnectorList(props: { status: (typeof STATUSES)[number] | undefined })
             sort: 'name',
             page: { limit: 50 },
             ...(props.status ? { filter: { status: props.status } } : {}),
-            fields: { external_connector: ['name', 'type', 'provider_slug', 'auth_type', 'status', 'last_verified_at', 'last_error'] },
+            fields: { external_connector: ['name', 'type', 'direction', 'provider_slug', 'auth_type', 'config', 'status', 'last_verified_at', 'last_error'] },
           })
         }
         deps={[client, props.status]}
@@ -57,8 +58,8 @@ function ConnectorList(props: { status: (typeof STATUSES)[number] | undefined })
         columns={[
           { title: 'Name', cell: (c) => <a href={href('connectors', c.id)}>{c.attributes?.name ?? c.id}</a> },
           { title: 'Provider', cell: (c) => c.attributes?.provider_slug ?? <span class="muted">—</span> },
-          { title: 'Type', cell: (c) => c.attributes?.type ?? <span class="muted">—</span> },
-          { title: 'Auth', cell: (c) => c.attributes?.auth_type },
+          { title: 'Direction', cell: (c) => c.attributes?.direction ?? <span class="muted">—</span> },
+          { title: 'Kind', cell: (c) => connectorKind(c.attributes) },
           { title: 'Status', cell: (c) => <Badge value={c.attributes?.status} /> },
           { title: 'Last verified', cell: (c) => <Time value={c.attributes?.last_verified_at} /> },
           {

@@ -463,7 +463,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A cheap call through the connector's driver; the connector becomes verified or failing */
+        /** A cheap call through the connector's driver; the connector becomes verified or failing. An inbound connector is 422: its deliveries verify it */
         post: operations["verify_external_connector"];
         delete?: never;
         options?: never;

@@ -374,7 +374,8 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
       post: {
         operationId: 'verify_external_connector',
         tags: ['external_connector'],
-        summary: "A cheap call through the connector's driver; the connector becomes verified or failing",
+        summary:
+          "A cheap call through the connector's driver; the connector becomes verified or failing. An inbound connector is 422: its deliveries verify it",
         parameters: [idParam, idempotencyKey],
         responses: { 200: doc('external_connector_document', 'The connector with its new status'), ...errors(...WRITE_ERRORS) },
       },
