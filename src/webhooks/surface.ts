@@ -365,7 +365,8 @@ function storedPayload(deps: Deps, request: FastifyRequest, body: Buffer, accept
   let form = false;
   if (!isJsonMediaType(type)) {
     form = isFormMediaType(type);
-    if (!form) throw processingFailed(accept === 'form' ? `Content-Type must be application/json or ${FORM_MEDIA_TYPE}` : 'Content-Type must be application/json');
+    if (!form)
+      throw processingFailed(accept === 'form' ? `Content-Type must be application/json or ${FORM_MEDIA_TYPE}` : 'Content-Type must be application/json');
     if (accept !== 'form') throw processingFailed(FORM_NOT_ACCEPTED);
   }
   if (body.length === 0) throw processingFailed(form ? 'The body is empty; send the form' : 'The body is empty; send a JSON document');
