@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { FORM_NOT_ACCEPTED } from '../../src/webhooks/surface.ts';
@@ -184,6 +185,22 @@ describe('Slack, accept: form', () => {
     assert.equal(r.status, 202, r.text);
     assert.deepEqual(await runPayload(r.body.workflow_run_id), action);
   });
+});
+
+it("docs/webhooks.md's form post gives the payload the docs show", async () => {
+  const docs = fs.readFileSync(new URL('../../docs/webhooks.md', import.meta.url), 'utf8');
+  const start = docs.indexOf('\n## Form posts\n');
+  const section = docs.slice(start, docs.indexOf('\n## ', start + 5));
+  const body = /--data-raw '([^']+)'/.exec(section)?.[1];
+  const shown = /^```json\n([\s\S]*?)^```$/m.exec(section)?.[1];
+  assert.ok(body && shown, 'the section has its example');
+  const { path } = await hook({ accept: 'form' });
+  const r = await deliver(f, path, body, { 'content-type': FORM });
+  assert.equal(r.status, 202, r.text);
+  assert.deepEqual(await runPayload(r.body.workflow_run_id), JSON.parse(shown));
+  // Every refusal the section's table names is one the code answers.
+  for (const detail of [FORM_NOT_ACCEPTED, `The form has more than ${MAX_FORM_FIELDS} fields`, 'The body is empty; send the form'])
+    assert.ok(section.includes(`| \`${detail}\` |`), detail);
 });
 
 describe('form bodies a trigger refuses (422 Processing failed, the detail says why)', async () => {
