@@ -5198,6 +5198,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
             };
         };
         responses: {

@@ -674,7 +674,19 @@ function webhookPaths(): Record<string, PathItem> {
           { name: 'webhook-timestamp', in: 'header', required: false, schema: { type: 'string' } },
           { name: 'webhook-signature', in: 'header', required: false, schema: { type: 'string' } },
         ],
-        requestBody: { required: true, content: { 'application/json': { schema: {} } } },
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: {} },
+            'application/x-www-form-urlencoded': {
+              schema: {
+                type: 'object',
+                additionalProperties: { type: 'string' },
+                description: "Only on a trigger with accept: form: a payload field holding JSON is that JSON, else the form's fields",
+              },
+            },
+          },
+        },
         responses: {
           202: {
             description: 'Accepted, or a duplicate of a delivery already accepted',
