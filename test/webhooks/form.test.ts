@@ -8,10 +8,13 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { FORM_NOT_ACCEPTED } from '../../src/webhooks/surface.ts';
 import { MAX_FORM_FIELDS } from '../../src/webhooks/form.ts';
+import { createRelay } from '../../src/relay/relay.ts';
+import { loadConfig } from '../../src/config.ts';
+import { capturingLogger } from '../helpers/app.ts';
 import { API, deliver, save, saveOk, startFlow, type Flow } from './helpers.ts';
 
 const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '10000' }, { worker: false });
@@ -175,6 +178,24 @@ describe('Slack, accept: form', () => {
     assert.equal(r.status, 202, r.text);
     assert.deepEqual(await runPayload(r.body.workflow_run_id), { tag: ['a', 'b', 'c'], '__proto__[admin]': '1', empty: '' });
     assert.equal(({} as Record<string, unknown>).admin, undefined);
+  });
+
+  it('through the relay (Slack sends no bearer token): the form bytes and their signature arrive unchanged', async () => {
+    const { path } = await hook({ inbound_connector_id: slack, accept: 'form' });
+    const relay = await createRelay({
+      config: loadConfig({ DATA_DIR: f.t.config.dataDir, SHUTDOWN_GRACE_MS: '1000' }),
+      log: capturingLogger([], 'warn'),
+      targetUrl: f.t.url,
+      credentials: () => ({ clientId: f.tenant.clientId, clientSecret: f.tenant.clientSecret }),
+      clock: Date.now,
+    });
+    after(() => relay.stop());
+    const relayUrl = await relay.listen(0, '127.0.0.1');
+    const body = 'command=%2Fdeploy&text=api+v2&user_id=U1';
+    const res = await fetch(`${relayUrl}/hooks/${path.split('/').pop()}`, { method: 'POST', headers: slackHeaders(body), body });
+    const answer = (await res.json()) as { workflow_run_id: string };
+    assert.equal(res.status, 202, JSON.stringify(answer));
+    assert.deepEqual(await runPayload(answer.workflow_run_id), { command: '/deploy', text: 'api v2', user_id: 'U1' });
   });
 
   it('interactivity: the payload field is JSON, decoded', async () => {
