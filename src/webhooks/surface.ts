@@ -5,7 +5,8 @@
  * The checks run in a fixed order (docs/webhooks.md), each with its status and text:
  * body size 413, bearer token 401 missing_credentials, trigger 404, account and
  * organization 401, scope 403, connector mode 422, connector verification 401, the
- * trigger's window 429, JSON (or, with `accept: form`, a form: form.ts) 422, the workspace's waiting runs 429 (QUOTA_WAITING_RUNS),
+ * trigger's window 429, JSON (or, with `accept: form`, a form: form.ts) 422, the
+ * workspace's waiting runs 429 (QUOTA_WAITING_RUNS),
  * then one statement commits the guard and the run (503 when the database is unavailable). The body is read as bytes (verification needs
  * them) within WEBHOOK_MAX_BODY_BYTES: a Content-Length over it is refused before reading,
  * a streamed body is cut off at it.
