@@ -134,7 +134,13 @@ function normalTrigger(t: { key: string; type: string; members: Obj }): Obj {
       timezone: m.timezone ?? 'UTC',
       catch_up: m.catch_up ?? 'latest',
     };
-  return { key: t.key, type: t.type, service_account_id: lower(m.service_account_id), inbound_connector_id: lower(m.inbound_connector_id) };
+  return {
+    key: t.key,
+    type: t.type,
+    service_account_id: lower(m.service_account_id),
+    inbound_connector_id: lower(m.inbound_connector_id),
+    accept: m.accept ?? 'json',
+  };
 }
 
 function normalStep(s: { key: string; type: string; config: Obj }): Obj {
@@ -198,6 +204,7 @@ const MEMBER_ORDER = [
   'body',
   'service_account_id',
   'inbound_connector_id',
+  'accept',
   'cron',
   'timezone',
   'catch_up',
@@ -218,6 +225,8 @@ export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undef
       const m = { ...t.members };
       if (t.type === 'webhook' && ownAccount !== undefined && String(m.service_account_id).toLowerCase() === ownAccount.toLowerCase())
         delete m.service_account_id;
+      // The default goes without saying, so files written before `accept` existed read the same.
+      if (t.type === 'webhook' && m.accept === 'json') delete m.accept;
       return [t.key, inFileOrder({ type: t.type, ...m })];
     }),
   );

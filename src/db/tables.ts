@@ -284,9 +284,12 @@ export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpR
 
 export type CatchUp = 'latest' | 'none';
 
+/** The bodies a webhook trigger takes: `json` only, or `form` (application/x-www-form-urlencoded) too. */
+export type WebhookAccept = 'json' | 'form';
+
 /** A trigger as reads show it: never its token. A schedule's next_fire_at is added at read time. */
 export type WorkflowTriggerView =
-  | { id: string; key: string; type: 'webhook'; service_account_id: string; inbound_connector_id: string | null }
+  | { id: string; key: string; type: 'webhook'; service_account_id: string; inbound_connector_id: string | null; accept: WebhookAccept }
   | { id: string; key: string; type: 'schedule'; cron: string; timezone: string; catch_up: CatchUp };
 
 export interface WorkflowTable {
@@ -327,6 +330,8 @@ export interface WorkflowTriggerTable {
   /** A webhook's; a schedule has none. */
   service_account_id: string | null;
   inbound_connector_id: string | null;
+  /** A webhook's bodies; a schedule keeps the default, unread. */
+  accept: Generated<WebhookAccept>;
   /** hex SHA-256 of the trigger token (256 random bits), the only form it is kept in; a schedule has no token. */
   token_hash: string | null;
   cron: string | null;

@@ -5,7 +5,8 @@
  * The checks run in a fixed order (docs/webhooks.md), each with its status and text:
  * body size 413, bearer token 401 missing_credentials, trigger 404, account and
  * organization 401, scope 403, connector mode 422, connector verification 401, the
- * trigger's window 429, JSON 422, the workspace's waiting runs 429 (QUOTA_WAITING_RUNS),
+ * trigger's window 429, JSON (or, with `accept: form`, a form: form.ts) 422, the
+ * workspace's waiting runs 429 (QUOTA_WAITING_RUNS),
  * then one statement commits the guard and the run (503 when the database is unavailable). The body is read as bytes (verification needs
  * them) within WEBHOOK_MAX_BODY_BYTES: a Content-Length over it is refused before reading,
  * a streamed body is cut off at it.
@@ -30,6 +31,8 @@ import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders } from './delivery-headers.ts';
+import { FORM_MEDIA_TYPE, formPayload, isFormMediaType } from './form.ts';
+import type { WebhookAccept } from '../db/tables.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
 import { WAITING_RUNS_RETRY_AFTER_SECONDS, waitingRunsRefusal } from '../quotas/quotas.ts';
 
@@ -272,7 +275,8 @@ async function ingest(
   }
   // Once per delivery, whichever admission accepts it: the window counts the delivery, the body is parsed once.
   let window: { triggerId: string; allowed: boolean; resetSeconds: number } | undefined;
-  let payloadJson: string | undefined;
+  // Parsed again only when a fresh lookup finds the trigger taking other bodies than the one that parsed it.
+  let stored: { accept: WebhookAccept; payloadJson: string } | undefined;
   for (;;) {
     let admitted: ReturnType<typeof admit>;
     let identity: ReturnType<typeof deliveryIdentity>;
@@ -287,7 +291,8 @@ async function ingest(
         window = { triggerId, allowed: hit.allowed, resetSeconds: hit.resetSeconds };
       }
       if (!window.allowed) throw fail('rate_limited', WEBHOOK_TEXT.rateLimited, { retryAfter: window.resetSeconds });
-      payloadJson ??= storedPayload(deps, request, body);
+      const accept = admitted.trigger.accept;
+      if (stored?.accept !== accept) stored = { accept, payloadJson: storedPayload(deps, request, body, accept) };
       now = deps.clock();
       const { signedId } = admitted;
       const signed = signedId === undefined ? undefined : { triggerId, ...signedId };
@@ -323,7 +328,7 @@ async function ingest(
           workflowVersion: trigger.workflow_version,
           triggerKey: trigger.key,
           deliveryId: identity.deliveryId,
-          payloadJson,
+          payloadJson: stored.payloadJson,
           deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
           maxAttempts: deps.config.runMaxAttempts,
           // The run's spans, in whichever process, continue the delivery's trace.
@@ -379,13 +384,28 @@ async function admitsRun(deps: Deps, workspaceId: string): Promise<boolean> {
   }
 }
 
-/** The body's checks after the rate window (media type, UTF-8, JSON), and the payload as the run stores it. */
-function storedPayload(deps: Deps, request: FastifyRequest, body: Buffer): string {
-  if (!isJsonMediaType(request.headers['content-type'])) throw processingFailed('Content-Type must be application/json');
-  if (body.length === 0) throw processingFailed('The body is empty; send a JSON document');
-  let doc: unknown;
+/** Without the trigger's opt-in, a form post is told which setting takes it. */
+export const FORM_NOT_ACCEPTED = `The body is ${FORM_MEDIA_TYPE}; set accept: form on the trigger to take form posts`;
+
+/**
+ * The body's checks after the rate window (media type, UTF-8, JSON or form), and the
+ * payload as the run stores it. A JSON body is never asked whether it is a form: the form
+ * branch is taken only on a trigger with `accept: form` and a form media type.
+ */
+function storedPayload(deps: Deps, request: FastifyRequest, body: Buffer, accept: WebhookAccept): string {
+  const type = request.headers['content-type'];
+  let form = false;
+  if (!isJsonMediaType(type)) {
+    form = isFormMediaType(type);
+    if (!form)
+      throw processingFailed(accept === 'form' ? `Content-Type must be application/json or ${FORM_MEDIA_TYPE}` : 'Content-Type must be application/json');
+    if (accept !== 'form') throw processingFailed(FORM_NOT_ACCEPTED);
+  }
+  if (body.length === 0) throw processingFailed(form ? 'The body is empty; send the form' : 'The body is empty; send a JSON document');
+  let payload: unknown;
   try {
-    doc = parseJson(UTF8.decode(body));
+    const text = UTF8.decode(body);
+    payload = form ? formPayload(text) : payloadOf(parseJson(text));
   } catch (err) {
     if (!(err instanceof AppError)) throw processingFailed('The body is not UTF-8 text');
     const at = err.source?.pointer;
@@ -393,7 +413,7 @@ function storedPayload(deps: Deps, request: FastifyRequest, body: Buffer): strin
   }
   // The run stores the payload as JSON, numbers written out (1e20 takes 21 digits): the
   // stored form stays within the body limit too.
-  const payloadJson = JSON.stringify(payloadOf(doc));
+  const payloadJson = JSON.stringify(payload);
   const storedBytes = Buffer.byteLength(payloadJson);
   if (storedBytes > deps.config.webhookMaxBodyBytes) {
     throw fail('payload_too_large', `The payload takes ${storedBytes} bytes as stored JSON (numbers written out); at most ${deps.config.webhookMaxBodyBytes}`);

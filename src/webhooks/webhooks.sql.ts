@@ -2,6 +2,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { preferPrepared, type Db } from '../db/connect.ts';
 import { loadAccountWithCompiled, withAccountStatement, type AccountRow } from '../auth/auth.sql.ts';
 import { compileOnce, slot, type CompiledOnce } from '../db/compiled.ts';
+import type { WebhookAccept } from '../db/tables.ts';
 
 /** The trigger of a token hash with what a delivery needs: its workflow and inbound connector. */
 function triggerQuery(db: Db, tokenHash: string) {
@@ -13,6 +14,7 @@ function triggerQuery(db: Db, tokenHash: string) {
     .select([
       't.id',
       't.key',
+      't.accept',
       't.organization_id',
       't.workspace_id',
       't.service_account_id',
@@ -33,6 +35,8 @@ function triggerQuery(db: Db, tokenHash: string) {
 export interface TriggerRow {
   id: string;
   key: string;
+  /** Whether a form body is taken too (form.ts). */
+  accept: WebhookAccept;
   organization_id: string;
   workspace_id: string;
   service_account_id: string;

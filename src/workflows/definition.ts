@@ -7,7 +7,7 @@
  */
 import { invalidAt, quoteName } from '../errors.ts';
 import { isObject, pointerToken } from '../json.ts';
-import type { HttpRequestConfig, WorkflowStep, WriteFactConfig } from '../db/tables.ts';
+import type { HttpRequestConfig, WebhookAccept, WorkflowStep, WriteFactConfig } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
 import { SLUG_RE } from '../input.ts';
 import { compileExpression } from './expressions.ts';
@@ -22,6 +22,9 @@ export const WORKFLOW_LIMITS = {
 
 export const STEP_TYPES = ['transform', 'condition', 'write_fact', 'http_request'] as const;
 export const TRIGGER_TYPES = ['webhook', 'schedule'] as const;
+/** A webhook trigger's `accept`: the bodies it takes besides JSON (docs/webhooks.md, Form posts). */
+export const WEBHOOK_ACCEPT = ['json', 'form'] as const satisfies readonly WebhookAccept[];
+export const DEFAULT_WEBHOOK_ACCEPT: WebhookAccept = 'json';
 
 /** Step and trigger keys: JSONata names them (`steps.normalize`), so identifier-like. */
 export const KEY_RE = /^[a-z][a-z0-9_]{0,62}$/;
@@ -46,6 +49,7 @@ export interface WebhookTriggerInput extends TriggerCommon {
   type: 'webhook';
   service_account_id: string;
   inbound_connector_id: string | null;
+  accept: WebhookAccept;
 }
 
 export interface ScheduleTriggerInput extends TriggerCommon {
@@ -283,7 +287,7 @@ function expressionsOf(step: WorkflowStep): Array<[string, string]> {
 }
 
 const TRIGGER_MEMBERS = {
-  webhook: ['key', 'type', 'service_account_id', 'inbound_connector_id', 'id'],
+  webhook: ['key', 'type', 'service_account_id', 'inbound_connector_id', 'accept', 'id'],
   schedule: ['key', 'type', 'cron', 'timezone', 'catch_up', 'id'],
 } as const;
 
@@ -326,11 +330,15 @@ function readTriggers(v: unknown): TriggerInput[] {
     const connector = t.inbound_connector_id ?? null;
     if (connector !== null && !isUuid(connector))
       throw invalidAt(`${tat}/inbound_connector_id`, 'inbound_connector_id must be the id of an inbound connector or null');
+    const accept = t.accept ?? DEFAULT_WEBHOOK_ACCEPT;
+    if (typeof accept !== 'string' || !(WEBHOOK_ACCEPT as readonly string[]).includes(accept))
+      throw invalidAt(`${tat}/accept`, `accept must be one of ${WEBHOOK_ACCEPT.join(', ')} (form also takes application/x-www-form-urlencoded bodies)`);
     return {
       ...common,
       type,
       service_account_id: (t.service_account_id as string).toLowerCase(),
       inbound_connector_id: connector === null ? null : (connector as string).toLowerCase(),
+      accept: accept as WebhookAccept,
     };
   });
 }

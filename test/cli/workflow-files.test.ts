@@ -261,6 +261,11 @@ it('a bad file names the bad member, exit 1, never a stack; usage errors are exi
       'name: bad-cron\ntriggers:\n  t: { type: schedule, cron: "not a cron" }\nsteps:\n  a: { type: transform, expression: "1" }\n',
       /bad-cron\.yaml at triggers\.t\.cron: /,
     ],
+    [
+      'bad-accept.yaml',
+      'name: bad-accept\ntriggers:\n  slash: { type: webhook, accept: multipart }\nsteps:\n  a: { type: transform, expression: "1" }\n',
+      /bad-accept\.yaml at triggers\.slash\.accept: accept must be one of json, form/,
+    ],
   ];
   for (const [name, text, message] of cases) {
     const r = await cli(['workflow', 'apply', '-f', write(name, text)]);
@@ -281,6 +286,40 @@ it('a bad file names the bad member, exit 1, never a stack; usage errors are exi
   const unknown = await cli(['workflow', 'get', 'no-such-workflow']);
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /no workflow named "no-such-workflow"/);
+});
+
+it('a webhook with accept: form round-trips through get --yaml; the default json is left out of the file', async () => {
+  const file = write(
+    'slash.yaml',
+    'name: slash\ntriggers:\n  slash: { type: webhook, accept: form }\n  api: { type: webhook }\nsteps:\n  a: { type: transform, expression: payload }\n',
+  );
+  const first = await cli(['workflow', 'apply', '-f', file]);
+  assert.equal(first.code, 0, first.stderr);
+  const wf = await workflowNamed('slash');
+  assert.deepEqual(
+    wf.attributes.triggers.map((x: any) => [x.key, x.accept]),
+    [
+      ['slash', 'form'],
+      ['api', 'json'],
+    ],
+  );
+  const got = await cli(['workflow', 'get', 'slash', '--yaml']);
+  assert.equal(got.code, 0, got.stderr);
+  assert.match(got.stdout, /\n {2}slash:\n {4}type: webhook\n(?: {4}\S.*\n)*? {4}accept: form\n/);
+  assert.ok(!/accept: json/.test(got.stdout), got.stdout);
+  const gotFile = write('slash-got.yaml', got.stdout);
+  const again = await cli(['--json', 'workflow', 'apply', '-f', gotFile]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(JSON.parse(again.stdout).meta.action, 'unchanged');
+  assert.equal((await workflowNamed('slash')).attributes.lock_version, wf.attributes.lock_version);
+  // Back to JSON only: a change, saved over the same version, the token kept.
+  const back = await cli(['--json', 'workflow', 'apply', '-f', write('slash-json.yaml', got.stdout.replace('    accept: form\n', ''))]);
+  assert.equal(back.code, 0, back.stderr);
+  assert.equal(JSON.parse(back.stdout).meta.action, 'updated');
+  const after = await workflowNamed('slash');
+  assert.equal(after.attributes.triggers[0].accept, 'json');
+  assert.equal(after.attributes.triggers[0].id, wf.attributes.triggers[0].id);
+  assert.equal(after.attributes.version, 1);
 });
 
 it('finds the account in DATA_DIR/bootstrap.json by default, or in --credentials FILE; never prints the secret', async () => {

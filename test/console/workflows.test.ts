@@ -106,6 +106,7 @@ describe('workflows in the console', { skip: BROWSER_SKIP }, () => {
     await page.getByLabel('Config of step paid').waitFor();
     // Schedules show their next fire; webhooks their URL with the token as a placeholder.
     assert.match(await page.getByText('Next fire').locator('xpath=following-sibling::dd[1]').innerText(), /\d/);
+    assert.equal(await page.getByText('Bodies').locator('xpath=following-sibling::dd[1]').innerText(), 'JSON (accept: json)');
     const url = await page.getByLabel('Ingestion URL of hook').innerText();
     assert.equal(url, `${f.t.url}/api/v1/webhooks/<token>`);
     assert.match(await page.getByLabel('Relay command for hook').innerText(), /RELAY_TARGET_URL=.*\n.*RELAY_CREDENTIALS_FILE=.*\n[\s\S]*npx tributary relay/);

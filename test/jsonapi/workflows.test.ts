@@ -84,7 +84,7 @@ describe('save', () => {
     assert.deepEqual(a.steps, [STEP, WRITE]);
     assert.deepEqual(Object.keys(r.body.meta.trigger_tokens), ['hook']);
     assert.deepEqual(a.triggers, [
-      { id: a.triggers[0].id, key: 'hook', type: 'webhook', service_account_id: f.tenant.credentialId, inbound_connector_id: null },
+      { id: a.triggers[0].id, key: 'hook', type: 'webhook', service_account_id: f.tenant.credentialId, inbound_connector_id: null, accept: 'json' },
     ]);
     const read = await f.api.get(`${API}/workflows/${r.body.data.id}`);
     assert.ok(!read.text.includes(r.body.meta.trigger_tokens.hook));

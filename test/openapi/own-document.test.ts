@@ -118,6 +118,57 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(Object.keys(doc.paths['/api/v1/webhooks/{token}'].post.responses).sort(), ['202', '401', '403', '404', '413', '422', '429', '503']);
   });
 
+  test("a workflow's triggers, as saved and as read, match their schemas (accept among them)", async () => {
+    const doc = await fetchDocument();
+    const schemas = doc.components.schemas;
+    assert.deepEqual(schemas.webhook_trigger_params.properties.accept.enum, ['json', 'form']);
+    const save = doc.paths['/api/json/v1/workflows/save_builder_state'].post.requestBody.content['application/vnd.api+json'].schema;
+    /** Whether a list of triggers fits an array-of-oneOf schema: one branch (by type's const) whose required members it has, no member outside it, enums kept. */
+    const fits = (arraySchema: any) => (list: any[]) =>
+      list.every((item) => {
+        const branch = arraySchema.items.oneOf.map((r: any) => schemas[r.$ref.split('/').pop()]).find((b: any) => b.properties.type.const === item.type);
+        if (!branch) return false;
+        const members = Object.entries<any>(item).filter(([, v]) => v !== undefined);
+        return (
+          branch.required.every((k: string) => Object.hasOwn(item, k)) &&
+          members.every(([k, v]) => Object.hasOwn(branch.properties, k) && (branch.properties[k].enum === undefined || branch.properties[k].enum.includes(v)))
+        );
+      });
+    const triggerParams = fits(save.properties.data.properties.attributes.properties.trigger_params);
+    const readTriggers = fits(schemas.workflow_attributes.properties.triggers);
+
+    const tenant = await seedTenant(t.deps);
+    const api = jsonApi(t, await tokenFor(t, tenant));
+    const params = [
+      { key: 'slash', type: 'webhook', service_account_id: tenant.credentialId, accept: 'form' },
+      { key: 'hook', type: 'webhook', service_account_id: tenant.credentialId },
+      { key: 'tick', type: 'schedule', cron: '0 6 * * *' },
+    ];
+    assert.ok(triggerParams(params));
+    assert.equal(triggerParams([{ ...params[0], accept: 'xml' }]), false, 'a bad accept fails the schema too');
+    const saved = await api.post('/api/json/v1/workflows/save_builder_state', {
+      data: {
+        type: 'workflow_builder_state',
+        attributes: {
+          is_new_version: false,
+          organization_id: tenant.organizationId,
+          wf_params: { name: 'triggers', is_active: true },
+          step_params: [{ key: 'a', type: 'transform', config: { expression: 'payload' } }],
+          trigger_params: params,
+        },
+      },
+    });
+    assert.equal(saved.status, 201, saved.text);
+    const triggers = saved.body.data.attributes.triggers;
+    assert.deepEqual(
+      triggers.map((x: any) => x.accept),
+      ['form', 'json', undefined],
+    );
+    assert.ok(readTriggers(triggers), JSON.stringify(triggers));
+    const { accept: _accept, ...withoutAccept } = triggers[0];
+    assert.equal(readTriggers([withoutAccept]), false, 'a read webhook always shows accept');
+  });
+
   test('it imports through our own api_specs endpoint, with its operations listed', async () => {
     const api = jsonApi(t, await tokenFor(t, await seedTenant(t.deps)));
     const text = await (await fetch(`${t.url}/api/json/v1/openapi.json`)).text();

@@ -2,7 +2,8 @@
  * Forward-only migrations applied to a database that already holds data, as an upgrade
  * meets it: 0003 turns fact_current into a table partitioned by time axis and must keep
  * every row, the primary key, the axis check and the index names; 0014 gives the versions
- * saved before an id and their workflow's workspace.
+ * saved before an id and their workflow's workspace; 0024 gives the triggers saved before
+ * accept json.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,6 +73,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0019_quota_counts',
       '0020_fair_claims',
       '0023_replayed_delivery_id',
+      '0024_webhook_accept',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -153,6 +155,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0019_quota_counts',
       '0020_fair_claims',
       '0023_replayed_delivery_id',
+      '0024_webhook_accept',
     ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
@@ -185,6 +188,36 @@ test('a database migrated by a newer release is refused with what to do, and lef
       names.rows.map((r) => r.name),
       [...Object.keys(migrations), '9999_from_the_future'],
     );
+  } finally {
+    await db.destroy();
+    await fresh?.drop();
+  }
+});
+
+test('0024 gives every trigger saved before accept json, and its check refuses anything but json or form', async () => {
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase({ empty: true }) : undefined;
+  const { db } = createDb({ databaseUrl: fresh?.url, dataDir: 'memory' });
+  try {
+    const before0024 = new Migrator({
+      db,
+      provider: { getMigrations: async () => Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0024')) },
+      migrationTableName: 'schema_migrations',
+      migrationLockTableName: 'schema_migrations_lock',
+    });
+    assert.equal((await before0024.migrateToLatest()).error, undefined);
+    const [org, ws, wf, trigger] = [uuidv7(), uuidv7(), uuidv7(), uuidv7()];
+    await sql`insert into organizations (id, name, domain) values (${org}, 'O', 'o.example')`.execute(db);
+    await sql`insert into workspaces (id, organization_id, name) values (${ws}, ${org}, 'W')`.execute(db);
+    await sql`insert into workflows (id, organization_id, workspace_id, name, graph_hash, lock_version, steps, triggers)
+      values (${wf}, ${org}, ${ws}, 'F', 'h', '1.h', '[]'::jsonb, '[]'::jsonb)`.execute(db);
+    await sql`insert into workflow_triggers (id, workflow_id, organization_id, workspace_id, key, type, cron, timezone, catch_up, schedule_since)
+      values (${trigger}, ${wf}, ${org}, ${ws}, 'tick', 'schedule', '0 * * * *', 'UTC', 'latest', now())`.execute(db);
+
+    assert.deepEqual(await migrate(db), ['0024_webhook_accept']);
+    const rows = await sql<{ accept: string }>`select accept from workflow_triggers`.execute(db);
+    assert.deepEqual(rows.rows, [{ accept: 'json' }]);
+    await sql`update workflow_triggers set accept = 'form' where id = ${trigger}`.execute(db);
+    await assert.rejects(sql`update workflow_triggers set accept = 'xml' where id = ${trigger}`.execute(db), (err: { code?: string }) => err.code === '23514');
   } finally {
     await db.destroy();
     await fresh?.drop();

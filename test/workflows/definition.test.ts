@@ -300,8 +300,8 @@ describe('trigger_params', () => {
       }),
     ).triggers;
     assert.deepEqual(triggers, [
-      { index: 0, id: null, key: 'a', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: null },
-      { index: 1, id: CONNECTOR.toLowerCase(), key: 'b', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: OTHER },
+      { index: 0, id: null, key: 'a', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: null, accept: 'json' },
+      { index: 1, id: CONNECTOR.toLowerCase(), key: 'b', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: OTHER, accept: 'json' },
     ]);
     const most = Array.from({ length: WORKFLOW_LIMITS.maxTriggers }, (_, i) => hook(`t${i}`));
     assert.equal(readDefinition(attrs({ trigger_params: most })).triggers.length, 20);
@@ -318,7 +318,7 @@ describe('trigger_params', () => {
     refuses(
       withTrigger(hook('a', { token: 'x' })),
       `${T}/0/token`,
-      '"token" is not a member of a webhook trigger (allowed: key, type, service_account_id, inbound_connector_id, id)',
+      '"token" is not a member of a webhook trigger (allowed: key, type, service_account_id, inbound_connector_id, accept, id)',
     );
     refuses(
       withTrigger(hook('A')),
@@ -333,6 +333,14 @@ describe('trigger_params', () => {
       `${T}/0/inbound_connector_id`,
       'inbound_connector_id must be the id of an inbound connector or null',
     );
+    for (const accept of ['xml', 'JSON', '', 0, false, ['form']])
+      refuses(
+        withTrigger(hook('a', { accept })),
+        `${T}/0/accept`,
+        'accept must be one of json, form (form also takes application/x-www-form-urlencoded bodies)',
+      );
+    assert.equal((readDefinition(withTrigger(hook('a', { accept: 'form' }))).triggers[0] as { accept: string }).accept, 'form');
+    assert.equal((readDefinition(withTrigger(hook('a', { accept: null }))).triggers[0] as { accept: string }).accept, 'json', 'null is the default');
     refuses(withTrigger(hook('a', { id: 'first' })), `${T}/0/id`, 'id must be the id of a trigger of this workflow');
     refuses(attrs({ trigger_params: [hook('a', { id: OTHER }), hook('b', { id: OTHER.toUpperCase() })] }), `${T}/1/id`, 'id is given to an earlier trigger');
   });
@@ -364,7 +372,7 @@ describe('schedule triggers', () => {
     assert.deepEqual(triggers, [
       { index: 0, id: null, key: 'a', type: 'schedule', cron: '*/5 * * * *', timezone: 'UTC', catch_up: 'latest' },
       { index: 1, id: OTHER, key: 'b', type: 'schedule', cron: '* * * * * *', timezone: 'Europe/Berlin', catch_up: 'none' },
-      { index: 2, id: null, key: 'c', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: null },
+      { index: 2, id: null, key: 'c', type: 'webhook', service_account_id: ACCOUNT, inbound_connector_id: null, accept: 'json' },
     ]);
   });
 

@@ -13,6 +13,7 @@ export interface TriggerView {
   type: string;
   service_account_id?: string;
   inbound_connector_id?: string | null;
+  accept?: string;
   cron?: string;
   timezone?: string;
   catch_up?: string;
@@ -46,6 +47,8 @@ function Webhook(props: { trigger: TriggerView; origin: string }) {
         <dd class="mono">{t.service_account_id ?? '—'}</dd>
         <dt>Inbound connector</dt>
         <dd>{t.inbound_connector_id ? <span class="mono">{t.inbound_connector_id}</span> : <span class="muted">none: a bearer token alone delivers</span>}</dd>
+        <dt>Bodies</dt>
+        <dd>{t.accept === 'form' ? 'JSON and form posts (accept: form)' : 'JSON (accept: json)'}</dd>
       </dl>
       <p class="small">Deliver with the service account's bearer token to:</p>
       <Copyable text={`${props.origin}/api/v1/webhooks/${TOKEN}`} label={`Ingestion URL of ${t.key}`} />

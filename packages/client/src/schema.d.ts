@@ -747,6 +747,78 @@ export interface components {
             data: components["schemas"]["connector_rate_limit"];
             links?: components["schemas"]["links"];
         };
+        webhook_trigger_params: {
+            /**
+             * Format: uuid
+             * @description An existing trigger's id keeps its token; left out, the trigger is new
+             */
+            id?: string;
+            key: string;
+            /** @constant */
+            type: "webhook";
+            /** Format: uuid */
+            service_account_id: string;
+            /** Format: uuid */
+            inbound_connector_id?: string | null;
+            /**
+             * @description json: JSON bodies only; form: application/x-www-form-urlencoded bodies too (a payload field holding JSON is that JSON, else the fields)
+             * @default json
+             * @enum {string}
+             */
+            accept: "json" | "form";
+        };
+        schedule_trigger_params: {
+            /**
+             * Format: uuid
+             * @description An existing trigger's id keeps its token; left out, the trigger is new
+             */
+            id?: string;
+            key: string;
+            /** @constant */
+            type: "schedule";
+            cron: string;
+            /** @default UTC */
+            timezone: string;
+            /**
+             * @default latest
+             * @enum {string}
+             */
+            catch_up: "latest" | "none";
+        };
+        webhook_trigger: {
+            /** Format: uuid */
+            id: string;
+            key: string;
+            /** @constant */
+            type: "webhook";
+            /** Format: uuid */
+            service_account_id: string;
+            /** Format: uuid */
+            inbound_connector_id: string | null;
+            /**
+             * @description json: JSON bodies only; form: application/x-www-form-urlencoded bodies too (a payload field holding JSON is that JSON, else the fields)
+             * @default json
+             * @enum {string}
+             */
+            accept: "json" | "form";
+        };
+        schedule_trigger: {
+            /** Format: uuid */
+            id: string;
+            key: string;
+            /** @constant */
+            type: "schedule";
+            cron: string;
+            /** @default UTC */
+            timezone: string;
+            /**
+             * @default latest
+             * @enum {string}
+             */
+            catch_up: "latest" | "none";
+            /** Format: date-time */
+            next_fire_at: string | null;
+        };
         /** @description The public attributes of organization; a sparse fieldset (fields[organization]) returns fewer. */
         organization_attributes: {
             name?: string;
@@ -1328,7 +1400,7 @@ export interface components {
             version?: number;
             lock_version?: string;
             steps?: unknown;
-            triggers?: unknown;
+            triggers?: (components["schemas"]["webhook_trigger"] | components["schemas"]["schedule_trigger"])[];
             /** Format: uuid */
             organization_id?: string;
             /** Format: date-time */
@@ -4548,7 +4620,7 @@ export interface operations {
                             workflow_id?: string | null;
                             wf_params: Record<string, unknown>;
                             step_params: unknown[];
-                            trigger_params: unknown[];
+                            trigger_params: (components["schemas"]["webhook_trigger_params"] | components["schemas"]["schedule_trigger_params"])[];
                             lock_version?: string | null;
                         };
                         relationships?: Record<string, unknown>;
@@ -5131,6 +5203,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
             };
         };
         responses: {

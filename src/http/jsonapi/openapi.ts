@@ -10,6 +10,8 @@ import type { AttrSpec, ResourceType, TypeRegistry } from '../../resources/resou
 import { SCOPES } from '../../auth/tokens.ts';
 import { RESOURCE_TYPES } from '../../resources/types.ts';
 import { builderStateInput } from '../../resources/workflows/service.ts';
+import { DEFAULT_WEBHOOK_ACCEPT, KEY_RE, WEBHOOK_ACCEPT } from '../../workflows/definition.ts';
+import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE } from '../../workflows/schedule.ts';
 import { testRunInput } from '../../worker/test-run.ts';
 import { REPLAY_VERSIONS, BULK_REPLAY_MAX } from '../../resources/workflow_runs/replay.ts';
 import { API_PREFIX } from './document.ts';
@@ -361,6 +363,60 @@ function resourcePaths(type: ResourceType, registry: TypeRegistry, input: InputS
 
 // ---------------------------------------------------------------- the special operations
 
+// ---------------------------------------------------------------- workflow triggers
+
+/** A trigger's members as a save takes them (workflows/definition.ts) and as the workflow's `triggers` shows them. */
+function triggerSchemas(): Record<string, Schema> {
+  const key = { type: 'string', pattern: KEY_RE.source };
+  const uuid = { type: 'string', format: 'uuid' };
+  const webhook = {
+    key,
+    type: { const: 'webhook' },
+    service_account_id: uuid,
+    inbound_connector_id: { type: ['string', 'null'], format: 'uuid' },
+    accept: {
+      type: 'string',
+      enum: [...WEBHOOK_ACCEPT],
+      default: DEFAULT_WEBHOOK_ACCEPT,
+      description: 'json: JSON bodies only; form: application/x-www-form-urlencoded bodies too (a payload field holding JSON is that JSON, else the fields)',
+    },
+  };
+  const schedule = {
+    key,
+    type: { const: 'schedule' },
+    cron: { type: 'string', maxLength: 200 },
+    timezone: { type: 'string', maxLength: 100, default: DEFAULT_TIMEZONE },
+    catch_up: { type: 'string', enum: [...CATCH_UP], default: DEFAULT_CATCH_UP },
+  };
+  const id = { ...uuid, description: "An existing trigger's id keeps its token; left out, the trigger is new" };
+  return {
+    webhook_trigger_params: { type: 'object', required: ['key', 'type', 'service_account_id'], additionalProperties: false, properties: { id, ...webhook } },
+    schedule_trigger_params: { type: 'object', required: ['key', 'type', 'cron'], additionalProperties: false, properties: { id, ...schedule } },
+    webhook_trigger: {
+      type: 'object',
+      required: ['id', 'key', 'type', 'service_account_id', 'inbound_connector_id', 'accept'],
+      properties: { id: uuid, ...webhook },
+    },
+    schedule_trigger: {
+      type: 'object',
+      required: ['id', 'key', 'type', 'cron', 'timezone', 'catch_up', 'next_fire_at'],
+      properties: { id: uuid, ...schedule, next_fire_at: { type: ['string', 'null'], format: 'date-time' } },
+    },
+  };
+}
+
+function builderStateAttributes(): Schema {
+  const attrs = inputAttributes(builderStateInput, true);
+  const properties = attrs.properties as Record<string, Schema>;
+  return {
+    ...attrs,
+    properties: {
+      ...properties,
+      trigger_params: { ...properties.trigger_params, items: { oneOf: [ref('webhook_trigger_params'), ref('schedule_trigger_params')] } },
+    },
+  };
+}
+
 function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
   const runs = registry.get('workflow_run')!;
   const doc = (schema: string, description: string) => ({ description, ...jsonApiContent(ref(schema)) });
@@ -398,7 +454,7 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
         tags: ['workflow'],
         summary: "Save a workflow's whole graph (steps and triggers); new triggers' tokens are in meta.trigger_tokens, shown this once",
         parameters: [idempotencyKey],
-        requestBody: { required: true, ...jsonApiContent(writeDocument('workflow_builder_state', inputAttributes(builderStateInput, true), false)) },
+        requestBody: { required: true, ...jsonApiContent(writeDocument('workflow_builder_state', builderStateAttributes(), false)) },
         responses: {
           201: doc(
             'workflow_document',
@@ -635,7 +691,19 @@ function webhookPaths(): Record<string, PathItem> {
           { name: 'webhook-timestamp', in: 'header', required: false, schema: { type: 'string' } },
           { name: 'webhook-signature', in: 'header', required: false, schema: { type: 'string' } },
         ],
-        requestBody: { required: true, content: { 'application/json': { schema: {} } } },
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: {} },
+            'application/x-www-form-urlencoded': {
+              schema: {
+                type: 'object',
+                additionalProperties: { type: 'string' },
+                description: "Only on a trigger with accept: form: a payload field holding JSON is that JSON, else the form's fields",
+              },
+            },
+          },
+        },
         responses: {
           202: {
             description: 'Accepted, or a duplicate of a delivery already accepted',
@@ -686,12 +754,15 @@ function graphqlPaths(): Record<string, PathItem> {
 export function buildOpenApiDocument(opts: OpenApiOptions, registry: TypeRegistry = RESOURCE_TYPES): Record<string, unknown> {
   const inputs = writableInputs(opts);
   const types = [...registry.values()];
-  const schemas: Record<string, Schema> = { ...errorSchemas(), ...providerSchemas(), ...rateLimitSchemas() };
+  const schemas: Record<string, Schema> = { ...errorSchemas(), ...providerSchemas(), ...rateLimitSchemas(), ...triggerSchemas() };
   let paths: Record<string, PathItem> = {};
   for (const type of types) {
     Object.assign(schemas, resourceSchemas(type, inputs.get(type.type)));
     paths = { ...paths, ...resourcePaths(type, registry, inputs.get(type.type)) };
   }
+  // A json attribute is any JSON; the workflow's triggers have members of their own.
+  const workflowAttributes = schemas.workflow_attributes?.properties as Record<string, Schema> | undefined;
+  if (workflowAttributes?.triggers) workflowAttributes.triggers = { type: 'array', items: { oneOf: [ref('webhook_trigger'), ref('schedule_trigger')] } };
   for (const [path, item] of Object.entries({ ...specialPaths(registry), ...tokenPaths(), ...webhookPaths(), ...graphqlPaths() })) {
     paths[path] = { ...paths[path], ...item };
   }

@@ -3,12 +3,18 @@ import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 import { nextTick } from '../../workflows/schedule.ts';
 import type { WorkflowTriggerView } from '../../db/tables.ts';
+import { DEFAULT_WEBHOOK_ACCEPT } from '../../workflows/definition.ts';
 
-/** A schedule shows when it fires next, at the read's instant: never while its workflow is inactive. */
+/**
+ * A schedule shows when it fires next, at the read's instant: never while its workflow is
+ * inactive. A webhook saved before triggers had `accept` shows the default it has.
+ */
 function presentWorkflow(row: Record<string, any>, now: Date): Record<string, unknown> {
   if (!Array.isArray(row.triggers)) return {};
   const triggers = (row.triggers as WorkflowTriggerView[]).map((t) =>
-    t.type === 'schedule' ? { ...t, next_fire_at: row.is_active ? (nextTick(t, now)?.toISOString() ?? null) : null } : t,
+    t.type === 'schedule'
+      ? { ...t, next_fire_at: row.is_active ? (nextTick(t, now)?.toISOString() ?? null) : null }
+      : { ...t, accept: t.accept ?? DEFAULT_WEBHOOK_ACCEPT },
   );
   return { triggers };
 }

@@ -20,7 +20,7 @@ import { canonicalJson, pointerToken } from '../../json.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../../secrets.ts';
 import { checkOrganization } from '../data_models/service.ts';
 import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts';
-import { readDefinition, type Definition } from '../../workflows/definition.ts';
+import { DEFAULT_WEBHOOK_ACCEPT, readDefinition, type Definition } from '../../workflows/definition.ts';
 import * as q from './workflows.sql.ts';
 import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
@@ -49,6 +49,17 @@ export const builderStateInput: InputSchema = {
 };
 
 const AT = '/data/attributes';
+
+/**
+ * A trigger as the graph hash reads it: a webhook's default `accept` left out, so a workflow
+ * saved before triggers had it hashes as it did then, and saving it again unchanged keeps
+ * its lock_version.
+ */
+function hashedView(t: WorkflowTriggerView): WorkflowTriggerView | Omit<WorkflowTriggerView & { type: 'webhook' }, 'accept'> {
+  if (t.type !== 'webhook' || t.accept !== DEFAULT_WEBHOOK_ACCEPT) return t;
+  const { accept: _accept, ...rest } = t;
+  return rest;
+}
 
 function lockVersionOf(revision: number, graphHash: string): string {
   return `${revision}.${graphHash.slice(0, 16)}`;
@@ -206,10 +217,10 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         const common = { id: t.id ?? byIndex.get(t.index)!, key: t.key };
         return t.type === 'schedule'
           ? { ...common, type: t.type, cron: t.cron, timezone: t.timezone, catch_up: t.catch_up }
-          : { ...common, type: t.type, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id };
+          : { ...common, type: t.type, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id, accept: t.accept };
       });
       const graphHash = createHash('sha256')
-        .update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views, version }))
+        .update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views.map(hashedView), version }))
         .digest('hex');
       const changed = !existing || existing.graph_hash !== graphHash;
       const revision = existing ? existing.revision + (changed ? 1 : 0) : 1;
@@ -251,6 +262,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
             key: t.key,
             service_account_id: t.service_account_id,
             inbound_connector_id: t.inbound_connector_id,
+            accept: t.accept,
             updated_at: now,
           });
           continue;
@@ -278,7 +290,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
           token_hash: t.token_hash,
           ...(t.type === 'schedule'
             ? { cron: t.cron, timezone: t.timezone, catch_up: t.catch_up, schedule_since: now }
-            : { service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id }),
+            : { service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id, accept: t.accept }),
         })),
       );
       return { row, triggerTokens };
