@@ -144,6 +144,7 @@ async function startRelay(config: Config, deps: Deps, app: FastifyInstance): Pro
   try {
     const url = await relay.listen(config.relay.port!, config.relay.host);
     deps.log.info({ url, target: targetUrl }, 'relay listening');
+    deps.relay.url = url;
     return { relay, url };
   } catch (err) {
     await relay.stop();

@@ -1,6 +1,7 @@
 /**
  * The difference between the steps of two versions: each version written as YAML-like text,
- * compared line by line with a longest common subsequence. Added and removed lines carry
+ * compared line by line with a longest common subsequence; a string of several lines (an
+ * expression) is written as a block, a line each. Added and removed lines carry
  * `+` and `−` in their text, so the meaning never rests on colour alone.
  */
 import type { WorkflowStep, WorkflowVersion } from './workflow-versions.ts';
@@ -36,7 +37,21 @@ function emit(value: unknown, indent: string, out: string[], lead: string): void
     }
     return;
   }
+  if (typeof value === 'string' && /[\r\n]/.test(value)) return void block(value, indent, out, lead);
   out.push(`${lead}${scalar(value)}`);
+}
+
+/**
+ * A string of several lines (a JSONata expression, say) as a YAML block scalar: one text
+ * line per line of the value, its whitespace kept, so the diff compares the expression's
+ * own lines instead of one long JSON string with its newlines escaped.
+ */
+function block(value: string, indent: string, out: string[], lead: string): void {
+  const lines = value.split(/\r?\n/);
+  const keep = lines.at(-1) === '';
+  if (keep) lines.pop();
+  out.push(`${lead}|${keep ? '' : '-'}`);
+  for (const line of lines) out.push(line === '' ? '' : `${indent}${line}`);
 }
 
 /** The steps as YAML-like lines: key and type first, then the config. */
