@@ -57,7 +57,8 @@ interface ListDoc {
 async function loadNames(client: TributaryClient, triggers: TriggerView[]): Promise<Names> {
   const names: Names = new Map();
   const remember = (doc: ListDoc) => {
-    for (const r of doc.data ?? []) names.set(r.id, { name: r.attributes?.name ?? r.id, ...(r.attributes?.auth_type ? { detail: r.attributes.auth_type } : {}) });
+    for (const r of doc.data ?? [])
+      names.set(r.id, { name: r.attributes?.name ?? r.id, ...(r.attributes?.auth_type ? { detail: r.attributes.auth_type } : {}) });
   };
   const accounts = [...new Set(triggers.map((t) => t.service_account_id).filter((x): x is string => !!x))];
   const connectors = [...new Set(triggers.map((t) => t.inbound_connector_id).filter((x): x is string => !!x))];
@@ -82,9 +83,7 @@ async function loadNames(client: TributaryClient, triggers: TriggerView[]): Prom
   };
   await Promise.all([
     ...accounts.filter((id) => !names.has(id)).map((id) => one(`/credentials/${encodeURIComponent(id)}?fields[credential]=name`)),
-    ...connectors
-      .filter((id) => !names.has(id))
-      .map((id) => one(`/external_connectors/${encodeURIComponent(id)}?fields[external_connector]=name,auth_type`)),
+    ...connectors.filter((id) => !names.has(id)).map((id) => one(`/external_connectors/${encodeURIComponent(id)}?fields[external_connector]=name,auth_type`)),
   ]);
   return names;
 }
@@ -135,8 +134,8 @@ function RunningRelay(props: { trigger: TriggerView; url: string }) {
   return (
     <>
       <p class="small">
-        For a provider that cannot send a bearer token (Stripe, GitHub, Shopify…), this server runs a relay. Paste this into the provider's dashboard, with
-        the trigger's token in place of <code>{TOKEN}</code>:
+        For a provider that cannot send a bearer token (Stripe, GitHub, Shopify…), this server runs a relay. Paste this into the provider's dashboard, with the
+        trigger's token in place of <code>{TOKEN}</code>:
       </p>
       <Copyable text={`${props.url}/hooks/${TOKEN}`} label={`Relay URL of ${t.key}`} />
       <p class="small muted">
@@ -153,7 +152,9 @@ function Webhook(props: { trigger: TriggerView; origin: string; names: Names | u
     <TriggerCard trigger={t}>
       <dl class="props">
         <dt>Service account</dt>
-        <dd data-testid="trigger-account">{t.service_account_id ? <NameAndId id={t.service_account_id} named={props.names?.get(t.service_account_id)} /> : '—'}</dd>
+        <dd data-testid="trigger-account">
+          {t.service_account_id ? <NameAndId id={t.service_account_id} named={props.names?.get(t.service_account_id)} /> : '—'}
+        </dd>
         <dt>Inbound connector</dt>
         <dd data-testid="trigger-connector">
           {t.inbound_connector_id ? (
@@ -217,7 +218,9 @@ export function Triggers(props: { triggers: TriggerView[] }) {
         </p>
       )}
       <div class="wf-triggers">
-        {props.triggers.map((t) => (t.type === 'schedule' ? <Schedule trigger={t} /> : <Webhook trigger={t} origin={origin} names={names.data} relay={relay} />))}
+        {props.triggers.map((t) =>
+          t.type === 'schedule' ? <Schedule trigger={t} /> : <Webhook trigger={t} origin={origin} names={names.data} relay={relay} />,
+        )}
       </div>
     </div>
   );
