@@ -47,8 +47,12 @@ export interface Deps {
   draining: { value: boolean };
   /** Set once the database answered, is migrated and the keys are read: until then every request but health is 503. */
   ready: { value: boolean };
-  /** The URL of the relay listening inside this process (serve with RELAY_PORT), once it listens; the console shows it. */
-  relay: { url: string | undefined };
+  /**
+   * The relay listening inside this process (serve with RELAY_PORT), once it listens: its
+   * URL, and whether it listens on every address (then the console names it by the host the
+   * browser used). The console shows it.
+   */
+  relay: { url: string | undefined; everyAddress: boolean };
   /** performance.now() when a query last succeeded (0: none yet): readiness without queueing behind a busy pool. */
   databaseAnswered: () => number;
   /** Connections in use and callers waiting for one. */
@@ -139,7 +143,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       clock,
       draining: { value: false },
       ready: { value: false },
-      relay: { url: undefined },
+      relay: { url: undefined, everyAddress: false },
       databaseAnswered: lastAnswer,
       databasePool: poolStats,
       queueSignal: queueSignal(),

@@ -145,6 +145,7 @@ async function startRelay(config: Config, deps: Deps, app: FastifyInstance): Pro
     const url = await relay.listen(config.relay.port!, config.relay.host);
     deps.log.info({ url, target: targetUrl }, 'relay listening');
     deps.relay.url = url;
+    deps.relay.everyAddress = ['0.0.0.0', '::'].includes(config.relay.host);
     return { relay, url };
   } catch (err) {
     await relay.stop();

@@ -84,6 +84,22 @@ export interface ConsoleConfig {
 
 export const CONSOLE_CONFIG_PATH = `${CONSOLE_PATH}/config.json`;
 
+/**
+ * The relay's URL as the browser reaches it: a relay on every address answers on the host the
+ * browser used for the console (its own listener names itself 127.0.0.1 or [::]). The Host
+ * header comes back only to whoever sent it, and the answer is never cached.
+ */
+function relayUrlFor(request: FastifyRequest, relay: Deps['relay']): string {
+  const own = new URL(relay.url!);
+  if (!relay.everyAddress) return own.origin;
+  try {
+    const asked = new URL(`http://${request.headers.host ?? ''}`);
+    return `${own.protocol}//${asked.hostname}${own.port ? `:${own.port}` : ''}`;
+  } catch {
+    return own.origin;
+  }
+}
+
 export function consoleSurface(deps: Pick<Deps, 'relay'>, dir: string = CONSOLE_DIST): SurfaceSpec {
   return {
     prefix: `${CONSOLE_PATH}/`,
@@ -101,8 +117,8 @@ export function consoleSurface(deps: Pick<Deps, 'relay'>, dir: string = CONSOLE_
         // Always asked again, so a new build's asset names are picked up at once.
         return send(request, reply, built.index, 'no-cache');
       };
-      scope.get(CONSOLE_CONFIG_PATH, async (_request, reply) => {
-        const config: ConsoleConfig = { relay: deps.relay.url === undefined ? null : { url: deps.relay.url } };
+      scope.get(CONSOLE_CONFIG_PATH, async (request, reply) => {
+        const config: ConsoleConfig = { relay: deps.relay.url === undefined ? null : { url: relayUrlFor(request, deps.relay) } };
         return reply.headers(CONSOLE_HEADERS).header('cache-control', 'no-store').type('application/json').send(config);
       });
       // The router ignores a trailing slash: this is /console and /console/.

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -52,6 +53,23 @@ assert.equal(succeeded.attributes.status, 'succeeded');
 const kept = first.workflow.attributes.triggers.map((t: any) => ({ id: t.id, ...trigger }));
 const second = await saveOk(f, { workflow_id: workflowId, is_new_version: true, step_params: stepsOf(' * 2'), trigger_params: kept });
 assert.equal(second.workflow.attributes.version, 2);
+
+// serve with RELAY_PORT: the relay inside the process, its URL shown on the triggers card.
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-relay-console-'));
+// The relay on every address: the console names it by the host the browser used.
+const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', RELAY_PORT: '0', RELAY_HOST: '0.0.0.0', LOG_LEVEL: 'silent' };
+let drop: (() => Promise<void>) | undefined;
+if (process.env.DATABASE_URL) {
+  const fresh = await freshPostgresDatabase({ empty: true });
+  env.DATABASE_URL = fresh.url;
+  drop = fresh.drop;
+}
+const running = await serve(loadConfig(env), { http: true, worker: false });
+after(async () => {
+  await running.stop();
+  await drop?.();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
 
 async function go(page: Page, hash: string): Promise<void> {
   await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
@@ -187,29 +205,24 @@ describe('the console for a newcomer', { skip: BROWSER_SKIP }, () => {
   });
 });
 
-// serve with RELAY_PORT: the relay inside the process, its URL shown on the triggers card.
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-relay-console-'));
-const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', RELAY_PORT: '0', LOG_LEVEL: 'silent' };
-let drop: (() => Promise<void>) | undefined;
-if (process.env.DATABASE_URL) {
-  const fresh = await freshPostgresDatabase({ empty: true });
-  env.DATABASE_URL = fresh.url;
-  drop = fresh.drop;
-}
-const running = await serve(loadConfig(env), { http: true, worker: false });
-after(async () => {
-  await running.stop();
-  await drop?.();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
 describe('the relay inside serve, in the console', { skip: BROWSER_SKIP }, () => {
   it('shows the running relay’s URL instead of a command, and that URL delivers', async () => {
     assert.ok(running.relay, 'serve started no relay');
     const config = await fetch(`${running.url}/console/config.json`);
     assert.equal(config.status, 200);
     assert.match(config.headers.get('content-security-policy') ?? '', /default-src 'none'/);
-    assert.deepEqual(await config.json(), { relay: { url: running.relay.url } });
+    const relayPort = new URL(running.relay.url).port;
+    assert.deepEqual(await config.json(), { relay: { url: `http://127.0.0.1:${relayPort}` } });
+    // Asked by another name (a browser on another machine), the relay is named the same way.
+    const asked = await new Promise<string>((resolve, reject) => {
+      const req = http.get(`${running.url}/console/config.json`, { headers: { host: 'tributary.example:8080' } }, (res) => {
+        let body = '';
+        res.on('data', (b: Buffer) => (body += b.toString()));
+        res.on('end', () => resolve(body));
+      });
+      req.on('error', reject);
+    });
+    assert.deepEqual(JSON.parse(asked), { relay: { url: `http://tributary.example:${relayPort}` } });
 
     const boot = JSON.parse(fs.readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as Record<string, string>;
     const tenant = { clientId: boot.client_id!, clientSecret: boot.client_secret! };
@@ -231,7 +244,7 @@ describe('the relay inside serve, in the console', { skip: BROWSER_SKIP }, () =>
     await go(page, `#/workflows/${saved.workflow.id}`);
     const shown = page.getByLabel('Relay URL of stripe');
     await shown.waitFor();
-    assert.equal(await shown.innerText(), `${running.relay.url}/hooks/<token>`);
+    assert.equal(await shown.innerText(), `http://127.0.0.1:${relayPort}/hooks/<token>`);
     assert.equal(await page.getByLabel('Relay command for stripe').count(), 0);
     assert.ok(!(await page.locator('body').innerText()).includes('npx tributary relay'));
     await assertAccessible(page, 'a trigger with the relay running');
