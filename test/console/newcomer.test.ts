@@ -85,6 +85,8 @@ async function assertNoBacktick(page: Page, where: string): Promise<void> {
 describe('the console for a newcomer', { skip: BROWSER_SKIP }, () => {
   it('names the trigger’s account and connector, and suggests a relay when none runs', async () => {
     const page = await consoleAs(f.t, f.tenant);
+    const asked: string[] = [];
+    page.on('response', (r) => /\/api\/json\/v1\/(credentials|external_connectors)/.test(r.url()) && asked.push(`${r.status()} ${new URL(r.url()).pathname}`));
     await go(page, `#/workflows/${workflowId}`);
     const card = page.locator('.wf-trigger-card').filter({ hasText: 'shop' });
     const accountCell = card.getByTestId('trigger-account');
@@ -93,6 +95,8 @@ describe('the console for a newcomer', { skip: BROWSER_SKIP }, () => {
     assert.equal(await accountCell.locator('[title]').getAttribute('title'), f.tenant.credentialId);
     const connectorCell = card.getByTestId('trigger-connector');
     assert.match(await connectorCell.innerText(), new RegExp(`^Shop signing key \\(api_key\\)\\s+${connectorId}$`));
+    // One list call for each, answered: no read of each id.
+    assert.deepEqual(asked.sort(), ['200 /api/json/v1/credentials', '200 /api/json/v1/external_connectors']);
     // This process runs no relay: the command to start one, and no relay URL.
     await card.getByLabel('Relay command for shop').waitFor();
     assert.match(await card.getByLabel('Relay command for shop').innerText(), /npx tributary relay$/);
