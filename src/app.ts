@@ -104,7 +104,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     ['graphql', graphqlSurface(deps)],
     ['webhooks', webhookSurface(deps)],
     ['admin', adminSurface(deps)],
-    ...(deps.config.console ? [['console', consoleSurface()] as [string, SurfaceSpec]] : []),
+    ...(deps.config.console ? [['console', consoleSurface(deps)] as [string, SurfaceSpec]] : []),
   ];
   const surfaces = named.map(([, s]) => s);
   // What no surface's context takes (an unknown path, a URL the router cannot read, bytes

@@ -48,8 +48,13 @@ export interface Deps {
   draining: { value: boolean };
   /** Set once the database answered, is migrated and the keys are read: until then every request but health is 503. */
   ready: { value: boolean };
-  /** The relay's URL as providers reach it (RELAY_PUBLIC_URL, or the relay `serve` runs once it listens); undefined: none known. */
-  relayUrl: { value: string | undefined };
+  /**
+   * The relay's URL as providers reach it: RELAY_PUBLIC_URL, else the relay listening inside
+   * this process (serve with RELAY_PORT) once it listens, with whether it listens on every
+   * address (then the console names it by the host the browser used). Undefined: none known.
+   * The console and a workflow save's meta.relay_url show it.
+   */
+  relay: { url: string | undefined; everyAddress: boolean };
   /** performance.now() when a query last succeeded (0: none yet): readiness without queueing behind a busy pool. */
   databaseAnswered: () => number;
   /** Connections in use and callers waiting for one. */
@@ -142,7 +147,7 @@ export async function openDeps(config: Config, opts: { log?: Logger; dataDir?: s
       clock,
       draining: { value: false },
       ready: { value: false },
-      relayUrl: { value: config.relay.publicUrl },
+      relay: { url: config.relay.publicUrl, everyAddress: false },
       databaseAnswered: lastAnswer,
       databasePool: poolStats,
       queueSignal: queueSignal(),

@@ -144,7 +144,10 @@ async function startRelay(config: Config, deps: Deps, app: FastifyInstance): Pro
   try {
     const url = await relay.listen(config.relay.port!, config.relay.host);
     deps.log.info({ url, target: targetUrl }, 'relay listening');
-    deps.relayUrl.value ??= url;
+    if (deps.relay.url === undefined) {
+      deps.relay.url = url;
+      deps.relay.everyAddress = ['0.0.0.0', '::'].includes(config.relay.host);
+    }
     return { relay, url };
   } catch (err) {
     await relay.stop();

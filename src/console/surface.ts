@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { renderPlainError } from '../http/render-error.ts';
 
@@ -72,7 +73,34 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset, cacheC
   return reply.send(gzip ? asset.gzip : asset.body);
 }
 
-export function consoleSurface(dir: string = CONSOLE_DIST): SurfaceSpec {
+/**
+ * What the console reads about the process that serves it, before anyone signs in: the URL
+ * of the relay listening inside `serve` (RELAY_PORT), or null. It holds nothing of a
+ * workspace: a provider is given the relay's address anyway.
+ */
+export interface ConsoleConfig {
+  relay: { url: string } | null;
+}
+
+export const CONSOLE_CONFIG_PATH = `${CONSOLE_PATH}/config.json`;
+
+/**
+ * The relay's URL as the browser reaches it: a relay on every address answers on the host the
+ * browser used for the console (its own listener names itself 127.0.0.1 or [::]). The Host
+ * header comes back only to whoever sent it, and the answer is never cached.
+ */
+function relayUrlFor(request: FastifyRequest, relay: Deps['relay']): string {
+  if (!relay.everyAddress) return relay.url!.replace(/\/+$/, '');
+  const own = new URL(relay.url!);
+  try {
+    const asked = new URL(`http://${request.headers.host ?? ''}`);
+    return `${own.protocol}//${asked.hostname}${own.port ? `:${own.port}` : ''}`;
+  } catch {
+    return own.origin;
+  }
+}
+
+export function consoleSurface(deps: Pick<Deps, 'relay'>, dir: string = CONSOLE_DIST): SurfaceSpec {
   return {
     prefix: `${CONSOLE_PATH}/`,
     render: renderPlainError,
@@ -84,11 +112,15 @@ export function consoleSurface(dir: string = CONSOLE_DIST): SurfaceSpec {
           return reply
             .code(503)
             .type('text/plain; charset=utf-8')
-            .send('The console is not built. Run `npm run build:console` (npm install does it), then restart.\n');
+            .send('The console is not built. Run: npm run build:console (npm install does it), then restart.\n');
         }
         // Always asked again, so a new build's asset names are picked up at once.
         return send(request, reply, built.index, 'no-cache');
       };
+      scope.get(CONSOLE_CONFIG_PATH, async (request, reply) => {
+        const config: ConsoleConfig = { relay: deps.relay.url === undefined ? null : { url: relayUrlFor(request, deps.relay) } };
+        return reply.headers(CONSOLE_HEADERS).header('cache-control', 'no-store').type('application/json').send(config);
+      });
       // The router ignores a trailing slash: this is /console and /console/.
       scope.get(CONSOLE_PATH, index);
       scope.get<{ Params: { file: string } }>(`${CONSOLE_PATH}/assets/:file`, async (request, reply) => {

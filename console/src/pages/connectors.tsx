@@ -90,7 +90,11 @@ function SpecList() {
         errorTitle="Could not list the API specifications"
         caption="API specifications"
         pagerLabel="API specification pages"
-        empty="No API specification yet. Upload one with the API or `tributary api-spec import`."
+        empty={
+          <>
+            No API specification yet. Upload one with the API or <code>tributary api-spec import</code>.
+          </>
+        }
         columns={(page) => [
           ...SPEC_COLUMNS,
           {

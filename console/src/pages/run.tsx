@@ -19,7 +19,10 @@ interface RunDoc {
 
 function ReplayControls(props: { run: Run; currentVersion: number | undefined }) {
   const client = useClient();
-  const [version, setVersion] = useState<'original' | 'current'>('original');
+  // A failed run is replayed mostly after a fix, which is a new version: the current one is
+  // the default then; otherwise the run's own. A choice made here outlives the page's refresh.
+  const [chosen, setVersion] = useState<'original' | 'current' | undefined>(undefined);
+  const version = chosen ?? (props.run.attributes.status === 'failed' ? 'current' : 'original');
   const replay = async () => {
     const made = await client.replay(props.run.id, version);
     navigate(href('runs', made.data.id));

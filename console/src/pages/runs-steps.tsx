@@ -66,7 +66,7 @@ export function RunSteps(props: { run: Run; types: Map<string, string> }) {
                   <summary>Context it read (rebuilt: a step's input is not stored)</summary>
                   <p class="muted small">
                     The payload and the outputs of the steps before it{contextHasPreview ? '; parts shown are previews, the step read them whole' : ''}.
-                    `run.attempt` is the number of the last attempt.
+                    <code>run.attempt</code> is the number of the last attempt.
                   </p>
                   <Json value={context} label={`Context ${s.key} read`} />
                 </details>

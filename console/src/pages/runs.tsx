@@ -71,6 +71,7 @@ export function RunsPage(props: { query: URLSearchParams }) {
           columns={columns}
           rows={live.rows}
           rowKey={(r) => r.id}
+          stack
           empty={pagePath ? 'No runs on this page.' : 'No run matches yet. Runs appear here as deliveries arrive.'}
         />
       )}

@@ -157,26 +157,33 @@ export interface Column<T> {
   numeric?: boolean;
 }
 
-export function Table<T>(props: { caption: string; columns: Column<T>[]; rows: T[]; rowKey: (row: T) => string; empty?: ComponentChildren }) {
+/**
+ * A table; `stack`: on a narrow screen each row becomes a block of labelled lines (the
+ * header's title before each cell), so a phone reads every column without scrolling sideways.
+ * The roles are explicit because a table laid out as blocks loses them in some browsers.
+ */
+export function Table<T>(props: { caption: string; columns: Column<T>[]; rows: T[]; rowKey: (row: T) => string; empty?: ComponentChildren; stack?: boolean }) {
   if (props.rows.length === 0) return <Empty>{props.empty ?? 'Nothing here yet.'}</Empty>;
   return (
     <div class="table-wrap">
-      <table>
+      <table class={props.stack ? 'stack' : undefined} role={props.stack ? 'table' : undefined}>
         <caption class="visually-hidden">{props.caption}</caption>
-        <thead>
-          <tr>
+        <thead role={props.stack ? 'rowgroup' : undefined}>
+          <tr role={props.stack ? 'row' : undefined}>
             {props.columns.map((c) => (
-              <th scope="col" class={c.numeric ? 'num' : undefined}>
+              <th scope="col" class={c.numeric ? 'num' : undefined} role={props.stack ? 'columnheader' : undefined}>
                 {c.title}
               </th>
             ))}
           </tr>
         </thead>
-        <tbody>
+        <tbody role={props.stack ? 'rowgroup' : undefined}>
           {props.rows.map((row) => (
-            <tr key={props.rowKey(row)}>
+            <tr key={props.rowKey(row)} role={props.stack ? 'row' : undefined}>
               {props.columns.map((c) => (
-                <td class={c.numeric ? 'num' : undefined}>{c.cell(row)}</td>
+                <td class={c.numeric ? 'num' : undefined} data-label={props.stack ? c.title : undefined} role={props.stack ? 'cell' : undefined}>
+                  {c.cell(row)}
+                </td>
               ))}
             </tr>
           ))}

@@ -112,7 +112,7 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
         await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowType, row, q, {
           links: { self },
           // Where a provider posts instead (`<relay_url>/hooks/<token>`), when this service knows its relay.
-          meta: { trigger_tokens: triggerTokens, ...(deps.relayUrl.value === undefined ? {} : { relay_url: deps.relayUrl.value }) },
+          meta: { trigger_tokens: triggerTokens, ...(deps.relay.url === undefined ? {} : { relay_url: deps.relay.url }) },
           now: new Date(deps.clock()),
         }),
       );
