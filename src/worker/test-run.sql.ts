@@ -26,6 +26,6 @@ export async function loadTestedVersion(db: Db, workspaceId: string, workflowId:
         where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver
     from workflows as w
     join workflow_versions as v on v.workflow_id = w.id and v.version = coalesce(${version ?? null}::int, w.version)
-    where w.id = ${workflowId} and w.workspace_id = ${workspaceId}`.execute(db);
+    where w.id = ${workflowId} and w.workspace_id = ${workspaceId} and w.deleted_at is null`.execute(db);
   return rows[0];
 }

@@ -33,3 +33,19 @@ export async function modelHasFacts(db: Db, dataModelId: string): Promise<boolea
   const row = await db.selectFrom('facts').select('id').where('data_model_id', '=', dataModelId).limit(1).executeTakeFirst();
   return row !== undefined;
 }
+
+/** The field of the workspace with its model's slug, the field locked for its delete. */
+export function lockFieldWithModel(trx: Db, workspaceId: string, id: string) {
+  return trx
+    .selectFrom('data_model_fields as f')
+    .innerJoin('data_models as m', 'm.id', 'f.data_model_id')
+    .select(['f.id', 'f.name', 'f.data_model_id', 'f.is_primary_key', 'f.is_indexed', 'm.slug'])
+    .where('f.workspace_id', '=', workspaceId)
+    .where('f.id', '=', id)
+    .forUpdate('f')
+    .executeTakeFirst();
+}
+
+export async function deleteFieldRow(trx: Db, workspaceId: string, id: string): Promise<void> {
+  await trx.deleteFrom('data_model_fields').where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+}

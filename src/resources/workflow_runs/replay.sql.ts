@@ -56,7 +56,7 @@ export async function insertReplay(
       select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers,
              ${trace.traceparent}, ${trace.tracestate}, ${now}, ${now}, ${now}
       from workflow_runs as o
-      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
+      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id and w.deleted_at is null
       where o.workspace_id = ${workspaceId} and o.id = ${originalId}
       returning *
     )
@@ -123,7 +123,7 @@ async function replayMatching(db: Db, r: BulkReplay): Promise<{ ids: string[]; h
       from matched as m
       join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
       join workflow_runs as o on o.id = m.id
-      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
+      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id and w.deleted_at is null
       returning id, replay_of
     )
     select made.id, (select count(*) from matched) as matched from made join matched as m on m.id = made.replay_of order by m.n`.execute(db);
