@@ -190,6 +190,8 @@ describe('a deleted workflow', () => {
     const second = await waitForRun(f, d2.body.workflow_run_id);
     assert.equal(second.attributes.status, 'succeeded', 'a run accepted before the delete finishes');
     assertJsonApiError(await f.api.post(`${API}/workflow_runs/${d1.body.workflow_run_id}/replay`, undefined), 404, 'not_found');
+    const testRun = await f.api.post(`${API}/workflows/${workflow.id}/test_run`, { data: { type: 'workflow_test_run', attributes: { payload: {} } } });
+    assertJsonApiError(testRun, 404, 'not_found');
   });
 
   it('its schedule never fires again, on any process', async () => {
