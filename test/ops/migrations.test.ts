@@ -71,6 +71,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0018_fact_current_inserted_index',
       '0019_quota_counts',
       '0020_fair_claims',
+      '0021_workflow_deleted_at',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -151,6 +152,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0018_fact_current_inserted_index',
       '0019_quota_counts',
       '0020_fair_claims',
+      '0021_workflow_deleted_at',
     ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
