@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as admin from '../../src/admin/service.ts';
 import { assertJsonApiError, jsonApi, seedAccount, seedTenant, tokenFor } from '../helpers/app.ts';
-import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
+import { API, createModel, deliver, save, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 import { fireTicks, loadSchedules } from '../../src/workflows/schedule.sql.ts';
 import { startSchedules } from '../../src/worker/schedules.ts';
 import { countWorkflows } from '../../src/quotas/quotas.sql.ts';
@@ -175,6 +175,8 @@ describe('a deleted workflow', () => {
     assert.equal(gone.status, 404);
     assert.deepEqual(gone.body, { error: 'Trigger not found' });
     assert.equal(await countWorkflows(f.t.deps.db, f.tenant.workspaceId, 10_000), before - 1);
+    const over = await save(f, { workflow_id: workflow.id, step_params: [echo] });
+    assertJsonApiError(over, 404, 'not_found', { pointer: '/data/attributes/workflow_id' });
 
     // The run names its workflow's id; include= treats the deleted workflow as any row the caller cannot see.
     const run = await f.api.get(`${API}/workflow_runs/${d1.body.workflow_run_id}`);
@@ -334,7 +336,20 @@ describe('409 while a saved workflow uses it', () => {
     assert.match(pkFree.body.errors[0].detail, /primary-key field of a data model with facts/);
     const db = f.t.deps.db;
     assert.equal((await db.selectFrom('facts').select('id').where('data_model_id', '=', modelId).execute()).length, 1);
+    const factQuery = async () => {
+      const res = await fetch(`${f.t.url}/api/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${f.bearer}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ factQuery(dataModelSlug: "orders") { count } }' }),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    // Read once, so this process remembers the model (graphql/model-cache.ts).
+    assert.equal((await factQuery()).body.data.factQuery.count, 1);
     assert.equal((await del(`${API}/data_models/${modelId}`)).status, 204);
+    const after = await factQuery();
+    assert.ok(after.status < 500, JSON.stringify(after.body));
+    assert.ok(after.body.errors?.length > 0, `a deleted model is not read from the cache: ${JSON.stringify(after.body)}`);
     assert.equal((await db.selectFrom('facts').select('id').where('data_model_id', '=', modelId).execute()).length, 0);
     assert.equal((await db.selectFrom('fact_current').select('fact_id').where('data_model_id', '=', modelId).execute()).length, 0);
     assert.equal((await db.selectFrom('data_model_fields').select('id').where('data_model_id', '=', modelId).execute()).length, 0);
