@@ -6,7 +6,7 @@
  * workflow is 409 naming the workflows; a data model's facts, fields and widgets go with it.
  */
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as admin from '../../src/admin/service.ts';
 import { assertJsonApiError, jsonApi, seedAccount, seedTenant, tokenFor } from '../helpers/app.ts';
@@ -191,14 +191,20 @@ describe('a deleted workflow', () => {
     assert.equal(listed.body.data.length, 2);
     const second = await waitForRun(f, d2.body.workflow_run_id);
     assert.equal(second.attributes.status, 'succeeded', 'a run accepted before the delete finishes');
-    assertJsonApiError(await f.api.post(`${API}/workflow_runs/${d1.body.workflow_run_id}/replay`, undefined), 404, 'not_found');
+    const replay = await f.api.post(`${API}/workflow_runs/${d1.body.workflow_run_id}/replay`, undefined);
+    assertJsonApiError(replay, 409, 'conflict');
+    assert.match(replay.body.errors[0].detail, /workflow of this run was deleted/);
+    // A bulk replay leaves its runs out, and says there is nothing more.
+    const bulk = await f.api.post(`${API}/workflow_runs/replay?filter[workflow_id]=${workflow.id}`, { meta: {} });
+    assert.equal(bulk.status, 200, bulk.text);
+    assert.deepEqual(bulk.body.meta, { replayed: 0, has_more: false });
     const testRun = await f.api.post(`${API}/workflows/${workflow.id}/test_run`, { data: { type: 'workflow_test_run', attributes: { payload: {} } } });
     assertJsonApiError(testRun, 404, 'not_found');
   });
 
-  it('its schedule never fires again, on any process', async () => {
+  it('its schedule never fires again, on any process', async (t) => {
     const loop = startSchedules(f.t.deps);
-    after(() => loop.stop());
+    t.after(() => loop.stop());
     const { workflow } = await saveOk(f, {
       step_params: [echo],
       trigger_params: [{ key: 'tick', type: 'schedule', cron: '* * * * * *' }],
