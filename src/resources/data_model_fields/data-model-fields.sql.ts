@@ -34,8 +34,21 @@ export async function modelHasFacts(db: Db, dataModelId: string): Promise<boolea
   return row !== undefined;
 }
 
-/** The field of the workspace with its model's slug, the field locked for its delete. */
-export function lockFieldWithModel(trx: Db, workspaceId: string, id: string) {
+/**
+ * The field of the workspace with its model's slug, for its delete. The model row is locked
+ * first (no key update: a save naming the model, which holds it for share, is waited for or
+ * waits; fact writers, whose foreign key takes a key share, are not held), then the field:
+ * the order a model's delete takes them in too, so the two never deadlock.
+ */
+export async function lockFieldWithModel(trx: Db, workspaceId: string, id: string) {
+  const field = await trx
+    .selectFrom('data_model_fields')
+    .select('data_model_id')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!field) return undefined;
+  await trx.selectFrom('data_models').select('id').where('id', '=', field.data_model_id).forNoKeyUpdate().execute();
   return trx
     .selectFrom('data_model_fields as f')
     .innerJoin('data_models as m', 'm.id', 'f.data_model_id')
