@@ -136,9 +136,8 @@ export async function patchField(
 /**
  * DELETE a field: 409 while a workflow that is not deleted maps a value to it (a write_fact
  * mapping of any saved version names it), and for the primary-key field of a model with
- * facts (their entities are keyed by it). Stored facts keep their values under its name;
- * a field of that name added later reads them again. An indexed field's index is dropped
- * after the commit.
+ * facts (their entities are keyed by it). Stored facts keep their values under its name.
+ * An indexed field's index is dropped after the commit.
  */
 export async function deleteField(db: Db, principal: Principal, id: string, build: IndexBuild): Promise<{ undropped: string[] }> {
   const field = await db.transaction().execute(async (trx) => {

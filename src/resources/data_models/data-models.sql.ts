@@ -37,9 +37,9 @@ export function lockDataModel(trx: Db, workspaceId: string, id: string) {
 
 /**
  * DELETE: the model with its facts, current facts, fields and dashboard widgets, one
- * statement per table in the caller's transaction (on PostgreSQL a million facts is one
- * sequential delete of seconds, during which only writers of this model wait). Returns the
- * ids of its indexed fields, whose indexes the caller drops after commit.
+ * statement per table in the caller's transaction, not batches: only writers of this model
+ * wait for it (the caller locked the model row), and a batched delete would leave a model
+ * half gone. Returns the ids of its indexed fields, whose indexes the caller drops after commit.
  */
 export async function deleteDataModelRows(trx: Db, workspaceId: string, id: string): Promise<string[]> {
   await trx.deleteFrom('fact_current').where('data_model_id', '=', id).where('workspace_id', '=', workspaceId).execute();
