@@ -1,7 +1,8 @@
 /**
- * `tributary <type> delete`: workflow, connector, api-spec, data-model, field and widget,
- * through the JSON:API as a service account (DELETE, docs/api.md "Deleting"). A data model
- * goes with its facts, so its delete asks for --yes first.
+ * `tributary <type> delete`: workflow, connector, api-spec, data-model and field, through
+ * the JSON:API as a service account (DELETE, docs/api.md "Deleting"); `widget delete` is
+ * with the other widget commands, on the admin API. A data model goes with its facts, so
+ * its delete asks for --yes first.
  */
 import { Command, CommanderError } from 'commander';
 import { isUuid } from '../ids.ts';
@@ -114,17 +115,6 @@ export function registerDeleteCommands(program: Command, io: Io): void {
         }
         await remove(c, 'data_model_fields', id);
         done('data_model_field', id, `field ${o.model === undefined ? id : JSON.stringify(idOrName)} deleted (id ${id})`);
-      }),
-    );
-
-  group(program, 'widget', 'dashboard widget placements')
-    .command('delete')
-    .description('delete a dashboard widget placement (an admin or owner; JSON:API, as the service account)')
-    .argument('<widget-id>', 'widget id')
-    .action((id: string) =>
-      run(async () => {
-        await remove(client(), 'dashboard_widgets', id);
-        done('dashboard_widget', id, `widget ${id} deleted`);
       }),
     );
 }

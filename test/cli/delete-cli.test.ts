@@ -17,7 +17,8 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-delete-cli-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 fs.writeFileSync(path.join(dir, 'bootstrap.json'), JSON.stringify({ client_id: f.tenant.clientId, client_secret: f.tenant.clientSecret }), { mode: 0o600 });
 
-function cli(args: string[]): Promise<CliRun> {
+/** `tributary ARGS` as the tenant's service account; with `admin`, with the admin token too (the widget commands use the admin API). */
+function cli(args: string[], opts: { admin?: boolean } = {}): Promise<CliRun> {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', DATA_DIR: dir, TRIBUTARY_URL: f.t.url };
   for (const k of [
     'TRIBUTARY_ADMIN_TOKEN',
@@ -29,6 +30,7 @@ function cli(args: string[]): Promise<CliRun> {
     'PORT',
   ])
     delete env[k];
+  if (opts.admin) env.TRIBUTARY_ADMIN_TOKEN = f.t.adminToken;
   return runProcess(process.execPath, ['src/main.ts', ...args], ROOT, env, '');
 }
 
@@ -74,8 +76,11 @@ describe('tributary <type> delete', () => {
     await gone(`data_model_fields/${extra}`);
 
     const w = await admin.createWidget(f.t.deps.db, { workspace_id: f.tenant.workspaceId, data_model_id: modelId, kind: 'table' });
-    ok(await cli(['widget', 'delete', w.id]));
+    assert.equal(ok(await cli(['widget', 'delete', w.id], { admin: true })).stdout, `widget ${w.id} deleted\n`);
     await gone(`dashboard_widgets/${w.id}`);
+    const again = await cli(['--json', 'widget', 'delete', w.id], { admin: true });
+    assert.equal(again.code, 1);
+    assert.deepEqual(JSON.parse(again.stdout), { error: 'No widget with this id', status: 404, code: 'not_found' });
   });
 
   it('data-model delete refuses without --yes, saying the facts go too; with --yes the model is gone', async () => {
