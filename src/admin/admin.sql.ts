@@ -19,6 +19,7 @@ export const insertServiceAccount = (db: Db, row: Insertable<ServiceAccountTable
   db.insertInto('service_accounts').values(row).returningAll().executeTakeFirstOrThrow();
 export const insertWidget = (db: Db, row: Insertable<DashboardWidgetTable>) =>
   db.insertInto('dashboard_widgets').values(row).returningAll().executeTakeFirstOrThrow();
+export const deleteWidgetById = (db: Db, id: string) => db.deleteFrom('dashboard_widgets').where('id', '=', id).returning('id').executeTakeFirst();
 
 export const findOrganization = (db: Db, id: string) => db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
 export const findUser = (db: Db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();

@@ -113,6 +113,13 @@ export async function deactivateMember(db: Db, membershipId: unknown, now: Date)
   return row;
 }
 
+/** A widget placement of any workspace (the admin acts for every workspace); nothing else refers to one. */
+export async function deleteWidget(db: Db, widgetId: unknown) {
+  const row = isUuid(widgetId) ? await q.deleteWidgetById(db, widgetId.toLowerCase()) : undefined;
+  if (!row) throw notFound('widget');
+  return { deleted: { type: 'dashboard_widget', id: row.id } };
+}
+
 /** The account row without its secret hash: what the admin API returns. */
 function publicAccount<T extends { secret_hash: string; tokens_not_before: Date | null }>(row: T): Omit<T, 'secret_hash' | 'tokens_not_before'> {
   const { secret_hash: _hash, tokens_not_before: _nbf, ...rest } = row;

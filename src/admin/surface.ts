@@ -55,6 +55,7 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
     send(reply, 200, await admin.updateCredential(deps.db, req.params.id, body(req.body), new Date(deps.clock()))),
   );
   app.post(`${p}/widgets`, async (req, reply) => send(reply, 201, await admin.createWidget(deps.db, body(req.body))));
+  app.delete<ById>(`${p}/widgets/:id`, async (req, reply) => send(reply, 200, await admin.deleteWidget(deps.db, req.params.id)));
   app.post(`${p}/sweep`, async (_req, reply) => {
     const result = await sweepExclusive(deps.db, {
       now: new Date(deps.clock()),

@@ -5,7 +5,7 @@
  * itself, so a rule is read and changed in one place.
  *
  * A permission is `${type}.${action}`: a JSON:API type's `read` (its list and read by id)
- * and `write` (its POST, PATCH and actions), then the finer actions a service checks once
+ * and `write` (its POST, PATCH and actions), `delete` (its DELETE: the role its writes need), then the finer actions a service checks once
  * it knows what is asked (a connector's create, update and verify; a workflow saved with
  * steps that call out through connectors), and the other surfaces' operations.
  */
@@ -46,20 +46,26 @@ export const ACCESS = {
   'user.read': READ,
   'credential.read': READ,
   'dashboard_widget.read': READ,
+  'dashboard_widget.delete': connectors('Only an admin or owner may delete dashboard widgets'),
   'workspace.read': READ,
   'data_model.read': READ,
   'data_model.write': WRITE,
+  'data_model.delete': WRITE,
   'data_model_field.read': READ,
   'data_model_field.write': WRITE,
+  'data_model_field.delete': WRITE,
   'external_connector.read': READ,
   'external_connector.write': WRITE,
   'external_connector.create': connectors('Only an admin or owner may create external connectors'),
   'external_connector.update': connectors('Only an admin or owner may change external connectors'),
   'external_connector.verify': connectors('Only an admin or owner may verify external connectors'),
+  'external_connector.delete': connectors('Only an admin or owner may delete external connectors'),
   'api_spec.read': READ,
   'api_spec.write': WRITE,
+  'api_spec.delete': WRITE,
   'workflow.read': READ,
   'workflow.write': WRITE,
+  'workflow.delete': WRITE,
   'workflow.save_http_request': connectors(
     "Only an admin or owner may save a workflow with http_request steps (they call out with an external connector's credentials)",
   ),
@@ -82,8 +88,8 @@ export function accessRule(permission: string): AccessRule {
   return rule;
 }
 
-/** A JSON:API type's `read` or `write` permission, when its routes are built: a type without its row does not start. */
-export function typePermission(type: string, action: 'read' | 'write'): Permission {
+/** A JSON:API type's `read`, `write` or `delete` permission, when its routes are built: a type without its row does not start. */
+export function typePermission(type: string, action: 'read' | 'write' | 'delete'): Permission {
   const permission = `${type}.${action}`;
   accessRule(permission);
   return permission as Permission;

@@ -42,7 +42,7 @@ export class UsageError extends Error {
 
 export interface AdminClient {
   readonly url: string;
-  request(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, opts?: { timeoutMs?: number }): Promise<Record<string, unknown>>;
+  request(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, opts?: { timeoutMs?: number }): Promise<Record<string, unknown>>;
   /** A GET answered with a list: the whole document, {"data": [...], "has_more"}. */
   list(path: string): Promise<{ data: Array<Record<string, unknown>>; has_more: boolean }>;
 }

@@ -324,6 +324,17 @@ export function registerAdminCommands(program: Command, io: Io): void {
       const model = isUuid(o.dataModel) ? { data_model_id: o.dataModel } : { data_model: o.dataModel };
       return execute((c) => c.request('POST', '/widgets', { workspace_id: o.workspace, ...model, kind: o.kind, position: o.position, title: o.title }));
     });
+  widget
+    .command('delete')
+    .description('delete a dashboard widget placement (admin API, any workspace)')
+    .argument('<widget-id>', 'widget id')
+    .action((id: string) =>
+      execute(
+        (c) => c.request('DELETE', `/widgets/${encodeURIComponent(id)}`),
+        undefined,
+        () => `widget ${id} deleted\n`,
+      ),
+    );
   addList(widget, '/widgets', ['id', 'workspace_id', 'data_model_id', 'kind', 'title', 'dashboard'], byWorkspace);
 
   const dataModel = program.command('data-model').description('data models (created through the JSON:API)');

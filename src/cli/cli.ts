@@ -11,6 +11,7 @@ import { registerFactsCommands } from './facts-import.ts';
 import { addApiOptions, apiClientOf } from './api-client.ts';
 import { registerConnectorCommands } from './connector-commands.ts';
 import { registerWorkflowCommands } from './workflow-commands.ts';
+import { registerDeleteCommands } from './delete-commands.ts';
 
 function packageVersion(): string {
   const file = path.join(import.meta.dirname, '../../package.json');
@@ -110,6 +111,7 @@ export async function runCli(
   registerFactsCommands(program, io);
   registerWorkflowCommands(program, io);
   registerConnectorCommands(program, io, () => apiClientOf(program));
+  registerDeleteCommands(program, io);
 
   // `--version` after a command is that command's (`workflow test --version N`): the
   // program's own --version, which commander would take wherever it stands, is only before one.

@@ -44,7 +44,7 @@ function versionArg(value: string): number {
 const compact = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
 
 /** The workflow an argument names: an id, or the name of exactly one workflow. */
-async function findWorkflow(client: ApiClient, idOrName: string): Promise<Resource | undefined> {
+export async function findWorkflow(client: ApiClient, idOrName: string): Promise<Resource | undefined> {
   if (isUuid(idOrName)) {
     try {
       return asResource((await client.get('workflows', idOrName)).data);
@@ -62,7 +62,7 @@ async function findWorkflow(client: ApiClient, idOrName: string): Promise<Resour
   return found[0];
 }
 
-async function mustFindWorkflow(client: ApiClient, idOrName: string): Promise<Resource> {
+export async function mustFindWorkflow(client: ApiClient, idOrName: string): Promise<Resource> {
   const wf = await findWorkflow(client, idOrName);
   if (!wf) throw new AdminApiError(`no workflow ${isUuid(idOrName) ? 'with the id' : 'named'} ${JSON.stringify(idOrName)}`, 404, 'not_found');
   return wf;

@@ -26,6 +26,7 @@ import * as m0017 from './migrations/0017_indexed_fields.ts';
 import * as m0018 from './migrations/0018_fact_current_inserted_index.ts';
 import * as m0019 from './migrations/0019_quota_counts.ts';
 import * as m0020 from './migrations/0020_fair_claims.ts';
+import * as m0021 from './migrations/0021_workflow_deleted_at.ts';
 import * as m0023 from './migrations/0023_replayed_delivery_id.ts';
 import * as m0024 from './migrations/0024_webhook_accept.ts';
 
@@ -50,6 +51,7 @@ export const migrations: Record<string, Migration> = {
   '0018_fact_current_inserted_index': m0018,
   '0019_quota_counts': m0019,
   '0020_fair_claims': m0020,
+  '0021_workflow_deleted_at': m0021,
   '0023_replayed_delivery_id': m0023,
   '0024_webhook_accept': m0024,
 };

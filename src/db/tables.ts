@@ -307,6 +307,8 @@ export interface WorkflowTable {
   triggers: Json<WorkflowTriggerView[]>;
   inserted_at: Timestamp;
   updated_at: Timestamp;
+  /** Set by DELETE: the workflow is hidden from every read, its runs stay (migration 0021). */
+  deleted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface WorkflowVersionTable {

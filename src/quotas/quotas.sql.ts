@@ -21,7 +21,7 @@ async function bounded(db: Db, rows: ReturnType<typeof sql>, cap: number): Promi
 }
 
 export function countWorkflows(db: Db, workspaceId: string, cap: number): Promise<number> {
-  return bounded(db, sql`select 1 from workflows where workspace_id = ${workspaceId}`, cap);
+  return bounded(db, sql`select 1 from workflows where workspace_id = ${workspaceId} and deleted_at is null`, cap);
 }
 
 /** Triggers of this type in the workspace, except those of `exceptWorkflowId` (the workflow being saved). */

@@ -58,6 +58,12 @@ export interface ResourceType extends ResourceSpec {
    * JSON:API reads run it, with those claims, in the statement that re-checks the account.
    */
   visible(qb: AnyQuery, principal: Principal): AnyQuery;
+  /**
+   * DELETE /<path>/:id is served (204, then 404), with the `${type}.delete` permission of
+   * auth/access.ts: the JSON:API surface registers the route and the OpenAPI document lists
+   * it from this flag, so the two cannot differ (docs/api.md, "Deleting").
+   */
+  deletable?: boolean;
   /** Attribute values that are not a plain column copy (defaults, derived values). */
   present?(row: Record<string, any>, now: Date): Record<string, unknown>;
 }

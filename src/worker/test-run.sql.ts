@@ -31,6 +31,6 @@ export async function loadTestedVersion(db: Db, workspaceId: string, workflowId:
         where t.workflow_id = w.id and t.workspace_id = w.workspace_id and c.auth_type = 'api_key' and jsonb_typeof(c.config->'header_name') = 'string') as "secretHeaders"
     from workflows as w
     join workflow_versions as v on v.workflow_id = w.id and v.version = coalesce(${version ?? null}::int, w.version)
-    where w.id = ${workflowId} and w.workspace_id = ${workspaceId}`.execute(db);
+    where w.id = ${workflowId} and w.workspace_id = ${workspaceId} and w.deleted_at is null`.execute(db);
   return rows[0];
 }

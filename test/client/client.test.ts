@@ -1,6 +1,6 @@
 /**
  * @tributary/client against a real server: token exchange (one in flight) and renewal, one
- * re-exchange after the server stops taking its token, pages, typed create/update/get, a test
+ * re-exchange after the server stops taking its token, pages, typed create/update/get/delete, a test
  * run and a replay, factQuery, and webhook sending with the same delivery id.
  */
 import assert from 'node:assert/strict';
@@ -130,6 +130,11 @@ describe('JSON:API resources', () => {
       return true;
     });
     await assert.rejects(c.get('data_models', '00000000-0000-4000-8000-000000000000'), { status: 404, code: 'not_found' });
+    assert.equal(await c.delete('data_models', id, { idempotencyKey: `delete-${id}` }), undefined);
+    // The same call retried (its one key) replays the 204; a new call is 404.
+    assert.equal(await c.delete('data_models', id, { idempotencyKey: `delete-${id}` }), undefined);
+    await assert.rejects(c.delete('data_models', id), { status: 404, code: 'not_found' });
+    await assert.rejects(c.get('data_models', id), { status: 404, code: 'not_found' });
   });
 
   it('iterates every page of a list, following links.next', async () => {

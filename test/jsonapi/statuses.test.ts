@@ -65,7 +65,7 @@ describe('token endpoint', () => {
 describe('methods', () => {
   const cases: Array<[method: string, path: string, allow: string]> = [
     ['DELETE', MODELS, 'GET, HEAD, POST'],
-    ['PUT', `${MODELS}/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b`, 'GET, HEAD, PATCH'],
+    ['PUT', `${MODELS}/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b`, 'GET, HEAD, PATCH, DELETE'],
     ['DELETE', '/api/json/v1/organizations', 'GET, HEAD'],
     ['POST', '/api/json/v1/users/x', 'GET, HEAD'],
   ];

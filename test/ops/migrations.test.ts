@@ -72,6 +72,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0018_fact_current_inserted_index',
       '0019_quota_counts',
       '0020_fair_claims',
+      '0021_workflow_deleted_at',
       '0023_replayed_delivery_id',
       '0024_webhook_accept',
     ]);
@@ -154,6 +155,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0018_fact_current_inserted_index',
       '0019_quota_counts',
       '0020_fair_claims',
+      '0021_workflow_deleted_at',
       '0023_replayed_delivery_id',
       '0024_webhook_accept',
     ]);

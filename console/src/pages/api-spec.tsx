@@ -6,6 +6,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { useClient, useLoad } from '../api.ts';
 import { currentRoute, href, navigate } from '../router.ts';
 import { Field, Page, Section, Table, Time } from '../ui/index.tsx';
+import { ConfirmDelete } from '../ui/confirm-delete.tsx';
 import { includedName, lastChangesOf, NotLoaded, PropList, operationsOf, summariesOf, type LastChanges, type Operation } from './connector-shared.tsx';
 
 export function ApiSpecPage(props: { id: string }) {
@@ -22,7 +23,22 @@ export function ApiSpecPage(props: { id: string }) {
   const a = spec.attributes ?? {};
   const connectorId = a.external_connector_id;
   return (
-    <Page title={a.name ?? 'API specification'} actions={<a href={href('connectors')}>All connectors and specifications</a>}>
+    <Page
+      title={a.name ?? 'API specification'}
+      actions={
+        <>
+          <a href={href('connectors')}>All connectors and specifications</a>
+          <ConfirmDelete
+            what="API specification"
+            name={a.name ?? props.id}
+            after={href('connectors')}
+            onDelete={() => client.request('DELETE', `/api_specs/${encodeURIComponent(props.id)}`)}
+          >
+            <p>It is refused while it is the last specification of a connector whose operations a workflow calls.</p>
+          </ConfirmDelete>
+        </>
+      }
+    >
       <div class="grid-2">
         <Section title="Specification">
           <PropList

@@ -11,6 +11,7 @@ import { useClient, useLoad } from '../api.ts';
 import { href } from '../router.ts';
 import { ActionButton, Badge, ErrorNotice, Page, Section, Time } from '../ui/index.tsx';
 import { PagedList } from '../ui/paged-list.tsx';
+import { ConfirmDelete } from '../ui/confirm-delete.tsx';
 import {
   configuredRateLimit,
   connectorKind,
@@ -92,7 +93,22 @@ export function ConnectorPage(props: { id: string }) {
     );
   }
   return (
-    <Page title={a.name ?? 'Connector'} actions={<a href={href('connectors')}>All connectors</a>}>
+    <Page
+      title={a.name ?? 'Connector'}
+      actions={
+        <>
+          <a href={href('connectors')}>All connectors</a>
+          <ConfirmDelete
+            what="connector"
+            name={a.name ?? props.id}
+            after={href('connectors')}
+            onDelete={() => client.request('DELETE', `/external_connectors/${encodeURIComponent(props.id)}`)}
+          >
+            <p>Its stored secret goes with it. Its API specifications stay, detached. It is refused while a workflow uses it.</p>
+          </ConfirmDelete>
+        </>
+      }
+    >
       <div class="grid-2">
         <Section title="Status">
           <PropList

@@ -25,6 +25,7 @@ import {
   type Variables,
 } from './facts-query.tsx';
 import { FactPager, pageFrom } from './facts-pager.tsx';
+import { ConfirmDelete } from '../ui/confirm-delete.tsx';
 
 /** The route of this view with some of its query changed (undefined drops a key). */
 function routeWith(model: Model, query: URLSearchParams, changes: Record<string, string | undefined>): string {
@@ -161,9 +162,20 @@ export function LatestView(props: { model: Model; query: URLSearchParams }) {
     <Page
       title={`Facts of ${model.name}`}
       actions={
-        <a href={href('facts')} class="muted">
-          All data models
-        </a>
+        <>
+          <a href={href('facts')} class="muted">
+            All data models
+          </a>
+          <ConfirmDelete
+            what="data model"
+            name={model.name}
+            typeToConfirm={model.slug}
+            after={href('facts')}
+            onDelete={() => client.request('DELETE', `/data_models/${encodeURIComponent(model.id)}`)}
+          >
+            <p>All its facts, its fields and its dashboard widgets are deleted with it, for good. It is refused while a workflow writes to it.</p>
+          </ConfirmDelete>
+        </>
       }
     >
       <p class="muted">The latest fact of each entity{pk ? ` (by ${pk.name})` : ''}. Choose an entity to see its history.</p>

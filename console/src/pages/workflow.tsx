@@ -12,6 +12,7 @@ import { parseDiff, VersionDiff } from './workflow-diff.tsx';
 import { Triggers, type TriggerView } from './workflow-triggers.tsx';
 import { TestRun } from './workflow-test-run.tsx';
 import { VersionSelect } from './workflow-version-select.tsx';
+import { ConfirmDelete } from '../ui/confirm-delete.tsx';
 
 interface WorkflowAttributes {
   name: string;
@@ -77,7 +78,22 @@ export function WorkflowPage(props: { id: string; query: URLSearchParams }) {
   const triggers = (w.triggers ?? []) as TriggerView[];
 
   return (
-    <Page title={w.name} actions={<a href={href('runs', { workflow: props.id })}>Runs of this workflow</a>}>
+    <Page
+      title={w.name}
+      actions={
+        <>
+          <a href={href('runs', { workflow: props.id })}>Runs of this workflow</a>
+          <ConfirmDelete
+            what="workflow"
+            name={w.name}
+            after={href('workflows')}
+            onDelete={() => client.request('DELETE', `/workflows/${encodeURIComponent(props.id)}`)}
+          >
+            <p>Its triggers stop taking deliveries at once and its schedules stop. Its runs stay readable; runs already queued finish.</p>
+          </ConfirmDelete>
+        </>
+      }
+    >
       <dl class="props">
         <dt>State</dt>
         <dd>

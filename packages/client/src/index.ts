@@ -15,6 +15,7 @@ import {
   type Collection,
   type CreateData,
   type Creatable,
+  type Deletable,
   type FactQueryVariables,
   type ListOptions,
   type One,
@@ -106,6 +107,8 @@ export interface TributaryClient {
   get<C extends Collection>(collection: C, id: string, opts?: Pick<ListOptions<C>, 'include' | 'fields'>): Promise<One<C>>;
   create<C extends Creatable>(collection: C, data: CreateData<C>, opts?: CallOptions): Promise<One<C>>;
   update<C extends Updatable>(collection: C, id: string, data: UpdateData<C>, opts?: CallOptions): Promise<One<C>>;
+  /** DELETE /{collection}/{id} (204). A retry of the call (429, 503) replays the 204 under the call's one Idempotency-Key. */
+  delete<C extends Deletable>(collection: C, id: string, opts?: CallOptions): Promise<void>;
   /** Runs a workflow on a sample payload without storing anything (POST /workflows/{id}/test_run). */
   testRun(workflowId: string, attributes: TestRunAttributes, opts?: CallOptions): Promise<TestRunDocument>;
   /** A new run of a run's payload, on the version it ran (`original`) or the workflow's `current` one. */
@@ -342,6 +345,9 @@ export function createClient(options: ClientOptions): TributaryClient {
     create: async (collection, data, opts) => (await request('POST', `/${collection}`, { data }, opts)) as One<typeof collection>,
     update: async (collection, id, data, opts) =>
       (await request('PATCH', `/${collection}/${encodeURIComponent(id)}`, { data: { ...data, id } }, opts)) as One<typeof collection>,
+    delete: async (collection, id, opts) => {
+      await request('DELETE', `/${collection}/${encodeURIComponent(id)}`, undefined, opts);
+    },
     testRun: async (workflowId, attributes, opts) =>
       (await request(
         'POST',

@@ -168,7 +168,8 @@ export interface paths {
         get: operations["get_dashboard_widget"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a dashboard_widget (docs/api.md, "Deleting") */
+        delete: operations["delete_dashboard_widget"];
         options?: never;
         head?: never;
         patch?: never;
@@ -203,7 +204,8 @@ export interface paths {
         get: operations["get_data_model"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a data_model (docs/api.md, "Deleting") */
+        delete: operations["delete_data_model"];
         options?: never;
         head?: never;
         /** Update a data_model: the attributes given change */
@@ -239,7 +241,8 @@ export interface paths {
         get: operations["get_data_model_field"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a data_model_field (docs/api.md, "Deleting") */
+        delete: operations["delete_data_model_field"];
         options?: never;
         head?: never;
         /** Update a data_model_field: the attributes given change */
@@ -309,7 +312,8 @@ export interface paths {
         get: operations["get_external_connector"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a external_connector (docs/api.md, "Deleting") */
+        delete: operations["delete_external_connector"];
         options?: never;
         head?: never;
         /** Update a external_connector: the attributes given change */
@@ -344,7 +348,8 @@ export interface paths {
         get: operations["get_workflow"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a workflow (docs/api.md, "Deleting") */
+        delete: operations["delete_workflow"];
         options?: never;
         head?: never;
         patch?: never;
@@ -413,7 +418,8 @@ export interface paths {
         get: operations["get_api_spec"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a api_spec (docs/api.md, "Deleting") */
+        delete: operations["delete_api_spec"];
         options?: never;
         head?: never;
         /** Update a api_spec: the attributes given change */
@@ -2630,6 +2636,37 @@ export interface operations {
             503: components["responses"]["error_503"];
         };
     };
+    delete_dashboard_widget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; a read or DELETE of the id is 404 from now on */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
     list_data_models: {
         parameters: {
             query?: {
@@ -2866,6 +2903,37 @@ export interface operations {
             403: components["responses"]["error_403"];
             404: components["responses"]["error_404"];
             406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    delete_data_model: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; a read or DELETE of the id is 404 from now on */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
             429: components["responses"]["error_429"];
             503: components["responses"]["error_503"];
         };
@@ -3169,6 +3237,37 @@ export interface operations {
             403: components["responses"]["error_403"];
             404: components["responses"]["error_404"];
             406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    delete_data_model_field: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; a read or DELETE of the id is 404 from now on */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
             429: components["responses"]["error_429"];
             503: components["responses"]["error_503"];
         };
@@ -3613,6 +3712,37 @@ export interface operations {
             503: components["responses"]["error_503"];
         };
     };
+    delete_external_connector: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; a read or DELETE of the id is 404 from now on */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
     update_external_connector: {
         parameters: {
             query?: {
@@ -3815,6 +3945,37 @@ export interface operations {
             403: components["responses"]["error_403"];
             404: components["responses"]["error_404"];
             406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    delete_workflow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; a read or DELETE of the id is 404 from now on */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
             429: components["responses"]["error_429"];
             503: components["responses"]["error_503"];
         };
@@ -4350,6 +4511,37 @@ export interface operations {
             403: components["responses"]["error_403"];
             404: components["responses"]["error_404"];
             406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    delete_api_spec: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; a read or DELETE of the id is 404 from now on */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
             429: components["responses"]["error_429"];
             503: components["responses"]["error_503"];
         };

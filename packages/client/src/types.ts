@@ -42,6 +42,10 @@ export type Creatable = {
 export type Updatable = {
   [C in Collection]: `${Prefix}/${C}/{id}` extends keyof paths ? (paths[`${Prefix}/${C}/{id}`] extends { patch: unknown } ? C : never) : never;
 }[Collection];
+/** The collections that take DELETE /{collection}/{id}. */
+export type Deletable = {
+  [C in Collection]: `${Prefix}/${C}/{id}` extends keyof paths ? (paths[`${Prefix}/${C}/{id}`] extends { delete: unknown } ? C : never) : never;
+}[Collection];
 
 type Body<O> = O extends { requestBody?: infer B } ? Content<NonNullable<B>> : never;
 type Data<D> = D extends { data: infer X } ? X : never;

@@ -358,6 +358,15 @@ function resourcePaths(type: ResourceType, registry: TypeRegistry, input: InputS
       responses: { ...ok(200, `${t}_document`, `Updated`), ...errors(...WRITE_ERRORS) },
     };
   }
+  if (type.deletable) {
+    paths[single]!.delete = {
+      operationId: `delete_${t}`,
+      tags: [t],
+      summary: `Delete a ${t} (docs/api.md, "Deleting")`,
+      parameters: [idParam, idempotencyKey],
+      responses: { 204: { description: 'Deleted; a read or DELETE of the id is 404 from now on' }, ...errors(...COMMON_ERRORS, 404, 409) },
+    };
+  }
   return paths;
 }
 

@@ -41,6 +41,10 @@ export const writeOptions = (type: string): RouteShorthandOptions => ({
   config: { permission: typePermission(type, 'write'), rateLimit: 'account', idempotent: true },
 });
 
+export const deleteOptions = (type: string): RouteShorthandOptions => ({
+  config: { permission: typePermission(type, 'delete'), rateLimit: 'account', idempotent: true },
+});
+
 export function sendDocument(reply: FastifyReply, status: number, doc: unknown): FastifyReply {
   return reply
     .code(status)
@@ -244,6 +248,26 @@ export interface WriteHandlers {
   update(db: Db, principal: Principal, existing: Record<string, any>, attrs: Record<string, unknown>): Promise<Written>;
   /** The routes' body limit when the type takes larger documents than the default. */
   bodyLimit?: number;
+}
+
+/** A type's delete service: `undropped` names indexes left behind after the commit, which the route logs. */
+export type DeleteHandler = (db: Db, principal: Principal, id: string) => Promise<void | { undropped: string[] }>;
+
+/**
+ * DELETE for a type declared `deletable`: 204 with no body. An id the caller cannot see is
+ * 404, as on reads; the second DELETE of an id is 404, but a retry with the first one's
+ * Idempotency-Key replays its 204 (idempotent-replayed: true).
+ */
+export function registerDeleteRoute(app: FastifyInstance, deps: Deps, type: ResourceType, remove: DeleteHandler): void {
+  if (type.deletable !== true) throw new Error(`${type.type} is not declared deletable (resources/${type.path}/resource.ts)`);
+  app.delete(`${API_PREFIX}/${type.path}/:id`, deleteOptions(type.type), async (request, reply) => {
+    const existing = await findOr404(deps.db, type, request.principal!, (request.params as { id: string }).id);
+    const done = await remove(deps.db, request.principal!, String(existing.id));
+    if (done && done.undropped.length > 0)
+      request.log.warn({ type: type.type, id: existing.id, indexes_of_fields: done.undropped }, 'delete: indexes left to drop');
+    // An empty text rather than nothing: the Idempotency-Key hook stores only a text answer.
+    return reply.code(204).send('');
+  });
 }
 
 /** POST (201 with Location) and PATCH for a writable type; Idempotency-Key applies to both. */

@@ -2,7 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { Selectable } from 'kysely';
 import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
-import { findOr404, parseFor, registerReadRoutes, registerWriteRoutes, rowOnly, sendDocument, writeOptions } from './routes.ts';
+import {
+  findOr404,
+  parseFor,
+  registerDeleteRoute,
+  registerReadRoutes,
+  registerWriteRoutes,
+  rowOnly,
+  sendDocument,
+  writeOptions,
+  type DeleteHandler,
+} from './routes.ts';
 import { authorize, typePermission } from '../../auth/access.ts';
 import { rateLimitOf, rateUse } from '../../connectors/rate.ts';
 import { AppError, invalidAt, invalidParam } from '../../errors.ts';
@@ -14,17 +24,18 @@ import type { SurfaceSpec } from '../surface.ts';
 import { RESOURCE_TYPES } from '../../resources/types.ts';
 import { dataModelType } from '../../resources/data_models/resource.ts';
 import { dataModelFieldType } from '../../resources/data_model_fields/resource.ts';
-import { createDataModel, patchDataModel } from '../../resources/data_models/service.ts';
-import { createField, patchField } from '../../resources/data_model_fields/service.ts';
+import { createDataModel, deleteDataModel, patchDataModel } from '../../resources/data_models/service.ts';
+import { createField, deleteField, patchField } from '../../resources/data_model_fields/service.ts';
 import { externalConnectorType } from '../../resources/external_connectors/resource.ts';
-import { createConnector, patchConnector } from '../../resources/external_connectors/service.ts';
+import { createConnector, deleteConnector, patchConnector } from '../../resources/external_connectors/service.ts';
 import { workflowType } from '../../resources/workflows/resource.ts';
-import { builderStateInput, saveBuilderState } from '../../resources/workflows/service.ts';
+import { builderStateInput, deleteWorkflow, saveBuilderState } from '../../resources/workflows/service.ts';
+import { deleteDashboardWidget } from '../../resources/dashboard_widgets/service.ts';
 import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
 import { replayRun } from '../../resources/workflow_runs/service.ts';
 import { bulkReplay, readReplayMeta } from '../../resources/workflow_runs/replay.ts';
 import { apiSpecType } from '../../resources/api_specs/resource.ts';
-import { createApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
+import { createApiSpec, deleteApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
 import { providerRoutes } from './providers.ts';
 import { writeInputs } from './writable.ts';
 import { isObject, pointerToken } from '../../json.ts';
@@ -73,6 +84,21 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       bodyLimit: Math.max(deps.config.bodyLimitBytes, 2 * deps.config.apiSpecMaxBytes + 65_536),
     });
     providerRoutes(scope);
+
+    // Every type declared deletable has its delete here, and only those (docs/api.md, "Deleting").
+    const deletes: Record<string, DeleteHandler> = {
+      workflow: (db, principal, id) => deleteWorkflow(db, principal, id, now()),
+      external_connector: deleteConnector,
+      api_spec: deleteApiSpec,
+      data_model: (db, principal, id) => deleteDataModel(db, principal, id, indexBuild),
+      data_model_field: (db, principal, id) => deleteField(db, principal, id, indexBuild),
+      dashboard_widget: deleteDashboardWidget,
+    };
+    for (const type of RESOURCE_TYPES.values()) {
+      const remove = deletes[type.type];
+      if ((type.deletable === true) !== (remove !== undefined)) throw new Error(`${type.type}: its deletable flag and its delete handler disagree`);
+      if (remove) registerDeleteRoute(scope, deps, type, remove);
+    }
 
     // A cheap call through the driver; the connector becomes verified or failing.
     scope.post(`${API_PREFIX}/external_connectors/:id/verify`, writeOptions(externalConnectorType.type), async (request, reply) => {

@@ -21,3 +21,31 @@ export async function connectorInWorkspace(db: Db, workspaceId: string, id: stri
   const row = await db.selectFrom('external_connectors').select('id').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
   return row !== undefined;
 }
+
+/** The specification of the workspace, locked for its delete; with its connector. */
+export function lockApiSpec(trx: Db, workspaceId: string, id: string) {
+  return trx
+    .selectFrom('api_specs')
+    .select(['id', 'external_connector_id'])
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** Whether the connector keeps another specification once this one is gone. */
+export async function otherSpecOf(trx: Db, workspaceId: string, connectorId: string, exceptId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('api_specs')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('external_connector_id', '=', connectorId)
+    .where('id', '!=', exceptId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function deleteApiSpecRow(trx: Db, workspaceId: string, id: string): Promise<void> {
+  await trx.deleteFrom('api_specs').where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+}

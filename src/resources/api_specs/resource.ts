@@ -31,4 +31,5 @@ export const apiSpecType: ResourceType = {
     external_connector: { type: 'external_connector', kind: 'one', column: 'external_connector_id' },
   },
   visible: visibleInWorkspace('api_specs'),
+  deletable: true,
 };

@@ -17,7 +17,8 @@ import { findProvider } from '../../providers/catalog.ts';
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { SPEC_FORMATS } from './resource.ts';
-import { connectorInWorkspace, insertApiSpec, updateApiSpec } from './api-specs.sql.ts';
+import { connectorInWorkspace, deleteApiSpecRow, insertApiSpec, lockApiSpec, otherSpecOf, updateApiSpec } from './api-specs.sql.ts';
+import { refuseIfUsed } from '../workflows/usage.ts';
 
 export interface SpecWriteOptions {
   allowPrivateEgress: boolean;
@@ -160,4 +161,21 @@ export async function patchApiSpec(
   } catch (err) {
     throw fromPgError(err);
   }
+}
+
+/**
+ * DELETE a specification: 409 when it is the last one of its connector and a workflow that
+ * is not deleted calls that connector by operation_ref (the operation is found in it). A
+ * specification without a connector, or one of several, is used by nothing.
+ */
+export async function deleteApiSpec(db: Db, principal: Principal, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const spec = await lockApiSpec(trx, principal.workspaceId, id);
+    if (!spec) throw new AppError('not_found', 'No api_spec with this id');
+    const connectorId = spec.external_connector_id;
+    if (connectorId !== null && !(await otherSpecOf(trx, principal.workspaceId, connectorId, id))) {
+      await refuseIfUsed(trx, principal.workspaceId, 'api_spec', { kind: 'api_spec', connectorId });
+    }
+    await deleteApiSpecRow(trx, principal.workspaceId, id);
+  });
 }

@@ -19,4 +19,5 @@ export const dashboardWidgetType: ResourceType = {
     data_model: { type: 'data_model', kind: 'one', column: 'data_model_id' },
   },
   visible: visibleInWorkspace('dashboard_widgets'),
+  deletable: true,
 };

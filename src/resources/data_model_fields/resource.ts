@@ -24,4 +24,5 @@ export const dataModelFieldType: ResourceType = {
     data_model: { type: 'data_model', kind: 'one', column: 'data_model_id' },
   },
   visible: visibleInWorkspace('data_model_fields'),
+  deletable: true,
 };

@@ -9,7 +9,8 @@ import type { Quotas } from '../../config.ts';
 import { checkFieldCreate, countedWrite } from '../../quotas/quotas.ts';
 import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
-import { FIELD_CONSTRAINTS, insertField, modelHasFacts, updateField } from './data-model-fields.sql.ts';
+import { deleteFieldRow, FIELD_CONSTRAINTS, insertField, lockFieldWithModel, modelHasFacts, updateField } from './data-model-fields.sql.ts';
+import { refuseIfUsed } from '../workflows/usage.ts';
 import { createFieldIndex, dropFieldIndex, INDEXABLE_TYPES, type IndexBuild } from '../../facts/field-index.sql.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
@@ -130,4 +131,29 @@ export async function patchField(
   // Setting is_indexed: true again rebuilds: the way out after a build that failed midway.
   if (row.is_indexed && (!existing.is_indexed || reshaped || attrs.is_indexed === true)) await createFieldIndex(db, build, row);
   return row;
+}
+
+/**
+ * DELETE a field: 409 while a workflow that is not deleted maps a value to it (a write_fact
+ * mapping of any saved version names it), and for the primary-key field of a model with
+ * facts (their entities are keyed by it). Stored facts keep their values under its name.
+ * An indexed field's index is dropped after the commit.
+ */
+export async function deleteField(db: Db, principal: Principal, id: string, build: IndexBuild): Promise<{ undropped: string[] }> {
+  const field = await db.transaction().execute(async (trx) => {
+    const f = await lockFieldWithModel(trx, principal.workspaceId, id);
+    if (!f) throw new AppError('not_found', 'No data_model_field with this id');
+    await refuseIfUsed(trx, principal.workspaceId, 'data_model_field', { kind: 'field', slug: f.slug, name: f.name });
+    if (f.is_primary_key && (await modelHasFacts(trx, f.data_model_id)))
+      throw new AppError('conflict', 'The primary-key field of a data model with facts cannot be deleted: its facts are keyed by it');
+    await deleteFieldRow(trx, principal.workspaceId, id);
+    return f;
+  });
+  if (!field.is_indexed) return { undropped: [] };
+  try {
+    await dropFieldIndex(db, build, field.id);
+    return { undropped: [] };
+  } catch {
+    return { undropped: [field.id] };
+  }
 }

@@ -18,4 +18,5 @@ export const dataModelType: ResourceType = {
     fields: { type: 'data_model_field', kind: 'many', foreignKey: 'data_model_id' },
   },
   visible: visibleInWorkspace('data_models'),
+  deletable: true,
 };

@@ -7,7 +7,9 @@ import { uuidv7 } from '../../ids.ts';
 import { SLUG_RE, type InputSchema } from '../../input.ts';
 import type { Quotas } from '../../config.ts';
 import { checkDataModelCreate, countedWrite } from '../../quotas/quotas.ts';
-import { DATA_MODEL_CONSTRAINTS, insertDataModel, updateDataModel } from './data-models.sql.ts';
+import { DATA_MODEL_CONSTRAINTS, deleteDataModelRows, insertDataModel, lockDataModel, updateDataModel } from './data-models.sql.ts';
+import { refuseIfUsed } from '../workflows/usage.ts';
+import { dropFieldIndex, type IndexBuild } from '../../facts/field-index.sql.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const dataModelInput: InputSchema = {
@@ -58,4 +60,29 @@ export async function patchDataModel(db: Db, principal: Principal, existing: Sel
   } catch (err) {
     throw fromPgError(err, DATA_MODEL_CONSTRAINTS);
   }
+}
+
+/**
+ * DELETE a data model with its facts, fields and dashboard widgets: 409 while a workflow
+ * that is not deleted writes to it (a write_fact step of any saved version names its slug).
+ * The rows go in one transaction; the indexes of its indexed fields are dropped after the
+ * commit (concurrently on PostgreSQL, holding no lock on fact_current meanwhile). Returns
+ * the indexes that could not be dropped (empty, their model gone), for the caller to log.
+ */
+export async function deleteDataModel(db: Db, principal: Principal, id: string, build: IndexBuild): Promise<{ undropped: string[] }> {
+  const indexed = await db.transaction().execute(async (trx) => {
+    const model = await lockDataModel(trx, principal.workspaceId, id);
+    if (!model) throw new AppError('not_found', 'No data_model with this id');
+    await refuseIfUsed(trx, principal.workspaceId, 'data_model', { kind: 'data_model', slug: model.slug });
+    return deleteDataModelRows(trx, principal.workspaceId, id);
+  });
+  const undropped: string[] = [];
+  for (const fieldId of indexed) {
+    try {
+      await dropFieldIndex(db, build, fieldId);
+    } catch {
+      undropped.push(fieldId);
+    }
+  }
+  return { undropped };
 }

@@ -26,3 +26,19 @@ export async function sealedSecret(db: Db, workspaceId: string, id: string): Pro
     .executeTakeFirst();
   return row?.secret_ciphertext;
 }
+
+/** The connector of the workspace, locked until the delete's transaction ends (a save using it waits, or is waited for). */
+export function lockConnector(trx: Db, workspaceId: string, id: string) {
+  return trx.selectFrom('external_connectors').select('id').where('workspace_id', '=', workspaceId).where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/** DELETE: its specifications stay, detached; the connector row goes. */
+export async function deleteConnectorRow(trx: Db, workspaceId: string, id: string): Promise<void> {
+  await trx
+    .updateTable('api_specs')
+    .set({ external_connector_id: null })
+    .where('workspace_id', '=', workspaceId)
+    .where('external_connector_id', '=', id)
+    .execute();
+  await trx.deleteFrom('external_connectors').where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+}

@@ -28,4 +28,5 @@ export const externalConnectorType: ResourceType = {
   },
   relationships: {},
   visible: visibleInWorkspace('external_connectors'),
+  deletable: true,
 };

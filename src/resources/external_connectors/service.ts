@@ -18,7 +18,8 @@ import { headerNameProblem, secretProblem } from '../../connectors/inbound-rules
 import type { Selectable, Updateable } from 'kysely';
 import { checkOrganization } from '../data_models/service.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from './resource.ts';
-import { insertConnector, updateConnector } from './external-connectors.sql.ts';
+import { deleteConnectorRow, insertConnector, lockConnector, updateConnector } from './external-connectors.sql.ts';
+import { refuseIfUsed } from '../workflows/usage.ts';
 import { insertApiSpec } from '../api_specs/api-specs.sql.ts';
 import { importSpec } from '../../openapi/import.ts';
 import { newSpecRow } from '../api_specs/service.ts';
@@ -202,4 +203,19 @@ export async function patchConnector(
   } catch (err) {
     throw fromPgError(err);
   }
+}
+
+/**
+ * DELETE a connector: 409 while a workflow that is not deleted uses it (an http_request step
+ * of any saved version, or a trigger's inbound connector). Its API specifications stay,
+ * detached (external_connector_id null). The row is locked first: a save naming it either
+ * committed before (and is found) or waits and then finds no connector.
+ */
+export async function deleteConnector(db: Db, principal: Principal, id: string): Promise<void> {
+  authorize(principal, 'external_connector.delete');
+  await db.transaction().execute(async (trx) => {
+    if (!(await lockConnector(trx, principal.workspaceId, id))) throw new AppError('not_found', 'No external_connector with this id');
+    await refuseIfUsed(trx, principal.workspaceId, 'external_connector', { kind: 'connector', id });
+    await deleteConnectorRow(trx, principal.workspaceId, id);
+  });
 }

@@ -57,7 +57,7 @@ export async function insertReplay(
       select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers, coalesce(o.delivery_id, o.replayed_delivery_id),
              ${trace.traceparent}, ${trace.tracestate}, ${now}, ${now}, ${now}
       from workflow_runs as o
-      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
+      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id and w.deleted_at is null
       where o.workspace_id = ${workspaceId} and o.id = ${originalId}
       returning *
     )
@@ -106,6 +106,8 @@ async function replayMatching(db: Db, r: BulkReplay): Promise<{ ids: string[]; h
   const conditions = [
     sql<SqlBool>`o.status in ('succeeded', 'failed')`,
     sql<SqlBool>`not exists (select 1 from workflow_runs as p where p.workspace_id = o.workspace_id and p.replay_of = o.id)`,
+    // A deleted workflow's runs stay readable, never replayed: they take no place in the page.
+    sql<SqlBool>`exists (select 1 from workflows as dw where dw.id = o.workflow_id and dw.deleted_at is null)`,
     ...r.filter.map(clauseSql),
   ];
   if (r.workspaceId !== null) conditions.unshift(sql<SqlBool>`o.workspace_id = ${r.workspaceId}`);
@@ -124,10 +126,18 @@ async function replayMatching(db: Db, r: BulkReplay): Promise<{ ids: string[]; h
       from matched as m
       join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
       join workflow_runs as o on o.id = m.id
-      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id
+      join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id and w.deleted_at is null
       returning id, replay_of
     )
     select made.id, (select count(*) from matched) as matched from made join matched as m on m.id = made.replay_of order by m.n`.execute(db);
   const matched = Number(result.rows[0]?.matched ?? 0);
   return { ids: result.rows.map((row) => row.id), hasMore: matched > limit };
+}
+
+/** Whether the run of the workspace is there, of a deleted workflow: why a replay of it made nothing. */
+export async function isRunOfDeletedWorkflow(db: Db, workspaceId: string, runId: string): Promise<boolean> {
+  const { rows } = await sql`
+    select 1 from workflow_runs as r join workflows as w on w.id = r.workflow_id
+    where r.workspace_id = ${workspaceId} and r.id = ${runId} and w.deleted_at is not null`.execute(db);
+  return rows.length > 0;
 }

@@ -6,7 +6,7 @@ import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { wakeWorkers } from '../../workflows/wake.ts';
 import { findRun, listRuns } from './workflow-runs.sql.ts';
-import { insertReplay, type ReplayVersion } from './replay.sql.ts';
+import { insertReplay, isRunOfDeletedWorkflow, type ReplayVersion } from './replay.sql.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';
 import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../workflows/run-record.ts';
@@ -33,7 +33,11 @@ export async function replayRun(deps: Deps, principal: Pick<Principal, 'workspac
         storedContext(trace),
       )
     : undefined;
-  if (!row) throw new AppError('not_found', 'No workflow_run with this id');
+  if (!row) {
+    if (isUuid(runId) && (await isRunOfDeletedWorkflow(deps.db, principal.workspaceId, runId.toLowerCase())))
+      throw new AppError('conflict', 'The workflow of this run was deleted: its runs can be read, not replayed');
+    throw new AppError('not_found', 'No workflow_run with this id');
+  }
   trace?.set({ 'tributary.run.id': row.id, 'tributary.run.replay_of': row.replay_of, 'tributary.workflow.id': row.workflow_id });
   trace?.link({ traceparent: row.original_traceparent, tracestate: row.original_tracestate }, { 'tributary.run.id': row.replay_of });
   wakeWorkers(deps);

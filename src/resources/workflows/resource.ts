@@ -1,6 +1,6 @@
 import type { ResourceType } from '../resource.ts';
 import { TIMESTAMPS } from '../common.ts';
-import { visibleInWorkspace } from '../workspace-scope.sql.ts';
+import { visibleUndeletedInWorkspace } from '../workspace-scope.sql.ts';
 import { nextTick } from '../../workflows/schedule.ts';
 import type { WorkflowTriggerView } from '../../db/tables.ts';
 import { DEFAULT_WEBHOOK_ACCEPT } from '../../workflows/definition.ts';
@@ -38,6 +38,8 @@ export const workflowType: ResourceType = {
   relationships: {
     runs: { type: 'workflow_run', kind: 'many', foreignKey: 'workflow_id' },
   },
-  visible: visibleInWorkspace('workflows'),
+  // A deleted workflow (deleted_at set) is kept for its runs and hidden from every read.
+  visible: visibleUndeletedInWorkspace('workflows'),
   present: presentWorkflow,
+  deletable: true,
 };

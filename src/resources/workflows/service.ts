@@ -68,6 +68,7 @@ function lockVersionOf(revision: number, graphHash: string): string {
 /** References that only the database can check, checked inside the save's transaction. */
 async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggers: Map<string, { type: string }>): Promise<void> {
   const slugs = [...new Set(def.steps.flatMap((s) => (s.type === 'write_fact' ? [s.config.data_model_slug] : [])))];
+  await q.shareModels(trx, principal.workspaceId, slugs);
   const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
   def.steps.forEach((step, i) => {
     if (step.type !== 'write_fact') return;
@@ -298,4 +299,19 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
   } catch (err) {
     throw fromPgError(err);
   }
+}
+
+/**
+ * DELETE a workflow: in one transaction its triggers go (so every process's next delivery
+ * to them is 404, and no schedule of it fires again: both re-read the trigger rows in the
+ * statement that accepts a run) and the row is marked deleted, inactive. Its runs, versions
+ * and facts stay; runs already queued or retrying finish (their deliveries were accepted).
+ */
+export async function deleteWorkflow(db: Db, principal: Principal, id: string, now: Date): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const existing = await q.lockWorkflow(trx, principal.workspaceId, id);
+    if (!existing) throw new AppError('not_found', 'No workflow with this id');
+    await q.deleteTriggersExcept(trx, id, []);
+    await q.markWorkflowDeleted(trx, principal.workspaceId, id, now);
+  });
 }

@@ -4,7 +4,14 @@ import type { WorkflowStep, WorkflowTable, WorkflowTriggerTable } from '../../db
 
 /** The workflow of the workspace, locked until the save's transaction ends. */
 export function lockWorkflow(trx: Db, workspaceId: string, id: string) {
-  return trx.selectFrom('workflows').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).forUpdate().executeTakeFirst();
+  return trx
+    .selectFrom('workflows')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 export function insertWorkflow(trx: Db, row: Insertable<WorkflowTable>) {
@@ -98,6 +105,8 @@ export async function inboundConnectors(trx: Db, workspaceId: string, ids: strin
     .where('workspace_id', '=', workspaceId)
     .where('id', 'in', ids)
     .where('direction', '=', 'inbound')
+    // Shared until the save commits: a connector DELETE (which locks the row for update) waits, then sees this version.
+    .forShare()
     .execute();
   return new Set(rows.map((r) => r.id));
 }
@@ -116,6 +125,27 @@ export async function outboundConnectors(
       select operations from api_specs where external_connector_id = c.id and workspace_id = c.workspace_id
       order by updated_at desc, id desc limit 1
     ) as s on true
-    where c.workspace_id = ${workspaceId} and c.id = any(${ids}::uuid[]) and coalesce(c.direction, 'outbound') = 'outbound'`.execute(trx);
+    where c.workspace_id = ${workspaceId} and c.id = any(${ids}::uuid[]) and coalesce(c.direction, 'outbound') = 'outbound'
+    for share of c`.execute(trx);
   return new Map(rows.map((r) => [r.id, { type: r.type, operations: r.operations }]));
+}
+
+/**
+ * Holds the workspace's data models of these slugs until the save commits, so that a data
+ * model DELETE (which locks its row for update, then looks for the versions using it)
+ * either waits and then sees this save's version, or commits first and this save finds no model.
+ */
+export async function shareModels(trx: Db, workspaceId: string, slugs: string[]): Promise<void> {
+  if (slugs.length > 0)
+    await trx.selectFrom('data_models').select('id').where('workspace_id', '=', workspaceId).where('slug', 'in', slugs).forShare().execute();
+}
+
+/** DELETE: the row stays for its runs, hidden (deleted_at) and inactive. */
+export async function markWorkflowDeleted(trx: Db, workspaceId: string, id: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('workflows')
+    .set({ deleted_at: now, is_active: false, updated_at: now })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .execute();
 }
