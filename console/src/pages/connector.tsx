@@ -38,6 +38,19 @@ export function ConnectorPage(props: { id: string }) {
     setVerified({ id: props.id, connector: answer.data });
   };
   const inbound = isInbound(a);
+  const actions = (
+    <>
+      <a href={href('connectors')}>All connectors</a>
+      <ConfirmDelete
+        what="connector"
+        name={a.name ?? props.id}
+        after={href('connectors')}
+        onDelete={() => client.request('DELETE', `/external_connectors/${encodeURIComponent(props.id)}`)}
+      >
+        <p>Its stored secret goes with it. Its API specifications stay, detached. It is refused while a workflow uses it.</p>
+      </ConfirmDelete>
+    </>
+  );
   const details = (
     <Section title="Connector">
       <PropList
@@ -66,7 +79,7 @@ export function ConnectorPage(props: { id: string }) {
   // An inbound connector is never called: its deliveries verify it, and it has no rate budget or specification.
   if (inbound) {
     return (
-      <Page title={a.name ?? 'Connector'} actions={<a href={href('connectors')}>All connectors</a>}>
+      <Page title={a.name ?? 'Connector'} actions={actions}>
         <div class="grid-2">
           <Section title="Status">
             <PropList
@@ -93,22 +106,7 @@ export function ConnectorPage(props: { id: string }) {
     );
   }
   return (
-    <Page
-      title={a.name ?? 'Connector'}
-      actions={
-        <>
-          <a href={href('connectors')}>All connectors</a>
-          <ConfirmDelete
-            what="connector"
-            name={a.name ?? props.id}
-            after={href('connectors')}
-            onDelete={() => client.request('DELETE', `/external_connectors/${encodeURIComponent(props.id)}`)}
-          >
-            <p>Its stored secret goes with it. Its API specifications stay, detached. It is refused while a workflow uses it.</p>
-          </ConfirmDelete>
-        </>
-      }
-    >
+    <Page title={a.name ?? 'Connector'} actions={actions}>
       <div class="grid-2">
         <Section title="Status">
           <PropList

@@ -4821,7 +4821,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The saved workflow; meta.trigger_tokens maps new trigger keys to tokens */
+            /** @description The saved workflow; meta.trigger_tokens maps new trigger keys to tokens; meta.relay_url, when the service knows its relay, is where providers post (<relay_url>/hooks/<token>) */
             201: {
                 headers: {
                     [name: string]: unknown;
