@@ -28,7 +28,7 @@ import { saverMayCallConnectors } from '../auth/access.ts';
 import { cutText, keptOutput } from '../workflows/run-record.ts';
 import { plainPath } from '../workflows/plain-path.ts';
 import type { TraceSpan } from '../tracing.ts';
-import { expressionDelivery, type ExpressionDelivery } from '../webhooks/delivery-headers.ts';
+import { expressionDelivery, type ExpressionDelivery } from '../triggers/delivery-headers.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;

@@ -22,7 +22,10 @@ import { isUuid, uuidv7 } from '../ids.ts';
 import type { InputSchema } from '../input.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { executeRun, runContext, type DryRun, type DryRunNote } from './steps.ts';
-import { deliveryHeaders } from '../webhooks/delivery-headers.ts';
+import { deliveryHeaders } from '../triggers/delivery-headers.ts';
+
+/** A sample's headers are bounded as a delivery's are: a run keeps at most this many. */
+export { MAX_HEADERS as MAX_SAMPLE_HEADERS } from '../triggers/delivery-headers.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from './queue.sql.ts';
 import type { ExpressionPool } from '../workflows/expression-pool.ts';
@@ -162,7 +165,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
 
 /**
  * The test run's delivery, as a run records one: its headers through the one redaction rule
- * (webhooks/delivery-headers.ts, with the key headers of the workflow's api_key connectors),
+ * (triggers/delivery-headers.ts, with the key headers of the workflow's api_key connectors),
  * its id given or read from a delivery-id header. Neither headers nor an id: no delivery,
  * as a schedule's run has none.
  */

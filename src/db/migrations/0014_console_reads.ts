@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 /**
  * What the console reads (issue 23):
  * - workflow_runs.delivery_headers: the headers of the webhook delivery that made the run,
- *   secrets redacted and bounded (webhooks/delivery-headers.ts); null for a schedule's run.
+ *   secrets redacted and bounded (triggers/delivery-headers.ts); null for a schedule's run.
  * - api_specs.last_changes: what the last update that altered the operations changed in
  *   them, with its instant; null until one. It counts in answer_bytes, like the other
  *   large columns, so a list's byte budget still sees it.
