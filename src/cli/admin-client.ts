@@ -206,3 +206,14 @@ export function reportFailure(err: unknown, asJson: boolean, io: { out: (s: stri
   }
   throw new CommanderError(exitCode, 'tributary.failed', doc.error);
 }
+
+/** A command's body run so that a failure is reported once, by reportFailure (anything else, a CommanderError included, goes up as it is). */
+export function commandRunner(asJson: () => boolean, io: { out: (s: string) => void; err: (s: string) => void }) {
+  return async (work: () => Promise<void>): Promise<void> => {
+    try {
+      await work();
+    } catch (err) {
+      reportFailure(err, asJson(), io);
+    }
+  };
+}

@@ -10,7 +10,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { parse as parseYaml } from 'yaml';
 import { listOperations } from '../connectors/operations.ts';
 import { AUTH_TYPES, CONNECTOR_TYPES, DIRECTIONS } from '../resources/external_connectors/resource.ts';
-import { CommandFailure, EXIT_FAILURE, UsageError, reportFailure } from './admin-client.ts';
+import { CommandFailure, EXIT_FAILURE, UsageError, commandRunner } from './admin-client.ts';
 import type { CreateData } from '../../packages/client/src/index.ts';
 import type { ApiClient } from './api-client.ts';
 import { renderHuman, renderTable } from './admin-commands.ts';
@@ -165,14 +165,7 @@ const readStdin = () => fs.readFileSync(0, 'utf8');
 export function registerConnectorCommands(program: Command, io: Io, api: () => ApiClient, stdin: () => string = readStdin): void {
   const json = () => program.opts().json === true;
 
-  const run = async (work: () => Promise<void>) => {
-    try {
-      await work();
-    } catch (err) {
-      if (err instanceof CommanderError) throw err;
-      reportFailure(err, json(), io);
-    }
-  };
+  const run = commandRunner(json, io);
   const print = (data: Data, render: (d: Data) => string) => io.out(json() ? `${JSON.stringify(data)}\n` : render(data));
 
   const connector = program.command('connector').description('external connectors (JSON:API, as the service account of --credentials or bootstrap.json)');

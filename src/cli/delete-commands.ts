@@ -6,7 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isUuid } from '../ids.ts';
-import { AdminApiError, EXIT_USAGE, reportFailure } from './admin-client.ts';
+import { AdminApiError, EXIT_USAGE, commandRunner } from './admin-client.ts';
 import { all, apiClientOf, type ApiClient, type Resource } from './api-client.ts';
 import { mustFindWorkflow } from './workflow-commands.ts';
 
@@ -33,14 +33,7 @@ async function findModel(client: ApiClient, slugOrId: string): Promise<Resource>
 export function registerDeleteCommands(program: Command, io: Io): void {
   const json = () => program.opts().json === true;
   const client = () => apiClientOf(program);
-  const run = async (work: () => Promise<void>) => {
-    try {
-      await work();
-    } catch (err) {
-      if (err instanceof CommanderError) throw err;
-      reportFailure(err, json(), io);
-    }
-  };
+  const run = commandRunner(json, io);
   const done = (type: string, id: string, line: string) => io.out(json() ? `${JSON.stringify({ deleted: { type, id } })}\n` : `${line}\n`);
 
   group(program, 'workflow', 'workflows')
