@@ -199,6 +199,7 @@ describe('mapError', () => {
     get: (c) => c.get('data_models', 'dm-1'),
     create,
     update: (c) => c.update('data_models', 'dm-1', { type: 'data_model', attributes: { name: 'n' } }),
+    delete: (c) => c.delete('data_models', 'dm-1'),
     testRun: (c) => c.testRun('wf-1', { payload: {} }),
     replay: (c) => c.replay('run-1'),
     bulkReplay: (c) => c.bulkReplay({ status: 'failed' }),
