@@ -34,8 +34,10 @@ describe('the expression pool between workspaces', () => {
       const startedMeanwhile = (await Promise.all(a)).filter((at) => at >= queuedAt && at < b.at).length;
       assert.equal(aDone, total);
       if (processes === 1) {
-        // The child finishes the evaluation it is in, then runs B's: none of A's starts in between.
-        assert.ok(startedMeanwhile <= 1, `${startedMeanwhile} of A's evaluations started while B's waited on one child`);
+        // The child finishes the evaluation it is in, then runs B's. queuedAt is this process's
+        // clock before the give-back is sent: on a loaded machine one more of A's may start while
+        // that message is on its way (failed so in CI at 2). FIFO would start a batch of 16 or more.
+        assert.ok(startedMeanwhile <= 2, `${startedMeanwhile} of A's evaluations started while B's waited on one child`);
       } else {
         // Replies come a batch at a time, so what finished meanwhile is at most the batch each
         // child held when B came (16 each); FIFO would have B wait for A's 64 queued jobs too.
