@@ -10,9 +10,9 @@ import { isObject, pointerToken } from '../json.ts';
 import type { HttpRequestConfig, WebhookAccept, WorkflowStep, WriteFactConfig } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
 import { SLUG_RE } from '../input.ts';
-import { compileExpression } from './expressions.ts';
+import { compileExpression } from '../expressions/expressions.ts';
 import { stepRefProblem } from './step-refs.ts';
-import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE, scheduleProblem, type CatchUp } from './schedule.ts';
+import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE, scheduleProblem, type CatchUp } from '../triggers/schedule.ts';
 
 export const WORKFLOW_LIMITS = {
   maxSteps: 50,

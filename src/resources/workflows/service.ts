@@ -27,7 +27,7 @@ import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 import type { Quotas } from '../../config.ts';
 import { checkTriggers, checkWorkflowCreate } from '../../quotas/quotas.ts';
-import { shortestInterval } from '../../workflows/schedule.ts';
+import { shortestInterval } from '../../triggers/schedule.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const builderStateInput: InputSchema = {

@@ -17,16 +17,16 @@ import type { HttpRequestStep, StepRecord, WriteFactStep } from '../db/tables.ts
 import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import { validateFact, type FactInput } from '../facts/validate.ts';
 import { writeFacts, type FactStore } from '../facts/write.ts';
-import { ExpressionError, ExpressionPoolError } from '../workflows/expressions.ts';
-import type { ExpressionJob, ExpressionPool } from '../workflows/expression-pool.ts';
+import { ExpressionError, ExpressionPoolError } from '../expressions/expressions.ts';
+import type { ExpressionJob, ExpressionPool } from '../expressions/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
 import { claimedConnector } from '../connectors/connector-cache.ts';
 import { connectorCall, previewCall, type CallParts, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { saverMayCallConnectors } from '../auth/access.ts';
-import { cutText, keptOutput } from '../workflows/run-record.ts';
-import { plainPath } from '../workflows/plain-path.ts';
+import { cutText, keptOutput } from './run-record.ts';
+import { plainPath } from '../expressions/plain-path.ts';
 import type { TraceSpan } from '../tracing.ts';
 import { expressionDelivery, type ExpressionDelivery } from '../webhooks/delivery-headers.ts';
 
@@ -49,7 +49,7 @@ export interface StepEnv {
   /** Outbound calls (http_request); absent where no step calls out. */
   connectors?: ConnectorRuntime;
   expressions: ExpressionPool;
-  /** A test run (worker/test-run.ts): the steps' effects are shown in `notes` instead of done. */
+  /** A test run (runs/test-run.ts): the steps' effects are shown in `notes` instead of done. */
   dryRun?: DryRun;
   /** Where steps and facts are counted; absent in a test run, which is no run. */
   metrics?: Pick<Metrics, 'stepAttempt' | 'stepRetry' | 'factsWritten'>;

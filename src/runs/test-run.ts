@@ -21,16 +21,16 @@ import type { Principal } from '../auth/principal.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { InputSchema } from '../input.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { executeRun, runContext, type DryRun, type DryRunNote } from './steps.ts';
+import { executeRun, runContext, type DryRun, type DryRunNote } from './execute.ts';
 import { deliveryHeaders } from '../webhooks/delivery-headers.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from './queue.sql.ts';
-import type { ExpressionPool } from '../workflows/expression-pool.ts';
+import type { ExpressionPool } from '../expressions/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
 import type { Limiter } from '../limiter.ts';
 import type { Config } from '../config.ts';
 import type { TraceSpan } from '../tracing.ts';
-import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../workflows/run-record.ts';
+import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from './run-record.ts';
 
 /**
  * An answer stays bounded as a run's does: each step's input within PAYLOAD_SHOWN_BYTES
