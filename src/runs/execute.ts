@@ -16,7 +16,7 @@ import type { FactStore } from '../facts/write.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';
 import type { ClaimedRun, Outcome } from './queue.sql.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { keptOutput } from './run-record.ts';
+import { cutText, keptOutput } from './run-record.ts';
 import type { TraceSpan } from '../tracing.ts';
 import { expressionDelivery } from '../webhooks/delivery-headers.ts';
 import { realEffects, type Effects } from '../steps/effects.ts';
@@ -114,7 +114,8 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       // Kept within the cap from here on: what the record keeps is what the later steps see.
       const kept = keptOutput(result.output, env.outputMaxBytes);
       const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), ...kept, error: null };
-      if ('value' in result) record.value = result.value;
+      // A condition's value, before truthiness (nothing is shown as null).
+      if ('value' in result) record.value = conditionValue(result.value);
       records.push(record);
       ctx.steps[step.key] = kept.output;
       if (result.stop) {
@@ -149,6 +150,15 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
     }
   }
   return { status: 'succeeded', outcome: 'completed', steps: records, error: null, factsWritten };
+}
+
+/** A condition's value as its record keeps it: whole when small, else the start of its JSON (a condition's value is for reading, not a store). */
+const CONDITION_VALUE_MAX_BYTES = 1024;
+function conditionValue(v: unknown): unknown {
+  if (v === undefined) return null;
+  const json = JSON.stringify(v) ?? 'null';
+  if (Buffer.byteLength(json) <= CONDITION_VALUE_MAX_BYTES) return v;
+  return cutText(json, CONDITION_VALUE_MAX_BYTES, ` ... [cut: ${Buffer.byteLength(json)} bytes]`);
 }
 
 /**

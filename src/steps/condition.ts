@@ -1,6 +1,5 @@
 /** condition: its output is whether the expression's value is truthy; false skips the rest of the run, a success. */
 import type { ConditionStep } from '../db/tables.ts';
-import { cutText } from '../runs/run-record.ts';
 import { checked, expression, onlyMembers } from './config.ts';
 import { evaluateOne, type StepType } from './step.ts';
 
@@ -10,15 +9,6 @@ export function truthy(v: unknown): boolean {
   if (Array.isArray(v)) return v.some(truthy);
   if (typeof v === 'object') return Object.keys(v).length > 0;
   return true;
-}
-
-/** A condition's value as its record keeps it: whole when small, else the start of its JSON (a condition's value is for reading, not a store). */
-const CONDITION_VALUE_MAX_BYTES = 1024;
-function conditionValue(v: unknown): unknown {
-  if (v === undefined) return null;
-  const json = JSON.stringify(v) ?? 'null';
-  if (Buffer.byteLength(json) <= CONDITION_VALUE_MAX_BYTES) return v;
-  return cutText(json, CONDITION_VALUE_MAX_BYTES, ` ... [cut: ${Buffer.byteLength(json)} bytes]`);
 }
 
 export const condition: StepType<ConditionStep['config']> = {
@@ -31,8 +21,8 @@ export const condition: StepType<ConditionStep['config']> = {
   run: async (config, ctx) => {
     const value = await evaluateOne(ctx, config.expression);
     const output = truthy(value);
-    // What the expression gave, before truthiness (nothing is shown as null).
-    return { output, value: conditionValue(value), ...(output ? {} : { stop: { reason: `condition false at step ${ctx.key}` } }) };
+    // What the expression gave, before truthiness: the record keeps it (runs/execute.ts).
+    return { output, value, ...(output ? {} : { stop: { reason: `condition false at step ${ctx.key}` } }) };
   },
   describe: (config) => ({ expressions: [['expression', config.expression]] }),
 };

@@ -11,7 +11,6 @@ import { AppError, permanentFailure } from '../errors.ts';
 import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
-import type { ClaimedRun } from '../runs/queue.sql.ts';
 import type { TraceSpan } from '../tracing.ts';
 
 /**
@@ -20,7 +19,7 @@ import type { TraceSpan } from '../tracing.ts';
  */
 export interface FactsToStore {
   key: string;
-  run: Pick<ClaimedRun, 'organization_id' | 'workspace_id'>;
+  run: { organization_id: string; workspace_id: string };
   model: FactModel;
   /** Every item as the step made it: as it would be stored when valid (instant and datetimes normalized, its entity), else as given. */
   items: NonNullable<DryRunNote['facts']>;

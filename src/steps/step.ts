@@ -9,12 +9,14 @@
  * answering): it throws a WorkFailure (errors.ts), and the run retries with backoff.
  */
 import type { Db } from '../db/connect.ts';
+import type { Role, WorkflowRunTable } from '../db/tables.ts';
+import type { DataModelWithFields } from '../facts/models.sql.ts';
+import type { Selectable } from 'kysely';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { permanentFailure, WorkFailure } from '../errors.ts';
 import { ExpressionError, ExpressionPoolError } from '../expressions/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../expressions/expression-pool.ts';
-import type { ClaimedRun } from '../runs/queue.sql.ts';
 import type { TraceSpan } from '../tracing.ts';
 import type { ExpressionDelivery } from '../webhooks/delivery-headers.ts';
 import type { Effects } from './effects.ts';
@@ -26,6 +28,16 @@ export interface Issue {
 }
 
 export type Checked<Config> = { ok: true; config: Config } | { ok: false; issues: Issue[] };
+
+/** What a step reads of its run (a claimed run, runs/queue.sql.ts, has it all; so has a test run's). */
+export type StepRun = Pick<Selectable<WorkflowRunTable>, 'id' | 'organization_id' | 'workspace_id' | 'workflow_version' | 'source_identity' | 'inserted_at'> & {
+  /** The data models its write_fact steps name, as they are at the claim. */
+  models: DataModelWithFields[];
+  /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
+  saver: { role: Role; is_active: boolean } | null;
+  /** The versions of the connectors its http_request steps name, as they are at the claim (see ClaimedRun). */
+  connector_versions?: Record<string, string> | null;
+};
 
 /** What every expression of a run sees. */
 export interface Context {
@@ -45,7 +57,7 @@ export interface AttemptReads {
 /** What a step runs with besides its config and the effects. */
 export interface StepContext {
   db: Db;
-  run: ClaimedRun;
+  run: StepRun;
   /** The step's key. */
   key: string;
   /** What its expressions see (the outputs of the steps before it). */

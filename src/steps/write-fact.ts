@@ -14,10 +14,9 @@ import { permanentFailure } from '../errors.ts';
 import { validateFact, type FactInput, type ValidFact } from '../facts/validate.ts';
 import { isObject } from '../json.ts';
 import { SLUG_RE } from '../input.ts';
-import type { ClaimedRun } from '../runs/queue.sql.ts';
 import { checked, ConfigIssue, expression, MAX_MAPPING_FIELDS, membersOf, onlyMembers } from './config.ts';
 import type { FactsToStore } from './effects.ts';
-import { evaluate, type StepType } from './step.ts';
+import { evaluate, type StepRun, type StepType } from './step.ts';
 
 /** Items one write_fact step may store (for_each). */
 export const MAX_FOR_EACH_ITEMS = 10_000;
@@ -30,14 +29,14 @@ const MAX_LISTED_PROBLEMS = 5;
  * the same for every attempt and every replay on the version, another on a newer version.
  * A run made before source identities (none stored) keeps its run-id keys.
  */
-export function sourceKey(run: Pick<ClaimedRun, 'id' | 'workflow_version' | 'source_identity'>, stepKey: string, index: number): string {
+export function sourceKey(run: Pick<StepRun, 'id' | 'workflow_version' | 'source_identity'>, stepKey: string, index: number): string {
   if (run.source_identity === null) return `run:${run.id}:${stepKey}:${index}`;
   const digest = createHash('sha256').update(run.source_identity).digest('base64url');
   return `d:${digest}:v${run.workflow_version}:${stepKey}:${index}`;
 }
 
 /** The model's required fields a mapping names whose expression gave nothing: the step's error, or undefined. */
-function missingRequired(model: ClaimedRun['models'][number], mapping: Record<string, string>, rows: unknown[][], forEach: boolean): string | undefined {
+function missingRequired(model: StepRun['models'][number], mapping: Record<string, string>, rows: unknown[][], forEach: boolean): string | undefined {
   const required = new Set(model.fields.filter((f) => f.is_required).map((f) => f.name));
   const fields = Object.keys(mapping)
     .map((name, i) => ({ name, i }))
