@@ -28,7 +28,7 @@ import type { Deps } from '../src/deps.ts';
 import * as admin from '../src/admin/service.ts';
 import { uuidv7 } from '../src/ids.ts';
 import { sealSecret } from '../src/secret-box.ts';
-import { startWorker } from '../src/runs/worker.ts';
+import { startWorker } from '../src/worker/worker.ts';
 import { marginMs, rangeOf } from '../src/connectors/rate.ts';
 import {
   benchEnv,

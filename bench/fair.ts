@@ -11,7 +11,7 @@
  */
 import { sql } from 'kysely';
 import { jsonApi, seedTenant, startApp, tokenFor, type TestApp } from '../test/helpers/app.ts';
-import { startSchedules } from '../src/triggers/schedules.ts';
+import { startSchedules } from '../src/worker/schedules.ts';
 import { FIRST_WORKSPACE } from '../src/runs/queue.sql.ts';
 
 const API = '/api/json/v1';
@@ -85,7 +85,7 @@ async function claims(engine: string): Promise<string[]> {
       select gen_random_uuid(), ${a.tn.organizationId}, ${a.tn.workspaceId}, ${aw.id}, 1, 'hook', '{}'::jsonb, 3, now() - interval '2 hours', now() - interval '2 hours', now(), 'succeeded', 'completed', now()
       from generate_series(1, 10000) as i`.execute(t.deps.db);
     if (engine === 'postgres') out.push(...(await explainClaims(t, a.tn.workspaceId)));
-    const { startWorker } = await import('../src/runs/worker.ts');
+    const { startWorker } = await import('../src/worker/worker.ts');
     const w = startWorker(t.deps);
     const floodB = await tenant(t);
     const fb = await floodB.save([{ key: 'hook', type: 'webhook', service_account_id: floodB.tn.credentialId }]);

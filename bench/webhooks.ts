@@ -47,7 +47,7 @@ import pg from 'pg';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Deps } from '../src/deps.ts';
 import { uuidv7 } from '../src/ids.ts';
-import { startWorker } from '../src/runs/worker.ts';
+import { startWorker } from '../src/worker/worker.ts';
 import {
   benchEnv,
   cpuWindow,

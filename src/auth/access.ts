@@ -69,7 +69,7 @@ export const ACCESS = {
   'workflow.save_http_request': connectors(
     "Only an admin or owner may save a workflow with http_request steps (they call out with an external connector's credentials)",
   ),
-  // A test run writes nothing; one that calls out asks workflow.save_http_request as well (runs/test-run.ts).
+  // A test run writes nothing; one that calls out asks workflow.save_http_request as well (worker/test-run.ts).
   'workflow.test_run': WRITE,
   'workflow_version.read': READ,
   'workflow_run.read': READ,

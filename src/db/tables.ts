@@ -389,7 +389,7 @@ export interface WorkflowRunTable {
   facts_written: Generated<number>;
   /** What the facts' source keys derive from: the delivery identity, a schedule's tick, or the original's (a replay). */
   source_identity: string | null;
-  /** The headers of the delivery that made the run, secrets redacted (webhooks/delivery-headers.ts); null for a schedule's. */
+  /** The headers of the delivery that made the run, secrets redacted (triggers/delivery-headers.ts); null for a schedule's. */
   delivery_headers: JsonNullable<Record<string, string>>;
   /** A replay's: the delivery id of the run it copies (that run's delivery_id, or its own replayed_delivery_id); null otherwise. */
   replayed_delivery_id: ColumnType<string | null, string | null | undefined, string | null>;

@@ -21,7 +21,7 @@ export const condition: StepType<ConditionStep['config']> = {
   run: async (config, ctx) => {
     const value = await evaluateOne(ctx, config.expression);
     const output = truthy(value);
-    // What the expression gave, before truthiness: the record keeps it (runs/execute.ts).
+    // What the expression gave, before truthiness: the record keeps it (worker/execute.ts).
     return { output, value, ...(output ? {} : { stop: { reason: `condition false at step ${ctx.key}` } }) };
   },
   describe: (config) => ({ expressions: [['expression', config.expression]] }),

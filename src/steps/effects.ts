@@ -1,6 +1,6 @@
 /**
  * What steps do to the world, behind one interface: a run's real effects, and a test run's
- * dry ones that show what would have been done (runs/test-run.ts). The steps themselves
+ * dry ones that show what would have been done (worker/test-run.ts). The steps themselves
  * hold no test-run branch: they compute, and hand what they would store or send here.
  */
 import type { Db } from '../db/connect.ts';

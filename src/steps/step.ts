@@ -18,7 +18,7 @@ import { permanentFailure, WorkFailure } from '../errors.ts';
 import { ExpressionError, ExpressionPoolError } from '../expressions/expressions.ts';
 import type { ExpressionJob, ExpressionPool } from '../expressions/expression-pool.ts';
 import type { TraceSpan } from '../tracing.ts';
-import type { ExpressionDelivery } from '../webhooks/delivery-headers.ts';
+import type { ExpressionDelivery } from '../triggers/delivery-headers.ts';
 import type { Effects } from './effects.ts';
 
 /** A problem with a step's config at save: its JSON pointer under the config ('' is the config itself). */

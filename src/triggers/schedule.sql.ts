@@ -5,7 +5,7 @@ import type { StoredTraceContext } from '../tracing.ts';
 
 export interface ScheduleRow {
   id: string;
-  /** Whose schedule it is: a pass shares its ticks between workspaces (triggers/schedules.ts), and its runs count in the workspace's waiting runs. */
+  /** Whose schedule it is: a pass shares its ticks between workspaces (worker/schedules.ts), and its runs count in the workspace's waiting runs. */
   workspace_id: string;
   cron: string;
   timezone: string;

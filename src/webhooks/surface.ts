@@ -30,7 +30,7 @@ import type { InboundCheck } from '../connectors/inbound-status.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
-import { deliveryHeaders } from './delivery-headers.ts';
+import { deliveryHeaders } from '../triggers/delivery-headers.ts';
 import { FORM_MEDIA_TYPE, formPayload, isFormMediaType } from './form.ts';
 import type { WebhookAccept } from '../db/tables.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';

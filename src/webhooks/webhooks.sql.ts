@@ -138,7 +138,7 @@ export interface NewRun {
  * given to another account, workflow deactivated, connector changed) committed before this
  * statement began, whichever process made it. `current` false: decide again from a fresh lookup.
  *
- * The run's source identity (what its facts' source keys derive from, runs/execute.ts) is
+ * The run's source identity (what its facts' source keys derive from, worker/execute.ts) is
  * the guard key, a digest already, with the instant the guard was taken: within the guard's
  * days the key makes one run, and a key seen again after its guard expired is a new
  * delivery whose facts are its own.

@@ -13,7 +13,7 @@ import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { closeDeps, createDeps, type Deps } from '../../src/deps.ts';
 import { sealSecret } from '../../src/secret-box.ts';
-import { startWorker, type Worker } from '../../src/runs/worker.ts';
+import { startWorker, type Worker } from '../../src/worker/worker.ts';
 import { connectorCache } from '../../src/connectors/connector-cache.ts';
 import type { ConnectorRow } from '../../src/connectors/connectors.sql.ts';
 import { ENGINE } from '../helpers/app.ts';

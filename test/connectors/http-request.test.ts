@@ -11,7 +11,7 @@ import dns from 'node:dns/promises';
 import nodeDns from 'node:dns';
 import { after, describe, it, mock as mocks } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { startWorker } from '../../src/runs/worker.ts';
+import { startWorker } from '../../src/worker/worker.ts';
 import { marginMs } from '../../src/connectors/rate.ts';
 import { httpClient } from '../../src/connectors/http.ts';
 import { EgressRefused } from '../../src/connectors/errors.ts';

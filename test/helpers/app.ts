@@ -21,7 +21,7 @@ import * as admin from '../../src/admin/service.ts';
 import type { Role } from '../../src/db/tables.ts';
 import type { Scope } from '../../src/auth/tokens.ts';
 import { freshPostgres, pgliteTemplate } from './databases.ts';
-import { startWorker, type Worker } from '../../src/runs/worker.ts';
+import { startWorker, type Worker } from '../../src/worker/worker.ts';
 
 export const ENGINE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 

@@ -19,7 +19,7 @@ import { API, deliver, saveOk, waitForRun, type Flow } from '../webhooks/helpers
 import { mockProvider, type MockProvider } from '../connectors/mock-provider.ts';
 import { freePort, ROOT } from '../helpers/cli.ts';
 import { quietExporter } from '../../src/tracing-otel.ts';
-import { startSchedules } from '../../src/triggers/schedules.ts';
+import { startSchedules } from '../../src/worker/schedules.ts';
 import { ERROR, KIND, otlpReceiver, type Received } from '../helpers/otlp-receiver.ts';
 
 const NODE = path.join(ROOT, 'node_modules/.bin/node');

@@ -11,7 +11,7 @@ import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.
 import { createModel, type TestModel } from '../facts/helpers.ts';
 import { dryEffects, realEffects, type Effects, type FactsToStore } from '../../src/steps/effects.ts';
 import { writeFact } from '../../src/steps/write-fact.ts';
-import { runContext } from '../../src/runs/execute.ts';
+import { runContext } from '../../src/worker/execute.ts';
 import type { ClaimedRun } from '../../src/runs/queue.sql.ts';
 import type { ValidFact } from '../../src/facts/validate.ts';
 import { uuidv7 } from '../../src/ids.ts';

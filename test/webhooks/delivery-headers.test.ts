@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { signatureHeaders } from '../../src/connectors/signature-schemes.ts';
-import { deliveryHeaders, MAX_HEADERS, MAX_VALUE_CHARS } from '../../src/webhooks/delivery-headers.ts';
+import { deliveryHeaders, MAX_HEADERS, MAX_VALUE_CHARS } from '../../src/triggers/delivery-headers.ts';
 import { API, deliver, saveOk, startFlow, type Flow } from './helpers.ts';
 
 const f: Flow = await startFlow({ WEBHOOK_RATE_LIMIT_MAX: '1000' }, { worker: false });

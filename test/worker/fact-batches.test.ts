@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { startWorker } from '../../src/runs/worker.ts';
+import { startWorker } from '../../src/worker/worker.ts';
 import { recomputedCurrent, storedCurrent } from '../facts/helpers.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { retryDelayMs } from '../../src/runs/execute.ts';
-import { startWorker } from '../../src/runs/worker.ts';
+import { retryDelayMs } from '../../src/worker/execute.ts';
+import { startWorker } from '../../src/worker/worker.ts';
 import { API, createModel, deliver, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';
 

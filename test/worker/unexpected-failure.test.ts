@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
-import { startWorker } from '../../src/runs/worker.ts';
+import { startWorker } from '../../src/worker/worker.ts';
 import { deliver, saveOk, startFlow, waitForRun } from '../webhooks/helpers.ts';
 
 const f = await startFlow({}, { worker: false });

@@ -11,7 +11,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
-import { expressionDelivery } from '../../src/webhooks/delivery-headers.ts';
+import { expressionDelivery } from '../../src/triggers/delivery-headers.ts';
 import { mockProvider, type MockProvider } from '../connectors/mock-provider.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 

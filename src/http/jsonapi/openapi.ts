@@ -12,13 +12,13 @@ import { RESOURCE_TYPES } from '../../resources/types.ts';
 import { builderStateInput } from '../../resources/workflows/service.ts';
 import { DEFAULT_WEBHOOK_ACCEPT, KEY_RE, WEBHOOK_ACCEPT } from '../../workflows/definition.ts';
 import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE } from '../../triggers/schedule.ts';
-import { testRunInput } from '../../runs/test-run.ts';
+import { testRunInput } from '../../worker/test-run.ts';
 import { REPLAY_VERSIONS, BULK_REPLAY_MAX } from '../../resources/workflow_runs/replay.ts';
 import { API_PREFIX } from './document.ts';
 import { JSONAPI_MEDIA_TYPE } from './errors.ts';
 import { writeInputs } from './writable.ts';
 import { QUERY_LIMITS, canFilter, canSort, filterOperators } from './query.ts';
-import { MAX_HEADERS } from '../../webhooks/delivery-headers.ts';
+import { MAX_HEADERS } from '../../triggers/delivery-headers.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const GRAPHQL_SDL_PATH = '/api/graphql/schema.graphql';

@@ -39,8 +39,8 @@ import { createApiSpec, deleteApiSpec, patchApiSpec } from '../../resources/api_
 import { providerRoutes } from './providers.ts';
 import { writeInputs } from './writable.ts';
 import { isObject, pointerToken } from '../../json.ts';
-import { MAX_HEADERS } from '../../webhooks/delivery-headers.ts';
-import { testRun, testRunInput, type TestRunInput } from '../../runs/test-run.ts';
+import { MAX_HEADERS } from '../../triggers/delivery-headers.ts';
+import { testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApiSurface(deps: Deps): SurfaceSpec {

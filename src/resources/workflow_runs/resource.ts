@@ -19,7 +19,7 @@ export const workflowRunType: ResourceType = {
     trigger_key: { column: 'trigger_key', kind: 'string', filter: true, sort: true, nullable: true },
     delivery_id: { column: 'delivery_id', kind: 'string', filter: true, nullable: true },
     payload: { column: 'payload', kind: 'json' },
-    // The delivery's headers, secrets redacted (webhooks/delivery-headers.ts); null for a schedule's run.
+    // The delivery's headers, secrets redacted (triggers/delivery-headers.ts); null for a schedule's run.
     delivery_headers: { column: 'delivery_headers', kind: 'json', nullable: true },
     // Derived from the payload by presentRun: a payload over the shown size is a preview.
     payload_truncated: { column: 'payload', kind: 'boolean' },

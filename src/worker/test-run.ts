@@ -24,15 +24,15 @@ import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { executeRun, runContext } from './execute.ts';
 import { dryEffects, type DryRunNote } from '../steps/effects.ts';
 import { stepTypeOf } from '../steps/index.ts';
-import { deliveryHeaders } from '../webhooks/delivery-headers.ts';
+import { deliveryHeaders } from '../triggers/delivery-headers.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
-import type { ClaimedRun } from './queue.sql.ts';
+import type { ClaimedRun } from '../runs/queue.sql.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
 import type { Limiter } from '../limiter.ts';
 import type { Config } from '../config.ts';
 import type { TraceSpan } from '../tracing.ts';
-import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from './run-record.ts';
+import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../runs/run-record.ts';
 
 /**
  * An answer stays bounded as a run's does: each step's input within PAYLOAD_SHOWN_BYTES
@@ -165,7 +165,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
 
 /**
  * The test run's delivery, as a run records one: its headers through the one redaction rule
- * (webhooks/delivery-headers.ts, with the key headers of the workflow's api_key connectors),
+ * (triggers/delivery-headers.ts, with the key headers of the workflow's api_key connectors),
  * its id given or read from a delivery-id header. Neither headers nor an id: no delivery,
  * as a schedule's run has none.
  */

@@ -24,8 +24,8 @@
 import type { Deps } from '../deps.ts';
 import { uuidv7 } from '../ids.ts';
 import { storedContext, type TraceSpan } from '../tracing.ts';
-import { latestTick, nextTick, ticksBetween } from './schedule.ts';
-import { fireTicks, loadSchedules, type ScheduleRow, type Tick } from './schedule.sql.ts';
+import { latestTick, nextTick, ticksBetween } from '../triggers/schedule.ts';
+import { fireTicks, loadSchedules, type ScheduleRow, type Tick } from '../triggers/schedule.sql.ts';
 import { wakeWorkers } from '../runs/wake.ts';
 import { timerDelay } from '../datetime.ts';
 

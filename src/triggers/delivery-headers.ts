@@ -14,7 +14,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { REDACTED } from '../log.ts';
 import { looksLikeSecret } from '../secrets.ts';
-import { DELIVERY_ID_HEADERS } from '../triggers/identity.ts';
+import { DELIVERY_ID_HEADERS } from './identity.ts';
 
 export const MAX_HEADERS = 50;
 export const MAX_VALUE_CHARS = 1024;
