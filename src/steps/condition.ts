@@ -1,6 +1,6 @@
 /** condition: its output is whether the expression's value is truthy; false skips the rest of the run, a success. */
 import type { ConditionStep } from '../db/tables.ts';
-import { checked, expression, onlyMembers } from './config.ts';
+import { oneExpression } from './config.ts';
 import { evaluateOne, type StepType } from './step.ts';
 
 /** JSONata's $boolean: empty strings, arrays and objects, 0, null and nothing are false. */
@@ -13,11 +13,7 @@ export function truthy(v: unknown): boolean {
 
 export const condition: StepType<ConditionStep['config']> = {
   type: 'condition',
-  validate: (config) =>
-    checked(() => {
-      onlyMembers(config, ['expression'], '', "a condition step's config");
-      return { expression: expression(config, 'expression', '', true)! };
-    }),
+  validate: (config) => oneExpression(config, 'condition'),
   run: async (config, ctx) => {
     const value = await evaluateOne(ctx, config.expression);
     const output = truthy(value);

@@ -85,3 +85,10 @@ export function expressionMap(
 /** The members of an object of name: expression, with their pointers under `name`. */
 export const membersOf = (name: string, map: Record<string, string> | undefined): Array<[string, string]> =>
   Object.entries(map ?? {}).map(([k, e]) => [`${name}/${pointerToken(k)}`, e]);
+
+/** A config of one member, `expression` (transform, condition). */
+export const oneExpression = (config: Record<string, unknown>, type: string): Checked<{ expression: string }> =>
+  checked(() => {
+    onlyMembers(config, ['expression'], '', `a ${type} step's config`);
+    return { expression: expression(config, 'expression', '', true)! };
+  });
