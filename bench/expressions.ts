@@ -9,7 +9,7 @@
  */
 import os from 'node:os';
 import jsonata from 'jsonata';
-import { createExpressionPool, type ExpressionJob } from '../src/workflows/expression-pool.ts';
+import { createExpressionPool, type ExpressionJob } from '../src/expressions/expression-pool.ts';
 import { intEnv } from './common.ts';
 
 const STEPS = intEnv('BENCH_EXPRESSION_STEPS', 20_000, 100, 10_000_000);

@@ -12,7 +12,7 @@
 import { sql } from 'kysely';
 import { jsonApi, seedTenant, startApp, tokenFor, type TestApp } from '../test/helpers/app.ts';
 import { startSchedules } from '../src/worker/schedules.ts';
-import { FIRST_WORKSPACE } from '../src/worker/queue.sql.ts';
+import { FIRST_WORKSPACE } from '../src/runs/queue.sql.ts';
 
 const API = '/api/json/v1';
 const STEPS = [{ key: 'echo', type: 'transform', config: { expression: 'payload' } }];

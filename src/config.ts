@@ -476,7 +476,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal: boolean = p
       max: int(env, 'TEST_RUN_RATE_MAX', 30, 1, 100_000),
       windowSeconds: int(env, 'TEST_RUN_RATE_WINDOW_SECONDS', 60, 1, 86_400),
     }),
-    // The upper bounds are what an answer shows (workflows/run-record.ts ANSWER_CAPS), so a
+    // The upper bounds are what an answer shows (runs/run-record.ts ANSWER_CAPS), so a
     // page of runs has a size known in advance; the steps' lower bound leaves room for 50
     // steps' previews and an error.
     runRecord: Object.freeze({

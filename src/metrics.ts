@@ -15,7 +15,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 export const METRICS_PREFIX = 'tributary_';
 
-/** What the queue gauges read at scrape time (workflows/queue-gauges.sql.ts). */
+/** What the queue gauges read at scrape time (runs/queue-gauges.sql.ts). */
 export interface QueueSample {
   ready: number;
   waiting: number;

@@ -1,6 +1,6 @@
 /**
  * Child processes for work that must not stall the event loop or exhaust the heap of the
- * process that asks for it: workflow expressions (workflows/expression-pool.ts) and
+ * process that asks for it: workflow expressions (expressions/expression-pool.ts) and
  * uploaded API documents (openapi/import-pool.ts).
  *
  * Processes, not worker threads: a worker thread that reaches its heap limit through one

@@ -6,7 +6,7 @@ import type { Db } from '../db/connect.ts';
 import { uuidv7 } from '../ids.ts';
 import type { Metrics } from '../metrics.ts';
 import * as q from './facts.sql.ts';
-import { validateFact, type FactModel, type FactInput } from './validate.ts';
+import { validateFact, type FactModel, type FactInput, type ValidFact } from './validate.ts';
 
 export type { FactField, FactModel, FactInput } from './validate.ts';
 
@@ -64,38 +64,52 @@ export async function writeFacts(
 ): Promise<WriteResult> {
   const errors: WriteError[] = [];
   const ids: (string | null)[] = new Array<string | null>(items.length).fill(null);
-  const rows: Array<q.ScopedFact & { index: number }> = [];
+  const valid: ValidFact[] = [];
+  const at: number[] = [];
   items.forEach((item, index) => {
     const v = validateFact(model, item);
     if (!v.ok) {
       for (const e of v.errors) errors.push({ index, ...e });
       return;
     }
-    rows.push({
-      index,
-      id: uuidv7(),
-      organization_id: scope.organizationId,
-      workspace_id: scope.workspaceId,
-      data_model_id: model.id,
-      entity_id: v.fact.entityId,
-      observed_at: v.fact.observedAt,
-      data: JSON.stringify(v.fact.data),
-      source_key: v.fact.sourceKey,
-    });
+    valid.push(v.fact);
+    at.push(index);
   });
-  if (rows.length === 0) return { written: 0, duplicates: 0, errors, ids };
+  if (valid.length === 0) return { written: 0, duplicates: 0, errors, ids };
+  const stored = await storeValidFacts(db, scope, model, valid, metrics, store);
+  stored.ids.forEach((id, i) => (ids[at[i]!] = id));
+  return { written: stored.written, duplicates: stored.duplicates, errors, ids };
+}
 
+/**
+ * Stores facts validateFact already accepted, as they are: a caller that validated them
+ * (a write_fact step, all or nothing) does not pay for it twice. Otherwise as writeFacts.
+ */
+export async function storeValidFacts(
+  db: Db,
+  scope: FactScope,
+  model: Pick<FactModel, 'id'>,
+  facts: readonly ValidFact[],
+  metrics?: Pick<Metrics, 'factsWritten'>,
+  store: FactStore = storeDirect,
+): Promise<Omit<WriteResult, 'errors'>> {
+  if (facts.length === 0) return { written: 0, duplicates: 0, ids: [] };
+  const rows: q.ScopedFact[] = facts.map((fact) => ({
+    id: uuidv7(),
+    organization_id: scope.organizationId,
+    workspace_id: scope.workspaceId,
+    data_model_id: model.id,
+    entity_id: fact.entityId,
+    observed_at: fact.observedAt,
+    data: JSON.stringify(fact.data),
+    source_key: fact.sourceKey,
+  }));
   // One statement (facts and fact_current together), atomic on its own: no transaction
   // needed. It sorts the rows (by model and source key) for its lock order.
   const stored = await store(db, rows);
-  let count = 0;
-  for (const row of rows)
-    if (stored.has(row.id)) {
-      ids[row.index] = row.id;
-      count++;
-    }
-
+  const ids = rows.map((row) => (stored.has(row.id) ? row.id : null));
+  const count = ids.filter((id) => id !== null).length;
   // Counted as stored: given a transaction, a rollback after this would count facts that are not.
   metrics?.factsWritten(count);
-  return { written: count, duplicates: rows.length - count, errors, ids };
+  return { written: count, duplicates: rows.length - count, ids };
 }

@@ -9,7 +9,7 @@ import type { Db } from '../db/connect.ts';
 import { deleteExpiredKeys } from '../http/idempotency.sql.ts';
 import { sweepFactRetention } from '../facts/retention.ts';
 import { deleteExpiredGuards } from '../webhooks/webhooks.sql.ts';
-import { deleteFinishedRuns } from '../worker/queue.sql.ts';
+import { deleteFinishedRuns } from '../runs/queue.sql.ts';
 
 const BATCH = 5_000;
 

@@ -24,7 +24,7 @@ import { uuidv7 } from '../ids.ts';
 import { isJsonMediaType, isObject, parseJson } from '../json.ts';
 import { sha256Hex } from '../secrets.ts';
 import { deliveryIdentity, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
-import { wakeWorkers } from '../workflows/wake.ts';
+import { wakeWorkers } from '../runs/wake.ts';
 import { DEFAULT_SIGNATURE_SCHEME, isSignatureScheme, SIGNATURE_HEADER_NAMES, verifySignature, type SignedId } from '../connectors/signature-schemes.ts';
 import type { InboundCheck } from '../connectors/inbound-status.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';

@@ -129,7 +129,7 @@ export interface NewRun {
  * is met by the insert's conflict instead: with two keys the update sets run_id to null,
  * which its NOT NULL refuses, so the whole statement (the other key's insert with it) is
  * undone, and acceptDelivery runs it again, when `seen` finds the guard (RACED).
- * (No NOTIFY here: see workflows/wake.ts.)
+ * (No NOTIFY here: see runs/wake.ts.)
  *
  * Nothing is inserted unless the lookup's row, read again inside this statement, still has
  * the digest the admission was decided on ($18, `current`): a delivery admitted from a
@@ -138,7 +138,7 @@ export interface NewRun {
  * given to another account, workflow deactivated, connector changed) committed before this
  * statement began, whichever process made it. `current` false: decide again from a fresh lookup.
  *
- * The run's source identity (what its facts' source keys derive from, worker/steps.ts) is
+ * The run's source identity (what its facts' source keys derive from, worker/execute.ts) is
  * the guard key, a digest already, with the instant the guard was taken: within the guard's
  * days the key makes one run, and a key seen again after its guard expired is a new
  * delivery whose facts are its own.

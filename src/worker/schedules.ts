@@ -1,7 +1,7 @@
 /**
  * Schedule triggers, fired by every process that runs the worker. Each process loads the
  * schedules of active workflows every second, sleeps until the earliest tick, and tries
- * to fire each due tick; the statement that fires ticks (workflows/schedule.sql.ts) lets
+ * to fire each due tick; the statement that fires ticks (triggers/schedule.sql.ts) lets
  * exactly one process make each tick's run, however many try.
  *
  * Which ticks a process tries, per schedule, with `prev` the instant up to which it has
@@ -24,9 +24,9 @@
 import type { Deps } from '../deps.ts';
 import { uuidv7 } from '../ids.ts';
 import { storedContext, type TraceSpan } from '../tracing.ts';
-import { latestTick, nextTick, ticksBetween } from '../workflows/schedule.ts';
-import { fireTicks, loadSchedules, type ScheduleRow, type Tick } from '../workflows/schedule.sql.ts';
-import { wakeWorkers } from '../workflows/wake.ts';
+import { latestTick, nextTick, ticksBetween } from '../triggers/schedule.ts';
+import { fireTicks, loadSchedules, type ScheduleRow, type Tick } from '../triggers/schedule.sql.ts';
+import { wakeWorkers } from '../runs/wake.ts';
 import { timerDelay } from '../datetime.ts';
 
 /** How often the schedules are loaded again: a schedule saved, changed or deactivated takes effect within this (and the pass after it). */

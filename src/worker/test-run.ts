@@ -1,6 +1,6 @@
 /**
  * A test run: one workflow version executed on a payload the caller gives, by the worker's
- * own executeRun in its dry-run mode, and nothing written. Transform and condition steps
+ * own executeRun against the dry effects (steps/effects.ts), and nothing written. Transform and condition steps
  * evaluate as in a run; write_fact validates and shows the facts it would store;
  * http_request shows the request it would send (credentials redacted) and sends it only
  * when the caller asks for safe calls and its method reads (GET, HEAD, OPTIONS), without
@@ -21,19 +21,18 @@ import type { Principal } from '../auth/principal.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { InputSchema } from '../input.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { executeRun, runContext, type DryRun, type DryRunNote } from './steps.ts';
+import { executeRun, runContext } from './execute.ts';
+import { dryEffects, type DryRunNote } from '../steps/effects.ts';
+import { stepTypeOf } from '../steps/index.ts';
 import { deliveryHeaders } from '../triggers/delivery-headers.ts';
-
-/** A sample's headers are bounded as a delivery's are: a run keeps at most this many. */
-export { MAX_HEADERS as MAX_SAMPLE_HEADERS } from '../triggers/delivery-headers.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
-import type { ClaimedRun } from './queue.sql.ts';
-import type { ExpressionPool } from '../workflows/expression-pool.ts';
+import type { ClaimedRun } from '../runs/queue.sql.ts';
+import type { ExpressionPool } from '../expressions/expression-pool.ts';
 import { loadTestedVersion } from './test-run.sql.ts';
 import type { Limiter } from '../limiter.ts';
 import type { Config } from '../config.ts';
 import type { TraceSpan } from '../tracing.ts';
-import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../workflows/run-record.ts';
+import { ANSWER_CAPS, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES } from '../runs/run-record.ts';
 
 /**
  * An answer stays bounded as a run's does: each step's input within PAYLOAD_SHOWN_BYTES
@@ -154,7 +153,8 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
   const call = input.call ?? 'none';
   // Calling out with a connector's credentials asks what saving such a step asks.
-  if (call === 'safe' && tested.definition.some((s) => s.type === 'http_request')) authorize(principal, 'workflow.save_http_request');
+  if (call === 'safe' && tested.definition.some((s) => stepTypeOf(s)?.describe(s.config).connector !== undefined))
+    authorize(principal, 'workflow.save_http_request');
   const release = await testRunSlot(deps, principal.workspaceId);
   try {
     return await testRunIn(deps, tested, call, input, trace);
@@ -213,7 +213,7 @@ async function testRunIn(
     saver: tested.saver,
     ...sampleDelivery(input, tested.secretHeaders),
   };
-  const dryRun: DryRun = { call, notes: new Map() };
+  const dry = dryEffects(call, new Map());
   const span = trace?.child('workflow.test_run', 'internal', {
     'tributary.workflow.id': tested.workflow_id,
     'tributary.workflow.version': tested.version,
@@ -223,7 +223,7 @@ async function testRunIn(
     db: deps.db,
     clock: deps.clock,
     expressions: deps.testExpressions,
-    dryRun,
+    effects: dry,
     trace: span,
     outputMaxBytes: deps.config.runRecord.outputBytes,
     ...(deps.connectors ? { connectors: deps.connectors } : {}),
@@ -240,7 +240,7 @@ async function testRunIn(
   let facts = 0;
   const steps = records.map((r, i): TestStep => {
     const type = tested.definition[i]?.type ?? 'unknown';
-    const note = dryRun.notes.get(r.key) ?? {};
+    const note = dry.notes.get(r.key) ?? {};
     const ran = r.status !== 'skipped';
     const stepInput = ran ? { ...runContext(run), steps: { ...seen } } : null;
     if (r.status === 'succeeded') {

@@ -12,11 +12,11 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
-import { claimBatch, FIRST_WORKSPACE, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from './queue.sql.ts';
-import { NOTIFY_CHANNEL } from '../workflows/notify.sql.ts';
-import { executeRun } from './steps.ts';
+import { claimBatch, FIRST_WORKSPACE, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from '../runs/queue.sql.ts';
+import { NOTIFY_CHANNEL } from '../runs/notify.sql.ts';
+import { executeRun } from './execute.ts';
 import { factWriter, type FactWriter } from '../facts/fact-writer.ts';
-import { capRecord, traceIdOf } from '../workflows/run-record.ts';
+import { capRecord, traceIdOf } from '../runs/run-record.ts';
 import { failureSummary } from '../errors.ts';
 import type { TraceSpan, Tracing } from '../tracing.ts';
 

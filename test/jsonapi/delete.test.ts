@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as admin from '../../src/admin/service.ts';
 import { assertJsonApiError, jsonApi, seedAccount, seedTenant, tokenFor } from '../helpers/app.ts';
 import { API, createModel, deliver, save, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
-import { fireTicks, loadSchedules } from '../../src/workflows/schedule.sql.ts';
+import { fireTicks, loadSchedules } from '../../src/triggers/schedule.sql.ts';
 import { startSchedules } from '../../src/worker/schedules.ts';
 import { countWorkflows } from '../../src/quotas/quotas.sql.ts';
 import { buildOpenApiDocument } from '../../src/http/jsonapi/openapi.ts';

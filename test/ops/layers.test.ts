@@ -4,7 +4,7 @@
  * A surface module is one that answers requests of one surface: everything under
  * src/http/, src/graphql/ and src/token/, src/webhooks/surface.ts, and src/admin/ except
  * its services (service.ts, admin.sql.ts, bootstrap.ts). A domain module is everything
- * under src/facts/, src/resources/, src/providers/, src/workflows/, src/worker/,
+ * under src/facts/, src/resources/, src/providers/, src/workflows/, src/runs/, src/worker/, src/steps/, src/expressions/,
  * src/connectors/, src/openapi/, src/auth/, src/db/, src/triggers/, src/quotas/, src/webhooks/ other than surface.ts,
  * those admin services, and the files directly in src/ other than the entry points
  * (main.ts, server.ts, app.ts). A domain module imports no surface module, with `import`,
@@ -28,7 +28,10 @@ const DOMAIN = [
   /^resources\//,
   /^providers\//,
   /^workflows\//,
+  /^runs\//,
   /^worker\//,
+  /^steps\//,
+  /^expressions\//,
   /^connectors\//,
   /^openapi\//,
   /^auth\//,
@@ -79,7 +82,15 @@ describe('layers', () => {
     for (const surface of ['http/surface.ts', 'graphql/surface.ts', 'token/surface.ts', 'webhooks/surface.ts', 'admin/surface.ts']) {
       assert.ok(GRAPH.has(surface) && isSurface(surface), `${surface} is a surface module`);
     }
-    for (const domain of ['facts/write.ts', 'resources/workflows/service.ts', 'auth/principal.ts', 'worker/steps.ts', 'webhooks/webhooks.sql.ts', 'deps.ts']) {
+    for (const domain of [
+      'facts/write.ts',
+      'resources/workflows/service.ts',
+      'auth/principal.ts',
+      'worker/execute.ts',
+      'steps/write-fact.ts',
+      'webhooks/webhooks.sql.ts',
+      'deps.ts',
+    ]) {
       assert.ok(GRAPH.has(domain) && isDomain(domain), `${domain} is a domain module`);
     }
     assert.ok(GRAPH.get('app.ts')!.includes('http/surface.ts'), 'app.ts imports http/surface.ts');

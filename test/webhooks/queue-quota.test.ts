@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { jsonApi, seedTenant, tokenFor } from '../helpers/app.ts';
 import { startWorker } from '../../src/worker/worker.ts';
 import { refreshSchedules, schedulePass, scheduleState } from '../../src/worker/schedules.ts';
-import { loadSchedules } from '../../src/workflows/schedule.sql.ts';
+import { loadSchedules } from '../../src/triggers/schedule.sql.ts';
 import { API, deliver, saveOk, startFlow, waitForRun, type Flow } from './helpers.ts';
 
 const LIMIT = 2;

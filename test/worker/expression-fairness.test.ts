@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { createExpressionPool } from '../../src/workflows/expression-pool.ts';
+import { createExpressionPool } from '../../src/expressions/expression-pool.ts';
 
 // Some tens of ms of work a job, whatever the machine: enough that a batch of them takes a while.
 const SLOW = '$count([1..2000].($ * 2))';

@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { createExpressionPool } from '../../src/workflows/expression-pool.ts';
-import { ExpressionError, ExpressionPoolError } from '../../src/workflows/expressions.ts';
+import { createExpressionPool } from '../../src/expressions/expression-pool.ts';
+import { ExpressionError, ExpressionPoolError } from '../../src/expressions/expressions.ts';
 
 const pool = createExpressionPool({ processes: 2, memoryMb: 64, timeoutMs: 1000 });
 after(() => pool.close());

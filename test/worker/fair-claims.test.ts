@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimBatch, FIRST_WORKSPACE } from '../../src/worker/queue.sql.ts';
+import { claimBatch, FIRST_WORKSPACE } from '../../src/runs/queue.sql.ts';
 import { jsonApi, seedTenant, tokenFor } from '../helpers/app.ts';
 import { deliver, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
 

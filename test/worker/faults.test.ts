@@ -14,7 +14,7 @@ import pg from 'pg';
 import { freshPostgresDatabase } from '../helpers/app.ts';
 import { freePort, ROOT } from '../helpers/cli.ts';
 import { tcpProxy } from '../helpers/tcp-proxy.ts';
-import { sourceKey } from '../../src/worker/steps.ts';
+import { sourceKey } from '../../src/worker/execute.ts';
 
 const POSTGRES = Boolean(process.env.DATABASE_URL);
 const skip = !POSTGRES && 'needs PostgreSQL';

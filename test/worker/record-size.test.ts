@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { API, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 import { adminCall } from '../helpers/app.ts';
-import { ANSWER_CAPS, capSteps, cutText, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES, RUN_ANSWER_MAX_BYTES } from '../../src/workflows/run-record.ts';
+import { ANSWER_CAPS, capSteps, cutText, PAYLOAD_SHOWN_BYTES, PREVIEW_BYTES, RUN_ANSWER_MAX_BYTES } from '../../src/runs/run-record.ts';
 import type { StepRecord } from '../../src/db/tables.ts';
 
 const f: Flow = await startFlow();

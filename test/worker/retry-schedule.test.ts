@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { retryDelayMs } from '../../src/worker/steps.ts';
+import { retryDelayMs } from '../../src/worker/execute.ts';
 import { startWorker } from '../../src/worker/worker.ts';
 import { API, createModel, deliver, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';

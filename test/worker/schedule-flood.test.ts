@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { planPass, refreshSchedules, scheduleState, schedulePass } from '../../src/worker/schedules.ts';
-import { loadSchedules } from '../../src/workflows/schedule.sql.ts';
+import { loadSchedules } from '../../src/triggers/schedule.sql.ts';
 import { jsonApi, seedTenant, tokenFor } from '../helpers/app.ts';
 import { saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
 

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimRuns, finishRuns } from '../../src/worker/queue.sql.ts';
-import { executeRun, sourceKey } from '../../src/worker/steps.ts';
+import { claimRuns, finishRuns } from '../../src/runs/queue.sql.ts';
+import { executeRun, sourceKey } from '../../src/worker/execute.ts';
 import { startWorker, type Worker } from '../../src/worker/worker.ts';
 import { gql, gqlClient } from '../graphql/helpers.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';

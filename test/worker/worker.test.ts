@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimRuns, finishRuns, reclaimExpired, LEASE_LOST, leaseLostTooOften } from '../../src/worker/queue.sql.ts';
-import { executeRun, backoffMs, truthy } from '../../src/worker/steps.ts';
+import { claimRuns, finishRuns, reclaimExpired, LEASE_LOST, leaseLostTooOften } from '../../src/runs/queue.sql.ts';
+import { executeRun, backoffMs, truthy } from '../../src/worker/execute.ts';
 import { startWorker } from '../../src/worker/worker.ts';
 import { createDb } from '../../src/db/connect.ts';
 import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';

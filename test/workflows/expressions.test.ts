@@ -1,5 +1,5 @@
 /**
- * What compileExpression (src/workflows/expressions.ts) refuses when a workflow is saved,
+ * What compileExpression (src/expressions/expressions.ts) refuses when a workflow is saved,
  * and what it must let through: the length and emptiness bounds, syntax errors with their
  * position, and regular expressions of the three risky shapes (nested quantifiers, a
  * quantified alternation, three quantified copies of one atom), while the ordinary safe
@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { compileExpression, describe as describeError, EXPRESSION_LIMITS, riskyRegex } from '../../src/workflows/expressions.ts';
+import { compileExpression, describe as describeError, EXPRESSION_LIMITS, riskyRegex } from '../../src/expressions/expressions.ts';
 import { runs } from '../helpers/property.ts';
 
 function reason(text: string): string {

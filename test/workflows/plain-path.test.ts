@@ -1,11 +1,11 @@
 /**
- * Plain paths read in the process (src/workflows/plain-path.ts) give what JSONata gives, or
+ * Plain paths read in the process (src/expressions/plain-path.ts) give what JSONata gives, or
  * are left to the pool: never another value.
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import jsonata from 'jsonata';
-import { plainPath } from '../../src/workflows/plain-path.ts';
+import { plainPath } from '../../src/expressions/plain-path.ts';
 
 const input = {
   payload: { customer: 'c-1', n: 0, off: false, none: null, items: [{ sku: 'A' }, { sku: 'B' }], one: [7], nested: { deep: { x: 1 } }, text: 'abc' },

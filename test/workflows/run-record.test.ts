@@ -1,5 +1,5 @@
 /**
- * The size caps of a run record (src/workflows/run-record.ts), without a worker: cutText
+ * The size caps of a run record (src/runs/run-record.ts), without a worker: cutText
  * keeps a start of the text that fits, never half of a surrogate pair (a property over any
  * text), and capSteps, capRecord and presentRun cut what is over its cap and keep the rest.
  */
@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { StepRecord } from '../../src/db/tables.ts';
-import { capRecord, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, presentRun, PREVIEW_BYTES, type RecordCaps } from '../../src/workflows/run-record.ts';
+import { capRecord, capSteps, cutText, jsonBytes, PAYLOAD_SHOWN_BYTES, presentRun, PREVIEW_BYTES, type RecordCaps } from '../../src/runs/run-record.ts';
 import { runs } from '../helpers/property.ts';
 
 // Characters of one, two, three and four UTF-8 bytes, and ones JSON escapes (to six bytes).

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Deps } from '../../src/deps.ts';
 import { dueTicks, refreshSchedules, scheduleState, schedulePass, startSchedules, type ScheduleState } from '../../src/worker/schedules.ts';
-import { loadSchedules, type ScheduleRow } from '../../src/workflows/schedule.sql.ts';
-import { latestTick, nextTick, ticksBetween } from '../../src/workflows/schedule.ts';
+import { loadSchedules, type ScheduleRow } from '../../src/triggers/schedule.sql.ts';
+import { latestTick, nextTick, ticksBetween } from '../../src/triggers/schedule.ts';
 import { API, save, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 
 const f: Flow = await startFlow({}, { worker: true });

@@ -1,6 +1,6 @@
 /**
  * Test runs (POST workflows/:id/test_run): a version run on a given payload through the
- * worker's own steps in dry-run mode. They store nothing (every table a run could touch is
+ * worker's own steps against the dry effects (src/steps/effects.ts). They store nothing (every table a run could touch is
  * counted before and after), show the would-be facts with every validation problem, show
  * the request an http_request would send with the connector's secret redacted, and call the
  * provider only for a safe method when asked, without spending the connector's rate budget.

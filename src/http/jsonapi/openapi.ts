@@ -11,13 +11,14 @@ import { SCOPES } from '../../auth/tokens.ts';
 import { RESOURCE_TYPES } from '../../resources/types.ts';
 import { builderStateInput } from '../../resources/workflows/service.ts';
 import { DEFAULT_WEBHOOK_ACCEPT, KEY_RE, WEBHOOK_ACCEPT } from '../../workflows/definition.ts';
-import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE } from '../../workflows/schedule.ts';
-import { MAX_SAMPLE_HEADERS, testRunInput } from '../../worker/test-run.ts';
+import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE } from '../../triggers/schedule.ts';
+import { testRunInput } from '../../worker/test-run.ts';
 import { REPLAY_VERSIONS, BULK_REPLAY_MAX } from '../../resources/workflow_runs/replay.ts';
 import { API_PREFIX } from './document.ts';
 import { JSONAPI_MEDIA_TYPE } from './errors.ts';
 import { writeInputs } from './writable.ts';
 import { QUERY_LIMITS, canFilter, canSort, filterOperators } from './query.ts';
+import { MAX_HEADERS } from '../../triggers/delivery-headers.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const GRAPHQL_SDL_PATH = '/api/graphql/schema.graphql';
@@ -493,7 +494,7 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
                     headers: {
                       type: ['object', 'null'],
                       additionalProperties: { type: 'string' },
-                      maxProperties: MAX_SAMPLE_HEADERS,
+                      maxProperties: MAX_HEADERS,
                       description: "The sample delivery's headers; expressions see them as delivery.headers (lowercased, credentials and signatures left out)",
                     },
                     ...(attrs.properties as Schema),

@@ -39,7 +39,8 @@ import { createApiSpec, deleteApiSpec, patchApiSpec } from '../../resources/api_
 import { providerRoutes } from './providers.ts';
 import { writeInputs } from './writable.ts';
 import { isObject, pointerToken } from '../../json.ts';
-import { MAX_SAMPLE_HEADERS, testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
+import { MAX_HEADERS } from '../../triggers/delivery-headers.ts';
+import { testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApiSurface(deps: Deps): SurfaceSpec {
@@ -217,12 +218,12 @@ async function rateLimitAttributes(deps: Deps, connectorId: string, config: Reco
 const HEADER_NAME_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const BAD_HEADER_VALUE_RE = /[\r\n\0]/;
 
-/** A test run's `headers`: an object of string values, as a delivery's headers could be; at most MAX_SAMPLE_HEADERS of them. */
+/** A test run's `headers`: an object of string values, as a delivery's headers could be; at most MAX_HEADERS of them. */
 function readSampleHeaders(headers: unknown): Record<string, string> {
   const at = '/data/attributes/headers';
   if (!isObject(headers)) throw invalidAt(at, 'headers must be an object of header names to string values, e.g. {"X-GitHub-Event": "push"}');
   const names = Object.keys(headers);
-  if (names.length > MAX_SAMPLE_HEADERS) throw invalidAt(at, `headers may hold at most ${MAX_SAMPLE_HEADERS} headers, as a run keeps at most that many`);
+  if (names.length > MAX_HEADERS) throw invalidAt(at, `headers may hold at most ${MAX_HEADERS} headers, as a run keeps at most that many`);
   const out: Record<string, string> = {};
   for (const name of names) {
     const value = headers[name];

@@ -8,7 +8,7 @@ import { parseDateTime } from '../../datetime.ts';
 import { AppError, invalidAt } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { isObject } from '../../json.ts';
-import { wakeWorkers } from '../../workflows/wake.ts';
+import { wakeWorkers } from '../../runs/wake.ts';
 import { insertBulkReplay, type ReplayVersion, type RunFilterClause } from './replay.sql.ts';
 import { RUN_OUTCOMES } from './resource.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';

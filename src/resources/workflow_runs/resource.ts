@@ -1,7 +1,7 @@
 import type { ResourceType } from '../resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
-import { presentRun } from '../../workflows/run-record.ts';
+import { presentRun } from '../../runs/run-record.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
 export const RUN_OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter'] as const;

@@ -4,12 +4,12 @@ import type { RunOutcome, RunStatus } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError, invalidParam } from '../../errors.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
-import { wakeWorkers } from '../../workflows/wake.ts';
+import { wakeWorkers } from '../../runs/wake.ts';
 import { findRun, listRuns } from './workflow-runs.sql.ts';
 import { insertReplay, isRunOfDeletedWorkflow, type ReplayVersion } from './replay.sql.ts';
 import { storedContext, type TraceSpan } from '../../tracing.ts';
 import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
-import { presentRun } from '../../workflows/run-record.ts';
+import { presentRun } from '../../runs/run-record.ts';
 import { checkWaitingRuns } from '../../quotas/quotas.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);

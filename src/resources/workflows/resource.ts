@@ -1,7 +1,7 @@
 import type { ResourceType } from '../resource.ts';
 import { TIMESTAMPS } from '../common.ts';
 import { visibleUndeletedInWorkspace } from '../workspace-scope.sql.ts';
-import { nextTick } from '../../workflows/schedule.ts';
+import { nextTick } from '../../triggers/schedule.ts';
 import type { WorkflowTriggerView } from '../../db/tables.ts';
 import { DEFAULT_WEBHOOK_ACCEPT } from '../../workflows/definition.ts';
 

@@ -21,13 +21,14 @@ import { randomSecret, SECRET_PREFIX, sha256Hex } from '../../secrets.ts';
 import { checkOrganization } from '../data_models/service.ts';
 import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts';
 import { DEFAULT_WEBHOOK_ACCEPT, readDefinition, type Definition } from '../../workflows/definition.ts';
+import { stepTypeOf } from '../../steps/index.ts';
 import * as q from './workflows.sql.ts';
 import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
 import type { Quotas } from '../../config.ts';
 import { checkTriggers, checkWorkflowCreate } from '../../quotas/quotas.ts';
-import { shortestInterval } from '../../workflows/schedule.ts';
+import { shortestInterval } from '../../triggers/schedule.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const builderStateInput: InputSchema = {
@@ -67,7 +68,7 @@ function lockVersionOf(revision: number, graphHash: string): string {
 
 /** References that only the database can check, checked inside the save's transaction. */
 async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggers: Map<string, { type: string }>): Promise<void> {
-  const slugs = [...new Set(def.steps.flatMap((s) => (s.type === 'write_fact' ? [s.config.data_model_slug] : [])))];
+  const slugs = [...new Set(def.steps.flatMap((s) => stepTypeOf(s)?.describe(s.config).dataModel ?? []))];
   await q.shareModels(trx, principal.workspaceId, slugs);
   const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
   def.steps.forEach((step, i) => {
@@ -109,7 +110,7 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
  * parameter of that operation is given in params.
  */
 async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): Promise<void> {
-  const ids = [...new Set(def.steps.flatMap((s) => (s.type === 'http_request' ? [s.config.connector_id] : [])))];
+  const ids = [...new Set(def.steps.flatMap((s) => stepTypeOf(s)?.describe(s.config).connector ?? []))];
   const connectors = await q.outboundConnectors(trx, principal.workspaceId, ids);
   def.steps.forEach((step, i) => {
     if (step.type !== 'http_request') return;
@@ -176,7 +177,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
   checkScheduleIntervals(def, limits.scheduleMinIntervalSeconds, now);
   // An http_request step calls out with a connector's credentials, to a method and path the
   // step chooses: handing them to a workflow is for those who manage connectors.
-  if (def.steps.some((s) => s.type === 'http_request')) {
+  if (def.steps.some((s) => stepTypeOf(s)?.describe(s.config).connector !== undefined)) {
     authorize(principal, 'workflow.save_http_request');
   }
   const workflowId = (attrs.workflow_id as string | null | undefined) ?? null;

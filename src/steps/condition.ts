@@ -1,0 +1,24 @@
+/** condition: its output is whether the expression's value is truthy; false skips the rest of the run, a success. */
+import type { ConditionStep } from '../db/tables.ts';
+import { oneExpression } from './config.ts';
+import { evaluateOne, type StepType } from './step.ts';
+
+/** JSONata's $boolean: empty strings, arrays and objects, 0, null and nothing are false. */
+export function truthy(v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.some(truthy);
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return true;
+}
+
+export const condition: StepType<ConditionStep['config']> = {
+  type: 'condition',
+  validate: (config) => oneExpression(config, 'condition'),
+  run: async (config, ctx) => {
+    const value = await evaluateOne(ctx, config.expression);
+    const output = truthy(value);
+    // What the expression gave, before truthiness: the record keeps it (worker/execute.ts).
+    return { output, value, ...(output ? {} : { stop: { reason: `condition false at step ${ctx.key}` } }) };
+  },
+  describe: (config) => ({ expressions: [['expression', config.expression]] }),
+};

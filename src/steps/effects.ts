@@ -1,0 +1,138 @@
+/**
+ * What steps do to the world, behind one interface: a run's real effects, and a test run's
+ * dry ones that show what would have been done (worker/test-run.ts). The steps themselves
+ * hold no test-run branch: they compute, and hand what they would store or send here.
+ */
+import type { Db } from '../db/connect.ts';
+import type { ConnectorRow } from '../connectors/connectors.sql.ts';
+import { connectorCall, previewCall, type CallParts, type CallTarget, type RequestPreview } from '../connectors/call.ts';
+import type { ConnectorRuntime } from '../connectors/runtime.ts';
+import { AppError, permanentFailure } from '../errors.ts';
+import type { FactModel, ValidFact } from '../facts/validate.ts';
+import { storeValidFacts, type FactStore } from '../facts/write.ts';
+import type { Metrics } from '../metrics.ts';
+import type { TraceSpan } from '../tracing.ts';
+
+/**
+ * The facts of one write_fact step, each validated once (facts/validate.ts) by the step:
+ * stored all together, or, with a refusal, none (the step then fails with it).
+ */
+export interface FactsToStore {
+  key: string;
+  run: { organization_id: string; workspace_id: string };
+  model: FactModel;
+  /** Every item as the step made it: as it would be stored when valid (instant and datetimes normalized, its entity), else as given. */
+  items: NonNullable<DryRunNote['facts']>;
+  /** The valid items, to store. */
+  facts: ValidFact[];
+  /** Every problem of the items, at its pointer. */
+  problems: NonNullable<DryRunNote['problems']>;
+  /** Why nothing is stored: the step's error. */
+  refusal?: string | undefined;
+}
+
+/** A call a step would make through a connector. */
+export interface CallToMake {
+  key: string;
+  runtime: ConnectorRuntime;
+  row: ConnectorRow;
+  target: CallTarget;
+  idempotencyKey: string;
+}
+
+/** A call's answer as a step's output: status, headers (never set-cookie), body. */
+export type CallOutput = { status: number; headers: Record<string, unknown>; body: unknown } | null;
+
+export interface Effects {
+  storeFacts(what: FactsToStore): Promise<{ written: number; duplicates: number }>;
+  /**
+   * Checks the call's target against the connector (throwing before any expression is
+   * evaluated, as it should), then gives the sender of its parts.
+   */
+  callOut(call: CallToMake): (parts: CallParts, span: TraceSpan | undefined) => Promise<CallOutput>;
+  /** For the waits to come (delay, wait_until, wait_for_delivery): no step type waits yet. */
+  wait(key: string, until: Date): Promise<never>;
+}
+
+const noWaits = async (key: string): Promise<never> => {
+  throw new AppError('internal_error', `Step ${key} asked to wait: no step type of this release waits`);
+};
+
+const answer = (res: { status: number; headers: Record<string, unknown>; body: unknown }): NonNullable<CallOutput> => {
+  const { 'set-cookie': _cookie, ...headers } = res.headers;
+  return { status: res.status, headers, body: res.body };
+};
+
+export interface RealEffectsEnv {
+  db: Db;
+  metrics?: Pick<Metrics, 'factsWritten'> | undefined;
+  /** The worker's fact writer (batches concurrent runs); one statement per step when absent. */
+  store?: FactStore | undefined;
+}
+
+/** A run's effects: facts stored, calls sent. */
+export function realEffects(env: RealEffectsEnv): Effects {
+  return {
+    async storeFacts({ run, model, facts, refusal }) {
+      if (refusal !== undefined) throw permanentFailure(refusal);
+      const r = await storeValidFacts(env.db, { organizationId: run.organization_id, workspaceId: run.workspace_id }, model, facts, env.metrics, env.store);
+      return { written: r.written, duplicates: r.duplicates };
+    },
+    callOut({ runtime, row, target, idempotencyKey }) {
+      const send = connectorCall(runtime, row, target, idempotencyKey);
+      return async (parts, span) => answer(await send(parts, span));
+    },
+    wait: noWaits,
+  };
+}
+
+/** What a test run shows of a step beside its output. */
+export interface DryRunNote {
+  facts?: Array<{ observed_at: unknown; data: unknown; entity_id?: string | null }>;
+  problems?: Array<{ item?: number; pointer: string; detail: string }>;
+  request?: RequestPreview;
+  response?: unknown;
+  /** Why the step's output is what it is in a test run (a call not made). */
+  note?: string;
+}
+
+/** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A test run's effects: facts shown as they would be stored, never stored; a request shown,
+ * and sent only when `call` is safe and its method reads (without taking the rate budget).
+ * What each step would have done is in `notes`, by step key.
+ */
+export function dryEffects(call: 'none' | 'safe', notes: Map<string, DryRunNote>): Effects & { notes: Map<string, DryRunNote> } {
+  return {
+    notes,
+    async storeFacts({ key, items, facts, problems, refusal }) {
+      // Shown before it says why nothing would be stored: the would-be facts and every problem.
+      notes.set(key, { facts: items, problems });
+      if (refusal !== undefined) throw permanentFailure(refusal);
+      return { written: facts.length, duplicates: 0 };
+    },
+    callOut({ key, runtime, row, target, idempotencyKey }) {
+      // The same check of the target a run makes, before any expression is evaluated.
+      connectorCall(runtime, row, target, idempotencyKey);
+      const preview = previewCall(runtime, row, target, idempotencyKey);
+      return async (parts, span) => {
+        const { request, send } = await preview(parts);
+        const note: DryRunNote = { request };
+        notes.set(key, note);
+        if (call !== 'safe' || send === undefined || !SAFE_METHODS.has(request.method ?? '')) {
+          note.note =
+            call !== 'safe'
+              ? 'Not sent (call is "none"): the output is null, and the next steps see null'
+              : `Not sent: only GET, HEAD and OPTIONS calls of an http connector are made in a test run; the output is null, and the next steps see null`;
+          return null;
+        }
+        const res = answer(await send(span));
+        note.response = res;
+        return res;
+      };
+    },
+    wait: noWaits,
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * One interface for every step type (docs/architecture.md, "Adding a step type"). A step
+ * type checks its config when a workflow is saved, runs it against the run's context and
+ * an `Effects` (effects.ts: the real one in a run, the dry one in a test run), and says
+ * what it reads and touches, for the save's checks, test runs and the console.
+ *
+ * A step fails permanently on what a retry cannot change (an expression error, a fact
+ * that does not fit its data model) and transiently on what it can (the database not
+ * answering): it throws a WorkFailure (errors.ts), and the run retries with backoff.
+ */
+import type { Db } from '../db/connect.ts';
+import type { Role, WorkflowRunTable } from '../db/tables.ts';
+import type { DataModelWithFields } from '../facts/models.sql.ts';
+import type { Selectable } from 'kysely';
+import type { ConnectorRow } from '../connectors/connectors.sql.ts';
+import type { ConnectorRuntime } from '../connectors/runtime.ts';
+import { permanentFailure, WorkFailure } from '../errors.ts';
+import { ExpressionError, ExpressionPoolError } from '../expressions/expressions.ts';
+import type { ExpressionJob, ExpressionPool } from '../expressions/expression-pool.ts';
+import type { TraceSpan } from '../tracing.ts';
+import type { ExpressionDelivery } from '../triggers/delivery-headers.ts';
+import type { Effects } from './effects.ts';
+
+/** A problem with a step's config at save: its JSON pointer under the config ('' is the config itself). */
+export interface Issue {
+  pointer: string;
+  detail: string;
+}
+
+export type Checked<Config> = { ok: true; config: Config } | { ok: false; issues: Issue[] };
+
+/** What a step reads of its run (a claimed run, runs/queue.sql.ts, has it all; so has a test run's). */
+export type StepRun = Pick<Selectable<WorkflowRunTable>, 'id' | 'organization_id' | 'workspace_id' | 'workflow_version' | 'source_identity' | 'inserted_at'> & {
+  /** The data models its write_fact steps name, as they are at the claim. */
+  models: DataModelWithFields[];
+  /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
+  saver: { role: Role; is_active: boolean } | null;
+  /** The versions of the connectors its http_request steps name, as they are at the claim (see ClaimedRun). */
+  connector_versions?: Record<string, string> | null;
+};
+
+/** What every expression of a run sees. */
+export interface Context {
+  payload: unknown;
+  steps: Record<string, unknown>;
+  run: { id: string; attempt: number };
+  trigger: { key: string | null };
+  delivery: ExpressionDelivery | null;
+}
+
+/** What one attempt reads once however many steps use it: connectors by id, and whether the version's saver may still call out. */
+export interface AttemptReads {
+  connectors: Map<string, ConnectorRow | undefined>;
+  saverMay?: boolean;
+}
+
+/** What a step runs with besides its config and the effects. */
+export interface StepContext {
+  db: Db;
+  run: StepRun;
+  /** The step's key. */
+  key: string;
+  /** What its expressions see (the outputs of the steps before it). */
+  input: Context;
+  expressions: ExpressionPool;
+  /** Outbound calls' runtime (rate budgets, the connector cache); absent where no step calls out. */
+  connectors?: ConnectorRuntime | undefined;
+  reads: AttemptReads;
+  /** The step's span; undefined when tracing is off. */
+  span: TraceSpan | undefined;
+}
+
+/** What a step gave. */
+export interface StepResult {
+  output: unknown;
+  /** Kept on the step's record beside the output (a condition's value before truthiness). */
+  value?: unknown;
+  /** The run stops after this step, a success (a false condition): the rest are skipped for this reason. */
+  stop?: { reason: string };
+  /** Facts stored by the step, for the run's count. */
+  factsWritten?: number;
+}
+
+/** What a step reads and touches, from its config alone. */
+export interface StepDescription {
+  /** Its expressions, each with its pointer under the config (for the step-reference check at save). */
+  expressions: Array<[pointer: string, expression: string]>;
+  /** The data model it writes facts of. */
+  dataModel?: string;
+  /** The outbound connector it calls out through. */
+  connector?: string;
+}
+
+export interface StepType<Config> {
+  readonly type: string;
+  /** The config's shape and expressions, at save (what needs the database is checked by the save). */
+  validate(config: Record<string, unknown>): Checked<Config>;
+  run(config: Config, ctx: StepContext, effects: Effects): Promise<StepResult>;
+  describe(config: Config): StepDescription;
+}
+
+/** A step's expressions, evaluated in one job of the pool (see ExpressionPool.run). */
+export async function evaluate(ctx: Pick<StepContext, 'expressions' | 'run'>, job: Omit<ExpressionJob, 'workspace'>): Promise<unknown[][]> {
+  try {
+    // The workspace: the pool serves waiting work round-robin by it.
+    return await ctx.expressions.run({ ...job, workspace: ctx.run.workspace_id });
+  } catch (err) {
+    if (err instanceof ExpressionError) throw permanentFailure(err.message);
+    // The pool's own trouble (closing at shutdown, a process lost to an outside signal): another attempt can succeed.
+    if (err instanceof ExpressionPoolError) throw new WorkFailure(err.message, { transient: true, cause: err });
+    throw err;
+  }
+}
+
+export const evaluateOne = async (ctx: Pick<StepContext, 'expressions' | 'run' | 'input'>, expression: string): Promise<unknown> =>
+  (await evaluate(ctx, { input: ctx.input, expressions: [expression] }))[0]![0];
