@@ -367,6 +367,20 @@ export interface StepRecord {
   reason?: string;
   /** A condition: the value its expression gave, before it was read as true or false. */
   value?: unknown;
+  /** A succeeded or failed step: the attempt whose result this is (a step resumed from the checkpoint keeps the attempt that ran it). */
+  attempt?: number;
+  /** How many attempts ran the step to a result (succeeded or failed), this one included. */
+  attempts?: number;
+}
+
+/**
+ * What a run has done, for its later attempts (docs/workflows.md, "Durable steps"): the
+ * records of its first steps that succeeded, in order, outputs as the later steps saw them,
+ * and how many attempts ran each step to a result.
+ */
+export interface RunCheckpoint {
+  steps: StepRecord[];
+  tries: Record<string, number>;
 }
 
 export interface WorkflowRunTable {
@@ -383,6 +397,8 @@ export interface WorkflowRunTable {
   max_attempts: Generated<number>;
   lease_losses: Generated<number>;
   steps: ColumnType<StepRecord[], string | undefined, string>;
+  /** The succeeded steps a later attempt resumes after; null before the first and after the run ends. */
+  checkpoint: ColumnType<RunCheckpoint | null, string | null | undefined, string | null>;
   error: string | null;
   replay_of: string | null;
   outcome: ColumnType<RunOutcome | null, RunOutcome | null | undefined, RunOutcome | null>;

@@ -7,7 +7,7 @@
  */
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { Role, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
+import type { Role, RunCheckpoint, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
 
@@ -44,6 +44,8 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
    * the same version (connector-cache.ts), so a change committed before the claim is always seen.
    */
   connector_versions?: Record<string, string> | null;
+  /** What its earlier attempts recorded as done (null: nothing yet; absent: a test run, which resumes nothing). */
+  checkpoint?: RunCheckpoint | null;
 };
 
 // Who saved the version, read in the claim: steps that call out check it at every attempt without a statement of their own.
@@ -112,7 +114,7 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
               r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
               coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
-              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, share.n as claim_share`.execute(db);
+              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, share.n as claim_share`.execute(db);
   const perWorkspace = new Map<string, number>();
   for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
   const share = rows[0]?.claim_share ?? 0;
@@ -133,6 +135,18 @@ export async function heartbeat(db: Db, workerId: string, ids: string[], leaseUn
   if (ids.length === 0) return;
   await sql`update workflow_runs set locked_until = ${leaseUntil}
     where id = any(${ids}::uuid[]) and locked_by = ${workerId} and status = 'running'`.execute(db);
+}
+
+/**
+ * Records what the attempt has done so far, before its next step starts: one statement,
+ * only while this worker still holds the run (the fencing of finishRuns). False when the
+ * lease was lost: the run is another worker's now, and this attempt must stop.
+ */
+export async function checkpointRun(db: Db, workerId: string, id: string, checkpoint: RunCheckpoint, now: Date): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`update workflow_runs set checkpoint = ${JSON.stringify(checkpoint)}::jsonb, updated_at = ${now}
+    where id = ${id} and locked_by = ${workerId} and status = 'running'
+    returning id`.execute(db);
+  return rows.length > 0;
 }
 
 export const LEASE_LOST = 'The worker running this attempt stopped before it finished (its lease ran out)';
@@ -173,6 +187,10 @@ export interface Outcome {
   runAt?: Date;
   /** What a step threw that no failure of ours named: for the log only, never stored. */
   unexpected?: unknown;
+  /** For retrying: what the next attempt resumes after (the outputs of the pure steps ride along here); absent: none. */
+  checkpoint?: RunCheckpoint;
+  /** The attempt stopped because its checkpoint was refused: another worker holds the run, and nothing is recorded. */
+  leaseLost?: true;
 }
 
 /**
@@ -185,13 +203,14 @@ export async function finishRuns(db: Db, workerId: string, done: Array<{ id: str
   const { rows } = await sql<{ id: string }>`
     update workflow_runs as r
     set status = u.status, outcome = u.outcome, facts_written = r.facts_written + u.facts_written,
-        steps = u.steps::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
+        steps = u.steps::jsonb, checkpoint = u.checkpoint::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
         finished_at = case when u.status = 'retrying' then r.finished_at else ${now}::timestamptz end,
         run_at = case when u.status = 'retrying' then u.run_at else r.run_at end
     from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
                 ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[],
-                ${col((d) => d.outcome.outcome)}::text[], ${col((d) => d.outcome.factsWritten)}::int[])
-      as u(id, status, steps, error, run_at, outcome, facts_written)
+                ${col((d) => d.outcome.outcome)}::text[], ${col((d) => d.outcome.factsWritten)}::int[],
+                ${col((d) => (d.outcome.checkpoint === undefined ? null : JSON.stringify(d.outcome.checkpoint)))}::text[])
+      as u(id, status, steps, error, run_at, outcome, facts_written, checkpoint)
     where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running'
     returning r.id`.execute(db);
   return new Set(rows.map((r) => r.id));

@@ -13,6 +13,7 @@ export function truthy(v: unknown): boolean {
 
 export const condition: StepType<ConditionStep['config']> = {
   type: 'condition',
+  checkpoint: 'with-next',
   validate: (config) => oneExpression(config, 'condition'),
   run: async (config, ctx) => {
     const value = await evaluateOne(ctx, config.expression);

@@ -106,6 +106,7 @@ const SAVER_MAY_NOT_CALL_OUT =
 
 export const httpRequest: StepType<HttpRequestConfig> = {
   type: 'http_request',
+  checkpoint: 'now',
   validate: (config) => checked(() => readHttpRequest(config)),
   describe: (h) => {
     const expressions = [...membersOf('params', h.params), ...membersOf('query', h.query), ...membersOf('headers', h.headers)];

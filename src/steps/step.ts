@@ -93,6 +93,13 @@ export interface StepDescription {
 
 export interface StepType<Config> {
   readonly type: string;
+  /**
+   * When a success is recorded (docs/workflows.md, "Durable steps"): `now`, before the next
+   * step starts, for a side effect a retry must not repeat (a call out); `with-next`, with the
+   * next checkpoint or the attempt's outcome, for a step that is safe to run again (pure, or
+   * at most once by itself, as write_fact).
+   */
+  readonly checkpoint: 'now' | 'with-next';
   /** The config's shape and expressions, at save (what needs the database is checked by the save). */
   validate(config: Record<string, unknown>): Checked<Config>;
   run(config: Config, ctx: StepContext, effects: Effects): Promise<StepResult>;

@@ -87,6 +87,7 @@ function readWriteFact(config: Record<string, unknown>): WriteFactConfig {
 
 export const writeFact: StepType<WriteFactConfig> = {
   type: 'write_fact',
+  checkpoint: 'with-next',
   validate: (config) => checked(() => readWriteFact(config)),
   describe: (c) => {
     const expressions: Array<[string, string]> = [

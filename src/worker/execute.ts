@@ -10,7 +10,7 @@
  */
 import type { Metrics } from '../metrics.ts';
 import type { Db } from '../db/connect.ts';
-import type { StepRecord } from '../db/tables.ts';
+import type { RunCheckpoint, StepRecord } from '../db/tables.ts';
 import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import type { FactStore } from '../facts/write.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';
@@ -41,6 +41,11 @@ export interface StepEnv {
   trace?: TraceSpan | undefined;
   /** Where a run's write_fact stores: the worker's fact writer (batches concurrent runs); one statement per step when absent. */
   storeFacts?: FactStore;
+  /**
+   * Records what the attempt has done before its next step starts, fenced by the run's lease
+   * (runs/queue.sql.ts checkpointRun); false when the lease was lost. Absent in a test run.
+   */
+  checkpoint?: (checkpoint: RunCheckpoint) => Promise<boolean>;
   /** A step output past this (as JSON, RUN_STEP_OUTPUT_MAX_BYTES) is kept as its preview, for the record and the later steps (run-record.ts keptOutput). */
   outputMaxBytes: number;
 }
@@ -78,9 +83,26 @@ export function runContext(run: ClaimedRun): Context {
   };
 }
 
+/**
+ * The steps a run resumes after: the checkpoint's first records, each the succeeded record
+ * of the step at its place in the version (a run keeps its version, so they always match).
+ */
+function resumed(run: ClaimedRun): StepRecord[] {
+  const done: StepRecord[] = [];
+  for (const r of run.checkpoint?.steps ?? []) {
+    const step = run.definition[done.length];
+    if (step === undefined || step.key !== r.key || r.status !== 'succeeded') break;
+    done.push(r);
+  }
+  return done;
+}
+
 export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPolicy): Promise<Outcome> {
   const ctx = runContext(run);
-  const records: StepRecord[] = [];
+  // Steps a former attempt ran to success are not run again: their records and outputs come from the checkpoint.
+  const records: StepRecord[] = resumed(run);
+  for (const r of records) ctx.steps[r.key] = r.output;
+  const tries: Record<string, number> = { ...run.checkpoint?.tries };
   const reads: AttemptReads = { connectors: new Map() };
   const effects = env.effects ?? realEffects({ db: env.db, metrics: env.metrics, store: env.storeFacts });
   const iso = () => new Date(env.clock()).toISOString();
@@ -89,9 +111,10 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
     for (const s of run.definition.slice(from))
       records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null, reason });
   };
-  for (let i = 0; i < run.definition.length; i++) {
+  for (let i = records.length; i < run.definition.length; i++) {
     const step = run.definition[i]!;
     const startedAt = iso();
+    const attempts = (tries[step.key] ?? 0) + 1;
     const span = env.trace?.child(`workflow.step ${step.type}`, 'internal', {
       'tributary.step.key': step.key,
       'tributary.step.type': step.type,
@@ -107,15 +130,32 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
         { db: env.db, run, key: step.key, input: ctx, expressions: env.expressions, connectors: env.connectors, reads, span },
         effects,
       );
+      // Kept within the cap from here on: what the record keeps is what the later steps see.
+      const kept = keptOutput(result.output, env.outputMaxBytes);
+      const record: StepRecord = {
+        key: step.key,
+        status: 'succeeded',
+        started_at: startedAt,
+        finished_at: iso(),
+        ...kept,
+        error: null,
+        attempt: run.attempt,
+        attempts,
+      };
+      // A condition's value, before truthiness (nothing is shown as null).
+      if ('value' in result) record.value = conditionValue(result.value);
+      // A side effect is recorded before the next step starts, so a later step's retry does not repeat it. With no next step, the outcome records it.
+      if (type.checkpoint === 'now' && env.checkpoint !== undefined && !result.stop && i + 1 < run.definition.length) {
+        if (!(await env.checkpoint({ steps: [...records, record], tries: { ...tries, [step.key]: attempts } }))) {
+          span?.end();
+          return { status: 'retrying', outcome: null, steps: records, error: null, factsWritten, leaseLost: true };
+        }
+      }
+      tries[step.key] = attempts;
       factsWritten += result.factsWritten ?? 0;
       env.metrics?.stepAttempt(step.type, 'succeeded');
       span?.set({ 'tributary.step.outcome': 'succeeded' });
       span?.end();
-      // Kept within the cap from here on: what the record keeps is what the later steps see.
-      const kept = keptOutput(result.output, env.outputMaxBytes);
-      const record: StepRecord = { key: step.key, status: 'succeeded', started_at: startedAt, finished_at: iso(), ...kept, error: null };
-      // A condition's value, before truthiness (nothing is shown as null).
-      if ('value' in result) record.value = conditionValue(result.value);
       records.push(record);
       ctx.steps[step.key] = kept.output;
       if (result.stop) {
@@ -125,7 +165,17 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
     } catch (err) {
       const failure = stepFailure(err);
       env.metrics?.stepAttempt(step.type, 'failed');
-      records.push({ key: step.key, status: 'failed', started_at: startedAt, finished_at: iso(), output: null, error: failure.message });
+      const done: RunCheckpoint = { steps: [...records], tries: { ...tries, [step.key]: attempts } };
+      records.push({
+        key: step.key,
+        status: 'failed',
+        started_at: startedAt,
+        finished_at: iso(),
+        output: null,
+        error: failure.message,
+        attempt: run.attempt,
+        attempts,
+      });
       skipRest(i + 1, `step ${step.key} failed`);
       const error = `Step ${step.key} failed: ${failure.message}`;
       // An error none of ours named is kept for the log, with its stack; the record says only that it happened.
@@ -146,7 +196,14 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       if (run.attempt >= run.max_attempts) return { status: 'failed', outcome: 'dead_letter', ...common };
       env.metrics?.stepRetry(step.type);
       const wait = retryDelayMs(run.attempt, retry, failure.retryAfterMs);
-      return { status: 'retrying', outcome: null, ...common, runAt: new Date(env.clock() + wait) };
+      // The next attempt resumes at this step: the ones before it (pure ones too) ride along with this outcome.
+      return {
+        status: 'retrying',
+        outcome: null,
+        ...common,
+        runAt: new Date(env.clock() + wait),
+        ...(env.checkpoint === undefined ? {} : { checkpoint: done }),
+      };
     }
   }
   return { status: 'succeeded', outcome: 'completed', steps: records, error: null, factsWritten };

@@ -12,13 +12,24 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
-import { claimBatch, FIRST_WORKSPACE, finishRuns, heartbeat, reclaimExpired, releaseRuns, type ClaimedRun, type Outcome } from '../runs/queue.sql.ts';
+import {
+  checkpointRun,
+  claimBatch,
+  FIRST_WORKSPACE,
+  finishRuns,
+  heartbeat,
+  reclaimExpired,
+  releaseRuns,
+  type ClaimedRun,
+  type Outcome,
+} from '../runs/queue.sql.ts';
 import { NOTIFY_CHANNEL } from '../runs/notify.sql.ts';
 import { executeRun } from './execute.ts';
 import { factWriter, type FactWriter } from '../facts/fact-writer.ts';
 import { capRecord, traceIdOf } from '../runs/run-record.ts';
 import { failureSummary } from '../errors.ts';
 import type { TraceSpan, Tracing } from '../tracing.ts';
+import type { RunCheckpoint } from '../db/tables.ts';
 
 export interface Worker {
   readonly id: string;
@@ -155,7 +166,7 @@ function endAttemptSpan(span: TraceSpan, outcome: Outcome): void {
 }
 
 /** One attempt of a run, executed and its outcome recorded; what it could not foresee is logged with the run's id. */
-async function attempt(deps: Deps, recordOutcome: RecordOutcome, facts: FactWriter, run: ClaimedRun): Promise<void> {
+async function attempt(deps: Deps, workerId: string, recordOutcome: RecordOutcome, facts: FactWriter, run: ClaimedRun): Promise<void> {
   // Built only when tracing is on: the attributes are not made for nothing.
   const span = deps.tracing.enabled ? attemptSpan(deps.tracing, run) : undefined;
   let outcome: Outcome;
@@ -168,12 +179,19 @@ async function attempt(deps: Deps, recordOutcome: RecordOutcome, facts: FactWrit
       metrics: deps.metrics,
       trace: span,
       storeFacts: facts.store,
+      checkpoint: (checkpoint: RunCheckpoint) => checkpointRun(deps.db, workerId, run.id, checkpoint, new Date(deps.clock())),
       outputMaxBytes: deps.config.runRecord.outputBytes,
     };
     outcome = await executeRun(env, run, { schedule: deps.config.runRetrySchedule, retryAfterMaxMs: deps.config.runRetryAfterMaxMs });
   } catch (err) {
     deps.log.error({ run: run.id, workflow: run.workflow_id, err }, 'workflow run failed unexpectedly');
     span?.fail('unexpected', 'the run failed unexpectedly');
+    span?.end();
+    return;
+  }
+  if (outcome.leaseLost) {
+    // Another worker holds the run now and resumes it from the checkpoint: this attempt records nothing.
+    deps.log.warn({ run: run.id, workflow: run.workflow_id, attempt: run.attempt }, 'run lost its lease before a checkpoint; this attempt stopped');
     span?.end();
     return;
   }
@@ -315,7 +333,7 @@ export function startWorker(deps: Deps): Worker {
   const recordOutcome = outcomeRecorder(deps, w);
   // The write_fact stores of the runs executing together go in one statement (fact-writer.ts).
   const facts = factWriter(deps.db);
-  const { loop, settled } = claimLoop(deps, w, (run) => attempt(deps, recordOutcome, facts, run));
+  const { loop, settled } = claimLoop(deps, w, (run) => attempt(deps, w.id, recordOutcome, facts, run));
   const leases = leaseKeeping(deps, w, () => void loop());
 
   let pollTimer: NodeJS.Timeout | undefined;
