@@ -166,6 +166,7 @@ export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number):
         outcome = case when lease_losses + 1 >= ${maxLeaseLosses} then 'failed' when attempt >= max_attempts then 'dead_letter' else null end,
         error = case when lease_losses + 1 >= ${maxLeaseLosses} then ${leaseLostTooOften(maxLeaseLosses)} else ${LEASE_LOST} end,
         finished_at = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then ${now}::timestamptz else null end,
+        checkpoint = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then null else checkpoint end,
         lease_losses = lease_losses + 1,
         locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
     where status = 'running' and locked_until < ${now}

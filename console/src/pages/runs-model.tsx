@@ -16,6 +16,9 @@ export interface StepRecord {
   output_bytes?: number;
   reason?: string;
   value?: unknown;
+  /** The attempt whose result is shown, and how many attempts ran the step (absent: skipped, or recorded before they were kept). */
+  attempt?: number;
+  attempts?: number;
 }
 
 export interface RunAttributes {

@@ -32,7 +32,12 @@ export function RunSteps(props: { run: Run; types: Map<string, string> }) {
     <ol class="steps" data-testid="run-steps">
       {a.steps.map((s, i) => {
         const ran = s.status !== 'skipped';
-        const context = { payload: a.payload, steps: { ...earlier }, run: { id: props.run.id, attempt: a.attempt }, trigger: { key: a.trigger_key } };
+        const context = {
+          payload: a.payload,
+          steps: { ...earlier },
+          run: { id: props.run.id, attempt: s.attempt ?? a.attempt },
+          trigger: { key: a.trigger_key },
+        };
         const contextHasPreview = previews;
         if (ran) earlier[s.key] = s.output;
         if (s.output_truncated) previews = true;
@@ -45,6 +50,11 @@ export function RunSteps(props: { run: Run; types: Map<string, string> }) {
               </h3>
               {type && <span class="muted small">{type.replaceAll('_', ' ')}</span>}
               <Badge value={s.status} />
+              {s.attempt !== undefined && (
+                <span class="muted small" data-testid="step-attempts">
+                  {attemptsText(s.attempt, s.attempts ?? 1, a.attempt)}
+                </span>
+              )}
               <span class="muted small step-time">
                 <Time value={s.started_at} /> → <Time value={s.finished_at} /> · <Duration from={s.started_at} to={s.finished_at} />
               </span>
@@ -83,4 +93,11 @@ export function RunSteps(props: { run: Run; types: Map<string, string> }) {
       })}
     </ol>
   );
+}
+
+/** Which attempt gave the result shown, how many ran the step, and whether a later attempt resumed after it. */
+export function attemptsText(attempt: number, attempts: number, runAttempt: number): string {
+  const tries = attempts > 1 ? ` (${attempts} attempts)` : '';
+  const kept = attempt < runAttempt ? ', kept by later attempts' : '';
+  return `attempt ${attempt}${tries}${kept}`;
 }
