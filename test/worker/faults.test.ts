@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -15,6 +17,7 @@ import { freshPostgresDatabase } from '../helpers/app.ts';
 import { freePort, ROOT } from '../helpers/cli.ts';
 import { tcpProxy } from '../helpers/tcp-proxy.ts';
 import { sourceKey } from '../../src/worker/execute.ts';
+import { mockProvider } from '../connectors/mock-provider.ts';
 
 const POSTGRES = Boolean(process.env.DATABASE_URL);
 const skip = !POSTGRES && 'needs PostgreSQL';
@@ -55,8 +58,10 @@ async function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<voi
   await done;
 }
 
-/** A tenant (the bootstrap account), a data model and a workflow with one webhook trigger, through the API. */
-async function setUp(url: string, dataDir: string): Promise<{ bearer: string; hook: string }> {
+type Api = (p: string, body: unknown) => Promise<any>;
+
+/** A tenant (the bootstrap account), a data model and a workflow with one webhook trigger (its steps `steps` makes, when given), through the API. */
+async function setUp(url: string, dataDir: string, steps?: (api: Api) => Promise<unknown[]>): Promise<{ bearer: string; hook: string }> {
   const boot = JSON.parse(fs.readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
   const tok = await fetch(`${url}/api/v1/oauth/token`, {
     method: 'POST',
@@ -84,10 +89,12 @@ async function setUp(url: string, dataDir: string): Promise<{ bearer: string; ho
         is_new_version: false,
         organization_id: boot.organization_id,
         wf_params: { name: 'Events' },
-        step_params: [
-          { key: 'shape', type: 'transform', config: { expression: '{"event_id": payload.id}' } },
-          { key: 'store', type: 'write_fact', config: { data_model_slug: 'events', data: 'steps.shape' } },
-        ],
+        step_params: steps
+          ? await steps(api)
+          : [
+              { key: 'shape', type: 'transform', config: { expression: '{"event_id": payload.id}' } },
+              { key: 'store', type: 'write_fact', config: { data_model_slug: 'events', data: 'steps.shape' } },
+            ],
         trigger_params: [{ key: 'hook', type: 'webhook', service_account_id: boot.credential_id }],
       },
     },
@@ -167,6 +174,92 @@ describe('faults', { skip }, () => {
     } finally {
       await stopped(server.child, 'SIGTERM');
       await client.end().catch(() => undefined);
+      await db.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("kill -9 after step 1's http_request succeeded: the restarted service resumes the run and does not call step 1's provider again", async () => {
+    const db = await freshPostgresDatabase({ empty: true });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-kill-durable-'));
+    const mock = await mockProvider();
+    mock.script('/v1/orders', { status: 201, body: { id: 'ord_abcdefgh', status: 'open' } });
+    // Step 2's provider holds its first request, so the process dies between the steps; later ones answer at once.
+    let held = 0;
+    const slow = http.createServer((req, res) => {
+      req.resume();
+      if (held++ > 0) res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const env = {
+      DATABASE_URL: db.url,
+      DATA_DIR: dataDir,
+      TRIBUTARY_ADMIN_TOKEN: `tbadm_${randomBytes(32).toString('base64url')}`,
+      WORKER_LEASE_SECONDS: '2',
+      ALLOW_PRIVATE_EGRESS: 'true',
+    };
+    const port = await freePort();
+    let server = await serve(env, port);
+    const client = new pg.Client({ connectionString: db.url });
+    try {
+      const connector = async (name: string, baseUrl: string) =>
+        (
+          await api('/external_connectors', {
+            data: {
+              type: 'external_connector',
+              attributes: { name, direction: 'outbound', provider_slug: 'tributary-orders', secret: `key_${'k'.repeat(40)}`, config: { base_url: baseUrl } },
+            },
+          })
+        ).data.id as string;
+      let api!: Api;
+      const { bearer, hook } = await setUp(server.url, dataDir, async (a) => {
+        api = a;
+        const orders = await connector('Orders', `${mock.url}/v1`);
+        const held = await connector('Held', `http://127.0.0.1:${(slow.address() as AddressInfo).port}`);
+        return [
+          {
+            key: 'create',
+            type: 'http_request',
+            config: { connector_id: orders, operation_ref: 'createOrder', body: '{"customer_id": payload.id, "items": []}' },
+          },
+          { key: 'wait', type: 'http_request', config: { connector_id: held, operation_ref: 'getHealth' } },
+          { key: 'shape', type: 'transform', config: { expression: 'steps.create.body.id' } },
+        ];
+      });
+      const r = await post(server.url, hook, bearer, 'cus_1');
+      assert.equal(r.status, 202);
+      const runId = ((await r.json()) as { workflow_run_id: string }).workflow_run_id;
+      await client.connect();
+      // Step 1 succeeded and is recorded; step 2 is held.
+      for (const deadline = Date.now() + 20_000; ;) {
+        const c = await client.query(`select checkpoint from workflow_runs where id = $1`, [runId]);
+        if (c.rows[0]?.checkpoint?.steps?.length === 1 && held > 0) break;
+        if (Date.now() > deadline) assert.fail(`no checkpoint: ${JSON.stringify(c.rows)} ${server.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await stopped(server.child, 'SIGKILL');
+      server = await serve(env, port);
+      await waitAllFinished(client, 30_000);
+      const run = (await client.query(`select status, outcome, attempt, steps from workflow_runs where id = $1`, [runId])).rows[0];
+      assert.equal(run.status, 'succeeded', JSON.stringify(run));
+      assert.equal(run.attempt, 2);
+      assert.equal(mock.requests.filter((q) => q.method === 'POST' && q.path === '/v1/orders').length, 1, "step 1's provider was called once");
+      assert.equal(held, 2, "step 2's provider was called again");
+      assert.deepEqual(
+        run.steps.map((s: any) => [s.key, s.status, s.attempt]),
+        [
+          ['create', 'succeeded', 1],
+          ['wait', 'succeeded', 2],
+          ['shape', 'succeeded', 2],
+        ],
+      );
+      assert.equal(run.steps[2].output, 'ord_abcdefgh', "step 3 read step 1's output from the checkpoint");
+    } finally {
+      await stopped(server.child, 'SIGTERM');
+      await client.end().catch(() => undefined);
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+      await mock.close();
       await db.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
