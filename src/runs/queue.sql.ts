@@ -138,15 +138,25 @@ export async function heartbeat(db: Db, workerId: string, ids: string[], leaseUn
 }
 
 /**
- * Records what the attempt has done so far, before its next step starts: one statement,
- * only while this worker still holds the run (the fencing of finishRuns). False when the
- * lease was lost: the run is another worker's now, and this attempt must stop.
+ * Records what attempts have done so far, before their next steps start: one statement for
+ * the checkpoints that came together (as finishRuns for outcomes), each only while its
+ * attempt still holds the run (this worker's lease, and the attempt it claimed). Returns
+ * the ids it recorded: a run missing from it was lost, and its attempt must stop.
  */
-export async function checkpointRun(db: Db, workerId: string, id: string, checkpoint: RunCheckpoint, now: Date): Promise<boolean> {
-  const { rows } = await sql<{ id: string }>`update workflow_runs set checkpoint = ${JSON.stringify(checkpoint)}::jsonb, updated_at = ${now}
-    where id = ${id} and locked_by = ${workerId} and status = 'running'
-    returning id`.execute(db);
-  return rows.length > 0;
+export async function checkpointRuns(
+  db: Db,
+  workerId: string,
+  done: ReadonlyArray<{ id: string; attempt: number; checkpoint: RunCheckpoint }>,
+  now: Date,
+): Promise<Set<string>> {
+  if (done.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+    update workflow_runs as r set checkpoint = u.checkpoint::jsonb, updated_at = ${now}
+    from unnest(${done.map((d) => d.id)}::uuid[], ${done.map((d) => d.attempt)}::int[], ${done.map((d) => JSON.stringify(d.checkpoint))}::text[])
+      as u(id, attempt, checkpoint)
+    where r.id = u.id and r.attempt = u.attempt and r.locked_by = ${workerId} and r.status = 'running'
+    returning r.id`.execute(db);
+  return new Set(rows.map((r) => r.id));
 }
 
 export const LEASE_LOST = 'The worker running this attempt stopped before it finished (its lease ran out)';
@@ -196,11 +206,11 @@ export interface Outcome {
 
 /**
  * Records the outcomes of several attempts in one statement, each only while this worker
- * still holds its run. Returns the ids it recorded (a run missing from it was lost).
+ * still holds its run (and, given `attempt`, while the run is still at that attempt). Returns the ids it recorded (a run missing from it was lost).
  */
-export async function finishRuns(db: Db, workerId: string, done: Array<{ id: string; outcome: Outcome }>, now: Date): Promise<Set<string>> {
+export async function finishRuns(db: Db, workerId: string, done: Array<{ id: string; attempt?: number; outcome: Outcome }>, now: Date): Promise<Set<string>> {
   if (done.length === 0) return new Set();
-  const col = <T>(f: (d: { id: string; outcome: Outcome }) => T) => done.map(f);
+  const col = <T>(f: (d: { id: string; attempt?: number; outcome: Outcome }) => T) => done.map(f);
   const { rows } = await sql<{ id: string }>`
     update workflow_runs as r
     set status = u.status, outcome = u.outcome, facts_written = r.facts_written + u.facts_written,
@@ -210,9 +220,10 @@ export async function finishRuns(db: Db, workerId: string, done: Array<{ id: str
     from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
                 ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[],
                 ${col((d) => d.outcome.outcome)}::text[], ${col((d) => d.outcome.factsWritten)}::int[],
-                ${col((d) => (d.outcome.checkpoint === undefined ? null : JSON.stringify(d.outcome.checkpoint)))}::text[])
-      as u(id, status, steps, error, run_at, outcome, facts_written, checkpoint)
-    where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running'
+                ${col((d) => (d.outcome.checkpoint === undefined ? null : JSON.stringify(d.outcome.checkpoint)))}::text[],
+                ${col((d) => d.attempt ?? null)}::int[])
+      as u(id, status, steps, error, run_at, outcome, facts_written, checkpoint, attempt)
+    where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running' and (u.attempt is null or r.attempt = u.attempt)
     returning r.id`.execute(db);
   return new Set(rows.map((r) => r.id));
 }

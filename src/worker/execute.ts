@@ -43,7 +43,7 @@ export interface StepEnv {
   storeFacts?: FactStore;
   /**
    * Records what the attempt has done before its next step starts, fenced by the run's lease
-   * (runs/queue.sql.ts checkpointRun); false when the lease was lost. Absent in a test run.
+   * (runs/queue.sql.ts checkpointRuns, batched by the worker); false when the lease was lost. Absent in a test run.
    */
   checkpoint?: (checkpoint: RunCheckpoint) => Promise<boolean>;
   /** A step output past this (as JSON, RUN_STEP_OUTPUT_MAX_BYTES) is kept as its preview, for the record and the later steps (run-record.ts keptOutput). */

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Deps } from '../deps.ts';
 import {
-  checkpointRun,
+  checkpointRuns,
   claimBatch,
   FIRST_WORKSPACE,
   finishRuns,
@@ -55,7 +55,7 @@ type RecordOutcome = (run: ClaimedRun, outcome: Outcome) => Promise<void>;
  */
 function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
   const { log } = deps;
-  let pending: Array<{ id: string; run: ClaimedRun; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
+  let pending: Array<{ id: string; attempt: number; run: ClaimedRun; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
   let recording = false;
   const record = async () => {
     if (recording) return;
@@ -96,7 +96,44 @@ function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
   return (run, outcome) =>
     new Promise<void>((recorded) => {
       // The record is cut to its caps; the steps were handed every output whole.
-      pending.push({ id: run.id, run, outcome: capRecord(outcome, deps.config.runRecord), recorded });
+      pending.push({ id: run.id, attempt: run.attempt, run, outcome: capRecord(outcome, deps.config.runRecord), recorded });
+      void record();
+    });
+}
+
+type RecordCheckpoint = (run: ClaimedRun, checkpoint: RunCheckpoint) => Promise<boolean>;
+
+/**
+ * The checkpoint recorder: like the outcome recorder, the checkpoints that come while one
+ * statement records others wait and go together in the next, so a worker running many
+ * runs at once makes one statement for them all, not one per run. The promise says whether
+ * the attempt still holds its run; it rejects when the database did not answer (the step
+ * then fails, transiently: its success could not be recorded).
+ */
+function checkpointRecorder(deps: Deps, w: WorkerState): RecordCheckpoint {
+  let pending: Array<{ id: string; attempt: number; checkpoint: RunCheckpoint; done: (kept: boolean) => void; fail: (err: unknown) => void }> = [];
+  let recording = false;
+  const record = async () => {
+    if (recording) return;
+    recording = true;
+    try {
+      while (pending.length > 0) {
+        const batch = pending;
+        pending = [];
+        try {
+          const kept = await checkpointRuns(deps.db, w.id, batch, new Date(deps.clock()));
+          for (const d of batch) d.done(kept.has(d.id));
+        } catch (err) {
+          for (const d of batch) d.fail(err);
+        }
+      }
+    } finally {
+      recording = false;
+    }
+  };
+  return (run, checkpoint) =>
+    new Promise<boolean>((done, fail) => {
+      pending.push({ id: run.id, attempt: run.attempt, checkpoint, done, fail });
       void record();
     });
 }
@@ -166,7 +203,7 @@ function endAttemptSpan(span: TraceSpan, outcome: Outcome): void {
 }
 
 /** One attempt of a run, executed and its outcome recorded; what it could not foresee is logged with the run's id. */
-async function attempt(deps: Deps, workerId: string, recordOutcome: RecordOutcome, facts: FactWriter, run: ClaimedRun): Promise<void> {
+async function attempt(deps: Deps, recordCheckpoint: RecordCheckpoint, recordOutcome: RecordOutcome, facts: FactWriter, run: ClaimedRun): Promise<void> {
   // Built only when tracing is on: the attributes are not made for nothing.
   const span = deps.tracing.enabled ? attemptSpan(deps.tracing, run) : undefined;
   let outcome: Outcome;
@@ -179,7 +216,7 @@ async function attempt(deps: Deps, workerId: string, recordOutcome: RecordOutcom
       metrics: deps.metrics,
       trace: span,
       storeFacts: facts.store,
-      checkpoint: (checkpoint: RunCheckpoint) => checkpointRun(deps.db, workerId, run.id, checkpoint, new Date(deps.clock())),
+      checkpoint: (checkpoint: RunCheckpoint) => recordCheckpoint(run, checkpoint),
       outputMaxBytes: deps.config.runRecord.outputBytes,
     };
     outcome = await executeRun(env, run, { schedule: deps.config.runRetrySchedule, retryAfterMaxMs: deps.config.runRetryAfterMaxMs });
@@ -331,9 +368,10 @@ export function startWorker(deps: Deps): Worker {
     stopping: false,
   };
   const recordOutcome = outcomeRecorder(deps, w);
+  const recordCheckpoint = checkpointRecorder(deps, w);
   // The write_fact stores of the runs executing together go in one statement (fact-writer.ts).
   const facts = factWriter(deps.db);
-  const { loop, settled } = claimLoop(deps, w, (run) => attempt(deps, w.id, recordOutcome, facts, run));
+  const { loop, settled } = claimLoop(deps, w, (run) => attempt(deps, recordCheckpoint, recordOutcome, facts, run));
   const leases = leaseKeeping(deps, w, () => void loop());
 
   let pollTimer: NodeJS.Timeout | undefined;
