@@ -128,6 +128,8 @@ describe('runs pages', { skip: BROWSER_SKIP }, () => {
     assert.equal(await page.getByLabel('Output of paid', { exact: true }).innerText(), 'true');
     assert.match(await page.getByLabel('Output of store', { exact: true }).innerText(), /"written": 1/);
     await page.getByText('write fact').waitFor();
+    // Each step says which attempt ran it (one attempt here, so no count).
+    assert.deepEqual(await page.getByTestId('step-attempts').allInnerTexts(), ['attempt 1', 'attempt 1', 'attempt 1']);
     await page.getByText('This run has not been replayed.').waitFor();
     await page.evaluate('scrollTo(0, 0)');
     assert.ok(distinctPngBytes(await screenshot(page, 'run-page')) > 16);
