@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { API, deliver, saveOk, startFlow, waitForRun, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';
-import { reclaimExpired } from '../../src/runs/queue.sql.ts';
+import { checkpointRuns, finishRuns, reclaimExpired } from '../../src/runs/queue.sql.ts';
 
 const RETRY_MS = 300;
 const f: Flow = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', RUN_MAX_ATTEMPTS: '3', RUN_RETRY_SCHEDULE: `${RETRY_MS}ms` }, { worker: true });
@@ -156,6 +156,26 @@ describe('durable steps', () => {
     const after = await row(id);
     assert.equal(after.status, 'succeeded');
     assert.deepEqual(after.steps, run.steps);
+  });
+
+  it('a checkpoint and an outcome are written only by the attempt that holds the run: its worker, at its attempt', async () => {
+    const id = await start([{ ...shape, config: { expression: '1' } }], {});
+    await waitForRun(f, id);
+    // Held by worker w-1 at its attempt 3, as a claim leaves it.
+    await f.t.deps.db.updateTable('workflow_runs').set({ status: 'running', locked_by: 'w-1', attempt: 3, checkpoint: null }).where('id', '=', id).execute();
+    const checkpoint = { steps: [], tries: { shape: 1 } };
+    const now = new Date();
+    assert.equal((await checkpointRuns(f.t.deps.db, 'w-2', [{ id, attempt: 3, checkpoint }], now)).size, 0, 'another worker');
+    assert.equal((await checkpointRuns(f.t.deps.db, 'w-1', [{ id, attempt: 2, checkpoint }], now)).size, 0, 'an older attempt of the same worker');
+    assert.equal((await row(id)).checkpoint, null);
+    assert.deepEqual([...(await checkpointRuns(f.t.deps.db, 'w-1', [{ id, attempt: 3, checkpoint }], now))], [id]);
+    assert.deepEqual((await row(id)).checkpoint, checkpoint);
+    const outcome = { status: 'succeeded' as const, outcome: 'completed' as const, steps: [], error: null, factsWritten: 0 };
+    assert.equal((await finishRuns(f.t.deps.db, 'w-1', [{ id, attempt: 2, outcome }], now)).size, 0, 'an older attempt cannot end the run');
+    assert.deepEqual([...(await finishRuns(f.t.deps.db, 'w-1', [{ id, attempt: 3, outcome }], now))], [id]);
+    const ended = await row(id);
+    assert.equal(ended.status, 'succeeded');
+    assert.equal(ended.checkpoint, null, 'an ended run drops its checkpoint');
   });
 
   it('a replay is a new run: it starts at the first step and calls the provider again', async () => {
