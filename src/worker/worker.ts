@@ -55,49 +55,35 @@ type RecordOutcome = (run: ClaimedRun, outcome: Outcome) => Promise<void>;
  */
 function outcomeRecorder(deps: Deps, w: WorkerState): RecordOutcome {
   const { log } = deps;
-  let pending: Array<{ id: string; attempt: number; run: ClaimedRun; outcome: Outcome; recorded: () => void; giveUpAt?: number }> = [];
-  let recording = false;
-  const record = async () => {
-    if (recording) return;
-    recording = true;
+  const add = groupCommit<{ id: string; attempt: number; run: ClaimedRun; outcome: Outcome; recorded: () => void; giveUpAt?: number }>(async (batch) => {
     try {
-      while (pending.length > 0) {
-        const batch = pending;
-        pending = [];
-        try {
-          const finishedAt = deps.clock();
-          const kept = await finishRuns(deps.db, w.id, batch, new Date(finishedAt));
-          for (const d of batch) if (!kept.has(d.id)) log.warn({ run: d.id }, 'run finished after its lease was lost; its outcome was not recorded');
-          // Counted once recorded, and only runs that ended: a retry is counted by its step.
-          for (const d of batch) {
-            if (!kept.has(d.id) || d.outcome.outcome === null) continue;
-            deps.metrics.runFinished(d.run.workflow_id, d.outcome.outcome, (finishedAt - new Date(d.run.inserted_at).getTime()) / 1000);
-          }
-          for (const d of batch) d.recorded();
-        } catch (err) {
-          // The database is out of reach: try again shortly, holding the runs (the heartbeat
-          // keeps their leases while it can). Past the lease they are another worker's to
-          // reclaim, and this outcome is refused then anyway.
-          log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes; retrying');
-          // Leases are counted on the deps clock, and so is giving up on them.
-          const now = deps.clock();
-          const retry = batch.filter((d) => (d.giveUpAt ??= now + w.leaseMs) > now && !w.stopping);
-          for (const d of batch) if (!retry.includes(d)) d.recorded();
-          if (retry.length > 0) {
-            await new Promise((resolve) => setTimeout(resolve, 500));
-            pending.unshift(...retry);
-          }
-        }
+      const finishedAt = deps.clock();
+      const kept = await finishRuns(deps.db, w.id, batch, new Date(finishedAt));
+      for (const d of batch) if (!kept.has(d.id)) log.warn({ run: d.id }, 'run finished after its lease was lost; its outcome was not recorded');
+      // Counted once recorded, and only runs that ended: a retry is counted by its step.
+      for (const d of batch) {
+        if (!kept.has(d.id) || d.outcome.outcome === null) continue;
+        deps.metrics.runFinished(d.run.workflow_id, d.outcome.outcome, (finishedAt - new Date(d.run.inserted_at).getTime()) / 1000);
       }
-    } finally {
-      recording = false;
+      for (const d of batch) d.recorded();
+      return [];
+    } catch (err) {
+      // The database is out of reach: try again shortly, holding the runs (the heartbeat
+      // keeps their leases while it can). Past the lease they are another worker's to
+      // reclaim, and this outcome is refused then anyway.
+      log.warn({ runs: batch.length, err: { message: (err as Error).message } }, 'could not record run outcomes; retrying');
+      // Leases are counted on the deps clock, and so is giving up on them.
+      const now = deps.clock();
+      const retry = batch.filter((d) => (d.giveUpAt ??= now + w.leaseMs) > now && !w.stopping);
+      for (const d of batch) if (!retry.includes(d)) d.recorded();
+      if (retry.length > 0) await new Promise((resolve) => setTimeout(resolve, 500));
+      return retry;
     }
-  };
+  });
   return (run, outcome) =>
     new Promise<void>((recorded) => {
       // The record is cut to its caps; the steps were handed every output whole.
-      pending.push({ id: run.id, attempt: run.attempt, run, outcome: capRecord(outcome, deps.config.runRecord), recorded });
-      void record();
+      add({ id: run.id, attempt: run.attempt, run, outcome: capRecord(outcome, deps.config.runRecord), recorded });
     });
 }
 
@@ -111,31 +97,46 @@ type RecordCheckpoint = (run: ClaimedRun, checkpoint: RunCheckpoint) => Promise<
  * then fails, transiently: its success could not be recorded).
  */
 function checkpointRecorder(deps: Deps, w: WorkerState): RecordCheckpoint {
-  let pending: Array<{ id: string; attempt: number; checkpoint: RunCheckpoint; done: (kept: boolean) => void; fail: (err: unknown) => void }> = [];
-  let recording = false;
-  const record = async () => {
-    if (recording) return;
-    recording = true;
+  const add = groupCommit<{ id: string; attempt: number; checkpoint: RunCheckpoint; done: (kept: boolean) => void; fail: (err: unknown) => void }>(
+    async (batch) => {
+      try {
+        const kept = await checkpointRuns(deps.db, w.id, batch, new Date(deps.clock()));
+        for (const d of batch) d.done(kept.has(d.id));
+      } catch (err) {
+        for (const d of batch) d.fail(err);
+      }
+      return [];
+    },
+  );
+  return (run, checkpoint) => new Promise<boolean>((done, fail) => add({ id: run.id, attempt: run.attempt, checkpoint, done, fail }));
+}
+
+/**
+ * Group commit, the outcome's and the checkpoint's: what comes while one batch is written
+ * waits and goes with the next, so a worker running many runs at once makes one statement
+ * for them, not one each. `write` hands back what must be written again first (its
+ * database was out of reach).
+ */
+function groupCommit<T>(write: (batch: T[]) => Promise<T[]>): (item: T) => void {
+  let pending: T[] = [];
+  let writing = false;
+  const drain = async () => {
+    if (writing) return;
+    writing = true;
     try {
       while (pending.length > 0) {
         const batch = pending;
         pending = [];
-        try {
-          const kept = await checkpointRuns(deps.db, w.id, batch, new Date(deps.clock()));
-          for (const d of batch) d.done(kept.has(d.id));
-        } catch (err) {
-          for (const d of batch) d.fail(err);
-        }
+        pending.unshift(...(await write(batch)));
       }
     } finally {
-      recording = false;
+      writing = false;
     }
   };
-  return (run, checkpoint) =>
-    new Promise<boolean>((done, fail) => {
-      pending.push({ id: run.id, attempt: run.attempt, checkpoint, done, fail });
-      void record();
-    });
+  return (item) => {
+    pending.push(item);
+    void drain();
+  };
 }
 
 const FAILED_ATTEMPT_MESSAGE = {
