@@ -186,6 +186,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
             lock_version: existing ? (wanted.lock_version ?? current!.lock_version) : null,
             wf_params: { name: wanted.name, description: wanted.description, is_active: wanted.is_active },
             step_params: wanted.steps.map((s) => ({ key: s.key, type: s.type, config: s.config })),
+            on_failure_params: wanted.on_failure.map((s) => ({ key: s.key, type: s.type, config: s.config })),
             trigger_params: wanted.triggers.map((t) => {
               const id = kept.get(`${t.type}:${t.key}`);
               return { key: t.key, type: t.type, ...t.members, ...(id ? { id } : {}) };

@@ -81,11 +81,93 @@ export interface WorkflowFile {
   is_active: boolean;
   lock_version: string | null;
   steps: Array<{ key: string; type: string; config: Obj }>;
+  /** Run once when a run fails for good (the file's `on_failure:`, shaped as `steps:`). */
+  on_failure: Array<{ key: string; type: string; config: Obj }>;
   /** Webhooks without service_account_id take the applying account's. */
   triggers: Array<{ key: string; type: string; members: Obj }>;
 }
 
-export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps'] as const;
+export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps', 'on_failure'] as const;
+
+type FileStep = { key: string; type: string; config: Obj };
+
+/**
+ * Where a step's config holds steps (a switch's branches, a for_each's steps), as paths of
+ * members: a file writes each as a map of key: {type, ...}, as `steps:` (a list of {key, ...} is read too).
+ */
+function nestedLists(type: string, config: Obj): Array<Array<string | number>> {
+  if (type === 'switch') {
+    const cases = Array.isArray(config.cases) ? config.cases : [];
+    return [...cases.map((_, i) => ['cases', i, 'steps']), ...(config.default === undefined ? [] : [['default']])];
+  }
+  if (type === 'for_each') return [['steps']];
+  return [];
+}
+
+function getAt(o: unknown, path: ReadonlyArray<string | number>): unknown {
+  let v = o;
+  for (const p of path) v = isObject(v) || Array.isArray(v) ? (v as Record<string | number, unknown>)[p] : undefined;
+  return v;
+}
+
+/** A copy of `config` with the lists at `paths` replaced by `f` of each. */
+function mapLists(type: string, config: Obj, f: (v: unknown, path: Array<string | number>) => unknown): Obj {
+  const out = structuredClone(config);
+  for (const path of nestedLists(type, config)) {
+    const parent = getAt(out, path.slice(0, -1)) as Record<string | number, unknown> | undefined;
+    if (parent === undefined || parent === null || typeof parent !== 'object') continue;
+    const last = path.at(-1)!;
+    if (parent[last] === undefined) continue;
+    parent[last] = f(parent[last], path);
+  }
+  return out;
+}
+
+/** A list of steps as the file has it (a map of key: {type, ...}, or a list of {key, type, ...}), in the API's terms. */
+function stepsOfFile(file: string, v: unknown, at: Array<string | number>): FileStep[] {
+  const items: Array<[string, Obj, Array<string | number>]> = Array.isArray(v)
+    ? v.map((item, i) => {
+        if (!isObject(item)) throw new FileError(file, [...at, i], 'must be an object with key and type');
+        const { key, ...rest } = item;
+        if (typeof key !== 'string' || key === '') throw new FileError(file, [...at, i, 'key'], 'key must be a name');
+        return [key, rest, [...at, key]];
+      })
+    : isObject(v)
+      ? Object.entries(v).map(([key, item]) => {
+          if (!isObject(item)) throw new FileError(file, [...at, key], 'must be an object {type, ...}');
+          return [key, item, [...at, key]];
+        })
+      : (() => {
+          throw new FileError(file, at, 'must be a map of key: {type, ...} (or a list)');
+        })();
+  return items.map(([key, item, sat]) => {
+    if (typeof item.type !== 'string') throw new FileError(file, [...sat, 'type'], `type is required: ${STEP_TYPE_NAMES}`);
+    const { type, ...config } = item;
+    const nested = mapLists(type, withoutNulls(config), (list, path) => stepsOfFile(file, list, [...sat, ...path]));
+    return { key, type, config: nested };
+  });
+}
+
+const STEP_TYPE_NAMES = 'transform, condition, write_fact, http_request, switch or for_each';
+
+/** A list of steps in the file's terms: a map of key: {type, ...}, nested lists alike. */
+function stepsToFile(steps: readonly FileStep[]): Obj {
+  return Object.fromEntries(
+    steps.map((s) => [
+      s.key,
+      inFileOrder({ type: s.type, ...mapLists(s.type, s.config, (list) => stepsToFile(Array.isArray(list) ? (list as FileStep[]) : [])) }),
+    ]),
+  );
+}
+
+/** The API's stored steps, nulls dropped at every depth. */
+function storedSteps(v: unknown): FileStep[] {
+  return (Array.isArray(v) ? v : []).map((s: FileStep) => ({
+    key: s.key,
+    type: s.type,
+    config: mapLists(s.type, withoutNulls(s.config ?? {}), (list) => storedSteps(list)),
+  }));
+}
 
 /** Drops members whose value is null: the server stores a config without them. */
 function withoutNulls(o: Obj): Obj {
@@ -101,11 +183,8 @@ export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
   if (doc.is_active !== undefined && typeof doc.is_active !== 'boolean') throw new FileError(file, ['is_active'], 'is_active must be true or false');
   if (doc.lock_version !== undefined && doc.lock_version !== null && typeof doc.lock_version !== 'string')
     throw new FileError(file, ['lock_version'], 'lock_version must be the string `tributary workflow get --yaml` wrote');
-  const steps = entries(file, doc.steps, 'steps', 'key').map(([key, item, at]) => {
-    if (typeof item.type !== 'string') throw new FileError(file, [...at, 'type'], 'type is required: transform, condition, write_fact or http_request');
-    const { type, ...config } = item;
-    return { key, type, config: withoutNulls(config) };
-  });
+  const steps = stepsOfFile(file, doc.steps, ['steps']);
+  const onFailure = doc.on_failure === undefined || doc.on_failure === null ? [] : stepsOfFile(file, doc.on_failure, ['on_failure']);
   if (steps.length === 0) throw new FileError(file, ['steps'], 'steps must name at least one step');
   const triggers = entries(file, doc.triggers, 'triggers', 'key').map(([key, item, at]) => {
     if (typeof item.type !== 'string') throw new FileError(file, [...at, 'type'], 'type is required: webhook or schedule');
@@ -118,6 +197,7 @@ export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
     is_active: (doc.is_active as boolean | undefined) ?? true,
     lock_version: (doc.lock_version as string | null | undefined) ?? null,
     steps,
+    on_failure: onFailure,
     triggers,
   };
 }
@@ -143,8 +223,10 @@ function normalTrigger(t: { key: string; type: string; members: Obj }): Obj {
   };
 }
 
-function normalStep(s: { key: string; type: string; config: Obj }): Obj {
-  const c = { ...s.config };
+function normalStep(s: FileStep): Obj {
+  const c = mapLists(s.type, s.config, (list) => (Array.isArray(list) ? (list as FileStep[]).map(normalStep) : list));
+  if (s.type === 'switch' && c.default === undefined) c.default = [];
+  if (s.type === 'for_each' && c.concurrency === undefined) c.concurrency = 1;
   if (s.type === 'http_request') {
     if (typeof c.method === 'string') c.method = c.method.toUpperCase();
     if (typeof c.connector_id === 'string') c.connector_id = c.connector_id.toLowerCase();
@@ -154,14 +236,14 @@ function normalStep(s: { key: string; type: string; config: Obj }): Obj {
 
 /** The current workflow resource's attributes in the file's terms. */
 export function workflowOfResource(attrs: Obj): WorkflowFile {
-  const steps = (Array.isArray(attrs.steps) ? attrs.steps : []) as Array<{ key: string; type: string; config: Obj }>;
   const triggers = (Array.isArray(attrs.triggers) ? attrs.triggers : []) as Obj[];
   return {
     name: String(attrs.name),
     description: (attrs.description as string | null) ?? null,
     is_active: attrs.is_active === true,
     lock_version: (attrs.lock_version as string | null) ?? null,
-    steps: steps.map((s) => ({ key: s.key, type: s.type, config: withoutNulls(s.config ?? {}) })),
+    steps: storedSteps(attrs.steps),
+    on_failure: storedSteps(attrs.on_failure),
     triggers: triggers.map((t) => {
       const { id: _id, key, type, next_fire_at: _next, ...members } = t;
       return { key: String(key), type: String(type), members: withoutNulls(members) };
@@ -171,7 +253,8 @@ export function workflowOfResource(attrs: Obj): WorkflowFile {
 
 /** Whether the steps differ (a new version) and whether anything differs (a save at all). */
 export function compareWorkflows(wanted: WorkflowFile, current: WorkflowFile): { stepsDiffer: boolean; anyDiffers: boolean } {
-  const stepsDiffer = canonicalJson(wanted.steps.map(normalStep)) !== canonicalJson(current.steps.map(normalStep));
+  const steps = (w: WorkflowFile) => canonicalJson({ steps: w.steps.map(normalStep), on_failure: w.on_failure.map(normalStep) });
+  const stepsDiffer = steps(wanted) !== steps(current);
   const rest = (w: WorkflowFile) =>
     canonicalJson({ name: w.name, description: w.description, is_active: w.is_active, triggers: w.triggers.map(normalTrigger) });
   return { stepsDiffer, anyDiffers: stepsDiffer || rest(wanted) !== rest(current) };
@@ -194,6 +277,12 @@ const MEMBER_ORDER = [
   'data',
   'observed_at',
   'for_each',
+  'items',
+  'concurrency',
+  'cases',
+  'when',
+  'steps',
+  'default',
   'connector_id',
   'operation_ref',
   'method',
@@ -230,7 +319,8 @@ export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undef
       return [t.key, inFileOrder({ type: t.type, ...m })];
     }),
   );
-  doc.steps = Object.fromEntries(w.steps.map((s) => [s.key, inFileOrder({ type: s.type, ...s.config })]));
+  doc.steps = stepsToFile(w.steps);
+  if (w.on_failure.length > 0) doc.on_failure = stepsToFile(w.on_failure);
   return doc;
 }
 
@@ -253,12 +343,25 @@ export function fileMemberOfPointer(pointer: string, w: WorkflowFile): string | 
   if (member === 'wf_params') return memberPath(index === undefined ? [] : [index]) || undefined;
   if (member === 'lock_version') return 'lock_version';
   const i = Number(index);
-  if (member === 'step_params' && w.steps[i]) {
-    const tail = rest[0] === 'config' ? rest.slice(1) : rest[0] === 'key' ? [] : rest;
-    return memberPath(['steps', w.steps[i]!.key, ...tail]);
-  }
+  if (member === 'step_params' && w.steps[i]) return memberPath(['steps', ...stepPath(w.steps[i]!, rest)]);
+  if (member === 'on_failure_params' && w.on_failure[i]) return memberPath(['on_failure', ...stepPath(w.on_failure[i]!, rest)]);
   if (member === 'trigger_params' && w.triggers[i]) return memberPath(['triggers', w.triggers[i]!.key, ...(rest[0] === 'key' ? [] : rest)]);
   return undefined;
+}
+
+/** The path in the file of a pointer's rest under one step (`config/cases/0/steps/1/config/expression`): nested steps by key. */
+function stepPath(step: FileStep, rest: string[]): Array<string | number> {
+  if (rest[0] !== 'config') return rest[0] === 'key' ? [step.key] : [step.key, ...rest];
+  const tail = rest.slice(1);
+  for (const path of nestedLists(step.type, step.config)) {
+    const names = path.map(String);
+    if (names.every((p, k) => tail[k] === p) && tail.length > names.length) {
+      const list = getAt(step.config, path);
+      const inner = Array.isArray(list) ? (list as FileStep[])[Number(tail[names.length])] : undefined;
+      if (inner) return [step.key, ...path, ...stepPath(inner, tail.slice(names.length + 1))];
+    }
+  }
+  return [step.key, ...tail];
 }
 
 // ---------------------------------------------------------------- data models

@@ -45,7 +45,8 @@ export const CLAIM_CONNECTOR_VERSIONS = sql`(select json_object_agg(c.id, ${CONN
     ${newestSpec(sql`id, xmin, updated_at`)}
     where c.workspace_id = r.workspace_id and c.id in (
       select case when st->'config'->>'connector_id' ~* ${UUID} then (st->'config'->>'connector_id')::uuid end
-      from jsonb_array_elements(v.steps) as st where st->>'type' = 'http_request'))`;
+      from jsonb_path_query(jsonb_build_array(v.steps, coalesce(v.on_failure, '[]'::jsonb)), 'strict $.** ? (exists(@.type) && exists(@.config))') as st
+      where st->>'type' = 'http_request'))`;
 
 /** A connector of the workspace with its attached specification's operations and its version, in one statement. */
 export async function loadConnector(db: Db, workspaceId: string, id: string): Promise<ConnectorRow | undefined> {

@@ -276,11 +276,36 @@ export interface HttpRequestStep {
   config: HttpRequestConfig;
 }
 
+/** Cases in order, each an expression and its steps; the first true one runs, else `default`. */
+export interface SwitchConfig {
+  cases: Array<{ when: string; steps: WorkflowStep[] }>;
+  default: WorkflowStep[];
+}
+
+export interface SwitchStep {
+  key: string;
+  type: 'switch';
+  config: SwitchConfig;
+}
+
+/** Its steps run once per item of `items`, at most `concurrency` items at once. */
+export interface ForEachConfig {
+  items: string;
+  concurrency: number;
+  steps: WorkflowStep[];
+}
+
+export interface ForEachStep {
+  key: string;
+  type: 'for_each';
+  config: ForEachConfig;
+}
+
 /**
  * A step of a workflow definition, as saved: workflows/definition.ts checked its config
  * for its type before it was stored, so a stored step read back has this shape.
  */
-export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep;
+export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep | SwitchStep | ForEachStep;
 
 export type CatchUp = 'latest' | 'none';
 
@@ -304,6 +329,8 @@ export interface WorkflowTable {
   graph_hash: string;
   lock_version: string;
   steps: Json<WorkflowStep[]>;
+  /** The steps run once when a run fails for good (migration 0026). */
+  on_failure: ColumnType<WorkflowStep[], string | undefined, string>;
   triggers: Json<WorkflowTriggerView[]>;
   inserted_at: Timestamp;
   updated_at: Timestamp;
@@ -317,6 +344,8 @@ export interface WorkflowVersionTable {
   workflow_id: string;
   version: number;
   steps: Json<WorkflowStep[]>;
+  /** The version's on_failure steps (migration 0026): a run keeps its version's. */
+  on_failure: ColumnType<WorkflowStep[], string | undefined, string>;
   /** The membership whose save wrote these steps (null: saved before it was recorded). */
   saved_by_membership_id: string | null;
   inserted_at: Timestamp;
@@ -348,7 +377,8 @@ export interface WorkflowTriggerTable {
 }
 
 export type RunStatus = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed';
-export type StepStatus = 'succeeded' | 'failed' | 'skipped';
+/** `waiting`: the step parked the run (a wait), and runs again when the run resumes. */
+export type StepStatus = 'succeeded' | 'failed' | 'skipped' | 'waiting';
 /** Why a finished run ended (null while it has not): see migrations/0013_run_outcomes.ts. */
 export type RunOutcome = 'completed' | 'stopped_at_condition' | 'failed' | 'dead_letter';
 
@@ -371,6 +401,24 @@ export interface StepRecord {
   attempt?: number;
   /** How many attempts ran the step to a result (succeeded or failed), this one included. */
   attempts?: number;
+  /** A switch: the case that ran (its index in `cases`), or `default`. */
+  branch?: number | 'default';
+  /** A switch: the records of its branch's steps. */
+  steps?: StepRecord[];
+  /** A for_each: how many items it had and how each ended. */
+  items?: { count: number; succeeded: number; stopped: number; failed: number; not_run: number };
+  /** A for_each: the records of some items' steps (the first ITEM_RECORDS_SHOWN, and a failed one). */
+  item_records?: ItemRecord[];
+  /** An on_failure step's record (after the run's own, in `steps`). */
+  on_failure?: true;
+}
+
+/** The steps of one for_each item, on its for_each's record. */
+export interface ItemRecord {
+  index: number;
+  status: 'succeeded' | 'stopped' | 'failed' | 'not_run';
+  reason?: string;
+  steps: StepRecord[];
 }
 
 /**
@@ -380,7 +428,16 @@ export interface StepRecord {
  */
 export interface RunCheckpoint {
   steps: StepRecord[];
+  /** By step instance: a step's key, inside a for_each item `<for_each key>[<index>].<key>`. */
   tries: Record<string, number>;
+  /** The succeeded records of steps inside a switch branch or a for_each item not yet finished, by step instance. */
+  nested?: Record<string, StepRecord>;
+  /** What a step saved of its own progress (StepContext.progress), by step instance: a switch's branch, a for_each's finished items. */
+  progress?: Record<string, unknown>;
+  /** The step that parked the run (a wait), by instance, and what it saved; `delivery` when a delivery it waited for matched. */
+  parked?: { key: string; state: unknown; delivery?: { payload: unknown; id: string | null; headers: Record<string, string> | null } };
+  /** Set once the run's on_failure steps have started: the failure they see (a later attempt resumes them, never the run's own). */
+  failing?: { step: string; error: string; outcome: 'failed' | 'dead_letter'; message: string };
 }
 
 export interface WorkflowRunTable {

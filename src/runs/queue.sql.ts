@@ -10,6 +10,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role, RunCheckpoint, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
+import type { Park } from '../steps/step.ts';
 
 type ClaimedColumns =
   | 'id'
@@ -34,6 +35,8 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   delivery_id: string | null;
   /** The version's stored steps, typed as read: each was checked for its type by workflows/definition.ts before it was saved. */
   definition: WorkflowStep[];
+  /** The version's on_failure steps (absent: none, as for a version saved before them). */
+  on_failure?: WorkflowStep[];
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];
   /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
@@ -52,11 +55,15 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
 const SAVER = sql`(select json_build_object('role', m.role, 'is_active', m.is_active) from org_memberships as m
   where m.id = v.saved_by_membership_id and m.organization_id = r.organization_id)`;
 
+/**
+ * Every step of a version, nested ones (a switch's branches, a for_each's steps) and its
+ * on_failure steps included: strict `.**` reaches every object of the tree once, and only
+ * steps have a `type` member beside a `config` one.
+ */
+export const VERSION_STEPS = sql`jsonb_path_query(jsonb_build_array(v.steps, coalesce(v.on_failure, '[]'::jsonb)), 'strict $.** ? (exists(@.type) && exists(@.config))')`;
+
 // The models a version's write_fact steps name, read in the claim: no statement per step.
-const STEP_MODELS = modelsJson(
-  sql`r.workspace_id`,
-  sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`,
-);
+const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from ${VERSION_STEPS} as s where s->>'type' = 'write_fact'`);
 
 /** Where a claim's rotation over the workspaces starts at first: before every uuid. */
 export const FIRST_WORKSPACE = '00000000-0000-0000-0000-000000000000';
@@ -113,7 +120,7 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
       and v.workflow_id = r.workflow_id and v.version = r.workflow_version
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
               r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
-              coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
+              coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, v.on_failure, ${STEP_MODELS} as models, ${SAVER} as saver,
               ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, share.n as claim_share`.execute(db);
   const perWorkspace = new Map<string, number>();
   for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
@@ -185,7 +192,8 @@ export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number):
 }
 
 export interface Outcome {
-  status: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying'>;
+  /** `waiting`: a step parked the run (a wait) until resumeAt; its checkpoint says which (RunCheckpoint.parked). */
+  status: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying'> | 'waiting';
   /** Why the run ended; null while it is retrying. */
   outcome: RunOutcome | null;
   steps: StepRecord[];
@@ -200,6 +208,9 @@ export interface Outcome {
   unexpected?: unknown;
   /** For retrying: what the next attempt resumes after (the outputs of the pure steps ride along here); absent: none. */
   checkpoint?: RunCheckpoint;
+  /** For waiting: when the run resumes (a wait_for_delivery's timeout), and the step's wait. */
+  resumeAt?: Date;
+  park?: Park;
   /** The attempt stopped because its checkpoint was refused: another worker holds the run, and nothing is recorded. */
   leaseLost?: true;
 }
@@ -215,8 +226,8 @@ export async function finishRuns(db: Db, workerId: string, done: Array<{ id: str
     update workflow_runs as r
     set status = u.status, outcome = u.outcome, facts_written = r.facts_written + u.facts_written,
         steps = u.steps::jsonb, checkpoint = u.checkpoint::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
-        finished_at = case when u.status = 'retrying' then r.finished_at else ${now}::timestamptz end,
-        run_at = case when u.status = 'retrying' then u.run_at else r.run_at end
+        finished_at = case when u.status in ('retrying', 'waiting') then r.finished_at else ${now}::timestamptz end,
+        run_at = case when u.status in ('retrying', 'waiting') then u.run_at else r.run_at end
     from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
                 ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[],
                 ${col((d) => d.outcome.outcome)}::text[], ${col((d) => d.outcome.factsWritten)}::int[],

@@ -125,7 +125,9 @@ export const httpRequest: StepType<HttpRequestConfig> = {
     const row = rows.get(c.connector_id);
     if (!row) throw permanentFailure('The connector of this step no longer exists in the workspace');
     // The target is checked against the connector before any expression is evaluated.
-    const send = effects.callOut({ key: ctx.key, runtime: ctx.connectors, row, target: c, idempotencyKey: `${run.id}:${ctx.key}:0` });
+    // An item's call has its own idempotency key (its instance, `loop[2].call`): the same for every attempt of it.
+    const instance = ctx.instance ?? ctx.key;
+    const send = effects.callOut({ key: instance, runtime: ctx.connectors, row, target: c, idempotencyKey: `${run.id}:${instance}:0` });
     // Every expression of the step in one job: params, query, headers, then the body.
     const groups = (['params', 'query', 'headers'] as const).map((what) => ({
       what,

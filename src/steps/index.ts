@@ -4,8 +4,10 @@
  */
 import type { WorkflowStep } from '../db/tables.ts';
 import { condition } from './condition.ts';
+import { forEach } from './for-each.ts';
 import { httpRequest } from './http-request.ts';
 import type { StepType } from './step.ts';
+import { switchStep } from './switch.ts';
 import { transform } from './transform.ts';
 import { writeFact } from './write-fact.ts';
 
@@ -17,6 +19,8 @@ export const STEP_TYPES_BY_TYPE: { readonly [T in keyof Configs]: StepType<Confi
   condition,
   write_fact: writeFact,
   http_request: httpRequest,
+  switch: switchStep,
+  for_each: forEach,
 };
 
 export const STEP_TYPES = Object.keys(STEP_TYPES_BY_TYPE) as Array<keyof Configs>;

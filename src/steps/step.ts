@@ -9,7 +9,7 @@
  * answering): it throws a WorkFailure (errors.ts), and the run retries with backoff.
  */
 import type { Db } from '../db/connect.ts';
-import type { Role, WorkflowRunTable } from '../db/tables.ts';
+import type { Role, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import type { DataModelWithFields } from '../facts/models.sql.ts';
 import type { Selectable } from 'kysely';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
@@ -46,6 +46,50 @@ export interface Context {
   run: { id: string; attempt: number };
   trigger: { key: string | null };
   delivery: ExpressionDelivery | null;
+  /** Inside a for_each item: the item and its index (0-based). */
+  item?: unknown;
+  index?: number;
+  /** In on_failure steps: the step that failed (its key) and its error. */
+  failure?: { step: string; error: string };
+}
+
+/** A step's wait: the run parks (status waiting) until `resumeAt`, and this step runs again then with `parked`. */
+export interface Park {
+  resumeAt: Date;
+  state: unknown;
+  /** wait_for_delivery: the trigger whose later delivery, matched by the expression, resumes the run early. */
+  delivery?: { trigger: string; match: string };
+}
+
+/** What a nested list of steps (a switch's branch, a for_each item) ended as. */
+export interface ListResult {
+  /** The output of its last step that ran (null when none did). */
+  output: unknown;
+  /** A false condition stopped the list (the rest of it skipped): why. */
+  stopped?: string;
+}
+
+/**
+ * The executor's walk, for the steps that hold steps (switch, for_each): runs a nested
+ * list with its records appended to `into`, checkpointed by step instance. A failing step
+ * throws (its record is in `into` already); a lost lease throws too.
+ */
+export interface NestedWalk {
+  list(
+    steps: readonly WorkflowStep[],
+    opts: {
+      into: StepRecord[];
+      /** What the list's expressions see: a copy of the context, with `item` and `index` for an item. */
+      input: Context;
+      /** Prefix of the instance names of its steps: '' in a branch, `<key>[<index>].` in an item. */
+      prefix: string;
+      span?: TraceSpan | undefined;
+    },
+  ): Promise<ListResult>;
+  /** Drops what the checkpoint keeps of the steps under `prefix` (an item's, once the for_each keeps its result). */
+  forget(prefix: string): void;
+  /** The most records of finished items the for_each's record keeps (ITEM_RECORDS_SHOWN). */
+  readonly itemRecordsShown: number;
 }
 
 /** What one attempt reads once however many steps use it: connectors by id, and whether the version's saver may still call out. */
@@ -68,6 +112,23 @@ export interface StepContext {
   reads: AttemptReads;
   /** The step's span; undefined when tracing is off. */
   span: TraceSpan | undefined;
+  /**
+   * The step's instance: its key, inside a for_each item `<for_each key>[<index>].<key>`
+   * (facts' source keys and calls' idempotency keys are made of it, so each item has its own).
+   */
+  instance?: string;
+  /** What this step saved in an earlier attempt (undefined if none). */
+  progress?: unknown;
+  /** Saves the step's progress and checkpoints now, fenced by the lease; false: the lease was lost, stop. Absent in a test run. */
+  saveProgress?: (p: unknown) => Promise<boolean>;
+  /** Keeps the step's progress with the next checkpoint (or the attempt's outcome), without writing now. */
+  noteProgress?: (p: unknown) => void;
+  /** The run resumed at this step, which parked it: what it saved, and a matched delivery (wait_for_delivery). */
+  parked?: { state: unknown; delivery?: { payload: unknown; id: string | null; headers: Record<string, string> | null } };
+  /** Members the step adds to its own record (a switch's branch, a for_each's items), filled as it runs, kept on failure too. */
+  record?: Partial<StepRecord>;
+  /** The executor's walk of nested steps; absent where steps cannot nest. */
+  nested?: NestedWalk;
 }
 
 /** What a step gave. */
@@ -79,6 +140,8 @@ export interface StepResult {
   stop?: { reason: string };
   /** Facts stored by the step, for the run's count. */
   factsWritten?: number;
+  /** The step waits: the run parks, and the step runs again at resumeAt (or when a delivery matches). */
+  park?: Park;
 }
 
 /** What a step reads and touches, from its config alone. */
@@ -89,6 +152,11 @@ export interface StepDescription {
   dataModel?: string;
   /** The outbound connector it calls out through. */
   connector?: string;
+  /**
+   * The lists of steps it holds, each with its pointer under the config: a switch's branches
+   * (`branch`: one of them runs) or a for_each's item steps (`item`: they run once per item).
+   */
+  lists?: Array<{ pointer: string; steps: WorkflowStep[]; kind: 'branch' | 'item' }>;
 }
 
 export interface StepType<Config> {
@@ -100,6 +168,8 @@ export interface StepType<Config> {
    * at most once by itself, as write_fact).
    */
   readonly checkpoint: 'now' | 'with-next';
+  /** The step may park the run (a wait): not allowed inside a for_each item. */
+  readonly parks?: boolean;
   /** The config's shape and expressions, at save (what needs the database is checked by the save). */
   validate(config: Record<string, unknown>): Checked<Config>;
   run(config: Config, ctx: StepContext, effects: Effects): Promise<StepResult>;

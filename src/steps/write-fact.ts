@@ -99,7 +99,9 @@ export const writeFact: StepType<WriteFactConfig> = {
     return { expressions, dataModel: c.data_model_slug };
   },
   run: async (c, ctx, effects) => {
-    const { run, key } = ctx;
+    const { run } = ctx;
+    // An item's step stores under its instance (`loop[2].store`): each item its own facts, still once each.
+    const key = ctx.instance ?? ctx.key;
     const model = run.models.find((m) => m.slug === c.data_model_slug);
     if (!model) throw permanentFailure(`The data model ${JSON.stringify(c.data_model_slug)} does not exist in this workspace`);
     const fields = c.mapping ? Object.keys(c.mapping) : undefined;

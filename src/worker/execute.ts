@@ -10,7 +10,7 @@
  */
 import type { Metrics } from '../metrics.ts';
 import type { Db } from '../db/connect.ts';
-import type { RunCheckpoint, StepRecord } from '../db/tables.ts';
+import type { RunCheckpoint, StepRecord, WorkflowStep } from '../db/tables.ts';
 import { failureSummary, isDatabaseUnavailable, isTransientDatabaseError, permanentFailure, WorkFailure } from '../errors.ts';
 import type { FactStore } from '../facts/write.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';
@@ -21,7 +21,7 @@ import type { TraceSpan } from '../tracing.ts';
 import { expressionDelivery } from '../triggers/delivery-headers.ts';
 import { realEffects, type Effects } from '../steps/effects.ts';
 import { stepTypeOf } from '../steps/index.ts';
-import type { AttemptReads, Context } from '../steps/step.ts';
+import type { AttemptReads, Context, ListResult, NestedWalk, Park } from '../steps/step.ts';
 
 export { truthy } from '../steps/condition.ts';
 export { sourceKey, MAX_FOR_EACH_ITEMS } from '../steps/write-fact.ts';
@@ -83,9 +83,13 @@ export function runContext(run: ClaimedRun): Context {
   };
 }
 
+/** The records of finished for_each items a for_each's record keeps (besides a failed one); the others are counted. */
+export const ITEM_RECORDS_SHOWN = 10;
+
 /**
- * The steps a run resumes after: the checkpoint's first records, each the succeeded record
- * of the step at its place in the version (a run keeps its version, so they always match).
+ * The top-level steps a run resumes after: the checkpoint's first records, each the
+ * succeeded record of the step at its place in the version (a run keeps its version, so
+ * they always match).
  */
 function resumed(run: ClaimedRun): StepRecord[] {
   const done: StepRecord[] = [];
@@ -97,104 +101,328 @@ function resumed(run: ClaimedRun): StepRecord[] {
   return done;
 }
 
-export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPolicy): Promise<Outcome> {
-  const ctx = runContext(run);
-  // Steps a former attempt ran to success are not run again: their records and outputs come from the checkpoint.
-  const records: StepRecord[] = resumed(run);
-  for (const r of records) ctx.steps[r.key] = r.output;
-  const tries: Record<string, number> = { ...run.checkpoint?.tries };
-  const reads: AttemptReads = { connectors: new Map() };
-  const effects = env.effects ?? realEffects({ db: env.db, metrics: env.metrics, store: env.storeFacts });
-  const iso = () => new Date(env.clock()).toISOString();
-  let factsWritten = 0;
-  const skipRest = (from: number, reason: string) => {
-    for (const s of run.definition.slice(from))
-      records.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null, reason });
-  };
-  for (let i = records.length; i < run.definition.length; i++) {
-    const step = run.definition[i]!;
-    const startedAt = iso();
-    const attempts = (tries[step.key] ?? 0) + 1;
-    const span = env.trace?.child(`workflow.step ${step.type}`, 'internal', {
+/** The attempt's lease was lost at a checkpoint: another worker holds the run, nothing more is done or recorded. */
+class LeaseLost extends Error {}
+
+/** A step parked the run; `record` is the parked step's (or the switch's holding it). */
+class Parked extends Error {
+  readonly park: Park;
+  constructor(park: Park) {
+    super('parked');
+    this.park = park;
+  }
+}
+
+/** A step failed: the innermost failing step's key and failure, through the steps that hold it. */
+class StepFailed extends Error {
+  readonly failure: WorkFailure;
+  readonly key: string;
+  readonly original: unknown;
+  constructor(failure: WorkFailure, key: string, original: unknown) {
+    super(failure.message);
+    this.failure = failure;
+    this.key = key;
+    this.original = original;
+  }
+}
+
+interface Scope {
+  /** Prefix of its steps' instances: '' at the top and in a branch there, `<for_each key>[<index>].` in an item. */
+  prefix: string;
+  /** The run's own list (its records are the checkpoint's `steps`), not a nested one. */
+  top: boolean;
+  span: TraceSpan | undefined;
+}
+
+/**
+ * One attempt's walk over the step tree. What has succeeded is kept by step instance (keys
+ * are unique across the workflow; an item's steps are told apart by the item's index):
+ * top-level records in order, nested ones in a map, and what steps saved of their progress
+ * (a switch's branch, a for_each's finished items). A checkpoint writes all of it.
+ */
+class Walk {
+  readonly records: StepRecord[] = [];
+  private readonly resumedTop: Map<string, StepRecord>;
+  private readonly nested: Record<string, StepRecord>;
+  private readonly progress: Record<string, unknown>;
+  private readonly tries: Record<string, number>;
+  private parked: RunCheckpoint['parked'];
+  failing: RunCheckpoint['failing'];
+  factsWritten = 0;
+  private lost = false;
+  private chain: Promise<boolean> = Promise.resolve(true);
+  private queued: Promise<boolean> | undefined;
+  private readonly reads: AttemptReads = { connectors: new Map() };
+
+  private readonly env: StepEnv;
+  private readonly run: ClaimedRun;
+  private readonly effects: Effects;
+
+  constructor(env: StepEnv, run: ClaimedRun, effects: Effects) {
+    this.env = env;
+    this.run = run;
+    this.effects = effects;
+    const cp = run.checkpoint ?? undefined;
+    this.resumedTop = new Map(resumed(run).map((r) => [r.key, r]));
+    this.nested = { ...cp?.nested };
+    this.progress = { ...cp?.progress };
+    this.tries = { ...cp?.tries };
+    this.parked = cp?.parked;
+    this.failing = cp?.failing;
+  }
+
+  /** What a later attempt resumes after. */
+  snapshot(): RunCheckpoint {
+    const cp: RunCheckpoint = {
+      // Once on_failure runs, the run's own records are final: all of them are kept.
+      steps: this.failing ? this.records : this.records.filter((r) => r.status === 'succeeded'),
+      tries: { ...this.tries },
+    };
+    if (Object.keys(this.nested).length > 0) cp.nested = { ...this.nested };
+    if (Object.keys(this.progress).length > 0) cp.progress = { ...this.progress };
+    if (this.parked !== undefined) cp.parked = this.parked;
+    if (this.failing !== undefined) cp.failing = this.failing;
+    return cp;
+  }
+
+  /**
+   * Checkpoints now, fenced by the lease: one write at a time per attempt (two of one run in
+   * one batch would race), each writing the newest state; callers that come while one is
+   * queued share it.
+   */
+  save(): Promise<boolean> {
+    const write = this.env.checkpoint;
+    if (write === undefined) return Promise.resolve(true);
+    if (this.queued !== undefined) return this.queued;
+    const q = this.chain.then(async (ok) => {
+      this.queued = undefined;
+      if (!ok || this.lost) return false;
+      const kept = await write(this.snapshot());
+      if (!kept) this.lost = true;
+      return kept;
+    });
+    this.queued = q;
+    this.chain = q.catch(() => false);
+    return q;
+  }
+
+  private iso = () => new Date(this.env.clock()).toISOString();
+
+  private skipRest(steps: readonly WorkflowStep[], from: number, out: StepRecord[], reason: string): void {
+    for (const s of steps.slice(from)) out.push({ key: s.key, status: 'skipped', started_at: null, finished_at: null, output: null, error: null, reason });
+  }
+
+  /** Runs a list of steps in order, each record appended to `out`. A false condition stops the list; a failure, a park or a lost lease throws. */
+  async list(steps: readonly WorkflowStep[], scope: Scope, input: Context, out: StepRecord[]): Promise<ListResult> {
+    let output: unknown = null;
+    for (let i = 0; i < steps.length; i++) {
+      const step = steps[i]!;
+      if (this.lost) throw new LeaseLost();
+      const done = scope.top ? this.resumedTop.get(step.key) : this.nested[scope.prefix + step.key];
+      let record: StepRecord;
+      let stop: string | undefined;
+      if (done?.status === 'succeeded') {
+        // Ran to success by a former attempt: not run again; its record and output come from the checkpoint.
+        record = done;
+        out.push(record);
+        if (step.type === 'condition' && record.output === false) stop = `condition false at step ${step.key}`;
+      } else {
+        try {
+          ({ record, stop } = await this.one(step, scope, input, out, scope.top && i + 1 < steps.length));
+        } catch (err) {
+          if (err instanceof StepFailed) this.skipRest(steps, i + 1, out, `step ${step.key} failed`);
+          throw err;
+        }
+      }
+      input.steps[step.key] = record.output;
+      output = record.output;
+      if (stop !== undefined) {
+        this.skipRest(steps, i + 1, out, stop);
+        return { output: null, stopped: stop };
+      }
+    }
+    return { output };
+  }
+
+  private nestedWalk(scope: Scope): NestedWalk {
+    const base = scope.prefix;
+    return {
+      list: (steps, opts) => this.list(steps, { prefix: base + opts.prefix, top: false, span: opts.span }, opts.input, opts.into),
+      forget: (prefix) => {
+        const p = base + prefix;
+        for (const k of Object.keys(this.nested)) if (k.startsWith(p)) delete this.nested[k];
+        for (const k of Object.keys(this.progress)) if (k.startsWith(p)) delete this.progress[k];
+        for (const k of Object.keys(this.tries)) if (k.startsWith(p)) delete this.tries[k];
+      },
+      itemRecordsShown: ITEM_RECORDS_SHOWN,
+    };
+  }
+
+  /** Runs one step: its record is appended to `out` whatever happens (succeeded, failed, waiting). */
+  private async one(step: WorkflowStep, scope: Scope, input: Context, out: StepRecord[], moreFollow: boolean): Promise<{ record: StepRecord; stop?: string }> {
+    const { env, run } = this;
+    const instance = scope.prefix + step.key;
+    const startedAt = this.iso();
+    const attempts = (this.tries[instance] ?? 0) + 1;
+    const span = scope.span?.child(`workflow.step ${step.type}`, 'internal', {
       'tributary.step.key': step.key,
       'tributary.step.type': step.type,
-      'tributary.step.index': i,
+      'tributary.step.instance': instance,
       'tributary.run.attempt': run.attempt,
     });
+    const extra: Partial<StepRecord> = {};
+    const type = stepTypeOf(step);
     try {
-      const type = stepTypeOf(step);
       // Unknown to this release, not by type but by data: a version saved by a later release may hold a type this one does not know.
       if (type === undefined) throw permanentFailure(`Steps of type ${step.type} cannot run in this release`);
+      const parked = this.parked?.key === instance ? this.parked : undefined;
       const result = await type.run(
         step.config,
-        { db: env.db, run, key: step.key, input: ctx, expressions: env.expressions, connectors: env.connectors, reads, span },
-        effects,
+        {
+          db: env.db,
+          run,
+          key: step.key,
+          instance,
+          input,
+          expressions: env.expressions,
+          connectors: env.connectors,
+          reads: this.reads,
+          span,
+          progress: this.progress[instance],
+          noteProgress: (p) => {
+            this.progress[instance] = p;
+          },
+          ...(env.checkpoint === undefined
+            ? {}
+            : {
+                saveProgress: (p: unknown) => {
+                  this.progress[instance] = p;
+                  return this.save();
+                },
+              }),
+          ...(parked === undefined ? {} : { parked: { state: parked.state, ...(parked.delivery === undefined ? {} : { delivery: parked.delivery }) } }),
+          record: extra,
+          nested: this.nestedWalk(scope),
+        },
+        this.effects,
       );
+      if (parked !== undefined) this.parked = undefined;
+      if (result.park) {
+        this.parked = { key: instance, state: result.park.state };
+        throw new Parked(result.park);
+      }
       // Kept within the cap from here on: what the record keeps is what the later steps see.
       const kept = keptOutput(result.output, env.outputMaxBytes);
       const record: StepRecord = {
         key: step.key,
         status: 'succeeded',
         started_at: startedAt,
-        finished_at: iso(),
+        finished_at: this.iso(),
         ...kept,
         error: null,
         attempt: run.attempt,
         attempts,
+        ...extra,
       };
       // A condition's value, before truthiness (nothing is shown as null).
       if ('value' in result) record.value = conditionValue(result.value);
+      this.tries[instance] = attempts;
+      // Its progress is in its record now (a switch's branch), or done with (a for_each's items).
+      delete this.progress[instance];
+      if (!scope.top) this.nested[instance] = record;
+      out.push(record);
       // A side effect is recorded before the next step starts, so a later step's retry does not repeat it. With no next step, the outcome records it.
-      if (type.checkpoint === 'now' && env.checkpoint !== undefined && !result.stop && i + 1 < run.definition.length) {
-        if (!(await env.checkpoint({ steps: [...records, record], tries: { ...tries, [step.key]: attempts } }))) {
-          span?.end();
-          return { status: 'retrying', outcome: null, steps: records, error: null, factsWritten, leaseLost: true };
-        }
+      if (type.checkpoint === 'now' && env.checkpoint !== undefined && !result.stop && (moreFollow || !scope.top)) {
+        if (!(await this.save())) throw new LeaseLost();
       }
-      tries[step.key] = attempts;
-      factsWritten += result.factsWritten ?? 0;
+      this.factsWritten += result.factsWritten ?? 0;
       env.metrics?.stepAttempt(step.type, 'succeeded');
       span?.set({ 'tributary.step.outcome': 'succeeded' });
       span?.end();
-      records.push(record);
-      ctx.steps[step.key] = kept.output;
-      if (result.stop) {
-        skipRest(i + 1, result.stop.reason);
-        return { status: 'succeeded', outcome: 'stopped_at_condition', steps: records, error: null, factsWritten };
-      }
+      return { record, ...(result.stop ? { stop: result.stop.reason } : {}) };
     } catch (err) {
-      const failure = stepFailure(err);
-      env.metrics?.stepAttempt(step.type, 'failed');
-      const done: RunCheckpoint = { steps: [...records], tries: { ...tries, [step.key]: attempts } };
-      records.push({
+      if (err instanceof LeaseLost) {
+        span?.end();
+        throw err;
+      }
+      if (err instanceof Parked) {
+        // This step, or a step of its branch, waits: its record says so, with what ran of the branch.
+        out.push({ key: step.key, status: 'waiting', started_at: startedAt, finished_at: null, output: null, error: null, attempt: run.attempt, ...extra });
+        span?.set({ 'tributary.step.outcome': 'waiting' });
+        span?.end();
+        throw err;
+      }
+      const inner = err instanceof StepFailed ? err : undefined;
+      const failure = inner?.failure ?? stepFailure(err);
+      this.tries[instance] = attempts;
+      if (inner === undefined) env.metrics?.stepAttempt(step.type, 'failed');
+      out.push({
         key: step.key,
         status: 'failed',
         started_at: startedAt,
-        finished_at: iso(),
+        finished_at: this.iso(),
         output: null,
-        error: failure.message,
+        error: inner === undefined ? failure.message : `Step ${inner.key} failed: ${failure.message}`,
         attempt: run.attempt,
         attempts,
+        ...extra,
       });
-      skipRest(i + 1, `step ${step.key} failed`);
-      const error = `Step ${step.key} failed: ${failure.message}`;
-      // An error none of ours named is kept for the log, with its stack; the record says only that it happened.
       const unexpected = err instanceof WorkFailure || failure.transient ? undefined : err;
-      const status = (err as { status?: unknown }).status;
-      const failed = {
-        step: step.key,
-        code: unexpected !== undefined ? 'unexpected' : failure.transient ? 'transient' : 'permanent',
-        message: failure.message,
-        ...(typeof status === 'number' ? { status } : {}),
-      };
-      const common = { steps: records, error, factsWritten, failure: failed, ...(unexpected === undefined ? {} : { unexpected }) };
       span?.set({ 'tributary.step.outcome': 'failed', 'tributary.step.transient': failure.transient });
-      span?.fail(failed.code, failureSummary(failure.message));
+      span?.fail(unexpected !== undefined ? 'unexpected' : failure.transient ? 'transient' : 'permanent', failureSummary(failure.message));
       span?.end();
-      if (!failure.transient) return { status: 'failed', outcome: 'failed', ...common };
-      // A transient failure on the last attempt: the run is given up, a dead letter.
-      if (run.attempt >= run.max_attempts) return { status: 'failed', outcome: 'dead_letter', ...common };
-      env.metrics?.stepRetry(step.type);
+      throw inner ?? new StepFailed(failure, step.key, err);
+    }
+  }
+}
+
+export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPolicy): Promise<Outcome> {
+  const ctx = runContext(run);
+  const effects = env.effects ?? realEffects({ db: env.db, metrics: env.metrics, store: env.storeFacts });
+  const walk = new Walk(env, run, effects);
+  const top: Scope = { prefix: '', top: true, span: env.trace };
+  const base = { steps: walk.records, error: null };
+  if (walk.failing !== undefined) {
+    // A former attempt had failed for good and started the on_failure steps: the run's own steps are final, only those go on.
+    walk.records.push(...(run.checkpoint?.steps ?? []));
+    for (const r of walk.records) if (r.status === 'succeeded') ctx.steps[r.key] = r.output;
+    return onFailure(env, run, walk, ctx, walk.failing);
+  }
+  try {
+    const r = await walk.list(run.definition, top, ctx, walk.records);
+    const outcome = r.stopped === undefined ? 'completed' : 'stopped_at_condition';
+    return { status: 'succeeded', outcome, ...base, factsWritten: walk.factsWritten };
+  } catch (err) {
+    if (err instanceof LeaseLost) return { status: 'retrying', outcome: null, ...base, factsWritten: walk.factsWritten, leaseLost: true };
+    if (err instanceof Parked) {
+      const cp = walk.snapshot();
+      return {
+        status: 'waiting',
+        outcome: null,
+        ...base,
+        factsWritten: walk.factsWritten,
+        resumeAt: err.park.resumeAt,
+        runAt: err.park.resumeAt,
+        checkpoint: cp,
+        park: err.park,
+      };
+    }
+    if (!(err instanceof StepFailed)) throw err;
+    const failure = err.failure;
+    const error = `Step ${err.key} failed: ${failure.message}`;
+    // An error none of ours named is kept for the log, with its stack; the record says only that it happened.
+    const unexpected = err.original instanceof WorkFailure || failure.transient ? undefined : err.original;
+    const status = (err.original as { status?: unknown } | null)?.status;
+    const failed = {
+      step: err.key,
+      code: unexpected !== undefined ? 'unexpected' : failure.transient ? 'transient' : 'permanent',
+      message: failure.message,
+      ...(typeof status === 'number' ? { status } : {}),
+    };
+    const common = { steps: walk.records, error, factsWritten: walk.factsWritten, failure: failed, ...(unexpected === undefined ? {} : { unexpected }) };
+    if (failure.transient && run.attempt < run.max_attempts) {
+      const type = stepTypeOf(findStep(run.definition, err.key) ?? ({ type: 'unknown' } as unknown as WorkflowStep));
+      env.metrics?.stepRetry(type?.type ?? 'unknown');
       const wait = retryDelayMs(run.attempt, retry, failure.retryAfterMs);
       // The next attempt resumes at this step: the ones before it (pure ones too) ride along with this outcome.
       return {
@@ -202,11 +430,62 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
         outcome: null,
         ...common,
         runAt: new Date(env.clock() + wait),
-        ...(env.checkpoint === undefined ? {} : { checkpoint: done }),
+        ...(env.checkpoint === undefined ? {} : { checkpoint: walk.snapshot() }),
       };
     }
+    // A permanent failure, or a transient one on the last attempt (a dead letter): the run fails for good.
+    const failing = { step: err.key, error, outcome: failure.transient ? ('dead_letter' as const) : ('failed' as const), message: failure.message };
+    const done = await onFailure(env, run, walk, ctx, failing);
+    return { ...done, ...common, steps: done.steps, ...(done.leaseLost ? { status: 'retrying', outcome: null, leaseLost: true } : {}) };
   }
-  return { status: 'succeeded', outcome: 'completed', steps: records, error: null, factsWritten };
+}
+
+/**
+ * The workflow's on_failure steps, once the run has failed for good: they see the failed
+ * step's key and error as `failure`, and the steps that succeeded. Their records follow the
+ * run's own on the run, each marked `on_failure`; a failing one is recorded and the run
+ * stays failed (its on_failure steps do not run again, nor are they retried).
+ */
+async function onFailure(env: StepEnv, run: ClaimedRun, walk: Walk, ctx: Context, failing: NonNullable<RunCheckpoint['failing']>): Promise<Outcome> {
+  const list = run.on_failure ?? [];
+  const result = (steps: StepRecord[]): Outcome => ({
+    status: 'failed',
+    outcome: failing.outcome,
+    steps,
+    error: failing.error,
+    factsWritten: walk.factsWritten,
+  });
+  if (list.length === 0) return result(walk.records);
+  walk.failing = failing;
+  const into: StepRecord[] = [];
+  const span = env.trace?.child('workflow.on_failure', 'internal', { 'tributary.failure.step': failing.step });
+  try {
+    await walk.list(list, { prefix: '', top: false, span }, { ...ctx, steps: { ...ctx.steps }, failure: { step: failing.step, error: failing.message } }, into);
+  } catch (err) {
+    if (err instanceof LeaseLost) {
+      span?.end();
+      return { ...result(walk.records), status: 'retrying', outcome: null, leaseLost: true };
+    }
+    // A failing on_failure step is recorded (in `into`), not retried: the run stays failed.
+    if (!(err instanceof StepFailed) && !(err instanceof Parked)) {
+      span?.end();
+      throw err;
+    }
+  }
+  span?.end();
+  return result([...walk.records, ...into.map((r) => ({ ...r, on_failure: true as const }))]);
+}
+
+/** A step anywhere in the tree, by key (keys are unique across the workflow). */
+export function findStep(steps: readonly WorkflowStep[], key: string): WorkflowStep | undefined {
+  for (const s of steps) {
+    if (s.key === key) return s;
+    for (const l of stepTypeOf(s)?.describe(s.config).lists ?? []) {
+      const found = findStep(l.steps, key);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }
 
 /** A condition's value as its record keeps it: whole when small, else the start of its JSON (a condition's value is for reading, not a store). */

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { Role, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
+import { VERSION_STEPS } from '../runs/queue.sql.ts';
 
 export interface TestedVersion {
   workflow_id: string;
@@ -10,6 +11,7 @@ export interface TestedVersion {
   workspace_id: string;
   version: number;
   definition: WorkflowStep[];
+  on_failure: WorkflowStep[];
   models: DataModelWithFields[];
   saver: { role: Role; is_active: boolean } | null;
   /** The headers the api_key inbound connectors of its triggers read their keys from: a sample's are redacted as a delivery's are. */
@@ -19,11 +21,8 @@ export interface TestedVersion {
 /** The version (none: the workflow's current one) of the workflow, when both exist in the workspace. */
 export async function loadTestedVersion(db: Db, workspaceId: string, workflowId: string, version: number | undefined): Promise<TestedVersion | undefined> {
   const { rows } = await sql<TestedVersion>`
-    select w.id as workflow_id, w.organization_id, w.workspace_id, v.version, v.steps as definition,
-      ${modelsJson(
-        sql`w.workspace_id`,
-        sql`select s->'config'->>'data_model_slug' from jsonb_array_elements(v.steps) as s where s->>'type' = 'write_fact'`,
-      )} as models,
+    select w.id as workflow_id, w.organization_id, w.workspace_id, v.version, v.steps as definition, v.on_failure,
+      ${modelsJson(sql`w.workspace_id`, sql`select s->'config'->>'data_model_slug' from ${VERSION_STEPS} as s where s->>'type' = 'write_fact'`)} as models,
       (select json_build_object('role', m.role, 'is_active', m.is_active) from org_memberships as m
         where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver,
       (select coalesce(json_agg(c.config->>'header_name'), '[]'::json) from workflow_triggers as t

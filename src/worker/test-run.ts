@@ -14,14 +14,14 @@
  * with Retry-After.
  */
 import type { Db } from '../db/connect.ts';
-import type { StepRecord } from '../db/tables.ts';
+import type { ItemRecord, StepRecord, WorkflowStep } from '../db/tables.ts';
 import { AppError } from '../errors.ts';
 import { authorize } from '../auth/access.ts';
 import type { Principal } from '../auth/principal.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { InputSchema } from '../input.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { executeRun, runContext } from './execute.ts';
+import { executeRun, findStep, runContext } from './execute.ts';
 import { dryEffects, type DryRunNote } from '../steps/effects.ts';
 import { stepTypeOf } from '../steps/index.ts';
 import { deliveryHeaders } from '../triggers/delivery-headers.ts';
@@ -124,6 +124,12 @@ async function testRunSlot(deps: TestRunDeps, workspaceId: string): Promise<() =
 
 export type TestRunOutcome = 'completed' | 'stopped_at_condition' | 'failed';
 
+/** Whether the step, or a step it holds, calls out through a connector. */
+const usesConnector = (s: WorkflowStep): boolean => {
+  const d = stepTypeOf(s)?.describe(s.config);
+  return d?.connector !== undefined || (d?.lists ?? []).some((l) => l.steps.some(usesConnector));
+};
+
 export interface TestStep extends DryRunNote {
   key: string;
   type: string;
@@ -133,6 +139,14 @@ export interface TestStep extends DryRunNote {
   input: unknown;
   output: unknown;
   error: string | null;
+  /** A switch: the branch that ran (a case's index, or `default`) and its steps. */
+  branch?: number | 'default';
+  steps?: TestStep[];
+  /** A for_each: its items' counts, and the steps of the items shown (as the run record keeps them). */
+  items?: StepRecord['items'];
+  item_records?: Array<Omit<ItemRecord, 'steps'> & { steps: TestStep[] }>;
+  /** An on_failure step. */
+  on_failure?: true;
 }
 
 export interface TestRunResult {
@@ -153,8 +167,7 @@ export async function testRun(deps: TestRunDeps, principal: Principal, workflowI
     throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
   const call = input.call ?? 'none';
   // Calling out with a connector's credentials asks what saving such a step asks.
-  if (call === 'safe' && tested.definition.some((s) => stepTypeOf(s)?.describe(s.config).connector !== undefined))
-    authorize(principal, 'workflow.save_http_request');
+  if (call === 'safe' && [...tested.definition, ...(tested.on_failure ?? [])].some((s) => usesConnector(s))) authorize(principal, 'workflow.save_http_request');
   const release = await testRunSlot(deps, principal.workspaceId);
   try {
     return await testRunIn(deps, tested, call, input, trace);
@@ -209,6 +222,7 @@ async function testRunIn(
     traceparent: null,
     tracestate: null,
     definition: tested.definition,
+    on_failure: tested.on_failure ?? [],
     models: tested.models,
     saver: tested.saver,
     ...sampleDelivery(input, tested.secretHeaders),
@@ -236,24 +250,18 @@ async function testRunIn(
     span?.end();
   }
   const records = capSteps(outcome.steps, ANSWER_CAPS);
+  const tree = [...tested.definition, ...(tested.on_failure ?? [])];
   const seen: Record<string, unknown> = {};
-  let facts = 0;
-  const steps = records.map((r, i): TestStep => {
-    const type = tested.definition[i]?.type ?? 'unknown';
-    const note = dry.notes.get(r.key) ?? {};
-    const ran = r.status !== 'skipped';
-    const stepInput = ran ? { ...runContext(run), steps: { ...seen } } : null;
-    if (r.status === 'succeeded') {
-      // What the next step saw: the output, or its preview past RUN_STEP_OUTPUT_MAX_BYTES.
-      seen[r.key] = outcome.steps[i]!.output;
-      if (type === 'write_fact') facts += note.facts?.length ?? 0;
-    }
+  /** A record as the answer shows it; `prefix`: the instance prefix of a for_each item's steps (dry notes are by instance). */
+  const shown = (r: StepRecord, prefix: string, input: unknown): TestStep => {
+    const type = findStep(tree, r.key)?.type ?? 'unknown';
+    const note = dry.notes.get(prefix + r.key) ?? {};
     return {
       key: r.key,
       type,
       status: r.status,
       ...(r.reason === undefined ? {} : { reason: r.reason }),
-      ...shownInput(stepInput),
+      ...shownInput(input),
       output: r.output,
       ...(r.output_truncated ? { output_truncated: true, output_bytes: r.output_bytes } : {}),
       error: r.error,
@@ -262,7 +270,22 @@ async function testRunIn(
       ...(note.request ? { request: note.request } : {}),
       ...(note.response !== undefined ? { response: note.response } : {}),
       ...(note.note ? { note: note.note } : {}),
+      ...(r.branch === undefined ? {} : { branch: r.branch }),
+      // Nested steps are shown without their input: it is their switch's or item's, with the earlier steps of the list.
+      ...(r.steps === undefined ? {} : { steps: r.steps.map((c) => shown(c, prefix, null)) }),
+      ...(r.items === undefined ? {} : { items: r.items }),
+      ...(r.item_records === undefined
+        ? {}
+        : { item_records: r.item_records.map((it) => ({ ...it, steps: it.steps.map((c) => shown(c, `${prefix}${r.key}[${it.index}].`, null)) })) }),
+      ...(r.on_failure ? { on_failure: true as const } : {}),
     };
+  };
+  const steps = records.map((r, i): TestStep => {
+    const ran = r.status !== 'skipped';
+    const stepInput = ran ? { ...runContext(run), steps: { ...seen } } : null;
+    // What the next step saw: the output, or its preview past RUN_STEP_OUTPUT_MAX_BYTES.
+    if (r.status === 'succeeded' && !r.on_failure) seen[r.key] = outcome.steps[i]!.output;
+    return shown(r, '', stepInput);
   });
   const failed = outcome.status !== 'succeeded';
   return {
@@ -273,7 +296,7 @@ async function testRunIn(
     // One attempt: a transient failure is as failed as a permanent one here.
     outcome: failed ? 'failed' : outcome.outcome === 'stopped_at_condition' ? 'stopped_at_condition' : 'completed',
     // A real run keeps the facts of the steps before one that failed: they count.
-    facts_would_write: facts,
+    facts_would_write: outcome.factsWritten,
     error: outcome.error,
     steps,
   };

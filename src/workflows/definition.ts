@@ -15,7 +15,12 @@ import { stepRefProblem } from './step-refs.ts';
 import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE, scheduleProblem, type CatchUp } from '../triggers/schedule.ts';
 
 export const WORKFLOW_LIMITS = {
+  /** Steps of one list: the workflow's, a branch's, a for_each's, on_failure's. */
   maxSteps: 50,
+  /** Steps across the whole tree, nested ones and on_failure included. */
+  maxTotalSteps: 200,
+  /** How deep lists nest: the workflow's own steps are at depth 1, a switch's or for_each's steps one deeper. */
+  maxDepth: 4,
   maxTriggers: 20,
   maxMappingFields: MAX_MAPPING_FIELDS,
 } as const;
@@ -63,6 +68,8 @@ export type TriggerInput = WebhookTriggerInput | ScheduleTriggerInput;
 export interface Definition {
   wf: WfParams;
   steps: WorkflowStep[];
+  /** Run once when a run fails for good, with `failure` in their context. */
+  onFailure: WorkflowStep[];
   triggers: TriggerInput[];
 }
 
@@ -83,32 +90,102 @@ function readStep(key: string, type: WorkflowStep['type'], config: Record<string
   return { key, type, config: checked.config } as WorkflowStep;
 }
 
-function readSteps(v: unknown): WorkflowStep[] {
-  const at = `${AT}/step_params`;
-  if (!Array.isArray(v)) throw new ConfigIssue(at, 'step_params must be an array');
-  if (v.length > WORKFLOW_LIMITS.maxSteps) throw new ConfigIssue(at, `step_params may hold at most ${WORKFLOW_LIMITS.maxSteps} steps`);
-  const seen = new Set<string>();
-  const steps = v.map((step, i) => {
+/** What the reading of one workflow's step tree has seen so far. */
+interface Tree {
+  /** Every key, and whether it is a top-level step (`later` when not yet readable) or a nested one. */
+  keys: Map<string, 'later' | 'nested'>;
+  total: number;
+}
+
+interface ListPlace {
+  depth: number;
+  /** Inside a for_each's steps: no step may wait there. */
+  inItem: boolean;
+  /** on_failure's steps: no step may wait there either (the run has failed). */
+  inOnFailure: boolean;
+}
+
+/** One list of steps, and the lists its steps hold (a switch's branches, a for_each's steps), each checked at its pointer. */
+function readList(v: unknown, at: string, name: string, tree: Tree, place: ListPlace): WorkflowStep[] {
+  if (!Array.isArray(v)) throw new ConfigIssue(at, `${name} must be an array`);
+  if (v.length > WORKFLOW_LIMITS.maxSteps) throw new ConfigIssue(at, `${name} may hold at most ${WORKFLOW_LIMITS.maxSteps} steps`);
+  return v.map((step, i) => {
     const sat = `${at}/${i}`;
     if (!isObject(step)) throw new ConfigIssue(sat, 'a step must be an object {key, type, config}');
     onlyMembers(step, ['key', 'type', 'config'], sat, 'a step');
     if (typeof step.key !== 'string' || !KEY_RE.test(step.key)) throw new ConfigIssue(`${sat}/key`, `key ${KEY_TEXT}`);
-    if (seen.has(step.key)) throw new ConfigIssue(`${sat}/key`, `key ${quoteName(step.key)} is used by an earlier step`);
-    seen.add(step.key);
+    // Unique across the whole workflow: a step's record, checkpoint and `steps.<key>` name it by key alone.
+    if (tree.keys.has(step.key)) throw new ConfigIssue(`${sat}/key`, `key ${quoteName(step.key)} is used by another step of this workflow`);
+    tree.keys.set(step.key, place.depth === 1 && !place.inOnFailure ? 'later' : 'nested');
+    if (++tree.total > WORKFLOW_LIMITS.maxTotalSteps)
+      throw new ConfigIssue(sat, `a workflow may hold at most ${WORKFLOW_LIMITS.maxTotalSteps} steps in all (nested ones and on_failure included)`);
     if (!isStepType(step.type)) throw new ConfigIssue(`${sat}/type`, `type must be one of ${STEP_TYPES.join(', ')}`);
+    const type = STEP_TYPES_BY_TYPE[step.type];
+    if (type.parks === true && place.inItem)
+      throw new ConfigIssue(`${sat}/type`, `a ${step.type} step cannot be inside a for_each in this release (an item cannot wait)`);
+    if (type.parks === true && place.inOnFailure)
+      throw new ConfigIssue(`${sat}/type`, `a ${step.type} step cannot be an on_failure step (a failed run does not wait)`);
     const config = step.config ?? {};
     if (!isObject(config)) throw new ConfigIssue(`${sat}/config`, 'config must be an object');
-    return readStep(step.key, step.type, config, `${sat}/config`);
+    const read = readStep(step.key, step.type, config, `${sat}/config`);
+    for (const list of stepTypeOf(read)!.describe(read.config).lists ?? []) {
+      const lat = `${sat}/config/${list.pointer}`;
+      if (place.depth + 1 > WORKFLOW_LIMITS.maxDepth)
+        throw new ConfigIssue(lat, `steps may nest at most ${WORKFLOW_LIMITS.maxDepth} deep (the workflow's own steps are at depth 1)`);
+      // The step type gave its lists as given; they are replaced, in place, by the steps as read.
+      const steps = readList(list.steps, lat, list.pointer.split('/').at(-1)!, tree, {
+        depth: place.depth + 1,
+        inItem: place.inItem || list.kind === 'item',
+        inOnFailure: place.inOnFailure,
+      });
+      list.steps.splice(0, list.steps.length, ...steps);
+    }
+    return read;
   });
-  // A step reads only the outputs of the steps before it: anything else is undefined at run time.
-  const keys = steps.map((s) => s.key);
+}
+
+/**
+ * A step reads only the outputs of the steps that ran before it on every path: the earlier
+ * steps of its list and of the lists holding it, a switch or for_each itself after it ran
+ * (not the steps inside it); anything else may be undefined at run time.
+ */
+function checkRefs(steps: readonly WorkflowStep[], at: string, visible: readonly string[], all: Tree['keys']): void {
+  const before = [...visible];
   steps.forEach((step, i) => {
-    for (const [pointer, text] of stepTypeOf(step)!.describe(step.config).expressions) {
-      const problem = stepRefProblem(text, keys, i);
+    const described = stepTypeOf(step)!.describe(step.config);
+    for (const [pointer, text] of described.expressions) {
+      const problem = stepRefProblem(text, before, step.key, all);
       if (problem !== undefined) throw new ConfigIssue(`${at}/${i}/config/${pointer}`, problem);
     }
+    for (const list of described.lists ?? []) checkRefs(list.steps, `${at}/${i}/config/${list.pointer}`, before, all);
+    before.push(step.key);
   });
-  return steps;
+}
+
+function readSteps(stepParams: unknown, onFailureParams: unknown): { steps: WorkflowStep[]; onFailure: WorkflowStep[] } {
+  const tree: Tree = { keys: new Map(), total: 0 };
+  const steps = readList(stepParams, `${AT}/step_params`, 'step_params', tree, { depth: 1, inItem: false, inOnFailure: false });
+  const onFailure =
+    onFailureParams === undefined || onFailureParams === null
+      ? []
+      : readList(onFailureParams, `${AT}/on_failure_params`, 'on_failure_params', tree, { depth: 1, inItem: false, inOnFailure: true });
+  checkRefs(steps, `${AT}/step_params`, [], tree.keys);
+  // on_failure steps may read any of the workflow's own top-level steps: one that did not succeed reads as undefined (documented).
+  checkRefs(
+    onFailure,
+    `${AT}/on_failure_params`,
+    steps.map((s) => s.key),
+    tree.keys,
+  );
+  return { steps, onFailure };
+}
+
+/** Every step of a tree, nested ones after the step holding them, with its pointer under `at`. */
+export function* allSteps(steps: readonly WorkflowStep[], at: string): Generator<[WorkflowStep, string]> {
+  for (const [i, step] of steps.entries()) {
+    yield [step, `${at}/${i}`];
+    for (const list of stepTypeOf(step)?.describe(step.config).lists ?? []) yield* allSteps(list.steps, `${at}/${i}/config/${list.pointer}`);
+  }
 }
 
 const TRIGGER_MEMBERS = {
@@ -171,7 +248,9 @@ function readTriggers(v: unknown): TriggerInput[] {
 
 export function readDefinition(attrs: Record<string, unknown>): Definition {
   try {
-    return { wf: readWfParams(attrs.wf_params), steps: readSteps(attrs.step_params), triggers: readTriggers(attrs.trigger_params) };
+    const wf = readWfParams(attrs.wf_params);
+    const { steps, onFailure } = readSteps(attrs.step_params, attrs.on_failure_params);
+    return { wf, steps, onFailure, triggers: readTriggers(attrs.trigger_params) };
   } catch (err) {
     // The first problem, as the contract's error at its pointer.
     if (err instanceof ConfigIssue) throw invalidAt(err.pointer, err.message);

@@ -60,12 +60,23 @@ export function stepRefs(expression: string): StepRef[] {
   return found;
 }
 
-/** Why an expression of the step at `index` may not read these steps, or undefined. */
-export function stepRefProblem(expression: string, keys: readonly string[], index: number): string | undefined {
-  const before = keys.slice(0, index);
+/**
+ * Why an expression of a step may not read these steps, or undefined. `before`: the steps
+ * that have run before it on every path (the earlier steps of its list and of the lists
+ * holding it); `all`: every key of the workflow, to say why another is not readable.
+ */
+export function stepRefProblem(expression: string, before: readonly string[], self: string, all: ReadonlyMap<string, 'later' | 'nested'>): string | undefined {
   for (const ref of stepRefs(expression)) {
     if (before.includes(ref.key)) continue;
-    const where = ref.key === keys[index] ? ' (it is this step)' : keys.includes(ref.key) ? ' (it comes later)' : '';
+    const kind = all.get(ref.key);
+    const where =
+      ref.key === self
+        ? ' (it is this step)'
+        : kind === 'nested'
+          ? ' (it is inside a switch branch or a for_each, which does not run before this step on every path: read the switch or for_each step instead)'
+          : kind === 'later'
+            ? ' (it comes later)'
+            : '';
     const list = before.length === 0 ? 'no step comes before it' : `steps before it: ${before.join(', ')}`;
     const at = ref.position === undefined ? '' : ` (at character ${ref.position})`;
     return `steps.${ref.key}${at} is not a step before this one${where}; ${list}`;

@@ -14,6 +14,7 @@ export const workflowVersionType: ResourceType = {
     workflow_id: { column: 'workflow_id', kind: 'uuid', filter: true },
     version: { column: 'version', kind: 'integer', filter: true, sort: true },
     steps: { column: 'steps', kind: 'json' },
+    on_failure: { column: 'on_failure', kind: 'json' },
     saved_by: { column: 'saved_by_membership_id', kind: 'uuid', filter: true, nullable: true },
     inserted_at: { column: 'inserted_at', kind: 'datetime', filter: true, sort: true },
   },

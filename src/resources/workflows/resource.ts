@@ -31,6 +31,7 @@ export const workflowType: ResourceType = {
     version: { column: 'version', kind: 'integer', filter: true, sort: true },
     lock_version: { column: 'lock_version', kind: 'string' },
     steps: { column: 'steps', kind: 'json' },
+    on_failure: { column: 'on_failure', kind: 'json' },
     triggers: { column: 'triggers', kind: 'json' },
     organization_id: { column: 'organization_id', kind: 'uuid', filter: true },
     ...TIMESTAMPS,

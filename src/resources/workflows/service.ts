@@ -20,7 +20,7 @@ import { canonicalJson, pointerToken } from '../../json.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../../secrets.ts';
 import { checkOrganization } from '../data_models/service.ts';
 import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts';
-import { DEFAULT_WEBHOOK_ACCEPT, readDefinition, type Definition } from '../../workflows/definition.ts';
+import { allSteps, DEFAULT_WEBHOOK_ACCEPT, readDefinition, type Definition } from '../../workflows/definition.ts';
 import { stepTypeOf } from '../../steps/index.ts';
 import * as q from './workflows.sql.ts';
 import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
@@ -37,6 +37,7 @@ export const builderStateInput: InputSchema = {
   workflow_id: { kind: 'id', nullable: true },
   wf_params: { kind: 'object', required: true, maxBytes: 65_536 },
   step_params: { kind: 'array', required: true, maxItems: 1000 },
+  on_failure_params: { kind: 'array', nullable: true, maxItems: 1000 },
   trigger_params: { kind: 'array', required: true, maxItems: 1000 },
   // Only what lockVersionOf makes: anything else was never read from a workflow, which is bad input, not a conflict.
   lock_version: {
@@ -66,14 +67,17 @@ function lockVersionOf(revision: number, graphHash: string): string {
   return `${revision}.${graphHash.slice(0, 16)}`;
 }
 
+/** Every step of the definition, nested and on_failure ones included, with its pointer. */
+const everyStep = (def: Definition) => [...allSteps(def.steps, `${AT}/step_params`), ...allSteps(def.onFailure, `${AT}/on_failure_params`)];
+
 /** References that only the database can check, checked inside the save's transaction. */
 async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggers: Map<string, { type: string }>): Promise<void> {
-  const slugs = [...new Set(def.steps.flatMap((s) => stepTypeOf(s)?.describe(s.config).dataModel ?? []))];
+  const slugs = [...new Set(everyStep(def).flatMap(([s]) => stepTypeOf(s)?.describe(s.config).dataModel ?? []))];
   await q.shareModels(trx, principal.workspaceId, slugs);
   const models = slugs.length > 0 ? await loadModels(trx, principal.workspaceId, slugs) : new Map<string, DataModelWithFields>();
-  def.steps.forEach((step, i) => {
+  everyStep(def).forEach(([step, pointer]) => {
     if (step.type !== 'write_fact') return;
-    const at = `${AT}/step_params/${i}/config`;
+    const at = `${pointer}/config`;
     const model = models.get(step.config.data_model_slug);
     if (!model)
       throw invalidAt(`${at}/data_model_slug`, `data_model_slug ${JSON.stringify(step.config.data_model_slug)} is not a data model of this workspace`);
@@ -110,11 +114,11 @@ async function checkReferences(trx: Db, principal: Principal, def: Definition, e
  * parameter of that operation is given in params.
  */
 async function checkHttpSteps(trx: Db, principal: Principal, def: Definition): Promise<void> {
-  const ids = [...new Set(def.steps.flatMap((s) => stepTypeOf(s)?.describe(s.config).connector ?? []))];
+  const ids = [...new Set(everyStep(def).flatMap(([s]) => stepTypeOf(s)?.describe(s.config).connector ?? []))];
   const connectors = await q.outboundConnectors(trx, principal.workspaceId, ids);
-  def.steps.forEach((step, i) => {
+  everyStep(def).forEach(([step, pointer]) => {
     if (step.type !== 'http_request') return;
-    const at = `${AT}/step_params/${i}/config`;
+    const at = `${pointer}/config`;
     const c = connectors.get(step.config.connector_id);
     if (!c) throw invalidAt(`${at}/connector_id`, 'connector_id must name an outbound connector of this workspace');
     const ref = step.config.operation_ref;
@@ -177,7 +181,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
   checkScheduleIntervals(def, limits.scheduleMinIntervalSeconds, now);
   // An http_request step calls out with a connector's credentials, to a method and path the
   // step chooses: handing them to a workflow is for those who manage connectors.
-  if (def.steps.some((s) => stepTypeOf(s)?.describe(s.config).connector !== undefined)) {
+  if (everyStep(def).some(([s]) => stepTypeOf(s)?.describe(s.config).connector !== undefined)) {
     authorize(principal, 'workflow.save_http_request');
   }
   const workflowId = (attrs.workflow_id as string | null | undefined) ?? null;
@@ -222,7 +226,16 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
           : { ...common, type: t.type, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id, accept: t.accept };
       });
       const graphHash = createHash('sha256')
-        .update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views.map(hashedView), version }))
+        // on_failure only when it has steps: a workflow saved before it hashes as it did then.
+        .update(
+          canonicalJson({
+            wf: def.wf,
+            steps: def.steps,
+            ...(def.onFailure.length > 0 ? { on_failure: def.onFailure } : {}),
+            triggers: views.map(hashedView),
+            version,
+          }),
+        )
         .digest('hex');
       const changed = !existing || existing.graph_hash !== graphHash;
       const revision = existing ? existing.revision + (changed ? 1 : 0) : 1;
@@ -235,6 +248,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         graph_hash: graphHash,
         lock_version: lockVersionOf(revision, graphHash),
         steps: JSON.stringify(def.steps),
+        on_failure: JSON.stringify(def.onFailure),
         triggers: JSON.stringify(views),
       };
       if (existing && !changed) {
@@ -246,7 +260,14 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       const row = existing
         ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: now })
         : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
-      await q.putVersion(trx, principal.workspaceId, { id: uuidv7(), workflowId: id, version, steps: def.steps, savedBy: principal.membershipId });
+      await q.putVersion(trx, principal.workspaceId, {
+        id: uuidv7(),
+        workflowId: id,
+        version,
+        steps: def.steps,
+        onFailure: def.onFailure,
+        savedBy: principal.membershipId,
+      });
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
       const kept = def.triggers.filter((t) => t.id !== null);
       await q.deleteTriggersExcept(

@@ -26,7 +26,7 @@ export function updateWorkflow(trx: Db, workspaceId: string, id: string, patch: 
 export async function putVersion(
   trx: Db,
   workspaceId: string,
-  v: { id: string; workflowId: string; version: number; steps: WorkflowStep[]; savedBy: string },
+  v: { id: string; workflowId: string; version: number; steps: WorkflowStep[]; onFailure: WorkflowStep[]; savedBy: string },
 ): Promise<void> {
   await trx
     .insertInto('workflow_versions')
@@ -36,12 +36,15 @@ export async function putVersion(
       workflow_id: v.workflowId,
       version: v.version,
       steps: JSON.stringify(v.steps),
+      on_failure: JSON.stringify(v.onFailure),
       saved_by_membership_id: v.savedBy,
     })
     .onConflict((oc) =>
-      oc
-        .columns(['workflow_id', 'version'])
-        .doUpdateSet({ steps: (eb) => eb.ref('excluded.steps'), saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id') }),
+      oc.columns(['workflow_id', 'version']).doUpdateSet({
+        steps: (eb) => eb.ref('excluded.steps'),
+        on_failure: (eb) => eb.ref('excluded.on_failure'),
+        saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id'),
+      }),
     )
     .execute();
 }
