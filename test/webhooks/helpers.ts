@@ -42,6 +42,7 @@ export function builderState(
     is_new_version?: boolean;
     wf_params?: unknown;
     step_params: unknown[];
+    on_failure_params?: unknown[];
     trigger_params?: unknown[];
   },
 ) {
