@@ -1406,6 +1406,7 @@ export interface components {
             version?: number;
             lock_version?: string;
             steps?: unknown;
+            on_failure?: unknown;
             triggers?: (components["schemas"]["webhook_trigger"] | components["schemas"]["schedule_trigger"])[];
             /** Format: uuid */
             organization_id?: string;
@@ -1625,6 +1626,7 @@ export interface components {
             workflow_id?: string;
             version?: number;
             steps?: unknown;
+            on_failure?: unknown;
             /** Format: uuid */
             saved_by?: string | null;
             /** Format: date-time */
@@ -3885,7 +3887,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: runs */
                 include?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
                 /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
@@ -3918,7 +3920,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: runs */
                 include?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
                 /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
@@ -4191,7 +4193,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4224,7 +4226,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4660,9 +4662,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, saved_by, inserted_at, workflow */
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, saved_by, inserted_at, workflow */
                 "fields[workflow_version]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4693,9 +4695,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, saved_by, inserted_at, workflow */
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, saved_by, inserted_at, workflow */
                 "fields[workflow_version]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4812,6 +4814,7 @@ export interface operations {
                             workflow_id?: string | null;
                             wf_params: Record<string, unknown>;
                             step_params: unknown[];
+                            on_failure_params?: unknown[] | null;
                             trigger_params: (components["schemas"]["webhook_trigger_params"] | components["schemas"]["schedule_trigger_params"])[];
                             lock_version?: string | null;
                         };
