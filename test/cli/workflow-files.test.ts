@@ -322,6 +322,48 @@ it('a webhook with accept: form round-trips through get --yaml; the default json
   assert.equal(after.attributes.version, 1);
 });
 
+it('nested steps and on_failure round-trip through get --yaml; a nested error names its member in the file', async () => {
+  const text = `name: router
+steps:
+  route:
+    type: switch
+    cases:
+      - when: delivery.headers."x-github-event" = "push"
+        steps:
+          on_push: { type: transform, expression: payload.ref }
+      - when: delivery.headers."x-github-event" = "issues"
+        steps:
+          each_label:
+            type: for_each
+            items: payload.issue.labels
+            concurrency: 2
+            steps:
+              label: { type: transform, expression: item.name }
+    default:
+      ignored: { type: transform, expression: '"ignored"' }
+  after: { type: transform, expression: steps.route }
+on_failure:
+  note: { type: transform, expression: failure.step }
+`;
+  const first = await cli(['workflow', 'apply', '-f', write('router.yaml', text)]);
+  assert.equal(first.code, 0, first.stderr);
+  const wf = await workflowNamed('router');
+  const route = wf.attributes.steps[0];
+  assert.deepEqual(route.config.cases[1].steps[0].config.steps, [{ key: 'label', type: 'transform', config: { expression: 'item.name' } }]);
+  assert.deepEqual(route.config.default, [{ key: 'ignored', type: 'transform', config: { expression: '"ignored"' } }]);
+  assert.deepEqual(wf.attributes.on_failure, [{ key: 'note', type: 'transform', config: { expression: 'failure.step' } }]);
+  const got = await cli(['workflow', 'get', 'router', '--yaml']);
+  assert.equal(got.code, 0, got.stderr);
+  assert.match(got.stdout, /\n {10}each_label:\n {12}type: for_each\n/);
+  assert.match(got.stdout, /\non_failure:\n {2}note:\n/);
+  const again = await cli(['--json', 'workflow', 'apply', '-f', write('router-got.yaml', got.stdout)]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(JSON.parse(again.stdout).meta.action, 'unchanged', got.stdout);
+  const bad = await cli(['workflow', 'apply', '-f', write('router-bad.yaml', text.replace('expression: item.name', 'expression: steps.on_push'))]);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /router-bad\.yaml at steps\.route\.cases\[1\]\.steps\.each_label\.steps\.label\.expression: steps\.on_push/);
+});
+
 it('finds the account in DATA_DIR/bootstrap.json by default, or in --credentials FILE; never prints the secret', async () => {
   const dataDir = fs.mkdtempSync(path.join(dir, 'data-'));
   const creds = JSON.stringify({
