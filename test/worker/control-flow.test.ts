@@ -20,7 +20,13 @@ after(() => mock.close());
 const c = await f.api.post(`${API}/external_connectors`, {
   data: {
     type: 'external_connector',
-    attributes: { name: 'Orders', direction: 'outbound', provider_slug: 'tributary-orders', secret: `key_${'d'.repeat(40)}`, config: { base_url: `${mock.url}/v1` } },
+    attributes: {
+      name: 'Orders',
+      direction: 'outbound',
+      provider_slug: 'tributary-orders',
+      secret: `key_${'d'.repeat(40)}`,
+      config: { base_url: `${mock.url}/v1` },
+    },
   },
 });
 assert.equal(c.status, 201, c.text);
@@ -154,7 +160,8 @@ describe('for_each', () => {
   for (const concurrency of [1, 3]) {
     it(`a 503 at item 3 is retried without calling items 1-2 or the steps before the loop again (concurrency ${concurrency})`, async () => {
       mock.script('/v1/orders', { status: 201, body: { id: 'ord_created1', status: 'open' } });
-      for (const [i, o] of ids.entries()) mock.script(`/v1/orders/${o}`, ...(i === 2 ? [{ status: 503 }] : []), { status: 200, body: { id: o, status: 'paid' } });
+      for (const [i, o] of ids.entries())
+        mock.script(`/v1/orders/${o}`, ...(i === 2 ? [{ status: 503 }] : []), { status: 200, body: { id: o, status: 'paid' } });
       const c0 = calls('/v1/orders', 'POST');
       const p0 = ids.map((o) => calls(`/v1/orders/${o}`));
       const id = await start([before, status, loop(concurrency)], { orders: ids });
@@ -179,7 +186,13 @@ describe('for_each', () => {
       assert.deepEqual(record.items, { count: 5, succeeded: 5, stopped: 0, failed: 0, not_run: 0 });
       // Items 1-2 keep the records of the attempt that ran them; with concurrency, items after 3 may have run at attempt 1 too.
       assert.deepEqual(
-        record.item_records.map((it: any) => [it.index, it.status, it.steps[0].key, concurrency === 1 || it.index < 2 ? it.steps[0].attempt : 'any', it.steps[0].attempts]),
+        record.item_records.map((it: any) => [
+          it.index,
+          it.status,
+          it.steps[0].key,
+          concurrency === 1 || it.index < 2 ? it.steps[0].attempt : 'any',
+          it.steps[0].attempts,
+        ]),
         [
           [0, 'succeeded', 'mark', 1, 1],
           [1, 'succeeded', 'mark', 1, 1],
@@ -225,7 +238,15 @@ describe('switch, for_each and replay', () => {
         },
       },
     ];
-    const facts = async () => Number((await f.t.deps.db.selectFrom('facts').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const facts = async () =>
+      Number(
+        (
+          await f.t.deps.db
+            .selectFrom('facts')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const n0 = await facts();
     const id = await start(steps, { kind: 'order', lines });
     const run = (await waitForRun(f, id)).attributes;
@@ -240,7 +261,10 @@ describe('switch, for_each and replay', () => {
     assert.equal((await facts()) - n0, 3, 'each fact once');
     const stored = await f.t.deps.db.selectFrom('facts').select('source_key').orderBy('source_key').execute();
     assert.equal(new Set(stored.map((s) => s.source_key)).size, stored.length);
-    assert.ok(stored.some((s) => s.source_key?.includes(':each_line[2].store:0')), "an item's facts are keyed by its instance");
+    assert.ok(
+      stored.some((s) => s.source_key?.includes(':each_line[2].store:0')),
+      "an item's facts are keyed by its instance",
+    );
   });
 });
 
@@ -248,7 +272,11 @@ describe('on_failure', () => {
   const notify = (key: string) => ({
     key,
     type: 'http_request',
-    config: { connector_id: orders, operation_ref: 'createOrder', body: '{"customer_id": "cus_fail", "items": [], "note": failure.step & ": " & failure.error}' },
+    config: {
+      connector_id: orders,
+      operation_ref: 'createOrder',
+      body: '{"customer_id": "cus_fail", "items": [], "note": failure.step & ": " & failure.error}',
+    },
   });
   const said = () => mock.requests.filter((r) => r.method === 'POST' && r.path === '/v1/orders' && r.body.includes('cus_fail'));
 
@@ -288,7 +316,13 @@ describe('on_failure', () => {
     mock.script('/v1/orders', { status: 201, body: { id: 'ord_notified2', status: 'open' } });
     const n0 = said().length;
     const id = await start(
-      [{ key: 'pay', type: 'http_request', config: { connector_id: orders, operation_ref: 'updateOrderStatus', params: { order_id: '"ord_deadlet1"' }, body: '{"status": "paid"}' } }],
+      [
+        {
+          key: 'pay',
+          type: 'http_request',
+          config: { connector_id: orders, operation_ref: 'updateOrderStatus', params: { order_id: '"ord_deadlet1"' }, body: '{"status": "paid"}' },
+        },
+      ],
       {},
       {},
       [notify('tell'), { key: 'broken', type: 'transform', config: { expression: '$error("on_failure too")' } }],
@@ -306,5 +340,84 @@ describe('on_failure', () => {
       ],
     );
     assert.match(run.error, /^Step pay failed/, "the run's error is its own step's");
+  });
+});
+
+describe('a test run', () => {
+  it('shows which branch ran and each item, with the facts each item would store', async () => {
+    const { workflow } = await saveOk(f, {
+      step_params: [
+        {
+          key: 'kind',
+          type: 'switch',
+          config: {
+            cases: [
+              {
+                when: 'payload.kind = "order"',
+                steps: [
+                  {
+                    key: 'each_line',
+                    type: 'for_each',
+                    config: {
+                      items: 'payload.lines',
+                      steps: [
+                        { key: 'big', type: 'condition', config: { expression: 'item.qty > 1' } },
+                        { key: 'store', type: 'write_fact', config: { data_model_slug: 'lines', mapping: { line_id: 'item.id', qty: 'item.qty' } } },
+                      ],
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        },
+      ],
+    });
+    const r = await f.api.post(`${API}/workflows/${workflow.id}/test_run`, {
+      data: {
+        type: 'workflow_test_run',
+        attributes: {
+          payload: {
+            kind: 'order',
+            lines: [
+              { id: 'l1', qty: 1 },
+              { id: 'l2', qty: 2 },
+            ],
+          },
+        },
+      },
+    });
+    assert.equal(r.status, 200, r.text);
+    const a = r.body.data.attributes;
+    assert.equal(a.outcome, 'completed');
+    assert.equal(a.facts_would_write, 1);
+    const kind = a.steps[0];
+    assert.equal(kind.branch, 0);
+    const loop = kind.steps[0];
+    assert.equal(loop.type, 'for_each');
+    assert.deepEqual(loop.items, { count: 2, succeeded: 1, stopped: 1, failed: 0, not_run: 0 });
+    assert.deepEqual(
+      loop.item_records.map((it: any) => [it.index, it.status, it.steps.map((s: any) => [s.key, s.status])]),
+      [
+        [
+          0,
+          'stopped',
+          [
+            ['big', 'succeeded'],
+            ['store', 'skipped'],
+          ],
+        ],
+        [
+          1,
+          'succeeded',
+          [
+            ['big', 'succeeded'],
+            ['store', 'succeeded'],
+          ],
+        ],
+      ],
+    );
+    assert.deepEqual(loop.item_records[1].steps[1].facts[0].data, { line_id: 'l2', qty: 2 });
+    assert.equal(await f.t.deps.db.selectFrom('workflow_runs').select('id').where('workflow_id', '=', workflow.id).executeTakeFirst(), undefined);
   });
 });

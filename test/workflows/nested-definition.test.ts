@@ -44,7 +44,9 @@ function refuses(input: Record<string, unknown>, pointer: string, detail: RegExp
 
 describe('nested steps at save', () => {
   it('accepts a switch and a for_each, with defaults, and reads their steps as steps', () => {
-    const d = readDefinition(attrs([t('a'), sw('route', [[t('b', 'steps.a')], [each('loop', [t('c', 'item'), t('d', 'steps.c & steps.a')])]]), t('e', 'steps.route')]));
+    const d = readDefinition(
+      attrs([t('a'), sw('route', [[t('b', 'steps.a')], [each('loop', [t('c', 'item'), t('d', 'steps.c & steps.a')])]]), t('e', 'steps.route')]),
+    );
     const route = d.steps[1]!.config as any;
     assert.equal(route.cases[1].steps[0].config.concurrency, 1);
     assert.deepEqual(route.default, []);
@@ -86,7 +88,11 @@ describe('nested steps at save', () => {
   it('limits the depth and the steps in all', () => {
     const deep = (n: number): unknown => (n === 1 ? t('leaf') : sw(`s${n}`, [[deep(n - 1)]]));
     readDefinition(attrs([deep(WORKFLOW_LIMITS.maxDepth)]));
-    refuses(attrs([deep(WORKFLOW_LIMITS.maxDepth + 1)]), `${S}/0/config/cases/0/steps/0/config/cases/0/steps/0/config/cases/0/steps/0/config/cases/0/steps`, /nest at most 4/);
+    refuses(
+      attrs([deep(WORKFLOW_LIMITS.maxDepth + 1)]),
+      `${S}/0/config/cases/0/steps/0/config/cases/0/steps/0/config/cases/0/steps/0/config/cases/0/steps`,
+      /nest at most 4/,
+    );
     const lists = Array.from({ length: 5 }, (_, i) => sw(`w${i}`, [Array.from({ length: 40 }, (_, j) => t(`k${i}_${j}`))]));
     refuses(attrs(lists), `${S}/4/config/cases/0/steps/35`, /at most 200 steps in all/);
   });

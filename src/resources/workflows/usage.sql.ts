@@ -5,6 +5,7 @@
  * triggers names it. Deleted workflows use nothing: their triggers are gone and their
  * versions never run again.
  */
+import { VERSION_STEPS } from '../../runs/queue.sql.ts';
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 
@@ -22,7 +23,7 @@ export type Use =
   | { kind: 'field'; slug: string; name: string }
   | { kind: 'api_spec'; connectorId: string };
 
-/** The predicate on one saved step `s` (an element of workflow_versions.steps). */
+/** The predicate on one saved step `s` (any step of a version: nested and on_failure ones too). */
 function stepUses(use: Use): RawBuilder<boolean> {
   switch (use.kind) {
     case 'connector':
@@ -50,7 +51,7 @@ export async function workflowsUsing(db: Db, workspaceId: string, use: Use): Pro
     from workflows as w
     where w.workspace_id = ${workspaceId} and w.deleted_at is null
       and (exists (
-        select 1 from workflow_versions as v, jsonb_array_elements(v.steps) as s
+        select 1 from workflow_versions as v, ${VERSION_STEPS} as s
         where v.workflow_id = w.id and ${stepUses(use)}
       ) ${trigger})
     order by w.name, w.id
