@@ -4,9 +4,12 @@
  */
 import type { WorkflowStep } from '../db/tables.ts';
 import { condition } from './condition.ts';
+import { delay } from './delay.ts';
 import { httpRequest } from './http-request.ts';
 import type { StepType } from './step.ts';
 import { transform } from './transform.ts';
+import { waitForDelivery } from './wait-for-delivery.ts';
+import { waitUntilStep } from './wait-until.ts';
 import { writeFact } from './write-fact.ts';
 
 /** Each stored step's config, by its type. */
@@ -17,6 +20,9 @@ export const STEP_TYPES_BY_TYPE: { readonly [T in keyof Configs]: StepType<Confi
   condition,
   write_fact: writeFact,
   http_request: httpRequest,
+  delay,
+  wait_until: waitUntilStep,
+  wait_for_delivery: waitForDelivery,
 };
 
 export const STEP_TYPES = Object.keys(STEP_TYPES_BY_TYPE) as Array<keyof Configs>;

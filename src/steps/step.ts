@@ -68,6 +68,33 @@ export interface StepContext {
   reads: AttemptReads;
   /** The step's span; undefined when tracing is off. */
   span: TraceSpan | undefined;
+  /** The run's clock (deps.clock): what a wait measures its time on. */
+  clock: () => number;
+  /**
+   * Set when the run resumes the step it parked on (see Park): what the step saved then, and
+   * for a wait_for_delivery the delivery that matched it (absent: its time came first).
+   */
+  parked?: { state: unknown; delivery?: ParkedDelivery | undefined } | undefined;
+}
+
+/** The delivery that resumed a wait_for_delivery, as its run keeps it (runs/waits.sql.ts). */
+export interface ParkedDelivery {
+  payload: unknown;
+  id: string | null;
+  headers: Record<string, string> | null;
+}
+
+/**
+ * A step that waits parks its run (docs/workflows.md, "Waits"): the executor stops, records
+ * the steps done and `state` in the checkpoint, and releases the run, holding no worker slot,
+ * lease or connection, until `resumeAt` (or, with `delivery`, a delivery on that trigger whose
+ * `match` is true, whichever comes first). Any worker then runs the step again with
+ * StepContext.parked, and it gives its output (or parks again).
+ */
+export interface Park {
+  resumeAt: Date;
+  state: unknown;
+  delivery?: { trigger: string; match: string | null };
 }
 
 /** What a step gave. */
@@ -79,6 +106,8 @@ export interface StepResult {
   stop?: { reason: string };
   /** Facts stored by the step, for the run's count. */
   factsWritten?: number;
+  /** The step waits: the run parks (output is then ignored). */
+  park?: Park;
 }
 
 /** What a step reads and touches, from its config alone. */

@@ -125,11 +125,28 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       const type = stepTypeOf(step);
       // Unknown to this release, not by type but by data: a version saved by a later release may hold a type this one does not know.
       if (type === undefined) throw permanentFailure(`Steps of type ${step.type} cannot run in this release`);
+      const parked = run.checkpoint?.parked?.key === step.key ? { state: run.checkpoint.parked.state, delivery: run.wait_delivery ?? undefined } : undefined;
       const result = await type.run(
         step.config,
-        { db: env.db, run, key: step.key, input: ctx, expressions: env.expressions, connectors: env.connectors, reads, span },
+        { db: env.db, run, key: step.key, input: ctx, expressions: env.expressions, connectors: env.connectors, reads, span, clock: env.clock, parked },
         effects,
       );
+      if (result.park) {
+        // The run parks (docs/workflows.md, "Waits"): released with what it has done, resumed at this step.
+        span?.set({ 'tributary.step.outcome': 'waiting', 'tributary.step.resume_at': result.park.resumeAt.toISOString() });
+        span?.end();
+        const waiting: StepRecord = { key: step.key, status: 'waiting', started_at: startedAt, finished_at: null, output: null, error: null, attempt: run.attempt, attempts };
+        return {
+          status: 'waiting',
+          outcome: null,
+          steps: [...records, waiting],
+          error: null,
+          factsWritten,
+          runAt: result.park.resumeAt,
+          checkpoint: { steps: records, tries, parked: { key: step.key, state: result.park.state } },
+          wait: { kind: step.type, resumed: parked !== undefined, ...(result.park.delivery ? { delivery: result.park.delivery } : {}) },
+        };
+      }
       // Kept within the cap from here on: what the record keeps is what the later steps see.
       const kept = keptOutput(result.output, env.outputMaxBytes);
       const record: StepRecord = {
