@@ -7,7 +7,7 @@ import type { Db } from '../db/connect.ts';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
 import { connectorCall, previewCall, type CallParts, type CallTarget, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { AppError, permanentFailure } from '../errors.ts';
+import { permanentFailure } from '../errors.ts';
 import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
