@@ -35,7 +35,11 @@ export async function matchWaitingRun(deps: Pick<Deps, 'db' | 'clock' | 'express
       const steps: Record<string, unknown> = {};
       for (const s of c.steps ?? []) if (s.status === 'succeeded') steps[s.key] = s.output;
       try {
-        const [[value]] = (await deps.expressions.run({ workspace: d.workspaceId, input: { payload, delivery: d.delivery, steps }, expressions: [c.match] })) as [[unknown]];
+        const [[value]] = (await deps.expressions.run({
+          workspace: d.workspaceId,
+          input: { payload, delivery: d.delivery, steps },
+          expressions: [c.match],
+        })) as [[unknown]];
         return truthy(value);
       } catch (err) {
         // A match that fails on this delivery (a type error, over its budget) does not match it.

@@ -45,7 +45,12 @@ export const CANCELLABLE: readonly RunStatus[] = ['queued', 'retrying', 'waiting
  * own run). Returns the run and the status it had, or undefined when it was not cancellable
  * (or is not the workspace's).
  */
-export async function cancelRun(db: Db, workspaceId: string, runId: string, now: Date): Promise<(Selectable<WorkflowRunTable> & { was: RunStatus }) | undefined> {
+export async function cancelRun(
+  db: Db,
+  workspaceId: string,
+  runId: string,
+  now: Date,
+): Promise<(Selectable<WorkflowRunTable> & { was: RunStatus }) | undefined> {
   const { rows } = await sql<Selectable<WorkflowRunTable> & { was: RunStatus }>`
     with o as (
       select id, status from workflow_runs where id = ${runId} and workspace_id = ${workspaceId}

@@ -12,7 +12,6 @@ import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
 import type { TraceSpan } from '../tracing.ts';
-import type { ParkedDelivery } from './step.ts';
 
 /**
  * The facts of one write_fact step, each validated once (facts/validate.ts) by the step:
@@ -57,6 +56,13 @@ export interface Effects {
    * the test run was given for the step (none: as if the timeout came first).
    */
   wait(w: WaitToMake): Promise<WaitAnswer>;
+}
+
+/** The delivery that resumed a wait_for_delivery, as its run keeps it (run_waits.delivery). */
+export interface ParkedDelivery {
+  payload: unknown;
+  id: string | null;
+  headers: Record<string, string> | null;
 }
 
 export type WaitKind = 'delay' | 'wait_until' | 'wait_for_delivery';

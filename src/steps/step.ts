@@ -19,7 +19,7 @@ import { ExpressionError, ExpressionPoolError } from '../expressions/expressions
 import type { ExpressionJob, ExpressionPool } from '../expressions/expression-pool.ts';
 import type { TraceSpan } from '../tracing.ts';
 import type { ExpressionDelivery } from '../triggers/delivery-headers.ts';
-import type { Effects } from './effects.ts';
+import type { Effects, ParkedDelivery } from './effects.ts';
 
 /** A problem with a step's config at save: its JSON pointer under the config ('' is the config itself). */
 export interface Issue {
@@ -77,12 +77,7 @@ export interface StepContext {
   parked?: { state: unknown; delivery?: ParkedDelivery | undefined } | undefined;
 }
 
-/** The delivery that resumed a wait_for_delivery, as its run keeps it (runs/waits.sql.ts). */
-export interface ParkedDelivery {
-  payload: unknown;
-  id: string | null;
-  headers: Record<string, string> | null;
-}
+export type { ParkedDelivery } from './effects.ts';
 
 /**
  * A step that waits parks its run (docs/workflows.md, "Waits"): the executor stops, records

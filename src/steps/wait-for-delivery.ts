@@ -33,8 +33,10 @@ export const waitForDelivery: StepType<WaitForDeliveryStep['config']> = {
       const trigger = text(config, 'trigger', '', { required: true, max: 63 })!;
       const match = expression(config, 'match', '', false);
       const timeout = config.timeout;
-      if (timeout === undefined || timeout === null) throw new ConfigIssue('/timeout', `timeout is required (a duration such as "1h", at most ${MAX_WAIT_SECONDS / 86_400} days)`);
-      if (typeof timeout !== 'string' && typeof timeout !== 'number') throw new ConfigIssue('/timeout', 'timeout must be a duration such as "1h" or a number of seconds');
+      if (timeout === undefined || timeout === null)
+        throw new ConfigIssue('/timeout', `timeout is required (a duration such as "1h", at most ${MAX_WAIT_SECONDS / 86_400} days)`);
+      if (typeof timeout !== 'string' && typeof timeout !== 'number')
+        throw new ConfigIssue('/timeout', 'timeout must be a duration such as "1h" or a number of seconds');
       const ms = durationMs(timeout);
       if (typeof ms === 'string') throw new ConfigIssue('/timeout', `timeout: ${ms}`);
       const onTimeout = config.on_timeout;

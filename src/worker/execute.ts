@@ -135,7 +135,16 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
         // The run parks (docs/workflows.md, "Waits"): released with what it has done, resumed at this step.
         span?.set({ 'tributary.step.outcome': 'waiting', 'tributary.step.resume_at': result.park.resumeAt.toISOString() });
         span?.end();
-        const waiting: StepRecord = { key: step.key, status: 'waiting', started_at: startedAt, finished_at: null, output: null, error: null, attempt: run.attempt, attempts };
+        const waiting: StepRecord = {
+          key: step.key,
+          status: 'waiting',
+          started_at: startedAt,
+          finished_at: null,
+          output: null,
+          error: null,
+          attempt: run.attempt,
+          attempts,
+        };
         return {
           status: 'waiting',
           outcome: null,

@@ -503,7 +503,10 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
                       additionalProperties: {
                         type: 'object',
                         required: ['payload'],
-                        properties: { payload: {}, headers: { type: ['object', 'null'], additionalProperties: { type: 'string' }, maxProperties: MAX_HEADERS } },
+                        properties: {
+                          payload: {},
+                          headers: { type: ['object', 'null'], additionalProperties: { type: 'string' }, maxProperties: MAX_HEADERS },
+                        },
                       },
                       description: 'Sample deliveries for wait_for_delivery steps, by step key: the step goes on as if that delivery had matched',
                     },

@@ -174,7 +174,11 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
       const row = await cancelWorkflowRun(deps, request.principal!, (request.params as { id: string }).id);
       const self = `${API_PREFIX}/workflow_runs/${row.id}`;
-      return sendDocument(reply, 200, await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }));
+      return sendDocument(
+        reply,
+        200,
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }),
+      );
     });
 
     // Bulk replay: the list's filter[...] parameters pick the runs; the body's meta the version and limit.
@@ -258,8 +262,10 @@ function readSampleDeliveries(v: unknown, maxPayloadBytes: number): NonNullable<
     const d = v[key];
     const kat = `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
     if (!isObject(d) || !Object.hasOwn(d, 'payload')) throw invalidAt(kat, 'a sample delivery must be an object {payload, headers?}');
-    for (const k of Object.keys(d)) if (k !== 'payload' && k !== 'headers') throw invalidAt(`${kat}/${k}`, `${k} is not a member of a sample delivery (allowed: payload, headers)`);
-    if (Buffer.byteLength(JSON.stringify(d.payload)) > maxPayloadBytes) throw invalidAt(`${kat}/payload`, `payload must be at most ${maxPayloadBytes} bytes as JSON`);
+    for (const k of Object.keys(d))
+      if (k !== 'payload' && k !== 'headers') throw invalidAt(`${kat}/${k}`, `${k} is not a member of a sample delivery (allowed: payload, headers)`);
+    if (Buffer.byteLength(JSON.stringify(d.payload)) > maxPayloadBytes)
+      throw invalidAt(`${kat}/payload`, `payload must be at most ${maxPayloadBytes} bytes as JSON`);
     const h = d.headers === undefined || d.headers === null ? undefined : readSampleHeaders(d.headers);
     Object.defineProperty(out, key, { value: { payload: d.payload, ...(h === undefined ? {} : { headers: h }) }, enumerable: true });
   }
