@@ -11,7 +11,7 @@ import type { WorkflowStep } from '../../src/db/tables.ts';
 
 describe('step types', () => {
   it('files each type under its own name, in the documented order', () => {
-    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request']);
+    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request', 'delay', 'wait_until', 'wait_for_delivery']);
     for (const name of STEP_TYPES) assert.equal(STEP_TYPES_BY_TYPE[name].type, name);
   });
 

@@ -83,8 +83,16 @@ describe('step_params', () => {
     refuses(withStep({ ...transform('a'), name: 'A' }), `${S}/0/name`, '"name" is not a member of a step (allowed: key, type, config)');
     for (const key of [undefined, 1, 'Upper', '1st', '_x', 'with-dash', 'a'.repeat(64)]) refuses(withStep({ ...transform('a'), key }), `${S}/0/key`, KEY_TEXT);
     refuses(attrs({ step_params: [transform('a'), transform('b'), transform('a')] }), `${S}/2/key`, 'key "a" is used by an earlier step');
-    refuses(withStep({ key: 'a', type: 'loop', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request');
-    refuses(withStep({ key: 'a', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request');
+    refuses(
+      withStep({ key: 'a', type: 'loop', config: {} }),
+      `${S}/0/type`,
+      'type must be one of transform, condition, write_fact, http_request, delay, wait_until, wait_for_delivery',
+    );
+    refuses(
+      withStep({ key: 'a', config: {} }),
+      `${S}/0/type`,
+      'type must be one of transform, condition, write_fact, http_request, delay, wait_until, wait_for_delivery',
+    );
     refuses(withStep({ key: 'a', type: 'transform', config: ['payload'] }), `${S}/0/config`, 'config must be an object');
     // A missing config is an empty one: what it lacks is named.
     refuses(withStep({ key: 'a', type: 'transform' }), `${S}/0/config/expression`, 'expression is required (a JSONata expression)');
