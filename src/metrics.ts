@@ -19,6 +19,8 @@ export const METRICS_PREFIX = 'tributary_';
 export interface QueueSample {
   ready: number;
   waiting: number;
+  /** Runs of status waiting whose wait is not over (a delay, wait_until or wait_for_delivery). */
+  parked: number;
   oldestReadyAgeSeconds: number;
 }
 
@@ -38,6 +40,12 @@ export interface Metrics {
   stepAttempt(type: string, status: 'succeeded' | 'failed'): void;
   /** A step whose failure sent its run back to the queue for another attempt. */
   stepRetry(type: string): void;
+  /** A run parked on a wait (`kind`: delay, wait_until, wait_for_delivery). */
+  runWaited(kind: string): void;
+  /** A parked run claimed again to resume its wait (`kind` as runWaited's). */
+  runResumed(kind: string): void;
+  /** A run cancelled (`from`: the status it had: queued, retrying or waiting). */
+  runCancelled(from: string): void;
   /** One call to a provider: its status, or `error` when none answered; the connector and operation are labels only when opted in. */
   providerCall(connectorId: string, operation: string, driver: string, status: string, seconds: number): void;
   factsWritten(n: number): void;
@@ -147,6 +155,18 @@ export const METRIC_DEFINITIONS = {
   stepRetry: {
     args: ['type'],
     metrics: [{ name: 'step_retries_total', kind: 'counter', help: 'Step failures that queued another attempt of the run', labels: ['type'] }],
+  },
+  runWaited: {
+    args: ['kind'],
+    metrics: [{ name: 'waits_total', kind: 'counter', help: 'Runs parked on a wait, by the kind of wait', labels: ['kind'] }],
+  },
+  runResumed: {
+    args: ['kind'],
+    metrics: [{ name: 'runs_resumed_total', kind: 'counter', help: 'Parked runs claimed again to resume their wait, by the kind of wait', labels: ['kind'] }],
+  },
+  runCancelled: {
+    args: ['from'],
+    metrics: [{ name: 'runs_cancelled_total', kind: 'counter', help: 'Runs cancelled, by the status they had', labels: ['from'] }],
   },
   providerCall: {
     args: ['connector_id', 'operation', 'driver', 'status', 'seconds'],
@@ -282,6 +302,16 @@ export function createMetrics(sources: MetricsSources): Metrics {
       if (s === undefined) return;
       this.set({ state: 'ready' }, s.ready);
       this.set({ state: 'waiting' }, s.waiting);
+    },
+  });
+  new Gauge({
+    name: `${p}runs_waiting`,
+    help: 'Runs parked on a wait (delay, wait_until, wait_for_delivery) whose time or delivery has not come: they hold no worker slot',
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      if (s !== undefined) this.set(s.parked);
     },
   });
   new Gauge({

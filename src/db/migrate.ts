@@ -31,6 +31,7 @@ import * as m0023 from './migrations/0023_replayed_delivery_id.ts';
 import * as m0024 from './migrations/0024_webhook_accept.ts';
 import * as m0025 from './migrations/0025_run_checkpoint.ts';
 import * as m0026 from './migrations/0026_on_failure_steps.ts';
+import * as m0027 from './migrations/0027_run_waits.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -58,6 +59,7 @@ export const migrations: Record<string, Migration> = {
   '0024_webhook_accept': m0024,
   '0025_run_checkpoint': m0025,
   '0026_on_failure_steps': m0026,
+  '0027_run_waits': m0027,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

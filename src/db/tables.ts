@@ -305,7 +305,32 @@ export interface ForEachStep {
  * A step of a workflow definition, as saved: workflows/definition.ts checked its config
  * for its type before it was stored, so a stored step read back has this shape.
  */
-export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep | SwitchStep | ForEachStep;
+export type WorkflowStep =
+  TransformStep | ConditionStep | WriteFactStep | HttpRequestStep | SwitchStep | ForEachStep | DelayStep | WaitUntilStep | WaitForDeliveryStep;
+
+/** Parks the run for a duration: `duration` is an expression giving "10m", "1h30m", "PT10M" or a number of seconds (steps/waits.ts). */
+export interface DelayStep {
+  key: string;
+  type: 'delay';
+  config: { duration: string };
+}
+
+/** Parks the run until an instant: `at` is an expression giving an ISO-8601 instant with its offset. */
+export interface WaitUntilStep {
+  key: string;
+  type: 'wait_until';
+  config: { at: string };
+}
+
+/** What a wait_for_delivery does when its timeout comes first: fail the step, or continue with output null. */
+export type OnTimeout = 'fail' | 'continue';
+
+/** Parks the run until a later delivery on `trigger` whose `match` is true, or `timeout` (a duration, as delay's). */
+export interface WaitForDeliveryStep {
+  key: string;
+  type: 'wait_for_delivery';
+  config: { trigger: string; match?: string; timeout: string | number; on_timeout?: OnTimeout };
+}
 
 export type CatchUp = 'latest' | 'none';
 
@@ -376,11 +401,11 @@ export interface WorkflowTriggerTable {
   updated_at: Timestamp;
 }
 
-export type RunStatus = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed';
-/** `waiting`: the step parked the run (a wait), and runs again when the run resumes. */
+export type RunStatus = 'queued' | 'running' | 'retrying' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+/** `waiting`: the step the run is parked on (delay, wait_until, wait_for_delivery). */
 export type StepStatus = 'succeeded' | 'failed' | 'skipped' | 'waiting';
 /** Why a finished run ended (null while it has not): see migrations/0013_run_outcomes.ts. */
-export type RunOutcome = 'completed' | 'stopped_at_condition' | 'failed' | 'dead_letter';
+export type RunOutcome = 'completed' | 'stopped_at_condition' | 'failed' | 'dead_letter' | 'cancelled';
 
 /** A step's record on its run. */
 export interface StepRecord {
@@ -470,12 +495,33 @@ export interface WorkflowRunTable {
   traceparent: string | null;
   tracestate: string | null;
   run_at: Timestamp;
+  /** While the run is waiting (a delay, wait_until or wait_for_delivery): when it resumes at the latest; null otherwise (migration 0027). */
+  resume_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   locked_by: string | null;
   locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
   inserted_at: Timestamp;
   updated_at: Timestamp;
   started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/**
+ * What a run parked on a wait_for_delivery waits for (migration 0027): one row per waiting
+ * run, found by (workflow, trigger) when a delivery is accepted (runs/waits.sql.ts). A
+ * matched delivery is kept here (`delivery`) until the run has taken it.
+ */
+export interface RunWaitTable {
+  run_id: string;
+  workspace_id: string;
+  workflow_id: string;
+  trigger_key: string;
+  /** The step's match expression; null: any delivery on the trigger matches. */
+  match: string | null;
+  timeout_at: Timestamp;
+  /** The matched delivery, {payload, id, headers}; null until one matched. */
+  delivery: JsonNullable<{ payload: unknown; id: string | null; headers: Record<string, string> | null }>;
+  matched_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  inserted_at: Timestamp;
 }
 
 export interface DeliveryGuardTable {
@@ -486,6 +532,7 @@ export interface DeliveryGuardTable {
 }
 
 export interface DB {
+  run_waits: RunWaitTable;
   facts: FactTable;
   fact_current: FactCurrentTable;
   organizations: OrganizationTable;

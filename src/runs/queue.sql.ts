@@ -10,7 +10,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role, RunCheckpoint, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
-import type { Park } from '../steps/step.ts';
+import type { ParkedDelivery } from '../steps/step.ts';
 
 type ClaimedColumns =
   | 'id'
@@ -49,6 +49,8 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   connector_versions?: Record<string, string> | null;
   /** What its earlier attempts recorded as done (null: nothing yet; absent: a test run, which resumes nothing). */
   checkpoint?: RunCheckpoint | null;
+  /** A run resumed from a wait_for_delivery by a delivery: that delivery (run_waits.delivery); null or absent otherwise. */
+  wait_delivery?: ParkedDelivery | null;
 };
 
 // Who saved the version, read in the claim: steps that call out check it at every attempt without a statement of their own.
@@ -65,6 +67,9 @@ export const VERSION_STEPS = sql`jsonb_path_query(jsonb_build_array(v.steps, coa
 // The models a version's write_fact steps name, read in the claim: no statement per step.
 const STEP_MODELS = modelsJson(sql`r.workspace_id`, sql`select s->'config'->>'data_model_slug' from ${VERSION_STEPS} as s where s->>'type' = 'write_fact'`);
 
+// The delivery that matched a parked wait_for_delivery, read in the claim (only for a run parked on a step).
+const WAIT_DELIVERY = sql`(case when r.checkpoint ? 'parked' then (select w.delivery from run_waits as w where w.run_id = r.id) end)`;
+
 /** Where a claim's rotation over the workspaces starts at first: before every uuid. */
 export const FIRST_WORKSPACE = '00000000-0000-0000-0000-000000000000';
 
@@ -77,7 +82,8 @@ export interface ClaimBatch {
 }
 
 /**
- * A fair claim of up to `limit` ready runs. The workspaces with ready runs are found by a
+ * A fair claim of up to `limit` ready runs: queued and retrying runs whose time has come, and
+ * waiting ones whose wait is over (a resumed wait keeps its attempt: waiting spends none). The workspaces with ready runs are found by a
  * skip scan of workflow_runs_ready_workspace_idx (one probe per workspace, however long its
  * queue), taken in rotation from the one after `after` (at most `limit` of them), and each
  * gives its oldest floor(limit / workspaces) runs, FOR UPDATE SKIP LOCKED (two workers never
@@ -90,11 +96,11 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
   const { rows } = await sql<ClaimedRun & { claim_share: number }>`
     with recursive ready(workspace_id) as (
       (select workspace_id from workflow_runs
-       where status in ('queued', 'retrying') and run_at <= ${now}
+       where status in ('queued', 'retrying', 'waiting') and run_at <= ${now}
        order by workspace_id, run_at limit 1)
       union all
       select (select q.workspace_id from workflow_runs as q
-              where q.status in ('queued', 'retrying') and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
+              where q.status in ('queued', 'retrying', 'waiting') and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
               order by q.workspace_id, q.run_at limit 1)
       from ready where ready.workspace_id is not null
     ), picked as (
@@ -106,14 +112,15 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     ), claim as (
       select c.id from picked as p cross join lateral (
         select q.id from workflow_runs as q
-        where q.workspace_id = p.workspace_id and q.status in ('queued', 'retrying') and q.run_at <= ${now}
+        where q.workspace_id = p.workspace_id and q.status in ('queued', 'retrying', 'waiting') and q.run_at <= ${now}
         order by q.run_at, q.id
         limit (select n from share)
         for update skip locked
       ) as c
     )
     update workflow_runs as r
-    set status = 'running', attempt = r.attempt + 1, locked_by = ${workerId}, locked_until = ${leaseUntil},
+    set status = 'running', attempt = case when r.status = 'waiting' then r.attempt else r.attempt + 1 end, resume_at = null,
+        locked_by = ${workerId}, locked_until = ${leaseUntil},
         started_at = coalesce(r.started_at, ${now}), updated_at = ${now}
     from workflow_versions as v, share
     where r.id in (select id from claim)
@@ -121,7 +128,7 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
               r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
               coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, v.on_failure, ${STEP_MODELS} as models, ${SAVER} as saver,
-              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, share.n as claim_share`.execute(db);
+              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, ${WAIT_DELIVERY} as wait_delivery, share.n as claim_share`.execute(db);
   const perWorkspace = new Map<string, number>();
   for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
   const share = rows[0]?.claim_share ?? 0;
@@ -192,8 +199,7 @@ export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number):
 }
 
 export interface Outcome {
-  /** `waiting`: a step parked the run (a wait) until resumeAt; its checkpoint says which (RunCheckpoint.parked). */
-  status: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying'> | 'waiting';
+  status: Extract<RunStatus, 'succeeded' | 'failed' | 'retrying' | 'waiting'>;
   /** Why the run ended; null while it is retrying. */
   outcome: RunOutcome | null;
   steps: StepRecord[];
@@ -202,15 +208,14 @@ export interface Outcome {
   factsWritten: number;
   /** The step that failed, for the log: its key, `transient`, `permanent` or `unexpected`, its text, a provider's status. */
   failure?: { step: string; code: string; message: string; status?: number };
-  /** For retrying: when the next attempt may start. */
+  /** For retrying: when the next attempt may start; for waiting: when the run resumes at the latest. */
   runAt?: Date;
+  /** For waiting: the step type it parked on, whether it had parked on it before, and for a wait_for_delivery what it waits for. */
+  wait?: { kind: string; resumed: boolean; delivery?: { trigger: string; match: string | null } };
   /** What a step threw that no failure of ours named: for the log only, never stored. */
   unexpected?: unknown;
   /** For retrying: what the next attempt resumes after (the outputs of the pure steps ride along here); absent: none. */
   checkpoint?: RunCheckpoint;
-  /** For waiting: when the run resumes (a wait_for_delivery's timeout), and the step's wait. */
-  resumeAt?: Date;
-  park?: Park;
   /** The attempt stopped because its checkpoint was refused: another worker holds the run, and nothing is recorded. */
   leaseLost?: true;
 }
@@ -222,28 +227,50 @@ export interface Outcome {
 export async function finishRuns(db: Db, workerId: string, done: Array<{ id: string; attempt?: number; outcome: Outcome }>, now: Date): Promise<Set<string>> {
   if (done.length === 0) return new Set();
   const col = <T>(f: (d: { id: string; attempt?: number; outcome: Outcome }) => T) => done.map(f);
+  // A run parked on a wait_for_delivery gets its run_waits row (runs/waits.sql.ts); any other outcome drops the run's row, if it has one.
   const { rows } = await sql<{ id: string }>`
-    update workflow_runs as r
-    set status = u.status, outcome = u.outcome, facts_written = r.facts_written + u.facts_written,
-        steps = u.steps::jsonb, checkpoint = u.checkpoint::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
-        finished_at = case when u.status in ('retrying', 'waiting') then r.finished_at else ${now}::timestamptz end,
-        run_at = case when u.status in ('retrying', 'waiting') then u.run_at else r.run_at end
-    from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
+    with u as (
+      select * from unnest(${col((d) => d.id)}::uuid[], ${col((d) => d.outcome.status)}::text[], ${col((d) => JSON.stringify(d.outcome.steps))}::text[],
                 ${col((d) => d.outcome.error)}::text[], ${col((d) => d.outcome.runAt ?? now)}::timestamptz[],
                 ${col((d) => d.outcome.outcome)}::text[], ${col((d) => d.outcome.factsWritten)}::int[],
                 ${col((d) => (d.outcome.checkpoint === undefined ? null : JSON.stringify(d.outcome.checkpoint)))}::text[],
-                ${col((d) => d.attempt ?? null)}::int[])
-      as u(id, status, steps, error, run_at, outcome, facts_written, checkpoint, attempt)
-    where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running' and (u.attempt is null or r.attempt = u.attempt)
-    returning r.id`.execute(db);
+                ${col((d) => d.attempt ?? null)}::int[], ${col((d) => d.outcome.wait?.delivery?.trigger ?? null)}::text[],
+                ${col((d) => d.outcome.wait?.delivery?.match ?? null)}::text[])
+        as u(id, status, steps, error, run_at, outcome, facts_written, checkpoint, attempt, wait_trigger, wait_match)
+    ), done as (
+      update workflow_runs as r
+      set status = u.status, outcome = u.outcome, facts_written = r.facts_written + u.facts_written,
+          steps = u.steps::jsonb, checkpoint = u.checkpoint::jsonb, error = u.error, locked_by = null, locked_until = null, updated_at = ${now},
+          finished_at = case when u.status in ('retrying', 'waiting') then r.finished_at else ${now}::timestamptz end,
+          run_at = case when u.status in ('retrying', 'waiting') then u.run_at else r.run_at end,
+          resume_at = case when u.status = 'waiting' then u.run_at end
+      from u
+      where r.id = u.id and r.locked_by = ${workerId} and r.status = 'running' and (u.attempt is null or r.attempt = u.attempt)
+      returning r.id, r.workspace_id, r.workflow_id, u.status, u.run_at, u.wait_trigger, u.wait_match
+    ), parked as (
+      insert into run_waits (run_id, workspace_id, workflow_id, trigger_key, match, timeout_at, delivery, matched_at, inserted_at)
+      select id, workspace_id, workflow_id, wait_trigger, wait_match, run_at, null, null, ${now} from done
+      where status = 'waiting' and wait_trigger is not null
+      on conflict (run_id) do update set trigger_key = excluded.trigger_key, match = excluded.match, timeout_at = excluded.timeout_at,
+        delivery = null, matched_at = null, inserted_at = excluded.inserted_at
+    ), gone as (
+      delete from run_waits as w using done where w.run_id = done.id and (done.status <> 'waiting' or done.wait_trigger is null)
+    )
+    select id from done`.execute(db);
   return new Set(rows.map((r) => r.id));
 }
 
-/** At shutdown: runs this worker claimed but will not finish go back to the queue, the attempt not counted. */
+/**
+ * At shutdown: runs this worker claimed but will not finish go back to the queue, the attempt
+ * not counted (a run resuming a wait goes back to waiting, ready at once: its claim counted none).
+ */
 export async function releaseRuns(db: Db, workerId: string, ids: string[], now: Date): Promise<void> {
   if (ids.length === 0) return;
   await sql`update workflow_runs
-    set status = 'retrying', attempt = greatest(attempt - 1, 0), locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
+    set status = case when checkpoint ? 'parked' then 'waiting' else 'retrying' end,
+        attempt = case when checkpoint ? 'parked' then attempt else greatest(attempt - 1, 0) end,
+        resume_at = case when checkpoint ? 'parked' then ${now}::timestamptz end,
+        locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
     where id = any(${ids}::uuid[]) and locked_by = ${workerId} and status = 'running'`.execute(db);
 }
 
@@ -251,7 +278,7 @@ export async function releaseRuns(db: Db, workerId: string, ids: string[], now: 
 export async function deleteFinishedRuns(db: Db, cutoff: Date, batch: number): Promise<number> {
   const { rows } = await sql<{ id: string }>`
     delete from workflow_runs where id in (
-      select id from workflow_runs where status in ('succeeded', 'failed') and finished_at < ${cutoff} limit ${batch})
+      select id from workflow_runs where status in ('succeeded', 'failed', 'cancelled') and finished_at < ${cutoff} limit ${batch})
     returning id`.execute(db);
   return rows.length;
 }

@@ -7,7 +7,7 @@ import type { Db } from '../db/connect.ts';
 import type { ConnectorRow } from '../connectors/connectors.sql.ts';
 import { connectorCall, previewCall, type CallParts, type CallTarget, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
-import { AppError, permanentFailure } from '../errors.ts';
+import { permanentFailure } from '../errors.ts';
 import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
@@ -50,13 +50,32 @@ export interface Effects {
    * evaluated, as it should), then gives the sender of its parts.
    */
   callOut(call: CallToMake): (parts: CallParts, span: TraceSpan | undefined) => Promise<CallOutput>;
-  /** For the waits to come (delay, wait_until, wait_for_delivery): no step type waits yet. */
-  wait(key: string, until: Date): Promise<never>;
+  /**
+   * A wait (delay, wait_until, wait_for_delivery): `park` in a run, which the step then asks
+   * of the executor (steps/step.ts Park); in a test run, not parked, with the sample delivery
+   * the test run was given for the step (none: as if the timeout came first).
+   */
+  wait(w: WaitToMake): Promise<WaitAnswer>;
 }
 
-const noWaits = async (key: string): Promise<never> => {
-  throw new AppError('internal_error', `Step ${key} asked to wait: no step type of this release waits`);
-};
+/** The delivery that resumed a wait_for_delivery, as its run keeps it (run_waits.delivery). */
+export interface ParkedDelivery {
+  payload: unknown;
+  id: string | null;
+  headers: Record<string, string> | null;
+}
+
+export type WaitKind = 'delay' | 'wait_until' | 'wait_for_delivery';
+
+export interface WaitToMake {
+  key: string;
+  kind: WaitKind;
+  /** When the wait ends at the latest (a wait_for_delivery's timeout). */
+  until: Date;
+  delivery?: { trigger: string; match: string | null };
+}
+
+export type WaitAnswer = { park: true } | { park: false; delivery?: ParkedDelivery | undefined };
 
 const answer = (res: { status: number; headers: Record<string, unknown>; body: unknown }): NonNullable<CallOutput> => {
   const { 'set-cookie': _cookie, ...headers } = res.headers;
@@ -82,7 +101,7 @@ export function realEffects(env: RealEffectsEnv): Effects {
       const send = connectorCall(runtime, row, target, idempotencyKey);
       return async (parts, span) => answer(await send(parts, span));
     },
-    wait: noWaits,
+    wait: async () => ({ park: true }),
   };
 }
 
@@ -92,8 +111,10 @@ export interface DryRunNote {
   problems?: Array<{ item?: number; pointer: string; detail: string }>;
   request?: RequestPreview;
   response?: unknown;
-  /** Why the step's output is what it is in a test run (a call not made). */
+  /** Why the step's output is what it is in a test run (a call not made, a wait not waited). */
   note?: string;
+  /** A wait: when the run would resume at the latest (a wait_for_delivery's timeout). */
+  resume_at?: string;
 }
 
 /** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
@@ -104,7 +125,11 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * and sent only when `call` is safe and its method reads (without taking the rate budget).
  * What each step would have done is in `notes`, by step key.
  */
-export function dryEffects(call: 'none' | 'safe', notes: Map<string, DryRunNote>): Effects & { notes: Map<string, DryRunNote> } {
+export function dryEffects(
+  call: 'none' | 'safe',
+  notes: Map<string, DryRunNote>,
+  deliveries: Readonly<Record<string, ParkedDelivery>> = {},
+): Effects & { notes: Map<string, DryRunNote> } {
   return {
     notes,
     async storeFacts({ key, items, facts, problems, refusal }) {
@@ -133,6 +158,22 @@ export function dryEffects(call: 'none' | 'safe', notes: Map<string, DryRunNote>
         return res;
       };
     },
-    wait: noWaits,
+    async wait({ key, until, delivery }) {
+      // A test run does not wait: it says until when the run would, and goes on.
+      const resume_at = until.toISOString();
+      if (delivery === undefined) {
+        notes.set(key, { resume_at, note: `Would wait until ${resume_at}; a test run goes on at once` });
+        return { park: false };
+      }
+      const sample = Object.hasOwn(deliveries, key) ? deliveries[key] : undefined;
+      notes.set(key, {
+        resume_at,
+        note:
+          sample === undefined
+            ? `Would wait for a delivery on trigger ${delivery.trigger} until ${resume_at}; no sample was given in deliveries.${key}, so the test run goes on as if the timeout came first`
+            : `Would wait for a delivery on trigger ${delivery.trigger} until ${resume_at}; the test run goes on with the sample of deliveries.${key}`,
+      });
+      return { park: false, delivery: sample };
+    },
   };
 }

@@ -5,10 +5,13 @@
 import type { WorkflowStep } from '../db/tables.ts';
 import { condition } from './condition.ts';
 import { forEach } from './for-each.ts';
+import { delay } from './delay.ts';
 import { httpRequest } from './http-request.ts';
 import type { StepType } from './step.ts';
 import { switchStep } from './switch.ts';
 import { transform } from './transform.ts';
+import { waitForDelivery } from './wait-for-delivery.ts';
+import { waitUntilStep } from './wait-until.ts';
 import { writeFact } from './write-fact.ts';
 
 /** Each stored step's config, by its type. */
@@ -21,6 +24,9 @@ export const STEP_TYPES_BY_TYPE: { readonly [T in keyof Configs]: StepType<Confi
   http_request: httpRequest,
   switch: switchStep,
   for_each: forEach,
+  delay,
+  wait_until: waitUntilStep,
+  wait_for_delivery: waitForDelivery,
 };
 
 export const STEP_TYPES = Object.keys(STEP_TYPES_BY_TYPE) as Array<keyof Configs>;

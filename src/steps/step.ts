@@ -19,7 +19,7 @@ import { ExpressionError, ExpressionPoolError } from '../expressions/expressions
 import type { ExpressionJob, ExpressionPool } from '../expressions/expression-pool.ts';
 import type { TraceSpan } from '../tracing.ts';
 import type { ExpressionDelivery } from '../triggers/delivery-headers.ts';
-import type { Effects } from './effects.ts';
+import type { Effects, ParkedDelivery } from './effects.ts';
 
 /** A problem with a step's config at save: its JSON pointer under the config ('' is the config itself). */
 export interface Issue {
@@ -51,14 +51,6 @@ export interface Context {
   index?: number;
   /** In on_failure steps: the step that failed (its key) and its error. */
   failure?: { step: string; error: string };
-}
-
-/** A step's wait: the run parks (status waiting) until `resumeAt`, and this step runs again then with `parked`. */
-export interface Park {
-  resumeAt: Date;
-  state: unknown;
-  /** wait_for_delivery: the trigger whose later delivery, matched by the expression, resumes the run early. */
-  delivery?: { trigger: string; match: string };
 }
 
 /** What a nested list of steps (a switch's branch, a for_each item) ended as. */
@@ -123,12 +115,32 @@ export interface StepContext {
   saveProgress?: (p: unknown) => Promise<boolean>;
   /** Keeps the step's progress with the next checkpoint (or the attempt's outcome), without writing now. */
   noteProgress?: (p: unknown) => void;
-  /** The run resumed at this step, which parked it: what it saved, and a matched delivery (wait_for_delivery). */
-  parked?: { state: unknown; delivery?: { payload: unknown; id: string | null; headers: Record<string, string> | null } };
   /** Members the step adds to its own record (a switch's branch, a for_each's items), filled as it runs, kept on failure too. */
   record?: Partial<StepRecord>;
   /** The executor's walk of nested steps; absent where steps cannot nest. */
   nested?: NestedWalk;
+  /** The run's clock (deps.clock): what a wait measures its time on. */
+  clock: () => number;
+  /**
+   * Set when the run resumes the step it parked on (see Park): what the step saved then, and
+   * for a wait_for_delivery the delivery that matched it (absent: its time came first).
+   */
+  parked?: { state: unknown; delivery?: ParkedDelivery | undefined } | undefined;
+}
+
+export type { ParkedDelivery } from './effects.ts';
+
+/**
+ * A step that waits parks its run (docs/workflows.md, "Waits"): the executor stops, records
+ * the steps done and `state` in the checkpoint, and releases the run, holding no worker slot,
+ * lease or connection, until `resumeAt` (or, with `delivery`, a delivery on that trigger whose
+ * `match` is true, whichever comes first). Any worker then runs the step again with
+ * StepContext.parked, and it gives its output (or parks again).
+ */
+export interface Park {
+  resumeAt: Date;
+  state: unknown;
+  delivery?: { trigger: string; match: string | null };
 }
 
 /** What a step gave. */

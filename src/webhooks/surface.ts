@@ -30,7 +30,8 @@ import type { InboundCheck } from '../connectors/inbound-status.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
-import { deliveryHeaders } from '../triggers/delivery-headers.ts';
+import { deliveryHeaders, expressionDelivery } from '../triggers/delivery-headers.ts';
+import { matchWaitingRun } from '../runs/delivery-waits.ts';
 import { FORM_MEDIA_TYPE, formPayload, isFormMediaType } from './form.ts';
 import type { WebhookAccept } from '../db/tables.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
@@ -309,14 +310,17 @@ async function ingest(
       continue;
     }
     const { trigger } = admitted;
+    const headersJson = JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger)));
+    // A waiting run this delivery resumes (its wait_for_delivery matches): then it starts no run of its own.
+    const resume = await waitingRunFor(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
     // Past the workspace's waiting runs nothing is stored (no guard either), so the sender's
     // retry of this very delivery is accepted once the worker has drained some.
-    if (!(await admitsRun(deps, trigger.workspace_id))) {
+    if (resume === undefined && !(await admitsRun(deps, trigger.workspace_id))) {
       deps.metrics.quotaRefusal('waiting_runs', 'webhook');
       throw fail('rate_limited', waitingRunsRefusal(deps.waitingRuns.limit).detail, { retryAfter: WAITING_RUNS_RETRY_AFTER_SECONDS });
     }
 
-    let accepted: { current: boolean; runId: string | undefined };
+    let accepted: { current: boolean; runId: string | undefined; resumed?: true };
     try {
       accepted = await acceptDelivery(
         deps.db,
@@ -329,7 +333,7 @@ async function ingest(
           triggerKey: trigger.key,
           deliveryId: identity.deliveryId,
           payloadJson: stored.payloadJson,
-          deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
+          deliveryHeadersJson: headersJson,
           maxAttempts: deps.config.runMaxAttempts,
           // The run's spans, in whichever process, continue the delivery's trace.
           traceparent: request.traceSpan?.traceparent ?? null,
@@ -340,6 +344,7 @@ async function ingest(
         new Date(now - deps.config.deliveryGuardDays * 86_400_000),
         identity.signedKey ?? null,
         { accountId: claims.sub, tokenHash, state: found.state! },
+        resume,
       );
     } catch (err) {
       // A value the database refuses cannot succeed on a retry (the body checks should have
@@ -370,10 +375,41 @@ async function ingest(
       return reply.code(202).send({ status: 'duplicate' });
     }
     acceptedAs.set(request, 'accepted');
+    if (accepted.resumed) {
+      request.traceSpan?.set({ 'tributary.delivery.resumed': true });
+      wakeWorkers(deps);
+      return reply.code(202).send({ status: 'accepted', workflow_run_id: runId, resumed: true });
+    }
     deps.waitingRuns.queued(trigger.workspace_id);
     wakeWorkers(deps);
     return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
   }
+}
+
+/** The waiting run the delivery resumes, with the delivery as its run keeps it; undefined when none matches. */
+async function waitingRunFor(
+  deps: Deps,
+  trigger: TriggerRow,
+  payloadJson: string,
+  deliveryId: string,
+  headersJson: string,
+): Promise<{ runId: string; deliveryJson: string } | undefined> {
+  let runId: string | undefined;
+  try {
+    const headers = JSON.parse(headersJson) as Record<string, string>;
+    runId = await matchWaitingRun(deps, {
+      workspaceId: trigger.workspace_id,
+      workflowId: trigger.workflow_id,
+      triggerKey: trigger.key,
+      payloadJson,
+      delivery: expressionDelivery(deliveryId, headers),
+    });
+  } catch (err) {
+    // The waits could not be read or matched: the sender retries, rather than the delivery starting a run a waiting one should have taken.
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
+  }
+  if (runId === undefined) return undefined;
+  return { runId, deliveryJson: `{"payload":${payloadJson},"id":${JSON.stringify(deliveryId)},"headers":${headersJson}}` };
 }
 
 async function admitsRun(deps: Deps, workspaceId: string): Promise<boolean> {

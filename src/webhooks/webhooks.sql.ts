@@ -143,16 +143,31 @@ export interface NewRun {
  * days the key makes one run, and a key seen again after its guard expired is a new
  * delivery whose facts are its own.
  * Returns the run's id, or undefined for a duplicate.
+ *
+ * With `resume` ($19, $20: a waiting run the delivery matched, runs/delivery-waits.ts), no run is
+ * inserted: the waiting run is made ready now with the delivery kept for its wait_for_delivery
+ * (run_waits.delivery), and the guard names it. Only while it still waits unmatched: otherwise
+ * nothing is inserted (`resume_lost`), and the delivery is accepted again without `resume`.
  */
 const ACCEPT = `
   with ok as (
     select 1 from (/*lookup*/) as x where ${STATE_OF_X} = $18
   ), seen as (
     select 1 from delivery_guards where organization_id = $1 and delivery_key in ($2::text, $13::text) and inserted_at >= $5 limit 1
+  ), w as (
+    update workflow_runs set run_at = $4, resume_at = $4, updated_at = $4
+    where $19::uuid is not null and id = $19::uuid and workspace_id = $6 and status = 'waiting'
+      and exists (select 1 from ok) and not exists (select 1 from seen)
+    returning id
+  ), wd as (
+    update run_waits set delivery = $20::jsonb, matched_at = $4
+    where run_id in (select id from w) and matched_at is null and workspace_id = $6
+    returning run_id
   ), g as (
     insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
-    select $1, k, $3, $4 from unnest(array[$2::text, $13::text]) as k
+    select $1, k, coalesce((select run_id from wd), $3), $4 from unnest(array[$2::text, $13::text]) as k
     where k is not null and exists (select 1 from ok) and not exists (select 1 from seen)
+      and ($19::uuid is null or exists (select 1 from wd))
     on conflict (organization_id, delivery_key) do update
       set run_id = case when delivery_guards.inserted_at < $5 then excluded.run_id end, inserted_at = excluded.inserted_at
       where delivery_guards.inserted_at < $5 or $13::text is not null
@@ -161,12 +176,13 @@ const ACCEPT = `
     insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate)
     select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb, $16, $17
     from g
-    where (select count(*) from g) = case when $13::text is null then 1 else 2 end
+    where $19::uuid is null and (select count(*) from g) = case when $13::text is null then 1 else 2 end
     limit 1
     returning id
   )
-  select exists (select 1 from ok) as current, (select id from r) as id`;
-const ACCEPT_PARAMS = 18;
+  select exists (select 1 from ok) as current, (select id from r) as id, (select run_id from wd) as resumed,
+    $19::uuid is not null and exists (select 1 from ok) and not exists (select 1 from seen) and not exists (select 1 from wd) as resume_lost`;
+const ACCEPT_PARAMS = 20;
 
 /** A delivery's source identity: its guard key (a digest, never a header value or secret in clear) and when it was taken. */
 export const deliverySourceIdentity = (guardKey: string, now: Date) => `delivery:${guardKey}@${now.toISOString()}`;
@@ -187,7 +203,8 @@ export async function acceptDelivery(
   guardCutoff: Date,
   signedKey: string | null,
   admitted: AdmittedAs,
-): Promise<{ current: boolean; runId: string | undefined }> {
+  resume?: { runId: string; deliveryJson: string },
+): Promise<{ current: boolean; runId: string | undefined; resumed?: true }> {
   const { accept, lookupParams } = statementsOf(db);
   const params = [
     run.organizationId,
@@ -208,12 +225,17 @@ export async function acceptDelivery(
     run.traceparent,
     run.tracestate,
     admitted.state,
+    resume?.runId ?? null,
+    resume?.deliveryJson ?? null,
     ...lookupParams(admitted.accountId, admitted.tokenHash),
   ];
-  type Row = { current: boolean; id: string | null };
+  type Row = { current: boolean; id: string | null; resumed: string | null; resume_lost: boolean };
   for (let attempt = 1; ; attempt++) {
     try {
       const row = (await db.executeQuery<Row>(CompiledQuery.raw(accept, params) as CompiledQuery<Row>)).rows[0];
+      // The run stopped waiting since it was matched (its timeout, a cancel, another delivery): accepted as any delivery.
+      if (row?.resume_lost === true) return acceptDelivery(db, run, guardKey, now, guardCutoff, signedKey, admitted);
+      if (row?.resumed) return { current: true, runId: row.resumed, resumed: true };
       return { current: row?.current === true, runId: row?.id ?? undefined };
     } catch (err) {
       // Each race is lost to a guard now committed, which the next statement sees: a bound for safety only.

@@ -107,9 +107,14 @@ class LeaseLost extends Error {}
 /** A step parked the run; `record` is the parked step's (or the switch's holding it). */
 class Parked extends Error {
   readonly park: Park;
-  constructor(park: Park) {
+  /** The parked step's type, and whether it had parked the run before (a wait resumed early parks again). */
+  readonly kind: string;
+  readonly again: boolean;
+  constructor(park: Park, kind: string, again: boolean) {
     super('parked');
     this.park = park;
+    this.kind = kind;
+    this.again = again;
   }
 }
 
@@ -276,6 +281,8 @@ class Walk {
       // Unknown to this release, not by type but by data: a version saved by a later release may hold a type this one does not know.
       if (type === undefined) throw permanentFailure(`Steps of type ${step.type} cannot run in this release`);
       const parked = this.parked?.key === instance ? this.parked : undefined;
+      // A matched delivery is the run's run_waits row, read in the claim (runs/queue.sql.ts); the checkpoint's own is a test run's.
+      const delivery = parked === undefined ? undefined : (parked.delivery ?? run.wait_delivery ?? undefined);
       const result = await type.run(
         step.config,
         {
@@ -300,7 +307,8 @@ class Walk {
                   return this.save();
                 },
               }),
-          ...(parked === undefined ? {} : { parked: { state: parked.state, ...(parked.delivery === undefined ? {} : { delivery: parked.delivery }) } }),
+          clock: env.clock,
+          ...(parked === undefined ? {} : { parked: { state: parked.state, ...(delivery === undefined ? {} : { delivery }) } }),
           record: extra,
           nested: this.nestedWalk(scope),
         },
@@ -309,7 +317,8 @@ class Walk {
       if (parked !== undefined) this.parked = undefined;
       if (result.park) {
         this.parked = { key: instance, state: result.park.state };
-        throw new Parked(result.park);
+        span?.set({ 'tributary.step.resume_at': result.park.resumeAt.toISOString() });
+        throw new Parked(result.park, step.type, parked !== undefined);
       }
       // Kept within the cap from here on: what the record keeps is what the later steps see.
       const kept = keptOutput(result.output, env.outputMaxBytes);
@@ -401,10 +410,9 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
         outcome: null,
         ...base,
         factsWritten: walk.factsWritten,
-        resumeAt: err.park.resumeAt,
         runAt: err.park.resumeAt,
         checkpoint: cp,
-        park: err.park,
+        wait: { kind: err.kind, resumed: err.again, ...(err.park.delivery ? { delivery: err.park.delivery } : {}) },
       };
     }
     if (!(err instanceof StepFailed)) throw err;

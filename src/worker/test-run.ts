@@ -24,6 +24,7 @@ import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { executeRun, findStep, runContext } from './execute.ts';
 import { dryEffects, type DryRunNote } from '../steps/effects.ts';
 import { stepTypeOf } from '../steps/index.ts';
+import type { ParkedDelivery } from '../steps/step.ts';
 import { deliveryHeaders } from '../triggers/delivery-headers.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from '../runs/queue.sql.ts';
@@ -71,6 +72,8 @@ export interface TestRunInput {
   version?: number | undefined;
   trigger_key?: string | null | undefined;
   call?: TestRunCall | undefined;
+  /** Sample deliveries for wait_for_delivery steps, by step key: the step goes on as if that delivery had matched. */
+  deliveries?: Record<string, { payload: unknown; headers?: Record<string, string> }> | undefined;
 }
 
 export interface TestRunDeps {
@@ -227,7 +230,12 @@ async function testRunIn(
     saver: tested.saver,
     ...sampleDelivery(input, tested.secretHeaders),
   };
-  const dry = dryEffects(call, new Map());
+  const samples: Record<string, ParkedDelivery> = {};
+  for (const [key, d] of Object.entries(input.deliveries ?? {})) {
+    const { delivery_id, delivery_headers } = sampleDelivery({ payload: d.payload, headers: d.headers ?? {} }, tested.secretHeaders);
+    Object.defineProperty(samples, key, { value: { payload: d.payload, id: delivery_id, headers: delivery_headers }, enumerable: true });
+  }
+  const dry = dryEffects(call, new Map(), samples);
   const span = trace?.child('workflow.test_run', 'internal', {
     'tributary.workflow.id': tested.workflow_id,
     'tributary.workflow.version': tested.version,
@@ -278,6 +286,7 @@ async function testRunIn(
         ? {}
         : { item_records: r.item_records.map((it) => ({ ...it, steps: it.steps.map((c) => shown(c, `${prefix}${r.key}[${it.index}].`, null)) })) }),
       ...(r.on_failure ? { on_failure: true as const } : {}),
+      ...(note.resume_at ? { resume_at: note.resume_at } : {}),
     };
   };
   const steps = records.map((r, i): TestStep => {

@@ -207,6 +207,8 @@ function endAttemptSpan(span: TraceSpan, outcome: Outcome): void {
 async function attempt(deps: Deps, recordCheckpoint: RecordCheckpoint, recordOutcome: RecordOutcome, facts: FactWriter, run: ClaimedRun): Promise<void> {
   // Built only when tracing is on: the attributes are not made for nothing.
   const span = deps.tracing.enabled ? attemptSpan(deps.tracing, run) : undefined;
+  const parkedOn = run.checkpoint?.parked?.key;
+  if (parkedOn !== undefined) deps.metrics.runResumed(run.definition.find((s) => s.key === parkedOn)?.type ?? 'unknown');
   let outcome: Outcome;
   try {
     const env = {
@@ -235,6 +237,7 @@ async function attempt(deps: Deps, recordCheckpoint: RecordCheckpoint, recordOut
   }
   logFailedAttempt(deps, run, outcome);
   await recordOutcome(run, outcome);
+  if (outcome.wait !== undefined) deps.metrics.runWaited(outcome.wait.kind);
   if (span !== undefined) endAttemptSpan(span, outcome);
 }
 

@@ -246,11 +246,28 @@ function readTriggers(v: unknown): TriggerInput[] {
   });
 }
 
+/** A wait_for_delivery waits on a webhook trigger of its own workflow: a schedule has no deliveries, another workflow's trigger never resumes it. */
+function checkWaitTriggers({ steps, triggers }: Pick<Definition, 'steps' | 'triggers'>): void {
+  for (const [step, at] of allSteps(steps, `${AT}/step_params`)) {
+    if (step.type !== 'wait_for_delivery') continue;
+    const trigger = triggers.find((t) => t.key === step.config.trigger);
+    if (trigger?.type !== 'webhook') {
+      const webhooks = triggers.filter((t) => t.type === 'webhook').map((t) => t.key);
+      throw new ConfigIssue(
+        `${at}/config/trigger`,
+        `trigger must be the key of a webhook trigger of this workflow (${webhooks.length === 0 ? 'it has none' : `its webhook triggers: ${webhooks.join(', ')}`})`,
+      );
+    }
+  }
+}
+
 export function readDefinition(attrs: Record<string, unknown>): Definition {
   try {
     const wf = readWfParams(attrs.wf_params);
     const { steps, onFailure } = readSteps(attrs.step_params, attrs.on_failure_params);
-    return { wf, steps, onFailure, triggers: readTriggers(attrs.trigger_params) };
+    const definition = { wf, steps, onFailure, triggers: readTriggers(attrs.trigger_params) };
+    checkWaitTriggers(definition);
+    return definition;
   } catch (err) {
     // The first problem, as the contract's error at its pointer.
     if (err instanceof ConfigIssue) throw invalidAt(err.pointer, err.message);

@@ -289,7 +289,11 @@ async function exposition(metrics: ReturnType<typeof createMetrics>): Promise<{ 
   return { bytes: Buffer.byteLength(text), series: parseExposition(text) };
 }
 
-const quiet = { queue: async () => ({ ready: 0, waiting: 0, oldestReadyAgeSeconds: 0 }), pool: () => ({ inUse: 0, waiting: 0 }), processMetrics: false };
+const quiet = {
+  queue: async () => ({ ready: 0, waiting: 0, parked: 0, oldestReadyAgeSeconds: 0 }),
+  pool: () => ({ inUse: 0, waiting: 0 }),
+  processMetrics: false,
+};
 const OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter'];
 
 /** 10,000 workflows' runs, and calls through 1,000 connectors with 10 operations each, every outcome and a few statuses. */

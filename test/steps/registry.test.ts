@@ -7,12 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { STEP_TYPES, STEP_TYPES_BY_TYPE, stepTypeOf } from '../../src/steps/index.ts';
 import { dryEffects, realEffects } from '../../src/steps/effects.ts';
-import { AppError } from '../../src/errors.ts';
 import type { WorkflowStep } from '../../src/db/tables.ts';
 
 describe('step types', () => {
   it('files each type under its own name, in the documented order', () => {
-    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request', 'switch', 'for_each']);
+    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request', 'switch', 'for_each', 'delay', 'wait_until', 'wait_for_delivery']);
     for (const name of STEP_TYPES) assert.equal(STEP_TYPES_BY_TYPE[name].type, name);
   });
 
@@ -46,12 +45,11 @@ describe('step types', () => {
     assert.equal(STEP_TYPES_BY_TYPE.http_request.describe({ connector_id: connector, method: 'GET', path: '/x' }).connector, connector);
   });
 
-  it('wait is declared for the waits to come and fails clearly in this release, in a run and a test run', async () => {
-    for (const effects of [realEffects({ db: undefined as never }), dryEffects('none', new Map())]) {
-      await assert.rejects(
-        effects.wait('pause', new Date(0)),
-        (err: unknown) => err instanceof AppError && /no step type of this release waits/.test(err.message),
-      );
-    }
+  it('wait parks in a run and goes on at once in a test run, saying until when it would have waited', async () => {
+    const until = new Date('2030-01-01T00:00:00.000Z');
+    assert.deepEqual(await realEffects({ db: undefined as never }).wait({ key: 'pause', kind: 'delay', until }), { park: true });
+    const notes = new Map();
+    assert.deepEqual(await dryEffects('none', notes).wait({ key: 'pause', kind: 'delay', until }), { park: false });
+    assert.equal(notes.get('pause').resume_at, until.toISOString());
   });
 });

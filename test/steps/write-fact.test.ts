@@ -51,6 +51,7 @@ const runOf = (payload: unknown): ClaimedRun =>
 
 const stepCtx = (run: ClaimedRun) => ({
   db: t.deps.db,
+  clock: t.deps.clock,
   run,
   key: 'store',
   input: runContext(run),

@@ -86,9 +86,13 @@ describe('step_params', () => {
     refuses(
       withStep({ key: 'a', type: 'loop', config: {} }),
       `${S}/0/type`,
-      'type must be one of transform, condition, write_fact, http_request, switch, for_each',
+      'type must be one of transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery',
     );
-    refuses(withStep({ key: 'a', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request, switch, for_each');
+    refuses(
+      withStep({ key: 'a', config: {} }),
+      `${S}/0/type`,
+      'type must be one of transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery',
+    );
     refuses(withStep({ key: 'a', type: 'transform', config: ['payload'] }), `${S}/0/config`, 'config must be an object');
     // A missing config is an empty one: what it lacks is named.
     refuses(withStep({ key: 'a', type: 'transform' }), `${S}/0/config/expression`, 'expression is required (a JSONata expression)');

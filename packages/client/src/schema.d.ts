@@ -545,6 +545,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/json/v1/workflow_runs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a queued, retrying or waiting run: it never runs or resumes again (409 for a running or finished run) */
+        post: operations["cancel_workflow_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/json/v1/workflow_runs/replay": {
         parameters: {
             query?: never;
@@ -1457,7 +1474,7 @@ export interface components {
         /** @description The public attributes of workflow_run; a sparse fieldset (fields[workflow_run]) returns fewer. */
         workflow_run_attributes: {
             /** @enum {string} */
-            status?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+            status?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
             attempt?: number;
             max_attempts?: number;
             /** Format: uuid */
@@ -1474,9 +1491,11 @@ export interface components {
             /** Format: uuid */
             replay_of?: string | null;
             /** @enum {string|null} */
-            outcome?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | null;
+            outcome?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled" | null;
             facts_written?: number;
             trace_id?: string | null;
+            /** Format: date-time */
+            resume_at?: string | null;
             /** Format: date-time */
             started_at?: string | null;
             /** Format: date-time */
@@ -3889,7 +3908,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -3922,7 +3941,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -3986,11 +4005,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description status equals (same as filter[status][eq]) */
-                "filter[status]"?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+                "filter[status]"?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
                 /** @description status eq */
-                "filter[status][eq]"?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+                "filter[status][eq]"?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
                 /** @description status ne */
-                "filter[status][ne]"?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+                "filter[status][ne]"?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
                 /** @description status is one of the comma-separated values */
                 "filter[status][in]"?: string;
                 /** @description attempt equals (same as filter[attempt][eq]) */
@@ -4084,11 +4103,11 @@ export interface operations {
                 /** @description replay_of is_null */
                 "filter[replay_of][is_null]"?: boolean;
                 /** @description outcome equals (same as filter[outcome][eq]) */
-                "filter[outcome]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter";
+                "filter[outcome]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled";
                 /** @description outcome eq */
-                "filter[outcome][eq]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter";
+                "filter[outcome][eq]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled";
                 /** @description outcome ne */
-                "filter[outcome][ne]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter";
+                "filter[outcome][ne]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled";
                 /** @description outcome is one of the comma-separated values */
                 "filter[outcome][in]"?: string;
                 /** @description outcome is_null */
@@ -4109,6 +4128,24 @@ export interface operations {
                 "filter[facts_written][lte]"?: number;
                 /** @description facts_written is one of the comma-separated values */
                 "filter[facts_written][in]"?: string;
+                /** @description resume_at equals (same as filter[resume_at][eq]) */
+                "filter[resume_at]"?: string;
+                /** @description resume_at eq */
+                "filter[resume_at][eq]"?: string;
+                /** @description resume_at ne */
+                "filter[resume_at][ne]"?: string;
+                /** @description resume_at gt */
+                "filter[resume_at][gt]"?: string;
+                /** @description resume_at gte */
+                "filter[resume_at][gte]"?: string;
+                /** @description resume_at lt */
+                "filter[resume_at][lt]"?: string;
+                /** @description resume_at lte */
+                "filter[resume_at][lte]"?: string;
+                /** @description resume_at is one of the comma-separated values */
+                "filter[resume_at][in]"?: string;
+                /** @description resume_at is_null */
+                "filter[resume_at][is_null]"?: boolean;
                 /** @description started_at equals (same as filter[started_at][eq]) */
                 "filter[started_at]"?: string;
                 /** @description started_at eq */
@@ -4177,7 +4214,7 @@ export interface operations {
                 "filter[updated_at][lte]"?: string;
                 /** @description updated_at is one of the comma-separated values */
                 "filter[updated_at][in]"?: string;
-                /** @description Comma-separated, at most 5, "-" for descending (default -inserted_at) of: status, attempt, workflow_version, trigger_key, outcome, facts_written, started_at, finished_at, inserted_at, updated_at */
+                /** @description Comma-separated, at most 5, "-" for descending (default -inserted_at) of: status, attempt, workflow_version, trigger_key, outcome, facts_written, resume_at, started_at, finished_at, inserted_at, updated_at */
                 sort?: string;
                 /** @description Page size (default 50) */
                 "page[limit]"?: number;
@@ -4191,7 +4228,7 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
@@ -4224,7 +4261,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
                 /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
@@ -4871,6 +4908,15 @@ export interface operations {
                             headers?: {
                                 [key: string]: string;
                             } | null;
+                            /** @description Sample deliveries for wait_for_delivery steps, by step key: the step goes on as if that delivery had matched */
+                            deliveries?: {
+                                [key: string]: {
+                                    payload: unknown;
+                                    headers?: {
+                                        [key: string]: string;
+                                    } | null;
+                                };
+                            } | null;
                             version?: number;
                             trigger_key?: string | null;
                             delivery_id?: string | null;
@@ -4960,15 +5006,51 @@ export interface operations {
             503: components["responses"]["error_503"];
         };
     };
+    cancel_workflow_run: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled run */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["workflow_run_document"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
+            413: components["responses"]["error_413"];
+            415: components["responses"]["error_415"];
+            422: components["responses"]["error_422"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
     bulk_replay_workflow_runs: {
         parameters: {
             query?: {
                 /** @description status equals (same as filter[status][eq]) */
-                "filter[status]"?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+                "filter[status]"?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
                 /** @description status eq */
-                "filter[status][eq]"?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+                "filter[status][eq]"?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
                 /** @description status ne */
-                "filter[status][ne]"?: "queued" | "running" | "retrying" | "succeeded" | "failed";
+                "filter[status][ne]"?: "queued" | "running" | "retrying" | "waiting" | "succeeded" | "failed" | "cancelled";
                 /** @description status is one of the comma-separated values */
                 "filter[status][in]"?: string;
                 /** @description attempt equals (same as filter[attempt][eq]) */
@@ -5062,11 +5144,11 @@ export interface operations {
                 /** @description replay_of is_null */
                 "filter[replay_of][is_null]"?: boolean;
                 /** @description outcome equals (same as filter[outcome][eq]) */
-                "filter[outcome]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter";
+                "filter[outcome]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled";
                 /** @description outcome eq */
-                "filter[outcome][eq]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter";
+                "filter[outcome][eq]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled";
                 /** @description outcome ne */
-                "filter[outcome][ne]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter";
+                "filter[outcome][ne]"?: "completed" | "stopped_at_condition" | "failed" | "dead_letter" | "cancelled";
                 /** @description outcome is one of the comma-separated values */
                 "filter[outcome][in]"?: string;
                 /** @description outcome is_null */
@@ -5087,6 +5169,24 @@ export interface operations {
                 "filter[facts_written][lte]"?: number;
                 /** @description facts_written is one of the comma-separated values */
                 "filter[facts_written][in]"?: string;
+                /** @description resume_at equals (same as filter[resume_at][eq]) */
+                "filter[resume_at]"?: string;
+                /** @description resume_at eq */
+                "filter[resume_at][eq]"?: string;
+                /** @description resume_at ne */
+                "filter[resume_at][ne]"?: string;
+                /** @description resume_at gt */
+                "filter[resume_at][gt]"?: string;
+                /** @description resume_at gte */
+                "filter[resume_at][gte]"?: string;
+                /** @description resume_at lt */
+                "filter[resume_at][lt]"?: string;
+                /** @description resume_at lte */
+                "filter[resume_at][lte]"?: string;
+                /** @description resume_at is one of the comma-separated values */
+                "filter[resume_at][in]"?: string;
+                /** @description resume_at is_null */
+                "filter[resume_at][is_null]"?: boolean;
                 /** @description started_at equals (same as filter[started_at][eq]) */
                 "filter[started_at]"?: string;
                 /** @description started_at eq */

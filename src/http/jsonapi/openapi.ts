@@ -497,6 +497,19 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
                       maxProperties: MAX_HEADERS,
                       description: "The sample delivery's headers; expressions see them as delivery.headers (lowercased, credentials and signatures left out)",
                     },
+                    deliveries: {
+                      type: ['object', 'null'],
+                      maxProperties: 100,
+                      additionalProperties: {
+                        type: 'object',
+                        required: ['payload'],
+                        properties: {
+                          payload: {},
+                          headers: { type: ['object', 'null'], additionalProperties: { type: 'string' }, maxProperties: MAX_HEADERS },
+                        },
+                      },
+                      description: 'Sample deliveries for wait_for_delivery steps, by step key: the step goes on as if that delivery had matched',
+                    },
                     ...(attrs.properties as Schema),
                   },
                 };
@@ -527,6 +540,15 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
         parameters: [idParam, idempotencyKey],
         requestBody: metaBody({ version }),
         responses: { 201: doc('workflow_run_document', 'The new run; Location names it'), ...errors(...WRITE_ERRORS) },
+      },
+    },
+    [`${API_PREFIX}/workflow_runs/{id}/cancel`]: {
+      post: {
+        operationId: 'cancel_workflow_run',
+        tags: ['workflow_run'],
+        summary: 'Cancel a queued, retrying or waiting run: it never runs or resumes again (409 for a running or finished run)',
+        parameters: [idParam, idempotencyKey],
+        responses: { 200: doc('workflow_run_document', 'The cancelled run'), ...errors(...WRITE_ERRORS) },
       },
     },
     [`${API_PREFIX}/workflow_runs/replay`]: {

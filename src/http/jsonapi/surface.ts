@@ -32,7 +32,7 @@ import { workflowType } from '../../resources/workflows/resource.ts';
 import { builderStateInput, deleteWorkflow, saveBuilderState } from '../../resources/workflows/service.ts';
 import { deleteDashboardWidget } from '../../resources/dashboard_widgets/service.ts';
 import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
-import { replayRun } from '../../resources/workflow_runs/service.ts';
+import { cancelWorkflowRun, replayRun } from '../../resources/workflow_runs/service.ts';
 import { bulkReplay, readReplayMeta } from '../../resources/workflow_runs/replay.ts';
 import { apiSpecType } from '../../resources/api_specs/resource.ts';
 import { createApiSpec, deleteApiSpec, patchApiSpec } from '../../resources/api_specs/service.ts';
@@ -170,6 +170,17 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       );
     });
 
+    scope.post(`${API_PREFIX}/workflow_runs/:id/cancel`, writeOptions(workflowRunType.type), async (request, reply) => {
+      const q = parseFor(request, RESOURCE_TYPES, workflowRunType, false);
+      const row = await cancelWorkflowRun(deps, request.principal!, (request.params as { id: string }).id);
+      const self = `${API_PREFIX}/workflow_runs/${row.id}`;
+      return sendDocument(
+        reply,
+        200,
+        await buildDocument(deps.db, RESOURCE_TYPES, request.principal!, workflowRunType, row, q, { links: { self }, now: now() }),
+      );
+    });
+
     // Bulk replay: the list's filter[...] parameters pick the runs; the body's meta the version and limit.
     scope.post(`${API_PREFIX}/workflow_runs/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
       for (const name of Object.keys(request.query as object)) {
@@ -240,6 +251,27 @@ function readSampleHeaders(headers: unknown): Record<string, string> {
  * A workflow_test_run document: `payload` is any JSON (bounded as a webhook delivery's body
  * is), the other attributes are checked by readAttributes.
  */
+/** A test run's sample deliveries for its wait_for_delivery steps: `{<step key>: {payload, headers?}}`. */
+function readSampleDeliveries(v: unknown, maxPayloadBytes: number): NonNullable<TestRunInput['deliveries']> {
+  const at = '/data/attributes/deliveries';
+  if (!isObject(v)) throw invalidAt(at, 'deliveries must be an object of step key: {payload, headers}');
+  const keys = Object.keys(v);
+  if (keys.length > 100) throw invalidAt(at, 'deliveries may name at most 100 steps');
+  const out: NonNullable<TestRunInput['deliveries']> = {};
+  for (const key of keys) {
+    const d = v[key];
+    const kat = `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (!isObject(d) || !Object.hasOwn(d, 'payload')) throw invalidAt(kat, 'a sample delivery must be an object {payload, headers?}');
+    for (const k of Object.keys(d))
+      if (k !== 'payload' && k !== 'headers') throw invalidAt(`${kat}/${k}`, `${k} is not a member of a sample delivery (allowed: payload, headers)`);
+    if (Buffer.byteLength(JSON.stringify(d.payload)) > maxPayloadBytes)
+      throw invalidAt(`${kat}/payload`, `payload must be at most ${maxPayloadBytes} bytes as JSON`);
+    const h = d.headers === undefined || d.headers === null ? undefined : readSampleHeaders(d.headers);
+    Object.defineProperty(out, key, { value: { payload: d.payload, ...(h === undefined ? {} : { headers: h }) }, enumerable: true });
+  }
+  return out;
+}
+
 function readTestRunDocument(body: unknown, maxPayloadBytes: number): TestRunInput {
   const data = isObject(body) ? body.data : undefined;
   const attributes = isObject(data) ? data.attributes : undefined;
@@ -247,14 +279,16 @@ function readTestRunDocument(body: unknown, maxPayloadBytes: number): TestRunInp
     readAttributes(body, { type: 'workflow_test_run' }, testRunInput);
     throw invalidAt('/data/attributes', 'attributes must be an object with a payload');
   }
-  const { payload, headers, ...rest } = attributes;
+  const { payload, headers, deliveries, ...rest } = attributes;
   const attrs = readAttributes({ ...body, data: { ...data, attributes: rest } }, { type: 'workflow_test_run' }, testRunInput);
   if (!Object.hasOwn(attributes, 'payload')) throw invalidAt('/data/attributes/payload', 'payload is required: the JSON a trigger would deliver');
   if (Buffer.byteLength(JSON.stringify(payload)) > maxPayloadBytes)
     throw invalidAt('/data/attributes/payload', `payload must be at most ${maxPayloadBytes} bytes as JSON, as a webhook delivery's body`);
   const sampleHeaders = Object.hasOwn(attributes, 'headers') && headers !== null ? readSampleHeaders(headers) : undefined;
+  const samples = deliveries === undefined || deliveries === null ? undefined : readSampleDeliveries(deliveries, maxPayloadBytes);
   return {
     payload,
+    ...(samples === undefined ? {} : { deliveries: samples }),
     ...(sampleHeaders === undefined ? {} : { headers: sampleHeaders }),
     ...(attrs.delivery_id === undefined ? {} : { delivery_id: attrs.delivery_id as string | null }),
     version: attrs.version as number | undefined,

@@ -3,8 +3,8 @@ import { TIMESTAMPS } from '../common.ts';
 import { visibleInWorkspace } from '../workspace-scope.sql.ts';
 import { presentRun } from '../../runs/run-record.ts';
 
-export const RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
-export const RUN_OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter'] as const;
+export const RUN_STATUSES = ['queued', 'running', 'retrying', 'waiting', 'succeeded', 'failed', 'cancelled'] as const;
+export const RUN_OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter', 'cancelled'] as const;
 
 export const workflowRunType: ResourceType = {
   type: 'workflow_run',
@@ -31,6 +31,8 @@ export const workflowRunType: ResourceType = {
     facts_written: { column: 'facts_written', kind: 'integer', filter: true, sort: true },
     // The trace the run's spans belong to (docs/tracing.md), from its traceparent by presentRun; null when tracing was off.
     trace_id: { column: 'traceparent', kind: 'string', nullable: true },
+    // While the run is waiting (a delay, wait_until or wait_for_delivery): when it resumes at the latest.
+    resume_at: { column: 'resume_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     started_at: { column: 'started_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     finished_at: { column: 'finished_at', kind: 'datetime', filter: true, sort: true, nullable: true },
     ...TIMESTAMPS,

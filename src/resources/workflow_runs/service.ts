@@ -11,6 +11,7 @@ import { storedContext, type TraceSpan } from '../../tracing.ts';
 import { RUN_OUTCOMES, RUN_STATUSES } from './resource.ts';
 import { presentRun } from '../../runs/run-record.ts';
 import { checkWaitingRuns } from '../../quotas/quotas.ts';
+import { cancelRun, runStatus } from '../../runs/waits.sql.ts';
 
 const isRunStatus = (s: unknown): s is RunStatus => (RUN_STATUSES as readonly unknown[]).includes(s);
 const isRunOutcome = (s: unknown): s is RunOutcome => (RUN_OUTCOMES as readonly unknown[]).includes(s);
@@ -78,4 +79,26 @@ export async function adminFindRun(deps: Deps, id: string) {
 export async function adminReplayRun(deps: Deps, id: string, version: ReplayVersion = 'original', trace?: TraceSpan) {
   const original = await adminFindRun(deps, id);
   return replayRun(deps, { workspaceId: original.workspace_id }, original.id, version, trace);
+}
+
+/**
+ * Cancels a run that is queued, retrying or waiting (docs/workflows.md, "Cancel"): it never
+ * runs or resumes again. A running or finished run is 409; one the caller cannot see, 404.
+ */
+export async function cancelWorkflowRun(deps: Deps, principal: Pick<Principal, 'workspaceId'>, runId: string) {
+  const id = isUuid(runId) ? runId.toLowerCase() : undefined;
+  const row = id === undefined ? undefined : await cancelRun(deps.db, principal.workspaceId, id, new Date(deps.clock()));
+  if (row) {
+    deps.metrics.runCancelled(row.was);
+    const { was: _was, ...run } = row;
+    return run;
+  }
+  const status = id === undefined ? undefined : await runStatus(deps.db, principal.workspaceId, id);
+  if (status === undefined) throw new AppError('not_found', 'No workflow_run with this id');
+  throw new AppError(
+    'conflict',
+    status === 'running'
+      ? 'The run is running: only a queued, retrying or waiting run can be cancelled (cancel it once it waits, or let the attempt end)'
+      : `The run is ${status}: only a queued, retrying or waiting run can be cancelled`,
+  );
 }

@@ -24,6 +24,7 @@ const RUN_COLUMNS = [
   'updated_at',
   'started_at',
   'finished_at',
+  'resume_at',
 ] as const;
 
 export interface RunListFilter {
