@@ -268,6 +268,15 @@ export interface HttpRequestConfig {
   query?: Record<string, string>;
   headers?: Record<string, string>;
   body?: string;
+  /** Paged calls (docs/workflows.md, "Paged calls"): expressions over each answer. */
+  paginate?: PaginateConfig;
+}
+
+/** `items` picks a page's items, `next` gives the next page's parameters (nothing: the last page); at most max_pages. */
+export interface PaginateConfig {
+  items: string;
+  next: string;
+  max_pages?: number;
 }
 
 export interface HttpRequestStep {
@@ -276,11 +285,18 @@ export interface HttpRequestStep {
   config: HttpRequestConfig;
 }
 
+/** Writes the workflow's state document (docs/workflows.md, "Workflow state"). */
+export interface SetStateStep {
+  key: string;
+  type: 'set_state';
+  config: { value: string };
+}
+
 /**
  * A step of a workflow definition, as saved: workflows/definition.ts checked its config
  * for its type before it was stored, so a stored step read back has this shape.
  */
-export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep;
+export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpRequestStep | SetStateStep;
 
 export type CatchUp = 'latest' | 'none';
 
@@ -381,6 +397,21 @@ export interface StepRecord {
 export interface RunCheckpoint {
   steps: StepRecord[];
   tries: Record<string, number>;
+  /** What a step not yet succeeded saved of its own work (a paged call's pages), by step key. */
+  progress?: Record<string, unknown>;
+}
+
+/** A workflow's state document (migration 0029): this release keeps the key '' only. */
+export interface WorkflowStateTable {
+  id: Generated<string>;
+  workspace_id: string;
+  workflow_id: string;
+  key: Generated<string>;
+  value: Json<unknown>;
+  /** The run whose set_state step wrote it last. */
+  updated_by_run_id: string | null;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface WorkflowRunTable {
@@ -449,4 +480,5 @@ export interface DB {
   workflow_triggers: WorkflowTriggerTable;
   workflow_runs: WorkflowRunTable;
   delivery_guards: DeliveryGuardTable;
+  workflow_state: WorkflowStateTable;
 }

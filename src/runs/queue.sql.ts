@@ -10,6 +10,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role, RunCheckpoint, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
+import { RUN_STATE } from '../workflows/state.sql.ts';
 
 type ClaimedColumns =
   | 'id'
@@ -46,6 +47,8 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   connector_versions?: Record<string, string> | null;
   /** What its earlier attempts recorded as done (null: nothing yet; absent: a test run, which resumes nothing). */
   checkpoint?: RunCheckpoint | null;
+  /** The workflow's state document at the claim (workflows/state.sql.ts); null: never set. */
+  state?: unknown;
 };
 
 // Who saved the version, read in the claim: steps that call out check it at every attempt without a statement of their own.
@@ -114,7 +117,7 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
               r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
               coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
-              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, share.n as claim_share`.execute(db);
+              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, ${RUN_STATE} as state, share.n as claim_share`.execute(db);
   const perWorkspace = new Map<string, number>();
   for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
   const share = rows[0]?.claim_share ?? 0;

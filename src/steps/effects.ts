@@ -8,10 +8,12 @@ import type { ConnectorRow } from '../connectors/connectors.sql.ts';
 import { connectorCall, previewCall, type CallParts, type CallTarget, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { AppError, permanentFailure } from '../errors.ts';
+import { cutText } from '../runs/run-record.ts';
 import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
 import type { TraceSpan } from '../tracing.ts';
+import { writeWorkflowState } from '../workflows/state.sql.ts';
 
 /**
  * The facts of one write_fact step, each validated once (facts/validate.ts) by the step:
@@ -52,7 +54,21 @@ export interface Effects {
   callOut(call: CallToMake): (parts: CallParts, span: TraceSpan | undefined) => Promise<CallOutput>;
   /** For the waits to come (delay, wait_until, wait_for_delivery): no step type waits yet. */
   wait(key: string, until: Date): Promise<never>;
+  /** Sets the workflow's state document (set_state), `json` its value as JSON within the step's cap. */
+  setState(what: StateToSet): Promise<void>;
+  /** The most pages a paged call fetches here besides its own max_pages (a test run's few); absent: no more limit. */
+  readonly pageLimit?: number;
 }
+
+export interface StateToSet {
+  key: string;
+  run: { id: string; workspace_id: string; workflow_id: string };
+  value: unknown;
+  json: string;
+}
+
+/** How many pages a test run's paged call fetches at most (call "safe"): enough to show the paging, not a sync. */
+export const TEST_RUN_PAGES = 3;
 
 const noWaits = async (key: string): Promise<never> => {
   throw new AppError('internal_error', `Step ${key} asked to wait: no step type of this release waits`);
@@ -65,6 +81,7 @@ const answer = (res: { status: number; headers: Record<string, unknown>; body: u
 
 export interface RealEffectsEnv {
   db: Db;
+  clock: () => number;
   metrics?: Pick<Metrics, 'factsWritten'> | undefined;
   /** The worker's fact writer (batches concurrent runs); one statement per step when absent. */
   store?: FactStore | undefined;
@@ -83,6 +100,10 @@ export function realEffects(env: RealEffectsEnv): Effects {
       return async (parts, span) => answer(await send(parts, span));
     },
     wait: noWaits,
+    async setState({ run, json }) {
+      // A deleted workflow's run writes nothing: its state went with it.
+      await writeWorkflowState(env.db, { workspaceId: run.workspace_id }, run.workflow_id, run.id, json, new Date(env.clock()));
+    },
   };
 }
 
@@ -94,6 +115,10 @@ export interface DryRunNote {
   response?: unknown;
   /** Why the step's output is what it is in a test run (a call not made). */
   note?: string;
+  /** A set_state step: the document it would have set. */
+  state?: unknown;
+  /** A paged call: how many pages were fetched (each request is one; `request` is the last). */
+  pages?: number;
 }
 
 /** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
@@ -134,5 +159,9 @@ export function dryEffects(call: 'none' | 'safe', notes: Map<string, DryRunNote>
       };
     },
     wait: noWaits,
+    async setState({ key, value }) {
+      notes.set(key, { state: value, note: `Not written (a test run): would set the state to ${cutText(JSON.stringify(value), 512)}` });
+    },
+    pageLimit: TEST_RUN_PAGES,
   };
 }

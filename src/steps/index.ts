@@ -5,6 +5,7 @@
 import type { WorkflowStep } from '../db/tables.ts';
 import { condition } from './condition.ts';
 import { httpRequest } from './http-request.ts';
+import { setState } from './set-state.ts';
 import type { StepType } from './step.ts';
 import { transform } from './transform.ts';
 import { writeFact } from './write-fact.ts';
@@ -17,6 +18,7 @@ export const STEP_TYPES_BY_TYPE: { readonly [T in keyof Configs]: StepType<Confi
   condition,
   write_fact: writeFact,
   http_request: httpRequest,
+  set_state: setState,
 };
 
 export const STEP_TYPES = Object.keys(STEP_TYPES_BY_TYPE) as Array<keyof Configs>;

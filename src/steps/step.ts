@@ -30,7 +30,10 @@ export interface Issue {
 export type Checked<Config> = { ok: true; config: Config } | { ok: false; issues: Issue[] };
 
 /** What a step reads of its run (a claimed run, runs/queue.sql.ts, has it all; so has a test run's). */
-export type StepRun = Pick<Selectable<WorkflowRunTable>, 'id' | 'organization_id' | 'workspace_id' | 'workflow_version' | 'source_identity' | 'inserted_at'> & {
+export type StepRun = Pick<
+  Selectable<WorkflowRunTable>,
+  'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version' | 'source_identity' | 'inserted_at'
+> & {
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];
   /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
@@ -46,6 +49,8 @@ export interface Context {
   run: { id: string; attempt: number };
   trigger: { key: string | null };
   delivery: ExpressionDelivery | null;
+  /** The workflow's state document (docs/workflows.md, "Workflow state"): as at the attempt's claim, then as set_state steps set it; null before any. */
+  state: unknown;
 }
 
 /** What one attempt reads once however many steps use it: connectors by id, and whether the version's saver may still call out. */
@@ -68,6 +73,14 @@ export interface StepContext {
   reads: AttemptReads;
   /** The step's span; undefined when tracing is off. */
   span: TraceSpan | undefined;
+  /** What this step saved of its own work in an earlier attempt (saveProgress); undefined when nothing. */
+  progress?: unknown;
+  /**
+   * Records the step's own work so far with the run's checkpoint, fenced by the lease (a paged
+   * call's pages): a later attempt gets it as `progress`. False: the lease was lost, stop.
+   * Absent in a test run, which resumes nothing.
+   */
+  saveProgress?: ((progress: unknown) => Promise<boolean>) | undefined;
 }
 
 /** What a step gave. */
@@ -79,6 +92,8 @@ export interface StepResult {
   stop?: { reason: string };
   /** Facts stored by the step, for the run's count. */
   factsWritten?: number;
+  /** The state document the step set: the later steps of the run see it as `state`. */
+  state?: { value: unknown };
 }
 
 /** What a step reads and touches, from its config alone. */

@@ -80,6 +80,7 @@ export function runContext(run: ClaimedRun): Context {
     run: { id: run.id, attempt: run.attempt },
     trigger: { key: run.trigger_key },
     delivery: expressionDelivery(run.delivery_id, run.delivery_headers),
+    state: run.state ?? null,
   };
 }
 
@@ -103,8 +104,12 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
   const records: StepRecord[] = resumed(run);
   for (const r of records) ctx.steps[r.key] = r.output;
   const tries: Record<string, number> = { ...run.checkpoint?.tries };
+  // A step's own work saved by an earlier attempt (a paged call's pages), until the step succeeds.
+  const progress: Record<string, unknown> = { ...run.checkpoint?.progress };
+  const withProgress = (c: RunCheckpoint): RunCheckpoint => (Object.keys(progress).length === 0 ? c : { ...c, progress: { ...progress } });
+  let progressLost = false;
   const reads: AttemptReads = { connectors: new Map() };
-  const effects = env.effects ?? realEffects({ db: env.db, metrics: env.metrics, store: env.storeFacts });
+  const effects = env.effects ?? realEffects({ db: env.db, clock: env.clock, metrics: env.metrics, store: env.storeFacts });
   const iso = () => new Date(env.clock()).toISOString();
   let factsWritten = 0;
   const skipRest = (from: number, reason: string) => {
@@ -125,11 +130,33 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       const type = stepTypeOf(step);
       // Unknown to this release, not by type but by data: a version saved by a later release may hold a type this one does not know.
       if (type === undefined) throw permanentFailure(`Steps of type ${step.type} cannot run in this release`);
+      const checkpoint = env.checkpoint;
+      const saveProgress =
+        checkpoint &&
+        (async (p: unknown) => {
+          progress[step.key] = p;
+          const ok = await checkpoint(withProgress({ steps: [...records], tries: { ...tries } }));
+          if (!ok) progressLost = true;
+          return ok;
+        });
       const result = await type.run(
         step.config,
-        { db: env.db, run, key: step.key, input: ctx, expressions: env.expressions, connectors: env.connectors, reads, span },
+        {
+          db: env.db,
+          run,
+          key: step.key,
+          input: ctx,
+          expressions: env.expressions,
+          connectors: env.connectors,
+          reads,
+          span,
+          progress: progress[step.key],
+          saveProgress,
+        },
         effects,
       );
+      // Done: what it saved of its own work is its output now.
+      delete progress[step.key];
       // Kept within the cap from here on: what the record keeps is what the later steps see.
       const kept = keptOutput(result.output, env.outputMaxBytes);
       const record: StepRecord = {
@@ -146,7 +173,7 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       if ('value' in result) record.value = conditionValue(result.value);
       // A side effect is recorded before the next step starts, so a later step's retry does not repeat it. With no next step, the outcome records it.
       if (type.checkpoint === 'now' && env.checkpoint !== undefined && !result.stop && i + 1 < run.definition.length) {
-        if (!(await env.checkpoint({ steps: [...records, record], tries: { ...tries, [step.key]: attempts } }))) {
+        if (!(await env.checkpoint(withProgress({ steps: [...records, record], tries: { ...tries, [step.key]: attempts } })))) {
           span?.end();
           return { status: 'retrying', outcome: null, steps: records, error: null, factsWritten, leaseLost: true };
         }
@@ -158,14 +185,21 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
       span?.end();
       records.push(record);
       ctx.steps[step.key] = kept.output;
+      if (result.state) ctx.state = result.state.value;
       if (result.stop) {
         skipRest(i + 1, result.stop.reason);
         return { status: 'succeeded', outcome: 'stopped_at_condition', steps: records, error: null, factsWritten };
       }
     } catch (err) {
+      // The step stopped because its progress could not be recorded: the run is another attempt's now.
+      if (progressLost) {
+        span?.end();
+        return { status: 'retrying', outcome: null, steps: records, error: null, factsWritten, leaseLost: true };
+      }
       const failure = stepFailure(err);
       env.metrics?.stepAttempt(step.type, 'failed');
-      const done: RunCheckpoint = { steps: [...records], tries: { ...tries, [step.key]: attempts } };
+      // With the failed step's progress: its retry resumes its own work too (a paged call at its next page).
+      const done: RunCheckpoint = withProgress({ steps: [...records], tries: { ...tries, [step.key]: attempts } });
       records.push({
         key: step.key,
         status: 'failed',

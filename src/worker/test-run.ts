@@ -211,6 +211,7 @@ async function testRunIn(
     definition: tested.definition,
     models: tested.models,
     saver: tested.saver,
+    state: tested.state ?? null,
     ...sampleDelivery(input, tested.secretHeaders),
   };
   const dry = dryEffects(call, new Map());

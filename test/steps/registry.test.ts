@@ -12,7 +12,7 @@ import type { WorkflowStep } from '../../src/db/tables.ts';
 
 describe('step types', () => {
   it('files each type under its own name, in the documented order', () => {
-    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request']);
+    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request', 'set_state']);
     for (const name of STEP_TYPES) assert.equal(STEP_TYPES_BY_TYPE[name].type, name);
   });
 
@@ -47,7 +47,7 @@ describe('step types', () => {
   });
 
   it('wait is declared for the waits to come and fails clearly in this release, in a run and a test run', async () => {
-    for (const effects of [realEffects({ db: undefined as never }), dryEffects('none', new Map())]) {
+    for (const effects of [realEffects({ db: undefined as never, clock: Date.now }), dryEffects('none', new Map())]) {
       await assert.rejects(
         effects.wait('pause', new Date(0)),
         (err: unknown) => err instanceof AppError && /no step type of this release waits/.test(err.message),

@@ -10,7 +10,7 @@ import type { HttpRequestConfig, WriteFactConfig } from '../../src/db/tables.ts'
 import { readDefinition, WORKFLOW_LIMITS, type Definition } from '../../src/workflows/definition.ts';
 
 /** The first step's config, whatever its type. */
-const firstConfig = (d: Definition): Partial<WriteFactConfig & HttpRequestConfig & { expression: string }> => d.steps[0]!.config;
+const firstConfig = (d: Definition): Partial<WriteFactConfig & HttpRequestConfig & { expression: string; value: string }> => d.steps[0]!.config;
 
 const AT = '/data/attributes';
 const CONNECTOR = '6F9619FF-8B86-4D01-B42D-00CF4FC964FF';
