@@ -102,7 +102,8 @@ export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
   if (doc.lock_version !== undefined && doc.lock_version !== null && typeof doc.lock_version !== 'string')
     throw new FileError(file, ['lock_version'], 'lock_version must be the string `tributary workflow get --yaml` wrote');
   const steps = entries(file, doc.steps, 'steps', 'key').map(([key, item, at]) => {
-    if (typeof item.type !== 'string') throw new FileError(file, [...at, 'type'], 'type is required: transform, condition, write_fact or http_request');
+    if (typeof item.type !== 'string')
+      throw new FileError(file, [...at, 'type'], 'type is required: transform, condition, write_fact, http_request or set_state');
     const { type, ...config } = item;
     return { key, type, config: withoutNulls(config) };
   });

@@ -117,8 +117,6 @@ export interface DryRunNote {
   note?: string;
   /** A set_state step: the document it would have set. */
   state?: unknown;
-  /** A paged call: how many pages were fetched (each request is one; `request` is the last). */
-  pages?: number;
 }
 
 /** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */

@@ -262,6 +262,7 @@ async function testRunIn(
       ...(note.facts ? { ...shownItems('facts', note.facts), ...shownItems('problems', note.problems ?? []) } : {}),
       ...(note.request ? { request: note.request } : {}),
       ...(note.response !== undefined ? { response: note.response } : {}),
+      ...('state' in note ? { state: note.state } : {}),
       ...(note.note ? { note: note.note } : {}),
     };
   });

@@ -27,7 +27,9 @@ mock.fallback = (req) => {
   const data = ORDERS.slice(from, from + Number(q.limit ?? 2));
   const more = from + data.length < ORDERS.length;
   const next = more ? data.at(-1)!.id : null;
-  const headers: Record<string, string> = more ? { link: `<${mock.url}/v1/orders?cursor=${next}&limit=${q.limit ?? 2}>; rel="next", <${mock.url}/v1/orders>; rel="first"` } : {};
+  const headers: Record<string, string> = more
+    ? { link: `<${mock.url}/v1/orders?cursor=${next}&limit=${q.limit ?? 2}>; rel="next", <${mock.url}/v1/orders>; rel="first"` }
+    : {};
   return { status: 200, body: { data, next_cursor: next, end_cursor: data.at(-1)?.id ?? q.cursor ?? null }, headers };
 };
 const lists = () => mock.requests.filter((r) => r.path.startsWith('/v1/orders'));
@@ -36,7 +38,13 @@ async function connector(name: string, config: Record<string, unknown>): Promise
   const c = await f.api.post(`${API}/external_connectors`, {
     data: {
       type: 'external_connector',
-      attributes: { name, direction: 'outbound', provider_slug: 'tributary-orders', secret: `key_${'p'.repeat(40)}`, config: { base_url: `${mock.url}/v1`, ...config } },
+      attributes: {
+        name,
+        direction: 'outbound',
+        provider_slug: 'tributary-orders',
+        secret: `key_${'p'.repeat(40)}`,
+        config: { base_url: `${mock.url}/v1`, ...config },
+      },
     },
   });
   assert.equal(c.status, 201, c.text);
@@ -166,10 +174,15 @@ describe('paged calls', () => {
   });
 
   it('reads a Link header by rel', () => {
-    assert.deepEqual(parseLinks('<https://api.github.com/repositories/1/issues?page=2&per_page=50>; rel="next", <https://api.github.com/repositories/1/issues?page=9>; rel="last"'), {
-      next: { url: 'https://api.github.com/repositories/1/issues?page=2&per_page=50', query: { page: '2', per_page: '50' } },
-      last: { url: 'https://api.github.com/repositories/1/issues?page=9', query: { page: '9' } },
-    });
+    assert.deepEqual(
+      parseLinks(
+        '<https://api.github.com/repositories/1/issues?page=2&per_page=50>; rel="next", <https://api.github.com/repositories/1/issues?page=9>; rel="last"',
+      ),
+      {
+        next: { url: 'https://api.github.com/repositories/1/issues?page=2&per_page=50', query: { page: '2', per_page: '50' } },
+        last: { url: 'https://api.github.com/repositories/1/issues?page=9', query: { page: '9' } },
+      },
+    );
     assert.deepEqual(parseLinks(undefined), {});
   });
 });
