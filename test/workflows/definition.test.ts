@@ -82,8 +82,8 @@ describe('step_params', () => {
     refuses(withStep({ ...transform('a'), name: 'A' }), `${S}/0/name`, '"name" is not a member of a step (allowed: key, type, config)');
     for (const key of [undefined, 1, 'Upper', '1st', '_x', 'with-dash', 'a'.repeat(64)]) refuses(withStep({ ...transform('a'), key }), `${S}/0/key`, KEY_TEXT);
     refuses(attrs({ step_params: [transform('a'), transform('b'), transform('a')] }), `${S}/2/key`, 'key "a" is used by an earlier step');
-    refuses(withStep({ key: 'a', type: 'loop', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request');
-    refuses(withStep({ key: 'a', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request');
+    refuses(withStep({ key: 'a', type: 'loop', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request, set_state');
+    refuses(withStep({ key: 'a', config: {} }), `${S}/0/type`, 'type must be one of transform, condition, write_fact, http_request, set_state');
     refuses(withStep({ key: 'a', type: 'transform', config: ['payload'] }), `${S}/0/config`, 'config must be an object');
     // A missing config is an empty one: what it lacks is named.
     refuses(withStep({ key: 'a', type: 'transform' }), `${S}/0/config/expression`, 'expression is required (a JSONata expression)');
@@ -205,7 +205,7 @@ describe('http_request', () => {
     refuses(
       withConfig('http_request', { ...direct, url: 'x' }),
       `${CONFIG}/url`,
-      `"url" is not a member of an http_request step's config (allowed: connector_id, operation_ref, method, path, params, query, headers, body)`,
+      `"url" is not a member of an http_request step's config (allowed: connector_id, operation_ref, method, path, params, query, headers, body, paginate)`,
     );
     for (const id of [undefined, 'c1', 42])
       refuses(withConfig('http_request', { ...direct, connector_id: id }), `${CONFIG}/connector_id`, 'connector_id must be the id of an outbound connector');
