@@ -403,7 +403,7 @@ export interface RunCheckpoint {
 
 /** A workflow's state document (migration 0029): this release keeps the key '' only. */
 export interface WorkflowStateTable {
-  id: Generated<string>;
+  id: string;
   workspace_id: string;
   workflow_id: string;
   key: Generated<string>;

@@ -9,6 +9,7 @@ import { connectorCall, previewCall, type CallParts, type CallTarget, type Reque
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { AppError, permanentFailure } from '../errors.ts';
 import { cutText } from '../runs/run-record.ts';
+import { uuidv7 } from '../ids.ts';
 import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
@@ -102,7 +103,8 @@ export function realEffects(env: RealEffectsEnv): Effects {
     wait: noWaits,
     async setState({ run, json }) {
       // A deleted workflow's run writes nothing: its state went with it.
-      await writeWorkflowState(env.db, { workspaceId: run.workspace_id }, run.workflow_id, run.id, json, new Date(env.clock()));
+      const now = env.clock();
+      await writeWorkflowState(env.db, { workspaceId: run.workspace_id }, run.workflow_id, run.id, json, new Date(now), uuidv7(now));
     },
   };
 }

@@ -18,12 +18,21 @@ export const WORKFLOW_STATE: RawBuilder<unknown> = sql`(select s.value from work
 
 /**
  * Sets the workflow's document; the last write wins. Nothing is written for a workflow that
- * was deleted (its state went with it): returns whether a row was written.
+ * was deleted (its state went with it): returns whether a row was written. `id` is the
+ * row's when this write makes it (a UUIDv7, as every resource's).
  */
-export async function writeWorkflowState(db: Db, scope: { workspaceId: string }, workflowId: string, runId: string, json: string, now: Date): Promise<boolean> {
+export async function writeWorkflowState(
+  db: Db,
+  scope: { workspaceId: string },
+  workflowId: string,
+  runId: string,
+  json: string,
+  now: Date,
+  id: string,
+): Promise<boolean> {
   const { rows } = await sql<{ id: string }>`
-    insert into workflow_state (workspace_id, workflow_id, key, value, updated_by_run_id, inserted_at, updated_at)
-    select w.workspace_id, w.id, ${STATE_KEY}, ${json}::jsonb, ${runId}, ${now}, ${now}
+    insert into workflow_state (id, workspace_id, workflow_id, key, value, updated_by_run_id, inserted_at, updated_at)
+    select ${id}::uuid, w.workspace_id, w.id, ${STATE_KEY}, ${json}::jsonb, ${runId}, ${now}, ${now}
     from workflows as w where w.id = ${workflowId} and w.workspace_id = ${scope.workspaceId} and w.deleted_at is null
     on conflict (workflow_id, key) do update set value = excluded.value, updated_by_run_id = excluded.updated_by_run_id, updated_at = excluded.updated_at
     returning id`.execute(db);

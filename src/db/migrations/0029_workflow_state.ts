@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
     create table workflow_state (
-      id uuid primary key default gen_random_uuid(),
+      id uuid primary key,
       workspace_id uuid not null references workspaces (id),
       workflow_id uuid not null references workflows (id) on delete cascade,
       key text not null default '',
