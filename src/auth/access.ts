@@ -72,6 +72,7 @@ export const ACCESS = {
   // A test run writes nothing; one that calls out asks workflow.save_http_request as well (worker/test-run.ts).
   'workflow.test_run': WRITE,
   'workflow_version.read': READ,
+  'workflow_state.read': READ,
   'workflow_run.read': READ,
   'workflow_run.write': WRITE,
   'provider.read': READ,

@@ -291,6 +291,8 @@ const MEMBER_ORDER = [
   'query',
   'headers',
   'body',
+  'paginate',
+  'value',
   'service_account_id',
   'inbound_connector_id',
   'accept',

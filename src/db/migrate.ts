@@ -32,6 +32,7 @@ import * as m0024 from './migrations/0024_webhook_accept.ts';
 import * as m0025 from './migrations/0025_run_checkpoint.ts';
 import * as m0026 from './migrations/0026_on_failure_steps.ts';
 import * as m0027 from './migrations/0027_run_waits.ts';
+import * as m0029 from './migrations/0029_workflow_state.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = {
   '0025_run_checkpoint': m0025,
   '0026_on_failure_steps': m0026,
   '0027_run_waits': m0027,
+  '0029_workflow_state': m0029,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -268,6 +268,15 @@ export interface HttpRequestConfig {
   query?: Record<string, string>;
   headers?: Record<string, string>;
   body?: string;
+  /** Paged calls (docs/workflows.md, "Paged calls"): expressions over each answer. */
+  paginate?: PaginateConfig;
+}
+
+/** `items` picks a page's items, `next` gives the next page's parameters (nothing: the last page); at most max_pages. */
+export interface PaginateConfig {
+  items: string;
+  next: string;
+  max_pages?: number;
 }
 
 export interface HttpRequestStep {
@@ -301,12 +310,19 @@ export interface ForEachStep {
   config: ForEachConfig;
 }
 
+/** Writes the workflow's state document (docs/workflows.md, "Workflow state"). */
+export interface SetStateStep {
+  key: string;
+  type: 'set_state';
+  config: { value: string };
+}
+
 /**
  * A step of a workflow definition, as saved: workflows/definition.ts checked its config
  * for its type before it was stored, so a stored step read back has this shape.
  */
 export type WorkflowStep =
-  TransformStep | ConditionStep | WriteFactStep | HttpRequestStep | SwitchStep | ForEachStep | DelayStep | WaitUntilStep | WaitForDeliveryStep;
+  TransformStep | ConditionStep | WriteFactStep | HttpRequestStep | SwitchStep | ForEachStep | DelayStep | WaitUntilStep | WaitForDeliveryStep | SetStateStep;
 
 /** Parks the run for a duration: `duration` is an expression giving "10m", "1h30m", "PT10M" or a number of seconds (steps/waits.ts). */
 export interface DelayStep {
@@ -465,6 +481,19 @@ export interface RunCheckpoint {
   failing?: { step: string; error: string; outcome: 'failed' | 'dead_letter'; message: string };
 }
 
+/** A workflow's state document (migration 0029): this release keeps the key '' only. */
+export interface WorkflowStateTable {
+  id: string;
+  workspace_id: string;
+  workflow_id: string;
+  key: Generated<string>;
+  value: Json<unknown>;
+  /** The run whose set_state step wrote it last. */
+  updated_by_run_id: string | null;
+  inserted_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface WorkflowRunTable {
   id: string;
   organization_id: string;
@@ -553,4 +582,5 @@ export interface DB {
   workflow_triggers: WorkflowTriggerTable;
   workflow_runs: WorkflowRunTable;
   delivery_guards: DeliveryGuardTable;
+  workflow_state: WorkflowStateTable;
 }

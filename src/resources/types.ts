@@ -16,6 +16,7 @@ import { workflowType } from './workflows/resource.ts';
 import { workflowRunType } from './workflow_runs/resource.ts';
 import { apiSpecType } from './api_specs/resource.ts';
 import { workflowVersionType } from './workflow_versions/resource.ts';
+import { workflowStateType } from './workflow_states/resource.ts';
 
 export const RESOURCE_TYPES = typeRegistry([
   organizationType,
@@ -31,4 +32,5 @@ export const RESOURCE_TYPES = typeRegistry([
   workflowRunType,
   apiSpecType,
   workflowVersionType,
+  workflowStateType,
 ]);

@@ -11,6 +11,7 @@ import type { Role, RunCheckpoint, RunOutcome, RunStatus, StepRecord, WorkflowRu
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
 import type { ParkedDelivery } from '../steps/step.ts';
+import { RUN_STATE } from '../workflows/state.sql.ts';
 
 type ClaimedColumns =
   | 'id'
@@ -51,6 +52,8 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   checkpoint?: RunCheckpoint | null;
   /** A run resumed from a wait_for_delivery by a delivery: that delivery (run_waits.delivery); null or absent otherwise. */
   wait_delivery?: ParkedDelivery | null;
+  /** The workflow's state document at the claim (workflows/state.sql.ts); null: never set. */
+  state?: unknown;
 };
 
 // Who saved the version, read in the claim: steps that call out check it at every attempt without a statement of their own.
@@ -128,7 +131,9 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
               r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
               coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, v.on_failure, ${STEP_MODELS} as models, ${SAVER} as saver,
-              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, ${WAIT_DELIVERY} as wait_delivery, share.n as claim_share`.execute(db);
+              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, ${WAIT_DELIVERY} as wait_delivery, ${RUN_STATE} as state, share.n as claim_share`.execute(
+    db,
+  );
   const perWorkspace = new Map<string, number>();
   for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
   const share = rows[0]?.claim_share ?? 0;

@@ -8,10 +8,13 @@ import type { ConnectorRow } from '../connectors/connectors.sql.ts';
 import { connectorCall, previewCall, type CallParts, type CallTarget, type RequestPreview } from '../connectors/call.ts';
 import type { ConnectorRuntime } from '../connectors/runtime.ts';
 import { permanentFailure } from '../errors.ts';
+import { cutText } from '../runs/run-record.ts';
+import { uuidv7 } from '../ids.ts';
 import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
 import type { TraceSpan } from '../tracing.ts';
+import { writeWorkflowState } from '../workflows/state.sql.ts';
 
 /**
  * The facts of one write_fact step, each validated once (facts/validate.ts) by the step:
@@ -56,6 +59,10 @@ export interface Effects {
    * the test run was given for the step (none: as if the timeout came first).
    */
   wait(w: WaitToMake): Promise<WaitAnswer>;
+  /** Sets the workflow's state document (set_state), `json` its value as JSON within the step's cap. */
+  setState(what: StateToSet): Promise<void>;
+  /** The most pages a paged call fetches here besides its own max_pages (a test run's few); absent: no more limit. */
+  readonly pageLimit?: number;
 }
 
 /** The delivery that resumed a wait_for_delivery, as its run keeps it (run_waits.delivery). */
@@ -77,6 +84,16 @@ export interface WaitToMake {
 
 export type WaitAnswer = { park: true } | { park: false; delivery?: ParkedDelivery | undefined };
 
+export interface StateToSet {
+  key: string;
+  run: { id: string; workspace_id: string; workflow_id: string };
+  value: unknown;
+  json: string;
+}
+
+/** How many pages a test run's paged call fetches at most (call "safe"): enough to show the paging, not a sync. */
+export const TEST_RUN_PAGES = 3;
+
 const answer = (res: { status: number; headers: Record<string, unknown>; body: unknown }): NonNullable<CallOutput> => {
   const { 'set-cookie': _cookie, ...headers } = res.headers;
   return { status: res.status, headers, body: res.body };
@@ -84,6 +101,7 @@ const answer = (res: { status: number; headers: Record<string, unknown>; body: u
 
 export interface RealEffectsEnv {
   db: Db;
+  clock: () => number;
   metrics?: Pick<Metrics, 'factsWritten'> | undefined;
   /** The worker's fact writer (batches concurrent runs); one statement per step when absent. */
   store?: FactStore | undefined;
@@ -102,6 +120,11 @@ export function realEffects(env: RealEffectsEnv): Effects {
       return async (parts, span) => answer(await send(parts, span));
     },
     wait: async () => ({ park: true }),
+    async setState({ run, json }) {
+      // A deleted workflow's run writes nothing: its state went with it.
+      const now = env.clock();
+      await writeWorkflowState(env.db, { workspaceId: run.workspace_id }, run.workflow_id, run.id, json, new Date(now), uuidv7(now));
+    },
   };
 }
 
@@ -115,6 +138,8 @@ export interface DryRunNote {
   note?: string;
   /** A wait: when the run would resume at the latest (a wait_for_delivery's timeout). */
   resume_at?: string;
+  /** A set_state step: the document it would have set. */
+  state?: unknown;
 }
 
 /** Methods a test run may send with `call: "safe"`: they read, they do not change the provider's state. */
@@ -175,5 +200,9 @@ export function dryEffects(
       });
       return { park: false, delivery: sample };
     },
+    async setState({ key, value }) {
+      notes.set(key, { state: value, note: `Not written (a test run): would set the state to ${cutText(JSON.stringify(value), 512)}` });
+    },
+    pageLimit: TEST_RUN_PAGES,
   };
 }

@@ -7,6 +7,7 @@ import { condition } from './condition.ts';
 import { forEach } from './for-each.ts';
 import { delay } from './delay.ts';
 import { httpRequest } from './http-request.ts';
+import { setState } from './set-state.ts';
 import type { StepType } from './step.ts';
 import { switchStep } from './switch.ts';
 import { transform } from './transform.ts';
@@ -27,6 +28,7 @@ export const STEP_TYPES_BY_TYPE: { readonly [T in keyof Configs]: StepType<Confi
   delay,
   wait_until: waitUntilStep,
   wait_for_delivery: waitForDelivery,
+  set_state: setState,
 };
 
 export const STEP_TYPES = Object.keys(STEP_TYPES_BY_TYPE) as Array<keyof Configs>;

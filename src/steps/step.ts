@@ -30,7 +30,10 @@ export interface Issue {
 export type Checked<Config> = { ok: true; config: Config } | { ok: false; issues: Issue[] };
 
 /** What a step reads of its run (a claimed run, runs/queue.sql.ts, has it all; so has a test run's). */
-export type StepRun = Pick<Selectable<WorkflowRunTable>, 'id' | 'organization_id' | 'workspace_id' | 'workflow_version' | 'source_identity' | 'inserted_at'> & {
+export type StepRun = Pick<
+  Selectable<WorkflowRunTable>,
+  'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version' | 'source_identity' | 'inserted_at'
+> & {
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];
   /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */
@@ -51,6 +54,8 @@ export interface Context {
   index?: number;
   /** In on_failure steps: the step that failed (its key) and its error. */
   failure?: { step: string; error: string };
+  /** The workflow's state document (docs/workflows.md, "Workflow state"): as at the attempt's claim, then as set_state steps set it; null before any. */
+  state: unknown;
 }
 
 /** What a nested list of steps (a switch's branch, a for_each item) ended as. */
@@ -154,6 +159,8 @@ export interface StepResult {
   factsWritten?: number;
   /** The step waits: the run parks, and the step runs again at resumeAt (or when a delivery matches). */
   park?: Park;
+  /** The state document the step set: the later steps of the run see it as `state`. */
+  state?: { value: unknown };
 }
 
 /** What a step reads and touches, from its config alone. */

@@ -80,6 +80,7 @@ export function runContext(run: ClaimedRun): Context {
     run: { id: run.id, attempt: run.attempt },
     trigger: { key: run.trigger_key },
     delivery: expressionDelivery(run.delivery_id, run.delivery_headers),
+    state: run.state ?? null,
   };
 }
 
@@ -153,6 +154,8 @@ class Walk {
   private readonly tries: Record<string, number>;
   private parked: RunCheckpoint['parked'];
   failing: RunCheckpoint['failing'];
+  /** The workflow's state as the attempt's steps see it: as claimed, then as each set_state sets it (an item's copy of the context included). */
+  private state: unknown;
   factsWritten = 0;
   private lost = false;
   private chain: Promise<boolean> = Promise.resolve(true);
@@ -174,6 +177,7 @@ class Walk {
     this.tries = { ...cp?.tries };
     this.parked = cp?.parked;
     this.failing = cp?.failing;
+    this.state = run.state ?? null;
   }
 
   /** What a later attempt resumes after. */
@@ -283,6 +287,7 @@ class Walk {
       const parked = this.parked?.key === instance ? this.parked : undefined;
       // A matched delivery is the run's run_waits row, read in the claim (runs/queue.sql.ts); the checkpoint's own is a test run's.
       const delivery = parked === undefined ? undefined : (parked.delivery ?? run.wait_delivery ?? undefined);
+      input.state = this.state;
       const result = await type.run(
         step.config,
         {
@@ -315,6 +320,7 @@ class Walk {
         this.effects,
       );
       if (parked !== undefined) this.parked = undefined;
+      if (result.state) this.state = result.state.value;
       if (result.park) {
         this.parked = { key: instance, state: result.park.state };
         span?.set({ 'tributary.step.resume_at': result.park.resumeAt.toISOString() });
@@ -387,7 +393,7 @@ class Walk {
 
 export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPolicy): Promise<Outcome> {
   const ctx = runContext(run);
-  const effects = env.effects ?? realEffects({ db: env.db, metrics: env.metrics, store: env.storeFacts });
+  const effects = env.effects ?? realEffects({ db: env.db, clock: env.clock, metrics: env.metrics, store: env.storeFacts });
   const walk = new Walk(env, run, effects);
   const top: Scope = { prefix: '', top: true, span: env.trace };
   const base = { steps: walk.records, error: null };

@@ -4,6 +4,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { VERSION_STEPS } from '../runs/queue.sql.ts';
+import { WORKFLOW_STATE } from '../workflows/state.sql.ts';
 
 export interface TestedVersion {
   workflow_id: string;
@@ -16,6 +17,8 @@ export interface TestedVersion {
   saver: { role: Role; is_active: boolean } | null;
   /** The headers the api_key inbound connectors of its triggers read their keys from: a sample's are redacted as a delivery's are. */
   secretHeaders: string[];
+  /** The workflow's state document as it is now: a test run reads it, never writes it. */
+  state: unknown;
 }
 
 /** The version (none: the workflow's current one) of the workflow, when both exist in the workspace. */
@@ -27,7 +30,8 @@ export async function loadTestedVersion(db: Db, workspaceId: string, workflowId:
         where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver,
       (select coalesce(json_agg(c.config->>'header_name'), '[]'::json) from workflow_triggers as t
         join external_connectors as c on c.id = t.inbound_connector_id and c.workspace_id = t.workspace_id
-        where t.workflow_id = w.id and t.workspace_id = w.workspace_id and c.auth_type = 'api_key' and jsonb_typeof(c.config->'header_name') = 'string') as "secretHeaders"
+        where t.workflow_id = w.id and t.workspace_id = w.workspace_id and c.auth_type = 'api_key' and jsonb_typeof(c.config->'header_name') = 'string') as "secretHeaders",
+      ${WORKFLOW_STATE} as state
     from workflows as w
     join workflow_versions as v on v.workflow_id = w.id and v.version = coalesce(${version ?? null}::int, w.version)
     where w.id = ${workflowId} and w.workspace_id = ${workspaceId} and w.deleted_at is null`.execute(db);

@@ -228,6 +228,7 @@ async function testRunIn(
     on_failure: tested.on_failure ?? [],
     models: tested.models,
     saver: tested.saver,
+    state: tested.state ?? null,
     ...sampleDelivery(input, tested.secretHeaders),
   };
   const samples: Record<string, ParkedDelivery> = {};
@@ -277,6 +278,7 @@ async function testRunIn(
       ...(note.facts ? { ...shownItems('facts', note.facts), ...shownItems('problems', note.problems ?? []) } : {}),
       ...(note.request ? { request: note.request } : {}),
       ...(note.response !== undefined ? { response: note.response } : {}),
+      ...('state' in note ? { state: note.state } : {}),
       ...(note.note ? { note: note.note } : {}),
       ...(r.branch === undefined ? {} : { branch: r.branch }),
       // Nested steps are shown without their input: it is their switch's or item's, with the earlier steps of the list.

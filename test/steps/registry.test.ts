@@ -11,7 +11,18 @@ import type { WorkflowStep } from '../../src/db/tables.ts';
 
 describe('step types', () => {
   it('files each type under its own name, in the documented order', () => {
-    assert.deepEqual(STEP_TYPES, ['transform', 'condition', 'write_fact', 'http_request', 'switch', 'for_each', 'delay', 'wait_until', 'wait_for_delivery']);
+    assert.deepEqual(STEP_TYPES, [
+      'transform',
+      'condition',
+      'write_fact',
+      'http_request',
+      'switch',
+      'for_each',
+      'delay',
+      'wait_until',
+      'wait_for_delivery',
+      'set_state',
+    ]);
     for (const name of STEP_TYPES) assert.equal(STEP_TYPES_BY_TYPE[name].type, name);
   });
 
@@ -47,7 +58,7 @@ describe('step types', () => {
 
   it('wait parks in a run and goes on at once in a test run, saying until when it would have waited', async () => {
     const until = new Date('2030-01-01T00:00:00.000Z');
-    assert.deepEqual(await realEffects({ db: undefined as never }).wait({ key: 'pause', kind: 'delay', until }), { park: true });
+    assert.deepEqual(await realEffects({ db: undefined as never, clock: Date.now }).wait({ key: 'pause', kind: 'delay', until }), { park: true });
     const notes = new Map();
     assert.deepEqual(await dryEffects('none', notes).wait({ key: 'pause', kind: 'delay', until }), { park: false });
     assert.equal(notes.get('pause').resume_at, until.toISOString());

@@ -72,6 +72,7 @@ function keeping(): Effects & { asked: FactsToStore[] } {
     },
     callOut: () => assert.fail('write_fact does not call out'),
     wait: () => assert.fail('write_fact does not wait'),
+    setState: () => assert.fail('write_fact does not set state'),
   };
 }
 
@@ -108,7 +109,7 @@ describe('write_fact validates each fact once', () => {
     // Not what validateFact would accept (a member the model does not have): stored as
     // given proves the store trusts the step's validation instead of repeating it.
     const fact: ValidFact = { observedAt: '2025-03-01T12:00:00.000Z', data: { id: 'e-3', not_a_field: true }, entityId: 'e-3', sourceKey: `once:${uuidv7()}` };
-    const effects = realEffects({ db: t.deps.db });
+    const effects = realEffects({ db: t.deps.db, clock: t.deps.clock });
     const stored = await effects.storeFacts({ key: 'store', run: runOf(null), model, items: [], facts: [fact], problems: [] });
     assert.deepEqual(stored, { written: 1, duplicates: 0 });
     assert.equal(await factCount('e-3'), 1);
@@ -117,7 +118,7 @@ describe('write_fact validates each fact once', () => {
   it('the real effects store nothing when the step refuses, and the dry ones show the facts and store none', async () => {
     const fact: ValidFact = { observedAt: '2025-03-01T12:00:00.000Z', data: { id: 'e-4' }, entityId: 'e-4', sourceKey: `once:${uuidv7()}` };
     const what = { key: 'store', run: runOf(null), model, items: [{ observed_at: fact.observedAt, data: fact.data }], facts: [fact], problems: [] };
-    await assert.rejects(realEffects({ db: t.deps.db }).storeFacts({ ...what, refusal: 'refused' }), /refused/);
+    await assert.rejects(realEffects({ db: t.deps.db, clock: t.deps.clock }).storeFacts({ ...what, refusal: 'refused' }), /refused/);
     const dry = dryEffects('none', new Map());
     assert.deepEqual(await dry.storeFacts(what), { written: 1, duplicates: 0 });
     assert.deepEqual(dry.notes.get('store'), { facts: what.items, problems: [] });

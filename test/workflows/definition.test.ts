@@ -10,8 +10,8 @@ import type { HttpRequestConfig, WriteFactConfig } from '../../src/db/tables.ts'
 import { readDefinition, WORKFLOW_LIMITS, type Definition } from '../../src/workflows/definition.ts';
 
 /** The first step's config, whatever its type. */
-const firstConfig = (d: Definition): Partial<WriteFactConfig & HttpRequestConfig & { expression: string }> =>
-  d.steps[0]!.config as Partial<WriteFactConfig & HttpRequestConfig & { expression: string }>;
+const firstConfig = (d: Definition): Partial<WriteFactConfig & HttpRequestConfig & { expression: string; value: string }> =>
+  d.steps[0]!.config as Partial<WriteFactConfig & HttpRequestConfig & { expression: string; value: string }>;
 
 const AT = '/data/attributes';
 const CONNECTOR = '6F9619FF-8B86-4D01-B42D-00CF4FC964FF';
@@ -86,12 +86,12 @@ describe('step_params', () => {
     refuses(
       withStep({ key: 'a', type: 'loop', config: {} }),
       `${S}/0/type`,
-      'type must be one of transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery',
+      'type must be one of transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery, set_state',
     );
     refuses(
       withStep({ key: 'a', config: {} }),
       `${S}/0/type`,
-      'type must be one of transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery',
+      'type must be one of transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery, set_state',
     );
     refuses(withStep({ key: 'a', type: 'transform', config: ['payload'] }), `${S}/0/config`, 'config must be an object');
     // A missing config is an empty one: what it lacks is named.
@@ -214,7 +214,7 @@ describe('http_request', () => {
     refuses(
       withConfig('http_request', { ...direct, url: 'x' }),
       `${CONFIG}/url`,
-      `"url" is not a member of an http_request step's config (allowed: connector_id, operation_ref, method, path, params, query, headers, body)`,
+      `"url" is not a member of an http_request step's config (allowed: connector_id, operation_ref, method, path, params, query, headers, body, paginate)`,
     );
     for (const id of [undefined, 'c1', 42])
       refuses(withConfig('http_request', { ...direct, connector_id: id }), `${CONFIG}/connector_id`, 'connector_id must be the id of an outbound connector');

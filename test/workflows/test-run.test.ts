@@ -97,7 +97,14 @@ describe('a test run', () => {
       ORDER_STEPS.map((s) => [s.key, s.type, 'succeeded']),
     );
     const [shape, known, fetch, store, notify] = a.steps;
-    assert.deepEqual(shape.input, { payload: { id: 'o-1', status: 'paid' }, steps: {}, run: { id: d.id, attempt: 1 }, trigger: { key: null }, delivery: null });
+    assert.deepEqual(shape.input, {
+      payload: { id: 'o-1', status: 'paid' },
+      steps: {},
+      run: { id: d.id, attempt: 1 },
+      trigger: { key: null },
+      delivery: null,
+      state: null,
+    });
     assert.deepEqual(shape.output, { order_id: 'o-1', status: 'paid' });
     assert.equal(known.value, 'o-1');
     assert.equal(known.output, true);

@@ -460,6 +460,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/json/v1/workflow_states": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List workflow_state resources */
+        get: operations["list_workflow_states"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/json/v1/workflow_states/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one workflow_state */
+        get: operations["get_workflow_state"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/json/v1/external_connectors/{id}/verify": {
         parameters: {
             query?: never;
@@ -1683,6 +1717,58 @@ export interface components {
         };
         workflow_version_list: {
             data: components["schemas"]["workflow_version"][];
+            included?: components["schemas"]["any_resource"][];
+            links?: components["schemas"]["links"];
+            meta?: Record<string, unknown>;
+            jsonapi?: {
+                version?: string;
+            };
+        };
+        /** @description The public attributes of workflow_state; a sparse fieldset (fields[workflow_state]) returns fewer. */
+        workflow_state_attributes: {
+            /** Format: uuid */
+            workflow_id?: string;
+            key?: string;
+            value?: unknown;
+            /** Format: uuid */
+            updated_by_run_id?: string | null;
+            /** Format: date-time */
+            inserted_at?: string;
+            /** Format: date-time */
+            updated_at?: string;
+        };
+        workflow_state: {
+            /** @constant */
+            type: "workflow_state";
+            id: string;
+            attributes?: components["schemas"]["workflow_state_attributes"];
+            relationships?: {
+                workflow?: {
+                    data?: {
+                        /** @constant */
+                        type: "workflow";
+                        id: string;
+                    } | null;
+                    links?: {
+                        [key: string]: string;
+                    };
+                    meta?: Record<string, unknown>;
+                };
+            };
+            links?: components["schemas"]["links"];
+            meta?: Record<string, unknown>;
+        };
+        workflow_state_document: {
+            data: components["schemas"]["workflow_state"];
+            included?: components["schemas"]["any_resource"][];
+            links?: components["schemas"]["links"];
+            meta?: Record<string, unknown>;
+            jsonapi?: {
+                version?: string;
+            };
+        };
+        workflow_state_list: {
+            data: components["schemas"]["workflow_state"][];
             included?: components["schemas"]["any_resource"][];
             links?: components["schemas"]["links"];
             meta?: Record<string, unknown>;
@@ -4752,6 +4838,145 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.api+json": components["schemas"]["workflow_version_document"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    list_workflow_states: {
+        parameters: {
+            query?: {
+                /** @description workflow_id equals (same as filter[workflow_id][eq]) */
+                "filter[workflow_id]"?: string;
+                /** @description workflow_id eq */
+                "filter[workflow_id][eq]"?: string;
+                /** @description workflow_id ne */
+                "filter[workflow_id][ne]"?: string;
+                /** @description workflow_id is one of the comma-separated values */
+                "filter[workflow_id][in]"?: string;
+                /** @description key equals (same as filter[key][eq]) */
+                "filter[key]"?: string;
+                /** @description key eq */
+                "filter[key][eq]"?: string;
+                /** @description key ne */
+                "filter[key][ne]"?: string;
+                /** @description key gt */
+                "filter[key][gt]"?: string;
+                /** @description key gte */
+                "filter[key][gte]"?: string;
+                /** @description key lt */
+                "filter[key][lt]"?: string;
+                /** @description key lte */
+                "filter[key][lte]"?: string;
+                /** @description key is one of the comma-separated values */
+                "filter[key][in]"?: string;
+                /** @description key contains */
+                "filter[key][contains]"?: string;
+                /** @description inserted_at equals (same as filter[inserted_at][eq]) */
+                "filter[inserted_at]"?: string;
+                /** @description inserted_at eq */
+                "filter[inserted_at][eq]"?: string;
+                /** @description inserted_at ne */
+                "filter[inserted_at][ne]"?: string;
+                /** @description inserted_at gt */
+                "filter[inserted_at][gt]"?: string;
+                /** @description inserted_at gte */
+                "filter[inserted_at][gte]"?: string;
+                /** @description inserted_at lt */
+                "filter[inserted_at][lt]"?: string;
+                /** @description inserted_at lte */
+                "filter[inserted_at][lte]"?: string;
+                /** @description inserted_at is one of the comma-separated values */
+                "filter[inserted_at][in]"?: string;
+                /** @description updated_at equals (same as filter[updated_at][eq]) */
+                "filter[updated_at]"?: string;
+                /** @description updated_at eq */
+                "filter[updated_at][eq]"?: string;
+                /** @description updated_at ne */
+                "filter[updated_at][ne]"?: string;
+                /** @description updated_at gt */
+                "filter[updated_at][gt]"?: string;
+                /** @description updated_at gte */
+                "filter[updated_at][gte]"?: string;
+                /** @description updated_at lt */
+                "filter[updated_at][lt]"?: string;
+                /** @description updated_at lte */
+                "filter[updated_at][lte]"?: string;
+                /** @description updated_at is one of the comma-separated values */
+                "filter[updated_at][in]"?: string;
+                /** @description Comma-separated, at most 5, "-" for descending (default -inserted_at) of: inserted_at, updated_at */
+                sort?: string;
+                /** @description Page size (default 50) */
+                "page[limit]"?: number;
+                /** @description Offset paging; not with page[after] or page[before] */
+                "page[offset]"?: number;
+                /** @description Cursor paging: the meta.page.next_cursor of a page */
+                "page[after]"?: string;
+                /** @description Cursor paging: the meta.page.prev_cursor of a page */
+                "page[before]"?: string;
+                /** @description true adds meta.page.total */
+                "page[count]"?: boolean;
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
+                include?: string;
+                /** @description Sparse fieldset of workflow_state: comma-separated names of workflow_id, key, value, updated_by_run_id, inserted_at, updated_at, workflow */
+                "fields[workflow_state]"?: string;
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                "fields[workflow]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of workflow_state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["workflow_state_list"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            406: components["responses"]["error_406"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    get_workflow_state: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
+                include?: string;
+                /** @description Sparse fieldset of workflow_state: comma-separated names of workflow_id, key, value, updated_by_run_id, inserted_at, updated_at, workflow */
+                "fields[workflow_state]"?: string;
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                "fields[workflow]"?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workflow_state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["workflow_state_document"];
                 };
             };
             400: components["responses"]["error_400"];

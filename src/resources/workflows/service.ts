@@ -23,6 +23,7 @@ import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts'
 import { allSteps, DEFAULT_WEBHOOK_ACCEPT, readDefinition, type Definition } from '../../workflows/definition.ts';
 import { stepTypeOf } from '../../steps/index.ts';
 import * as q from './workflows.sql.ts';
+import { deleteWorkflowState } from '../../workflows/state.sql.ts';
 import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
@@ -328,6 +329,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
  * to them is 404, and no schedule of it fires again: both re-read the trigger rows in the
  * statement that accepts a run) and the row is marked deleted, inactive. Its runs, versions
  * and facts stay; runs already queued or retrying finish (their deliveries were accepted).
+ * Its state goes: a set_state of such a run writes nothing (state.sql.ts).
  */
 export async function deleteWorkflow(db: Db, principal: Principal, id: string, now: Date): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -335,5 +337,6 @@ export async function deleteWorkflow(db: Db, principal: Principal, id: string, n
     if (!existing) throw new AppError('not_found', 'No workflow with this id');
     await q.deleteTriggersExcept(trx, id, []);
     await q.markWorkflowDeleted(trx, principal.workspaceId, id, now);
+    await deleteWorkflowState(trx, principal.workspaceId, id);
   });
 }
