@@ -8,15 +8,20 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { canonicalJson, isObject } from '../json.ts';
 import { CommandFailure } from './admin-client.ts';
+import {
+  fileEntries,
+  filePathOfPointer,
+  memberPath,
+  readWorkflowDocument,
+  withoutNulls,
+  WORKFLOW_FILE_MEMBERS,
+  WorkflowFileProblem,
+  type WorkflowFile,
+} from '../workflows/file.ts';
 
 type Obj = Record<string, unknown>;
 
-/** A member path as a reader of the file writes it: steps.shape.mapping.amount, triggers.shop.cron. */
-export function memberPath(parts: ReadonlyArray<string | number>): string {
-  return parts
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_-]*$/.test(p) ? `${i === 0 ? '' : '.'}${p}` : `[${JSON.stringify(p)}]`))
-    .join('');
-}
+export { memberPath };
 
 export class FileError extends CommandFailure {
   constructor(file: string, at: ReadonlyArray<string | number>, problem: string) {
@@ -45,81 +50,34 @@ export function parseDocumentText(file: string, text: string): unknown {
   return doc.toJS({ maxAliasCount: 100 });
 }
 
+/** A data model file's entries: the workflow file's reading, its problems named with the file. */
+function entries(file: string, v: unknown, at: string, nameMember: 'key' | 'name'): Array<[string, Obj, Array<string | number>]> {
+  try {
+    return fileEntries(v, at, nameMember);
+  } catch (err) {
+    if (err instanceof WorkflowFileProblem) throw new FileError(file, err.at, err.problem);
+    throw err;
+  }
+}
+
 function only(file: string, obj: Obj, allowed: readonly string[], at: Array<string | number>, what: string): void {
   for (const k of Object.keys(obj)) {
     if (!allowed.includes(k)) throw new FileError(file, [...at, k], `${JSON.stringify(k)} is not a member of ${what} (allowed: ${allowed.join(', ')})`);
   }
 }
 
-/**
- * A map keyed by name, or a list of objects with `key` (or `name` for fields): the entries in
- * order, each with its name.
- */
-function entries(file: string, v: unknown, at: string, nameMember: 'key' | 'name'): Array<[string, Obj, Array<string | number>]> {
-  if (v === undefined || v === null) return [];
-  if (Array.isArray(v)) {
-    return v.map((item, i) => {
-      if (!isObject(item)) throw new FileError(file, [at, i], `must be an object with ${nameMember} and type`);
-      const name = item[nameMember];
-      if (typeof name !== 'string' || name === '') throw new FileError(file, [at, i, nameMember], `${nameMember} must be a name`);
-      const { [nameMember]: _name, ...rest } = item;
-      return [name, rest, [at, name]];
-    });
-  }
-  if (!isObject(v)) throw new FileError(file, [at], `must be a map of name: {type, ...} (or a list)`);
-  return Object.entries(v).map(([name, item]) => {
-    if (!isObject(item)) throw new FileError(file, [at, name], 'must be an object {type, ...}');
-    return [name, item, [at, name]];
-  });
-}
-
 // ---------------------------------------------------------------- workflows
 
-export interface WorkflowFile {
-  name: string;
-  description: string | null;
-  is_active: boolean;
-  lock_version: string | null;
-  steps: Array<{ key: string; type: string; config: Obj }>;
-  /** Webhooks without service_account_id take the applying account's. */
-  triggers: Array<{ key: string; type: string; members: Obj }>;
-}
-
-export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps'] as const;
-
-/** Drops members whose value is null: the server stores a config without them. */
-function withoutNulls(o: Obj): Obj {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
-}
+export type { WorkflowFile };
+export { WORKFLOW_FILE_MEMBERS };
 
 export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
-  if (!isObject(doc)) throw new FileError(file, [], 'must be a map with name, steps and triggers');
-  only(file, doc, WORKFLOW_FILE_MEMBERS, [], 'a workflow file');
-  if (typeof doc.name !== 'string' || doc.name.trim() === '') throw new FileError(file, ['name'], 'name is required (a string)');
-  if (doc.description !== undefined && doc.description !== null && typeof doc.description !== 'string')
-    throw new FileError(file, ['description'], 'description must be a string');
-  if (doc.is_active !== undefined && typeof doc.is_active !== 'boolean') throw new FileError(file, ['is_active'], 'is_active must be true or false');
-  if (doc.lock_version !== undefined && doc.lock_version !== null && typeof doc.lock_version !== 'string')
-    throw new FileError(file, ['lock_version'], 'lock_version must be the string `tributary workflow get --yaml` wrote');
-  const steps = entries(file, doc.steps, 'steps', 'key').map(([key, item, at]) => {
-    if (typeof item.type !== 'string') throw new FileError(file, [...at, 'type'], 'type is required: transform, condition, write_fact or http_request');
-    const { type, ...config } = item;
-    return { key, type, config: withoutNulls(config) };
-  });
-  if (steps.length === 0) throw new FileError(file, ['steps'], 'steps must name at least one step');
-  const triggers = entries(file, doc.triggers, 'triggers', 'key').map(([key, item, at]) => {
-    if (typeof item.type !== 'string') throw new FileError(file, [...at, 'type'], 'type is required: webhook or schedule');
-    const { type, ...members } = item;
-    return { key, type, members: withoutNulls(members) };
-  });
-  return {
-    name: doc.name.trim(),
-    description: (doc.description as string | null | undefined) ?? null,
-    is_active: (doc.is_active as boolean | undefined) ?? true,
-    lock_version: (doc.lock_version as string | null | undefined) ?? null,
-    steps,
-    triggers,
-  };
+  try {
+    return readWorkflowDocument(doc);
+  } catch (err) {
+    if (err instanceof WorkflowFileProblem) throw new FileError(file, err.at, err.problem);
+    throw err;
+  }
 }
 
 /** What the server stores for a trigger, as the file would have it: defaults filled in, ids lowercased. */
@@ -244,21 +202,8 @@ export function renderYaml(doc: unknown, header?: string): string {
  * as the file's path (`steps.store.mapping.amount`); undefined when it points elsewhere.
  */
 export function fileMemberOfPointer(pointer: string, w: WorkflowFile): string | undefined {
-  const parts = pointer
-    .split('/')
-    .slice(1)
-    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (parts[0] !== 'data' || parts[1] !== 'attributes') return undefined;
-  const [member, index, ...rest] = parts.slice(2);
-  if (member === 'wf_params') return memberPath(index === undefined ? [] : [index]) || undefined;
-  if (member === 'lock_version') return 'lock_version';
-  const i = Number(index);
-  if (member === 'step_params' && w.steps[i]) {
-    const tail = rest[0] === 'config' ? rest.slice(1) : rest[0] === 'key' ? [] : rest;
-    return memberPath(['steps', w.steps[i]!.key, ...tail]);
-  }
-  if (member === 'trigger_params' && w.triggers[i]) return memberPath(['triggers', w.triggers[i]!.key, ...(rest[0] === 'key' ? [] : rest)]);
-  return undefined;
+  const at = filePathOfPointer(pointer, w);
+  return at === undefined ? undefined : memberPath(at) || undefined;
 }
 
 // ---------------------------------------------------------------- data models

@@ -34,3 +34,18 @@ export async function loadTestedVersion(db: Db, workspaceId: string, workflowId:
     where w.id = ${workflowId} and w.workspace_id = ${workspaceId} and w.deleted_at is null`.execute(db);
   return rows[0];
 }
+
+/** What a test run of a file reads beside its steps: the data models its write_fact steps name, and its api_key connectors' key headers. */
+export async function fileContext(
+  db: Db,
+  workspaceId: string,
+  slugs: string[],
+  connectorIds: string[],
+): Promise<{ models: DataModelWithFields[]; secretHeaders: string[] }> {
+  const { rows } = await sql<{ models: DataModelWithFields[]; secretHeaders: string[] }>`
+    select ${modelsJson(sql`${workspaceId}::uuid`, slugs.length > 0 ? sql`${sql.join(slugs)}` : sql`null`)} as models,
+      (select coalesce(json_agg(c.config->>'header_name'), '[]'::json) from external_connectors as c
+        where c.workspace_id = ${workspaceId} and c.id = any(${connectorIds}::uuid[]) and c.auth_type = 'api_key'
+          and jsonb_typeof(c.config->'header_name') = 'string') as "secretHeaders"`.execute(db);
+  return rows[0]!;
+}

@@ -170,6 +170,23 @@ function checkScheduleIntervals(def: Definition, minSeconds: number, now: Date):
   }
 }
 
+/**
+ * What a save checks of a builder state (its shape, its schedules, who may call out, and the
+ * references only the database knows), without saving: a test run of a definition is refused
+ * exactly where its save would be. Triggers are checked as new ones: a file names none by id.
+ */
+export async function checkDefinition(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date, limits: SaveLimits): Promise<Definition> {
+  const def = readDefinition(attrs);
+  checkScheduleIntervals(def, limits.scheduleMinIntervalSeconds, now);
+  if (def.steps.some((s) => stepTypeOf(s)?.describe(s.config).connector !== undefined)) authorize(principal, 'workflow.save_http_request');
+  try {
+    await db.transaction().execute((trx) => checkReferences(trx, principal, def, new Map()));
+  } catch (err) {
+    throw fromPgError(err);
+  }
+  return def;
+}
+
 /** `now`: when a schedule saved, changed or activated here starts counting ticks. */
 export async function saveBuilderState(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date, limits: SaveLimits): Promise<SavedWorkflow> {
   checkOrganization(principal, attrs.organization_id);

@@ -1,0 +1,221 @@
+/**
+ * A workflow file (the YAML or JSON of `workflow get --yaml`, docs/cli.md) read into the
+ * builder state's parts, with every problem at its member path and its line and column.
+ * Pure (only the `yaml` package): the CLI reads files with it, the test run of a definition
+ * reads the text it is sent, and the console's editor reads what is being typed, so the three
+ * agree on what a file means and where a save's error points in it.
+ */
+import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+
+type Obj = Record<string, unknown>;
+export type MemberPath = ReadonlyArray<string | number>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A member path as a reader of the file writes it: steps.shape.mapping.amount, triggers.shop.cron. */
+export function memberPath(parts: MemberPath): string {
+  return parts
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_][A-Za-z0-9_-]*$/.test(p) ? `${i === 0 ? '' : '.'}${p}` : `[${JSON.stringify(p)}]`))
+    .join('');
+}
+
+export interface Position {
+  /** 1-based, as editors count. */
+  line: number;
+  column: number;
+}
+
+/** A file's problem: where (its member path, empty for the whole file), what, and, once located, its line. */
+export class WorkflowFileProblem extends Error {
+  readonly at: MemberPath;
+  readonly problem: string;
+  readonly position: Position | undefined;
+  constructor(at: MemberPath, problem: string, position?: Position) {
+    super(`${at.length > 0 ? `at ${memberPath(at)}: ` : ''}${problem}${position ? ` (line ${position.line}, column ${position.column})` : ''}`);
+    this.at = at;
+    this.problem = problem;
+    this.position = position;
+  }
+}
+
+export interface WorkflowFileStep {
+  key: string;
+  type: string;
+  config: Obj;
+}
+
+export interface WorkflowFileTrigger {
+  key: string;
+  type: string;
+  members: Obj;
+}
+
+export interface WorkflowFile {
+  name: string;
+  description: string | null;
+  is_active: boolean;
+  lock_version: string | null;
+  steps: WorkflowFileStep[];
+  /** Webhooks without service_account_id take the applying account's. */
+  triggers: WorkflowFileTrigger[];
+}
+
+export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps'] as const;
+
+function only(obj: Obj, allowed: readonly string[], at: Array<string | number>, what: string): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.includes(k)) throw new WorkflowFileProblem([...at, k], `${JSON.stringify(k)} is not a member of ${what} (allowed: ${allowed.join(', ')})`);
+  }
+}
+
+/**
+ * A map keyed by name, or a list of objects with `key` (or `name` for fields): the entries in
+ * order, each with its name and its member path (by name, as a reader says it).
+ */
+export function fileEntries(v: unknown, at: string, nameMember: 'key' | 'name'): Array<[string, Obj, Array<string | number>]> {
+  if (v === undefined || v === null) return [];
+  if (Array.isArray(v)) {
+    return v.map((item, i) => {
+      if (!isObj(item)) throw new WorkflowFileProblem([at, i], `must be an object with ${nameMember} and type`);
+      const name = item[nameMember];
+      if (typeof name !== 'string' || name === '') throw new WorkflowFileProblem([at, i, nameMember], `${nameMember} must be a name`);
+      const { [nameMember]: _name, ...rest } = item;
+      return [name, rest, [at, name]];
+    });
+  }
+  if (!isObj(v)) throw new WorkflowFileProblem([at], `must be a map of name: {type, ...} (or a list)`);
+  return Object.entries(v).map(([name, item]) => {
+    if (!isObj(item)) throw new WorkflowFileProblem([at, name], 'must be an object {type, ...}');
+    return [name, item, [at, name]];
+  });
+}
+
+/** Drops members whose value is null: the server stores a config without them. */
+export function withoutNulls(o: Obj): Obj {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
+}
+
+/** The file's document (already parsed) as a workflow; throws WorkflowFileProblem without a position. */
+export function readWorkflowDocument(doc: unknown): WorkflowFile {
+  if (!isObj(doc)) throw new WorkflowFileProblem([], 'must be a map with name, steps and triggers');
+  only(doc, WORKFLOW_FILE_MEMBERS, [], 'a workflow file');
+  if (typeof doc.name !== 'string' || doc.name.trim() === '') throw new WorkflowFileProblem(['name'], 'name is required (a string)');
+  if (doc.description !== undefined && doc.description !== null && typeof doc.description !== 'string')
+    throw new WorkflowFileProblem(['description'], 'description must be a string');
+  if (doc.is_active !== undefined && typeof doc.is_active !== 'boolean') throw new WorkflowFileProblem(['is_active'], 'is_active must be true or false');
+  if (doc.lock_version !== undefined && doc.lock_version !== null && typeof doc.lock_version !== 'string')
+    throw new WorkflowFileProblem(['lock_version'], 'lock_version must be the string `tributary workflow get --yaml` wrote');
+  const steps = fileEntries(doc.steps, 'steps', 'key').map(([key, item, at]) => {
+    if (typeof item.type !== 'string') throw new WorkflowFileProblem([...at, 'type'], 'type is required: transform, condition, write_fact or http_request');
+    const { type, ...config } = item;
+    return { key, type, config: withoutNulls(config) };
+  });
+  if (steps.length === 0) throw new WorkflowFileProblem(['steps'], 'steps must name at least one step');
+  const triggers = fileEntries(doc.triggers, 'triggers', 'key').map(([key, item, at]) => {
+    if (typeof item.type !== 'string') throw new WorkflowFileProblem([...at, 'type'], 'type is required: webhook or schedule');
+    const { type, ...members } = item;
+    return { key, type, members: withoutNulls(members) };
+  });
+  return {
+    name: doc.name.trim(),
+    description: (doc.description as string | null | undefined) ?? null,
+    is_active: (doc.is_active as boolean | undefined) ?? true,
+    lock_version: (doc.lock_version as string | null | undefined) ?? null,
+    steps,
+    triggers,
+  };
+}
+
+export interface ParsedWorkflowText {
+  file: WorkflowFile;
+  /** Where a member of the file starts (its key's line), or the nearest member above it that is there. */
+  locate: (at: MemberPath) => Position;
+}
+
+/**
+ * The text of a workflow file, YAML or JSON (JSON is read as the YAML it also is, so both get
+ * lines): the workflow, or a WorkflowFileProblem with its line and column.
+ */
+export function parseWorkflowText(text: string): ParsedWorkflowText {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter: lines });
+  const first = doc.errors[0];
+  if (first) {
+    const pos = lines.linePos(first.pos[0]);
+    const what = first.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new WorkflowFileProblem([], `not valid YAML: ${what}`, { line: pos.line, column: pos.col });
+  }
+  const locate = (at: MemberPath): Position => {
+    let node: unknown = doc.contents;
+    let offset = 0;
+    for (const part of at) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(part));
+        // A list of steps keyed by `key`: the item whose key member is this name.
+        if (!pair) break;
+        offset = (isScalar(pair.key) ? pair.key.range?.[0] : undefined) ?? offset;
+        node = pair.value;
+      } else if (isSeq(node)) {
+        const item =
+          typeof part === 'number' || /^\d+$/.test(part)
+            ? node.items[Number(part)]
+            : node.items.find((i) => isMap(i) && i.items.some((p) => isScalar(p.key) && p.key.value === 'key' && isScalar(p.value) && p.value.value === part));
+        if (!item) break;
+        offset = (item as { range?: [number, number, number] }).range?.[0] ?? offset;
+        node = item;
+      } else break;
+    }
+    const pos = lines.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  };
+  let file: WorkflowFile;
+  try {
+    file = readWorkflowDocument(doc.toJS({ maxAliasCount: 100 }));
+  } catch (err) {
+    if (err instanceof WorkflowFileProblem) throw new WorkflowFileProblem(err.at, err.problem, locate(err.at));
+    throw err;
+  }
+  return { file, locate };
+}
+
+/**
+ * The builder state's parts of a file (save_builder_state's wf_params, step_params and
+ * trigger_params); a webhook without service_account_id takes `ownAccount`'s.
+ */
+export function builderParts(w: WorkflowFile, ownAccount?: string): { wf_params: Obj; step_params: Obj[]; trigger_params: Obj[] } {
+  return {
+    wf_params: { name: w.name, description: w.description, is_active: w.is_active },
+    step_params: w.steps.map((s) => ({ key: s.key, type: s.type, config: s.config })),
+    trigger_params: w.triggers.map((t) => ({
+      key: t.key,
+      type: t.type,
+      ...t.members,
+      ...(t.type === 'webhook' && t.members.service_account_id === undefined && ownAccount !== undefined ? { service_account_id: ownAccount } : {}),
+    })),
+  };
+}
+
+/**
+ * A pointer of the server's answer to a save (`/data/attributes/step_params/0/config/mapping/amount`)
+ * as the file's member path (`['steps', 'store', 'mapping', 'amount']`); undefined when it
+ * points elsewhere.
+ */
+export function filePathOfPointer(pointer: string, w: WorkflowFile): Array<string | number> | undefined {
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (parts[0] !== 'data' || parts[1] !== 'attributes') return undefined;
+  const [member, index, ...rest] = parts.slice(2);
+  if (member === 'wf_params') return index === undefined ? [] : [index];
+  if (member === 'lock_version') return ['lock_version'];
+  const i = Number(index);
+  if (member === 'step_params' && w.steps[i]) {
+    const tail = rest[0] === 'config' ? rest.slice(1) : rest[0] === 'key' ? [] : rest;
+    return ['steps', w.steps[i]!.key, ...tail];
+  }
+  if (member === 'trigger_params' && w.triggers[i]) return ['triggers', w.triggers[i]!.key, ...(rest[0] === 'key' ? [] : rest)];
+  return undefined;
+}
