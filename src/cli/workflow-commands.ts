@@ -114,10 +114,7 @@ export function renderTestRun(attrs: Obj, file?: string): string {
     attrs.workflow_version === null || attrs.workflow_version === undefined
       ? `test run of ${file ?? 'the unsaved file'}${attrs.workflow_id ? ` (unsaved, in the place of workflow ${compact(attrs.workflow_id)})` : ' (unsaved, a new workflow)'}`
       : `test run of workflow ${compact(attrs.workflow_id)} version ${compact(attrs.workflow_version)}`;
-  lines.push(
-    `${what}: ${compact(attrs.status)}` +
-      `${attrs.outcome ? ` (outcome ${compact(attrs.outcome)})` : ''}; nothing was stored`,
-  );
+  lines.push(`${what}: ${compact(attrs.status)}` + `${attrs.outcome ? ` (outcome ${compact(attrs.outcome)})` : ''}; nothing was stored`);
   if (attrs.error !== null && attrs.error !== undefined) lines.push(`error: ${compact(attrs.error)}`);
   lines.push(`facts it would write: ${typeof attrs.facts_would_write === 'number' ? attrs.facts_would_write : 0}`);
   const steps = Array.isArray(attrs.steps) ? (attrs.steps as Obj[]) : [];
@@ -299,9 +296,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
 
   workflow
     .command('test')
-    .description(
-      'run a workflow on a sample payload without storing or sending anything; -f tests a file without saving it; exits 1 when the test run failed',
-    )
+    .description('run a workflow on a sample payload without storing or sending anything; -f tests a file without saving it; exits 1 when the test run failed')
     .argument('[id-or-name]', 'workflow id or name (with -f: default, the workflow the file names, if it is saved)')
     .option('-f, --file <file>', 'test this workflow file (YAML or JSON, as `workflow get --yaml` writes it) instead of a saved version; nothing is saved')
     .requiredOption('--payload <file>', 'the sample payload, a JSON (or YAML) file')
@@ -327,7 +322,8 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
             try {
               file = parseWorkflowText(text).file;
             } catch (err) {
-              if (err instanceof WorkflowFileProblem) throw new FileError(o.file, err.at, err.problem + (err.position ? ` (line ${err.position.line}, column ${err.position.column})` : ''));
+              if (err instanceof WorkflowFileProblem)
+                throw new FileError(o.file, err.at, err.problem + (err.position ? ` (line ${err.position.line}, column ${err.position.column})` : ''));
               throw err;
             }
             // The file tested in the place of the workflow it names, when that one is saved: a new one's test run has no workflow id.

@@ -178,7 +178,10 @@ export async function testRun(
   if (workflowId !== null && !saved)
     throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
   if (workflowId === null && input.workflow_file === undefined)
-    throw invalidAt('/data/attributes/workflow_file', 'workflow_file is required here: the workflow to test, as its file (or test a saved one at workflows/{id}/test_run)');
+    throw invalidAt(
+      '/data/attributes/workflow_file',
+      'workflow_file is required here: the workflow to test, as its file (or test a saved one at workflows/{id}/test_run)',
+    );
   const tested = input.workflow_file === undefined ? saved! : await testedFile(deps, principal, saved?.workflow_id ?? null, input.workflow_file);
   const call = input.call ?? 'none';
   // Calling out with a connector's credentials asks what saving such a step asks.
@@ -307,7 +310,6 @@ async function testRunIn(
     steps,
   };
 }
-
 
 /** The run's workflow id when the file's workflow is not saved yet: no row has it, nothing is written under it. */
 const FILE_WORKFLOW_ID = '00000000-0000-7000-8000-000000000000';
