@@ -24,7 +24,7 @@ import {
   workflowOfResource,
   type WorkflowFile,
 } from './workflow-files.ts';
-import { parseWorkflowText, WorkflowFileProblem } from '../workflows/file.ts';
+import { parseWorkflowText, WORKFLOW_FILE_HEADER, WorkflowFileProblem } from '../workflows/file.ts';
 
 type Io = { out: (s: string) => void; err: (s: string) => void };
 type Obj = Record<string, unknown>;
@@ -266,9 +266,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         }
         const me = await c.identity();
         const doc = workflowFileDocument(workflowOfResource(wf.attributes), me.credentialId);
-        const header =
-          '# tributary workflow apply -f <this file>: saved by name. lock_version is the version this file was read at:\n' +
-          '# a save over a change made since is refused. Webhooks without service_account_id use the applying account.';
+        const header = WORKFLOW_FILE_HEADER;
         const out = o.output?.toLowerCase().endsWith('.json') ? `${JSON.stringify(doc, null, 2)}\n` : renderYaml(doc, header);
         if (o.output) {
           fs.writeFileSync(o.output, out);

@@ -15,6 +15,9 @@ import {
   readWorkflowDocument,
   withoutNulls,
   WORKFLOW_FILE_MEMBERS,
+  renderYaml,
+  workflowFileDocument,
+  workflowOfResource,
   WorkflowFileProblem,
   type WorkflowFile,
 } from '../workflows/file.ts';
@@ -69,6 +72,7 @@ function only(file: string, obj: Obj, allowed: readonly string[], at: Array<stri
 // ---------------------------------------------------------------- workflows
 
 export type { WorkflowFile };
+export { renderYaml, workflowFileDocument, workflowOfResource };
 export { WORKFLOW_FILE_MEMBERS };
 
 export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
@@ -110,91 +114,12 @@ function normalStep(s: { key: string; type: string; config: Obj }): Obj {
   return { key: s.key, type: s.type, config: c };
 }
 
-/** The current workflow resource's attributes in the file's terms. */
-export function workflowOfResource(attrs: Obj): WorkflowFile {
-  const steps = (Array.isArray(attrs.steps) ? attrs.steps : []) as Array<{ key: string; type: string; config: Obj }>;
-  const triggers = (Array.isArray(attrs.triggers) ? attrs.triggers : []) as Obj[];
-  return {
-    name: String(attrs.name),
-    description: (attrs.description as string | null) ?? null,
-    is_active: attrs.is_active === true,
-    lock_version: (attrs.lock_version as string | null) ?? null,
-    steps: steps.map((s) => ({ key: s.key, type: s.type, config: withoutNulls(s.config ?? {}) })),
-    triggers: triggers.map((t) => {
-      const { id: _id, key, type, next_fire_at: _next, ...members } = t;
-      return { key: String(key), type: String(type), members: withoutNulls(members) };
-    }),
-  };
-}
-
 /** Whether the steps differ (a new version) and whether anything differs (a save at all). */
 export function compareWorkflows(wanted: WorkflowFile, current: WorkflowFile): { stepsDiffer: boolean; anyDiffers: boolean } {
   const stepsDiffer = canonicalJson(wanted.steps.map(normalStep)) !== canonicalJson(current.steps.map(normalStep));
   const rest = (w: WorkflowFile) =>
     canonicalJson({ name: w.name, description: w.description, is_active: w.is_active, triggers: w.triggers.map(normalTrigger) });
   return { stepsDiffer, anyDiffers: stepsDiffer || rest(wanted) !== rest(current) };
-}
-
-/**
- * The file of a workflow: what `get --yaml` writes. A webhook run by `ownAccount` leaves out
- * service_account_id, so the file applies unchanged with another environment's account.
- */
-/**
- * The members of a step's config and of a trigger in the order the file format shows them
- * (docs/cli.md): the server keeps them as jsonb, which orders an object's keys by length, so
- * `get` puts them back in this order (members it does not know last, as they came).
- */
-const MEMBER_ORDER = [
-  'type',
-  'expression',
-  'data_model_slug',
-  'mapping',
-  'data',
-  'observed_at',
-  'for_each',
-  'connector_id',
-  'operation_ref',
-  'method',
-  'path',
-  'params',
-  'query',
-  'headers',
-  'body',
-  'service_account_id',
-  'inbound_connector_id',
-  'accept',
-  'cron',
-  'timezone',
-  'catch_up',
-];
-
-function inFileOrder(members: Obj): Obj {
-  const rank = (k: string) => (MEMBER_ORDER.includes(k) ? MEMBER_ORDER.indexOf(k) : MEMBER_ORDER.length);
-  return Object.fromEntries(Object.entries(members).sort(([a], [b]) => rank(a) - rank(b)));
-}
-
-export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undefined): Obj {
-  const doc: Obj = { name: w.name };
-  if (w.description !== null) doc.description = w.description;
-  doc.is_active = w.is_active;
-  if (w.lock_version !== null) doc.lock_version = w.lock_version;
-  doc.triggers = Object.fromEntries(
-    w.triggers.map((t) => {
-      const m = { ...t.members };
-      if (t.type === 'webhook' && ownAccount !== undefined && String(m.service_account_id).toLowerCase() === ownAccount.toLowerCase())
-        delete m.service_account_id;
-      // The default goes without saying, so files written before `accept` existed read the same.
-      if (t.type === 'webhook' && m.accept === 'json') delete m.accept;
-      return [t.key, inFileOrder({ type: t.type, ...m })];
-    }),
-  );
-  doc.steps = Object.fromEntries(w.steps.map((s) => [s.key, inFileOrder({ type: s.type, ...s.config })]));
-  return doc;
-}
-
-export function renderYaml(doc: unknown, header?: string): string {
-  const body = YAML.stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false });
-  return header ? `${header}\n${body}` : body;
 }
 
 /**

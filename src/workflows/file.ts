@@ -5,7 +5,7 @@
  * reads the text it is sent, and the console's editor reads what is being typed, so the three
  * agree on what a file means and where a save's error points in it.
  */
-import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify } from 'yaml';
 
 type Obj = Record<string, unknown>;
 export type MemberPath = ReadonlyArray<string | number>;
@@ -218,4 +218,105 @@ export function filePathOfPointer(pointer: string, w: WorkflowFile): Array<strin
   }
   if (member === 'trigger_params' && w.triggers[i]) return ['triggers', w.triggers[i]!.key, ...(rest[0] === 'key' ? [] : rest)];
   return undefined;
+}
+
+/** The current workflow resource's attributes in the file's terms. */
+export function workflowOfResource(attrs: Obj): WorkflowFile {
+  const steps = (Array.isArray(attrs.steps) ? attrs.steps : []) as Array<{ key: string; type: string; config: Obj }>;
+  const triggers = (Array.isArray(attrs.triggers) ? attrs.triggers : []) as Obj[];
+  return {
+    name: String(attrs.name),
+    description: (attrs.description as string | null) ?? null,
+    is_active: attrs.is_active === true,
+    lock_version: (attrs.lock_version as string | null) ?? null,
+    steps: steps.map((s) => ({ key: s.key, type: s.type, config: withoutNulls(s.config ?? {}) })),
+    triggers: triggers.map((t) => {
+      const { id: _id, key, type, next_fire_at: _next, ...members } = t;
+      return { key: String(key), type: String(type), members: withoutNulls(members) };
+    }),
+  };
+}
+
+/**
+ * The file of a workflow: what `get --yaml` writes. A webhook run by `ownAccount` leaves out
+ * service_account_id, so the file applies unchanged with another environment's account.
+ */
+/**
+ * The members of a step's config and of a trigger in the order the file format shows them
+ * (docs/cli.md): the server keeps them as jsonb, which orders an object's keys by length, so
+ * `get` puts them back in this order (members it does not know last, as they came).
+ */
+const MEMBER_ORDER = [
+  'type',
+  'expression',
+  'data_model_slug',
+  'mapping',
+  'data',
+  'observed_at',
+  'for_each',
+  'connector_id',
+  'operation_ref',
+  'method',
+  'path',
+  'params',
+  'query',
+  'headers',
+  'body',
+  'service_account_id',
+  'inbound_connector_id',
+  'accept',
+  'cron',
+  'timezone',
+  'catch_up',
+];
+
+function inFileOrder(members: Obj): Obj {
+  const rank = (k: string) => (MEMBER_ORDER.includes(k) ? MEMBER_ORDER.indexOf(k) : MEMBER_ORDER.length);
+  return Object.fromEntries(Object.entries(members).sort(([a], [b]) => rank(a) - rank(b)));
+}
+
+export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undefined): Obj {
+  const doc: Obj = { name: w.name };
+  if (w.description !== null) doc.description = w.description;
+  doc.is_active = w.is_active;
+  if (w.lock_version !== null) doc.lock_version = w.lock_version;
+  doc.triggers = Object.fromEntries(
+    w.triggers.map((t) => {
+      const m = { ...t.members };
+      if (t.type === 'webhook' && ownAccount !== undefined && String(m.service_account_id).toLowerCase() === ownAccount.toLowerCase())
+        delete m.service_account_id;
+      // The default goes without saying, so files written before `accept` existed read the same.
+      if (t.type === 'webhook' && m.accept === 'json') delete m.accept;
+      return [t.key, inFileOrder({ type: t.type, ...m })];
+    }),
+  );
+  doc.steps = Object.fromEntries(w.steps.map((s) => [s.key, inFileOrder({ type: s.type, ...s.config })]));
+  return doc;
+}
+
+export function renderYaml(doc: unknown, header?: string): string {
+  const body = stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false });
+  return header ? `${header}\n${body}` : body;
+}
+
+/** What `workflow get --yaml` writes above a workflow's file. */
+export const WORKFLOW_FILE_HEADER =
+  '# tributary workflow apply -f <this file>: saved by name. lock_version is the version this file was read at:\n' +
+  '# a save over a change made since is refused. Webhooks without service_account_id use the applying account.';
+
+/** JSON with every object's members sorted: two values are the same exactly when their texts are. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (isObj(v))
+    return `{${Object.keys(v)
+      .sort()
+      .filter((k) => v[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v);
+}
+
+/** Whether two files' steps differ (then a save is a new version, as `workflow apply` decides). */
+export function stepsDiffer(a: WorkflowFile, b: WorkflowFile): boolean {
+  return canonical(a.steps) !== canonical(b.steps);
 }
