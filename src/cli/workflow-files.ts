@@ -13,7 +13,6 @@ import {
   filePathOfPointer,
   memberPath,
   readWorkflowDocument,
-  withoutNulls,
   WORKFLOW_FILE_MEMBERS,
   renderYaml,
   workflowFileDocument,

@@ -6,6 +6,8 @@
  * and nothing is saved either way.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { API, createModel, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
@@ -83,6 +85,13 @@ describe('a test run of a workflow_file', () => {
     assert.equal(e.meta.column, 16);
     assert.equal(e.meta.builder_pointer, '/data/attributes/step_params/1/config/mapping/nope');
     assert.match(e.detail, /not a field of the data model orders/);
+    // The error docs/workflows.md shows is this one.
+    const docs = fs.readFileSync(path.resolve(import.meta.dirname, '..', '..', 'docs', 'workflows.md'), 'utf8');
+    const shown = /### Test runs of a file[^]*?```json\n([^]*?)```/.exec(docs)![1]!;
+    const documented = JSON.parse(shown).errors[0];
+    assert.deepEqual(documented.meta, e.meta);
+    assert.equal(documented.detail, e.detail);
+    assert.deepEqual(documented.source, e.source);
 
     // A step that reads a later step: the shape check, at its expression's line.
     const later = FILE.replace(`'{"order_id": payload.id, "status": payload.status}'`, 'steps.store');
