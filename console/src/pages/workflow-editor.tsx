@@ -108,7 +108,6 @@ export function WorkflowEditor(props: {
   const [error, setError] = useState<unknown>(undefined);
   const [marked, setMarked] = useState<string | undefined>(undefined);
   const [conflict, setConflict] = useState<string | undefined>(undefined);
-  const [saved, setSaved] = useState<string | undefined>(undefined);
 
   useEffect(() => {
     let live = true;
@@ -127,7 +126,6 @@ export function WorkflowEditor(props: {
         onChange: (t) => {
           setText(t);
           setMarked(undefined);
-          setSaved(undefined);
         },
       });
     return () => {
@@ -156,7 +154,6 @@ export function WorkflowEditor(props: {
     if (!m || !ed) return;
     setError(undefined);
     setConflict(undefined);
-    setSaved(undefined);
     const now = ed.text();
     const own = m.localProblem(now);
     if (own) {
@@ -192,7 +189,7 @@ export function WorkflowEditor(props: {
       const doc = (await session.client.request('POST', '/workflows/save_builder_state', { data: { type: 'workflow_builder_state', attributes } })) as {
         data: { id: string; attributes: { version: number } };
       };
-      setSaved(`Saved: version ${doc.data.attributes.version}.`);
+      // The page says so: it reloads, and the editor starts again on the saved file.
       props.onSaved(doc.data.id, doc.data.attributes.version);
     } catch (err) {
       if (err instanceof TributaryError && err.code === 'stale_lock_version') {
@@ -242,11 +239,6 @@ export function WorkflowEditor(props: {
           {showDiff ? 'Hide the difference' : 'Show the difference'}
         </button>
       </div>
-      {saved && (
-        <p class="notice info" role="status">
-          {saved}
-        </p>
-      )}
       {error !== undefined && <ErrorNotice error={error} title="Not saved" />}
       {conflict !== undefined && (
         <section aria-labelledby="wf-conflict-title" class="wf-conflict">
