@@ -70,6 +70,8 @@ export interface AppErrorOptions {
   retryAfter?: number;
   headers?: Record<string, string>;
   cause?: unknown;
+  /** The error object's `meta`: where in a text the caller sent the problem is (a workflow file's line and column). */
+  meta?: Record<string, unknown>;
 }
 
 export class AppError extends Error {
@@ -80,6 +82,7 @@ export class AppError extends Error {
   readonly source: ErrorSource | undefined;
   readonly retryAfter: number | undefined;
   readonly headers: Record<string, string> | undefined;
+  readonly meta: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, detail?: string, options: AppErrorOptions = {}) {
     super(detail ?? TITLES[code], options.cause === undefined ? undefined : { cause: options.cause });
@@ -91,6 +94,7 @@ export class AppError extends Error {
     this.source = options.source;
     this.retryAfter = options.retryAfter;
     this.headers = options.headers;
+    this.meta = options.meta;
   }
 }
 

@@ -10,6 +10,7 @@ import { RunsPage } from './pages/runs.tsx';
 import { RunPage } from './pages/run.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
 import { WorkflowPage } from './pages/workflow.tsx';
+import { NewWorkflowPage } from './pages/workflow-new.tsx';
 import { FactsPage } from './pages/facts.tsx';
 import { ConnectorsPage } from './pages/connectors.tsx';
 import { ConnectorPage } from './pages/connector.tsx';
@@ -64,6 +65,7 @@ function Content(props: { route: Route }) {
     case 'runs':
       return id ? <RunPage id={id} /> : <RunsPage query={props.route.query} />;
     case 'workflows':
+      if (id === 'new') return <NewWorkflowPage query={props.route.query} />;
       return id ? <WorkflowPage id={id} query={props.route.query} /> : <WorkflowsPage />;
     case 'facts':
       return <FactsPage model={id} query={props.route.query} />;

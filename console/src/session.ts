@@ -11,12 +11,16 @@ export interface Session {
   /** The account's name and the workspace it acts in, shown in the header. */
   accountName: string;
   workspace: { id: string; name: string };
+  /** The workspace's organization, which a save names (organization_id). */
+  organizationId: string;
+  /** The account's own id: a webhook trigger saved from the console without one is run by it. */
+  credentialId: string;
   scopes: string[];
 }
 
 interface CredentialAnswer {
-  data: Array<{ attributes?: { name?: string; scopes?: string[]; workspace_id?: string } }>;
-  included?: Array<{ type: string; id: string; attributes?: { name?: string } }>;
+  data: Array<{ id?: string; attributes?: { name?: string; scopes?: string[]; workspace_id?: string } }>;
+  included?: Array<{ type: string; id: string; attributes?: { name?: string; organization_id?: string } }>;
 }
 
 /** Exchanges the credentials (the first call does) and reads the account and its workspace. */
@@ -28,5 +32,13 @@ export async function signIn(clientId: string, clientSecret: string): Promise<Se
   const me = answer.data[0]?.attributes ?? {};
   const wsId = me.workspace_id ?? '';
   const ws = answer.included?.find((r) => r.type === 'workspace' && r.id === wsId);
-  return { client, clientId, accountName: me.name ?? clientId, workspace: { id: wsId, name: ws?.attributes?.name ?? wsId }, scopes: me.scopes ?? [] };
+  return {
+    client,
+    clientId,
+    accountName: me.name ?? clientId,
+    workspace: { id: wsId, name: ws?.attributes?.name ?? wsId },
+    organizationId: ws?.attributes?.organization_id ?? '',
+    credentialId: answer.data[0]?.id ?? '',
+    scopes: me.scopes ?? [],
+  };
 }

@@ -11,13 +11,16 @@ export class AdminApiError extends Error {
   readonly status: number | null;
   readonly code: string;
   readonly source: Record<string, unknown> | undefined;
+  /** The error object's meta (a test run's workflow_file problem: member, line, column). */
+  readonly meta: Record<string, unknown> | undefined;
 
-  constructor(message: string, status: number | null, code: string, source?: Record<string, unknown>) {
+  constructor(message: string, status: number | null, code: string, source?: Record<string, unknown>, meta?: Record<string, unknown>) {
     super(message);
     this.name = 'AdminApiError';
     this.status = status;
     this.code = code;
     this.source = source;
+    this.meta = meta;
   }
 }
 

@@ -119,7 +119,7 @@ export function cliError(err: TributaryError, settings: ApiSettings, timeoutMs: 
   if (err.code === 'http_error' && err.title === undefined && err.source === undefined)
     return new AdminApiError(`the server answered HTTP ${err.status}`, err.status, err.code);
   const source = err.source ? { ...err.source } : undefined;
-  return new AdminApiError(err.detail ?? err.title ?? `the server answered HTTP ${err.status}`, err.status, err.code, source);
+  return new AdminApiError(err.detail ?? err.title ?? `the server answered HTTP ${err.status}`, err.status, err.code, source, err.meta);
 }
 
 /** A resource of the SDK's, its attributes read by name (the server always sends them). */

@@ -16,6 +16,7 @@ import {
   compareWorkflows,
   fileMemberOfPointer,
   parseDocumentText,
+  FileError,
   readDataModelFile,
   readWorkflowFile,
   renderYaml,
@@ -23,6 +24,7 @@ import {
   workflowOfResource,
   type WorkflowFile,
 } from './workflow-files.ts';
+import { parseWorkflowText, WORKFLOW_FILE_HEADER, WorkflowFileProblem } from '../workflows/file.ts';
 
 type Io = { out: (s: string) => void; err: (s: string) => void };
 type Obj = Record<string, unknown>;
@@ -84,6 +86,15 @@ function inFileTerms(err: unknown, file: string, w: WorkflowFile): unknown {
   return new AdminApiError(`${file} at ${member}: ${err.message}`, err.status, err.code, { member });
 }
 
+/** A test run's error about the file it was sent, as `FILE at member (line L, column C): problem`. */
+function inFileText(err: unknown, file: string): unknown {
+  if (!(err instanceof AdminApiError) || err.source?.pointer !== '/data/attributes/workflow_file') return err;
+  const meta = err.meta ?? {};
+  const member = typeof meta.member === 'string' && meta.member !== '' ? ` at ${meta.member}` : '';
+  const where = typeof meta.line === 'number' ? ` (line ${meta.line}, column ${compact(meta.column)})` : '';
+  return new AdminApiError(`${file}${member}${where}: ${err.message}`, err.status, err.code, { member: meta.member, line: meta.line });
+}
+
 /**
  * One `--header 'Name: value'` of a test run, added to the ones before (repeatable, as curl's -H).
  * The same name twice is refused: a delivery's header holds one value here.
@@ -96,13 +107,14 @@ export function headerArg(value: string, previous: Record<string, string> = {}):
   return { ...previous, [name]: value.slice(colon + 1).trim() };
 }
 
-/** One test-run answer for people: the run, then one block per step. */
-export function renderTestRun(attrs: Obj): string {
+/** One test-run answer for people: the run (of `file`, when an unsaved file was tested), then one block per step. */
+export function renderTestRun(attrs: Obj, file?: string): string {
   const lines: string[] = [];
-  lines.push(
-    `test run of workflow ${compact(attrs.workflow_id)} version ${compact(attrs.workflow_version)}: ${compact(attrs.status)}` +
-      `${attrs.outcome ? ` (outcome ${compact(attrs.outcome)})` : ''}; nothing was stored`,
-  );
+  const what =
+    attrs.workflow_version === null || attrs.workflow_version === undefined
+      ? `test run of ${file ?? 'the unsaved file'}${attrs.workflow_id ? ` (unsaved, in the place of workflow ${compact(attrs.workflow_id)})` : ' (unsaved, a new workflow)'}`
+      : `test run of workflow ${compact(attrs.workflow_id)} version ${compact(attrs.workflow_version)}`;
+  lines.push(`${what}: ${compact(attrs.status)}` + `${attrs.outcome ? ` (outcome ${compact(attrs.outcome)})` : ''}; nothing was stored`);
   if (attrs.error !== null && attrs.error !== undefined) lines.push(`error: ${compact(attrs.error)}`);
   lines.push(`facts it would write: ${typeof attrs.facts_would_write === 'number' ? attrs.facts_would_write : 0}`);
   const steps = Array.isArray(attrs.steps) ? (attrs.steps as Obj[]) : [];
@@ -255,9 +267,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
         }
         const me = await c.identity();
         const doc = workflowFileDocument(workflowOfResource(wf.attributes), me.credentialId);
-        const header =
-          '# tributary workflow apply -f <this file>: saved by name. lock_version is the version this file was read at:\n' +
-          '# a save over a change made since is refused. Webhooks without service_account_id use the applying account.';
+        const header = WORKFLOW_FILE_HEADER;
         const out = o.output?.toLowerCase().endsWith('.json') ? `${JSON.stringify(doc, null, 2)}\n` : renderYaml(doc, header);
         if (o.output) {
           fs.writeFileSync(o.output, out);
@@ -285,29 +295,55 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
 
   workflow
     .command('test')
-    .description('run a workflow on a sample payload without storing or sending anything; exits 1 when the test run failed')
-    .argument('<id-or-name>', 'workflow id or name')
+    .description('run a workflow on a sample payload without storing or sending anything; -f tests a file without saving it; exits 1 when the test run failed')
+    .argument('[id-or-name]', 'workflow id or name (with -f: default, the workflow the file names, if it is saved)')
+    .option('-f, --file <file>', 'test this workflow file (YAML or JSON, as `workflow get --yaml` writes it) instead of a saved version; nothing is saved')
     .requiredOption('--payload <file>', 'the sample payload, a JSON (or YAML) file')
     .option('--version <n>', 'test this saved version (default: the current one)', versionArg)
     .option('--header <header>', "a header of the sample delivery, 'Name: value' (repeatable); expressions see it in delivery.headers", headerArg)
     .option('--delivery-id <id>', "the sample delivery's id, delivery.id (default: its delivery-id header's value)")
     .addOption(new Option('--call <mode>', 'safe: perform http_request steps whose method is safe (GET, HEAD, OPTIONS)').choices(['safe']))
-    .action((idOrName: string, o: { payload: string; version?: number; call?: string; header?: Record<string, string>; deliveryId?: string }) =>
-      run(async (asJson) => {
-        const payload = parseDocumentText(o.payload, readFileText(o.payload));
-        const c = client();
-        const wf = await mustFindWorkflow(c, idOrName);
-        const attributes: Obj = { payload };
-        if (o.version !== undefined) attributes.version = o.version;
-        if (o.call !== undefined) attributes.call = o.call;
-        if (o.header !== undefined) attributes.headers = o.header;
-        if (o.deliveryId !== undefined) attributes.delivery_id = o.deliveryId;
-        // A test run may call out (--call safe) and take long: no time limit of its own.
-        const doc = await c.testRun(wf.id, attributes as TestRunAttributes, { timeoutMs: 0 });
-        const data = asResource(doc.data);
-        io.out(asJson ? `${JSON.stringify(data)}\n` : renderTestRun(data.attributes));
-        if (data.attributes.status === 'failed') throw new CommanderError(EXIT_FAILURE, 'tributary.testRunFailed', 'the test run failed');
-      }),
+    .action(
+      (
+        idOrName: string | undefined,
+        o: { file?: string; payload: string; version?: number; call?: string; header?: Record<string, string>; deliveryId?: string },
+      ) =>
+        run(async (asJson) => {
+          if (idOrName === undefined && o.file === undefined) throw new CommandFailure('name the workflow to test, or give its file with -f FILE', 'usage');
+          if (o.file !== undefined && o.version !== undefined) throw new CommandFailure('-f tests the file: --version names a saved version instead', 'usage');
+          const payload = parseDocumentText(o.payload, readFileText(o.payload));
+          const c = client();
+          const attributes: Obj = { payload };
+          let workflowId: string | null;
+          let file: WorkflowFile | undefined;
+          if (o.file !== undefined) {
+            const text = readFileText(o.file);
+            try {
+              file = parseWorkflowText(text).file;
+            } catch (err) {
+              if (err instanceof WorkflowFileProblem)
+                throw new FileError(o.file, err.at, err.problem + (err.position ? ` (line ${err.position.line}, column ${err.position.column})` : ''));
+              throw err;
+            }
+            // The file tested in the place of the workflow it names, when that one is saved: a new one's test run has no workflow id.
+            workflowId = idOrName !== undefined ? (await mustFindWorkflow(c, idOrName)).id : ((await findWorkflow(c, file.name))?.id ?? null);
+            attributes.workflow_file = text;
+          } else workflowId = (await mustFindWorkflow(c, idOrName!)).id;
+          if (o.version !== undefined) attributes.version = o.version;
+          if (o.call !== undefined) attributes.call = o.call;
+          if (o.header !== undefined) attributes.headers = o.header;
+          if (o.deliveryId !== undefined) attributes.delivery_id = o.deliveryId;
+          let doc;
+          try {
+            // A test run may call out (--call safe) and take long: no time limit of its own.
+            doc = await c.testRun(workflowId, attributes as TestRunAttributes, { timeoutMs: 0 });
+          } catch (err) {
+            throw o.file === undefined ? err : inFileText(err, o.file);
+          }
+          const data = asResource(doc.data);
+          io.out(asJson ? `${JSON.stringify(data)}\n` : renderTestRun(data.attributes, o.file));
+          if (data.attributes.status === 'failed') throw new CommanderError(EXIT_FAILURE, 'tributary.testRunFailed', 'the test run failed');
+        }),
     );
 
   const dataModel = program.commands.find((cmd) => cmd.name() === 'data-model') ?? program.command('data-model').description('data models');

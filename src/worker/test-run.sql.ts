@@ -4,7 +4,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { VERSION_STEPS } from '../runs/queue.sql.ts';
-import { WORKFLOW_STATE } from '../workflows/state.sql.ts';
+import { STATE_KEY, WORKFLOW_STATE } from '../workflows/state.sql.ts';
 
 export interface TestedVersion {
   workflow_id: string;
@@ -36,4 +36,23 @@ export async function loadTestedVersion(db: Db, workspaceId: string, workflowId:
     join workflow_versions as v on v.workflow_id = w.id and v.version = coalesce(${version ?? null}::int, w.version)
     where w.id = ${workflowId} and w.workspace_id = ${workspaceId} and w.deleted_at is null`.execute(db);
   return rows[0];
+}
+
+/** What a test run of a file reads beside its steps: the data models its write_fact steps name, and its api_key connectors' key headers. */
+export async function fileContext(
+  db: Db,
+  workspaceId: string,
+  slugs: string[],
+  connectorIds: string[],
+  workflowId: string | null,
+): Promise<{ models: DataModelWithFields[]; secretHeaders: string[]; state: unknown }> {
+  const { rows } = await sql<{ models: DataModelWithFields[]; secretHeaders: string[]; state: unknown }>`
+    select ${modelsJson(sql`${workspaceId}::uuid`, slugs.length > 0 ? sql`${sql.join(slugs)}` : sql`null`)} as models,
+      (select coalesce(json_agg(c.config->>'header_name'), '[]'::json) from external_connectors as c
+        where c.workspace_id = ${workspaceId} and c.id = any(${connectorIds}::uuid[]) and c.auth_type = 'api_key'
+          and jsonb_typeof(c.config->'header_name') = 'string') as "secretHeaders",
+      (select s.value from workflow_state as s where s.workspace_id = ${workspaceId} and s.workflow_id = ${workflowId}::uuid and s.key = ${STATE_KEY}) as state`.execute(
+    db,
+  );
+  return rows[0]!;
 }

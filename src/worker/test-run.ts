@@ -15,7 +15,7 @@
  */
 import type { Db } from '../db/connect.ts';
 import type { ItemRecord, StepRecord, WorkflowStep } from '../db/tables.ts';
-import { AppError } from '../errors.ts';
+import { AppError, invalidAt } from '../errors.ts';
 import { authorize } from '../auth/access.ts';
 import type { Principal } from '../auth/principal.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
@@ -29,7 +29,9 @@ import { deliveryHeaders } from '../triggers/delivery-headers.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from '../runs/queue.sql.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';
-import { loadTestedVersion } from './test-run.sql.ts';
+import { fileContext, loadTestedVersion, type TestedVersion } from './test-run.sql.ts';
+import { builderParts, filePathOfPointer, memberPath, parseWorkflowText, WorkflowFileProblem, type ParsedWorkflowText } from '../workflows/file.ts';
+import { checkDefinition, everyStep, type SaveLimits } from '../resources/workflows/service.ts';
 import type { Limiter } from '../limiter.ts';
 import type { Config } from '../config.ts';
 import type { TraceSpan } from '../tracing.ts';
@@ -52,12 +54,17 @@ function shownItems<T>(name: 'facts' | 'problems', items: T[]): Record<string, u
   return items.length <= SHOWN_ITEMS ? { [name]: items } : { [name]: items.slice(0, SHOWN_ITEMS), [`${name}_not_shown`]: items.length - SHOWN_ITEMS };
 }
 
+/** A workflow file is at most this many characters (256 Ki): a workflow's 50 steps with room for their expressions. */
+export const WORKFLOW_FILE_MAX_CHARS = 262_144;
+
 export const TEST_RUN_CALLS = ['none', 'safe'] as const;
 export type TestRunCall = (typeof TEST_RUN_CALLS)[number];
 
 /** The attributes of a workflow_test_run document besides `payload` (any JSON, read by the surface). */
 export const testRunInput: InputSchema = {
   version: { kind: 'integer', min: 1, max: 2_147_483_647 },
+  // The unsaved file (docs/workflows.md, "Test runs"): tested as its save would be read, in place of a version.
+  workflow_file: { kind: 'string', max: WORKFLOW_FILE_MAX_CHARS, trim: false },
   trigger_key: { kind: 'string', nullable: true, max: 63 },
   delivery_id: { kind: 'string', nullable: true, max: MAX_DELIVERY_ID_LENGTH },
   call: { kind: 'enum', values: TEST_RUN_CALLS },
@@ -70,6 +77,8 @@ export interface TestRunInput {
   /** The sample delivery's id; absent: the value of its delivery-id header (triggers/identity.ts), else null. */
   delivery_id?: string | null | undefined;
   version?: number | undefined;
+  /** The text of a workflow file (YAML or JSON, as `workflow get --yaml` writes it), tested instead of a saved version. */
+  workflow_file?: string | undefined;
   trigger_key?: string | null | undefined;
   call?: TestRunCall | undefined;
   /** Sample deliveries for wait_for_delivery steps, by step key: the step goes on as if that delivery had matched. */
@@ -84,7 +93,10 @@ export interface TestRunDeps {
   testExpressions: ExpressionPool;
   limiter: Limiter;
   /** The test-run limits, and the run record's caps: a step output past its cap is kept as its preview, as in a run. */
-  config: { testRuns: Pick<Config['testRuns'], 'concurrency' | 'max' | 'windowSeconds'>; runRecord: { outputBytes: number } };
+  config: {
+    testRuns: Pick<Config['testRuns'], 'concurrency' | 'max' | 'windowSeconds'>;
+    runRecord: { outputBytes: number };
+  } & Partial<SaveLimits>;
   testRunsInProgress: Map<string, number>;
 }
 
@@ -154,8 +166,10 @@ export interface TestStep extends DryRunNote {
 
 export interface TestRunResult {
   id: string;
-  workflow_id: string;
-  workflow_version: number;
+  /** null: a file of a workflow not saved yet. */
+  workflow_id: string | null;
+  /** null: an unsaved definition was tested. */
+  workflow_version: number | null;
   status: 'succeeded' | 'failed';
   outcome: TestRunOutcome;
   facts_would_write: number;
@@ -163,11 +177,29 @@ export interface TestRunResult {
   steps: TestStep[];
 }
 
-/** `trace`: the request's span (tracing.ts); the test run's steps and calls are traced under it. */
-export async function testRun(deps: TestRunDeps, principal: Principal, workflowId: string, input: TestRunInput, trace?: TraceSpan): Promise<TestRunResult> {
-  const tested = isUuid(workflowId) ? await loadTestedVersion(deps.db, principal.workspaceId, workflowId.toLowerCase(), input.version) : undefined;
-  if (!tested)
+/**
+ * `trace`: the request's span (tracing.ts); the test run's steps and calls are traced under it.
+ * `workflowId` null: a workflow_file of a workflow not saved yet (POST workflows/test_run).
+ */
+export async function testRun(
+  deps: TestRunDeps,
+  principal: Principal,
+  workflowId: string | null,
+  input: TestRunInput,
+  trace?: TraceSpan,
+): Promise<TestRunResult> {
+  if (input.workflow_file !== undefined && input.version !== undefined)
+    throw invalidAt('/data/attributes/version', 'a test run tests either a saved version or a workflow_file, not both');
+  const saved =
+    workflowId !== null && isUuid(workflowId) ? await loadTestedVersion(deps.db, principal.workspaceId, workflowId.toLowerCase(), input.version) : undefined;
+  if (workflowId !== null && !saved)
     throw new AppError('not_found', input.version === undefined ? 'No workflow with this id' : `No workflow with this id has version ${input.version}`);
+  if (workflowId === null && input.workflow_file === undefined)
+    throw invalidAt(
+      '/data/attributes/workflow_file',
+      'workflow_file is required here: the workflow to test, as its file (or test a saved one at workflows/{id}/test_run)',
+    );
+  const tested = input.workflow_file === undefined ? saved! : await testedFile(deps, principal, saved?.workflow_id ?? null, input.workflow_file);
   const call = input.call ?? 'none';
   // Calling out with a connector's credentials asks what saving such a step asks.
   if (call === 'safe' && [...tested.definition, ...(tested.on_failure ?? [])].some((s) => usesConnector(s))) authorize(principal, 'workflow.save_http_request');
@@ -301,8 +333,8 @@ async function testRunIn(
   const failed = outcome.status !== 'succeeded';
   return {
     id,
-    workflow_id: tested.workflow_id,
-    workflow_version: tested.version,
+    workflow_id: tested.workflow_id === FILE_WORKFLOW_ID ? null : tested.workflow_id,
+    workflow_version: input.workflow_file === undefined ? tested.version : null,
     status: failed ? 'failed' : 'succeeded',
     // One attempt: a transient failure is as failed as a permanent one here.
     outcome: failed ? 'failed' : outcome.outcome === 'stopped_at_condition' ? 'stopped_at_condition' : 'completed',
@@ -310,5 +342,66 @@ async function testRunIn(
     facts_would_write: outcome.factsWritten,
     error: outcome.error,
     steps,
+  };
+}
+
+/** The run's workflow id when the file's workflow is not saved yet: no row has it, nothing is written under it. */
+const FILE_WORKFLOW_ID = '00000000-0000-7000-8000-000000000000';
+
+const FILE_POINTER = '/data/attributes/workflow_file';
+
+/** A problem of the file, at the workflow_file member, with where in the text it is. */
+function fileProblem(detail: string, at: ReadonlyArray<string | number>, position: { line: number; column: number } | undefined, builderPointer?: string) {
+  return new AppError('invalid_request', detail, {
+    source: { pointer: FILE_POINTER },
+    meta: {
+      member: memberPath(at),
+      ...(position ? { line: position.line, column: position.column } : {}),
+      ...(builderPointer === undefined ? {} : { builder_pointer: builderPointer }),
+    },
+  });
+}
+
+/**
+ * The file read and checked as its save would be (same shape checks, same references), its
+ * errors put back at their member and line; then what the run reads beside its steps.
+ */
+async function testedFile(deps: TestRunDeps, principal: Principal, workflowId: string | null, text: string): Promise<TestedVersion> {
+  let parsed: ParsedWorkflowText;
+  try {
+    parsed = parseWorkflowText(text);
+  } catch (err) {
+    if (err instanceof WorkflowFileProblem) throw fileProblem(err.problem, err.at, err.position);
+    throw err;
+  }
+  const parts = builderParts(parsed.file, principal.credentialId);
+  const limits: SaveLimits = {
+    quotas: deps.config.quotas!,
+    scheduleMinIntervalSeconds: deps.config.scheduleMinIntervalSeconds ?? 1,
+  };
+  let def;
+  try {
+    def = await checkDefinition(deps.db, principal, { organization_id: principal.organizationId, ...parts }, new Date(deps.clock()), limits);
+  } catch (err) {
+    const pointer = err instanceof AppError ? err.source?.pointer : undefined;
+    const at = pointer === undefined ? undefined : filePathOfPointer(pointer, parsed.file);
+    if (!(err instanceof AppError) || at === undefined) throw err;
+    throw fileProblem(err.detail, at, parsed.locate(at), pointer);
+  }
+  const slugs = [...new Set(everyStep(def).flatMap(([s]) => stepTypeOf(s)?.describe(s.config).dataModel ?? []))];
+  const connectors = [...new Set(def.triggers.flatMap((t) => (t.type === 'webhook' && t.inbound_connector_id !== null ? [t.inbound_connector_id] : [])))];
+  const context = await fileContext(deps.db, principal.workspaceId, slugs, connectors, workflowId);
+  return {
+    workflow_id: workflowId ?? FILE_WORKFLOW_ID,
+    organization_id: principal.organizationId,
+    workspace_id: principal.workspaceId,
+    version: 0,
+    definition: def.steps,
+    on_failure: def.onFailure,
+    state: context.state ?? null,
+    models: context.models,
+    // The caller's own standing, as a save would record it: they are the saver of what they test.
+    saver: { role: principal.role, is_active: true },
+    secretHeaders: context.secretHeaders,
   };
 }

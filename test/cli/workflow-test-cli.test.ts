@@ -203,3 +203,62 @@ it('renders an answer of the documented shape: every step block, facts, problems
     /\n4\. notify \(http_request\): skipped: not called: POST is not a safe method\n {3}request: POST https:\/\/shop\.example\.com\/notify\n {5}authorization: \[redacted\]\n {5}body: \{"id":"o-1"\}\n$/,
   );
 });
+
+it('-f tests a file without saving it: in the place of the workflow it names, or as a new one; its problems at their line', async () => {
+  const payload = write('file-order.json', JSON.stringify({ data: { id: 'o-9', amount: 3 } }));
+  const edited = write(
+    'orders-edited.yaml',
+    `name: orders
+triggers:
+  shop: { type: webhook }
+steps:
+  shape: { type: transform, expression: "{ 'id': payload.data.id, 'amount': payload.data.amount * 2 }" }
+  store: { type: write_fact, data_model_slug: orders, mapping: { order_id: steps.shape.id, amount: steps.shape.amount } }
+`,
+  );
+  const before = (await api.get(`${API}/workflows`)).body.data;
+  const r = await cli(['--json', 'workflow', 'test', '-f', edited, '--payload', payload]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  const a = JSON.parse(r.stdout).attributes;
+  assert.equal(a.workflow_id, before[0].id);
+  assert.equal(a.workflow_version, null);
+  assert.deepEqual(
+    a.steps.map((s: any) => s.key),
+    ['shape', 'store'],
+  );
+  assert.equal(a.steps[1].facts[0].data.amount, 6);
+  const text = await cli(['workflow', 'test', '-f', edited, '--payload', payload]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /^test run of \S+orders-edited\.yaml \(unsaved, in the place of workflow \S+\): succeeded/);
+  // Nothing saved: the workflow keeps its four steps.
+  const after = (await api.get(`${API}/workflows/${before[0].id}`)).body.data.attributes;
+  assert.equal(after.steps.length, 4);
+  assert.equal(after.version, 1);
+
+  const fresh = await cli([
+    '--json',
+    'workflow',
+    'test',
+    '-f',
+    write('new.yaml', (fs.readFileSync(edited, 'utf8') as string).replace('name: orders', 'name: not saved')),
+    '--payload',
+    payload,
+  ]);
+  assert.equal(fresh.code, 0, fresh.stderr);
+  assert.equal(JSON.parse(fresh.stdout).attributes.workflow_id, null);
+  assert.equal((await api.get(`${API}/workflows`)).body.data.length, before.length);
+
+  const bad = await cli([
+    'workflow',
+    'test',
+    '-f',
+    write('bad-model.yaml', fs.readFileSync(edited, 'utf8').replace('data_model_slug: orders', 'data_model_slug: nothing')),
+    '--payload',
+    payload,
+  ]);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /bad-model\.yaml at steps\.store\.data_model_slug \(line 6, column \d+\): data_model_slug "nothing" is not a data model/);
+  const broken = await cli(['workflow', 'test', '-f', write('broken.yaml', 'name: x\nsteps: [\n'), '--payload', payload]);
+  assert.equal(broken.code, 1);
+  assert.match(broken.stderr, /broken\.yaml: not valid YAML: .*\(line \d+, column \d+\)/);
+});

@@ -31,7 +31,8 @@ interface TestStep {
 }
 
 interface TestRunAnswer {
-  workflow_version: number;
+  /** null: the editor's unsaved text was tested. */
+  workflow_version: number | null;
   status: string;
   outcome: string;
   facts_would_write: number;
@@ -188,7 +189,17 @@ function StepResult(props: { step: TestStep; index: number }) {
   );
 }
 
-export function TestRun(props: { workflowId: string; versions: number[]; current: number; triggerKeys: string[] }) {
+/**
+ * `unsaved`: the editor's text and where to mark a problem of it, when the page has an editor;
+ * `workflowId` null: a workflow not saved yet, whose text is all there is to test.
+ */
+export function TestRun(props: {
+  workflowId: string | null;
+  versions: number[];
+  current: number;
+  triggerKeys: string[];
+  unsaved?: { text: () => string | undefined; markError: (error: unknown) => boolean };
+}) {
   const client = useClient();
   const [payload, setPayload] = useState(SAMPLE);
   const [headers, setHeaders] = useState('');
@@ -203,9 +214,11 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const [answer, setAnswer] = useState<TestRunAnswer | undefined>(undefined);
+  const [ofText, setOfText] = useState(props.workflowId === null);
 
   useEffect(() => {
     let live = true;
+    if (props.workflowId === null) return;
     const q = `filter[workflow_id]=${encodeURIComponent(props.workflowId)}&sort=-inserted_at&page[limit]=${LAST_DELIVERY_RUNS}&fields[workflow_run]=payload,payload_truncated,delivery_headers,delivery_id,inserted_at`;
     client
       .request('GET', `/workflow_runs?${q}`)
@@ -250,11 +263,12 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
     setInvalid(undefined);
     setBusy(true);
     try {
+      const file = ofText ? props.unsaved?.text() : undefined;
       const attributes = {
         payload: parsed as never,
         headers: read.headers,
         ...(deliveryId.trim() ? { delivery_id: deliveryId.trim() } : {}),
-        version: Number(version),
+        ...(file === undefined ? { version: Number(version) } : { workflow_file: file }),
         call,
         ...(trigger ? { trigger_key: trigger } : {}),
       };
@@ -262,6 +276,8 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
       setAnswer(doc.data?.attributes as unknown as TestRunAnswer);
     } catch (err) {
       setAnswer(undefined);
+      // A problem of the unsaved text is also marked at its line in the editor.
+      if (ofText) props.unsaved?.markError(err);
       setError(err);
     } finally {
       setBusy(false);
@@ -271,7 +287,10 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
   return (
     <div class="wf-test-run">
       <form onSubmit={submit} noValidate aria-label="Test run">
-        <p class="muted small">Runs the chosen version on your payload with the worker's own steps. Nothing is stored and nothing is written.</p>
+        <p class="muted small">
+          Runs the chosen version{props.unsaved ? " (or the editor's unsaved text)" : ''} on your payload with the worker's own steps. Nothing is stored and
+          nothing is written.
+        </p>
         <Field label="Sample payload (JSON)" hint="What a trigger would deliver; the steps read it as payload.">
           <textarea
             name="payload"
@@ -298,8 +317,14 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
             {invalid}
           </p>
         )}
+        {props.unsaved && props.workflowId !== null && (
+          <label class="checkbox">
+            <input type="checkbox" name="unsaved" checked={ofText} onChange={(e) => setOfText(e.currentTarget.checked)} /> Test the editor's text (unsaved)
+            instead of a saved version
+          </label>
+        )}
         <div class="filters">
-          <VersionSelect label="Version" value={version} versions={props.versions} current={props.current} onChange={setVersion} />
+          {!ofText && <VersionSelect label="Version" value={version} versions={props.versions} current={props.current} onChange={setVersion} />}
           <Field label="Calls">
             <select name="call" value={call} onChange={(e) => setCall(e.currentTarget.value as 'none' | 'safe')}>
               <option value="none">none: send no request</option>
@@ -323,7 +348,8 @@ export function TestRun(props: { workflowId: string; versions: number[]; current
       {answer && (
         <section class="wf-test-result" aria-labelledby="test-result-title">
           <h3 id="test-result-title">
-            Result of version {answer.workflow_version}: <Badge value={answer.status} /> <Badge value={answer.outcome} />
+            Result of {answer.workflow_version === null ? 'the unsaved text' : `version ${answer.workflow_version}`}: <Badge value={answer.status} />{' '}
+            <Badge value={answer.outcome} />
           </h3>
           <p>
             Facts it would write: <strong>{answer.facts_would_write}</strong>. Nothing was stored.

@@ -2,8 +2,9 @@
  * One workflow: what it is, its flow at any saved version (`?version=N`), the difference
  * between two versions (`?diff=2..5`), where its triggers take deliveries, and a test run.
  */
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { useClient, useLoad } from '../api.ts';
+import { loadEditor, WorkflowEditor, type EditorApi } from './workflow-editor.tsx';
 import { href, navigate } from '../router.ts';
 import { Badge, ErrorNotice, Loading, Page, Section, Time } from '../ui/index.tsx';
 import { loadVersions, type WorkflowStep, type WorkflowVersion } from './workflow-versions.ts';
@@ -16,6 +17,7 @@ import { ConfirmDelete } from '../ui/confirm-delete.tsx';
 
 interface WorkflowAttributes {
   name: string;
+  lock_version: string;
   description: string | null;
   is_active: boolean;
   version: number;
@@ -44,8 +46,49 @@ function CompareForm(props: { id: string; versions: WorkflowVersion[]; diff: [nu
   );
 }
 
+/**
+ * The file of the workflow as loaded, in the editor; a save reloads the page, whose new
+ * lock_version remounts the editor on the saved file.
+ */
+function EditSection(props: { id: string; workflow: WorkflowAttributes; onSaved: () => void; api: (api: EditorApi) => void }) {
+  const client = useClient();
+  // Said above the editor, which the reload remounts on the saved file.
+  const [note, setNote] = useState<string | undefined>(undefined);
+  const base = useLoad(async () => (await loadEditor()).workflowYaml(props.workflow as unknown as Record<string, unknown>), [props.workflow.lock_version]);
+  const current = async () => {
+    const doc = await client.get('workflows', props.id);
+    return (await loadEditor()).workflowYaml(doc.data.attributes as unknown as Record<string, unknown>);
+  };
+  if (base.error) return <ErrorNotice error={base.error} title="The editor could not be loaded" />;
+  if (base.data === undefined) return <Loading />;
+  return (
+    <>
+      {note && (
+        <p class="notice info" role="status">
+          {note}
+        </p>
+      )}
+      <WorkflowEditor
+        key={props.workflow.lock_version}
+        workflowId={props.id}
+        base={base.data}
+        lockVersion={props.workflow.lock_version}
+        triggers={(props.workflow.triggers ?? []) as Array<{ id: string; key: string; type: string }>}
+        current={current}
+        onSaved={(_id, version) => {
+          setNote(version > 0 ? `Saved: version ${version}.` : undefined);
+          props.onSaved();
+        }}
+        api={props.api}
+      />
+    </>
+  );
+}
+
 export function WorkflowPage(props: { id: string; query: URLSearchParams }) {
   const client = useClient();
+  const editorApi = useRef<EditorApi | undefined>(undefined);
+  const unsaved = { text: () => editorApi.current?.text(), markError: (err: unknown) => editorApi.current?.markError(err) ?? false };
   const loaded = useLoad(async () => {
     const doc = await client.get('workflows', props.id);
     const a = doc.data.attributes as unknown as WorkflowAttributes;
@@ -162,8 +205,18 @@ export function WorkflowPage(props: { id: string; query: URLSearchParams }) {
         <Triggers triggers={triggers} />
       </Section>
 
+      <Section title="Edit the file">
+        <EditSection id={props.id} workflow={w} onSaved={loaded.reload} api={(api) => (editorApi.current = api)} />
+      </Section>
+
       <Section title="Test run">
-        <TestRun workflowId={props.id} versions={versions.map((v) => v.version)} current={w.version} triggerKeys={triggers.map((t) => t.key)} />
+        <TestRun
+          workflowId={props.id}
+          versions={versions.map((v) => v.version)}
+          current={w.version}
+          triggerKeys={triggers.map((t) => t.key)}
+          unsaved={unsaved}
+        />
       </Section>
     </Page>
   );

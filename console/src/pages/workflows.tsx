@@ -28,9 +28,10 @@ export function WorkflowsPage() {
   const client = useClient();
   const row = (r: ResourceOf<'workflows'>) => (r.attributes ?? {}) as Partial<Row>;
   return (
-    <Page title="Workflows">
+    <Page title="Workflows" actions={<a href={href('workflows', 'new')}>New workflow</a>}>
       <p class="muted small">
-        Apply workflows with the CLI (<code>tributary workflow apply -f FILE</code>) or the API; open one to see its flow, versions and triggers and to test it.
+        Apply workflows with the CLI (<code>tributary workflow apply -f FILE</code>), the API or here (New workflow, from a template); open one to see its flow,
+        versions and triggers, to edit its file and to test it.
       </p>
       <PagedList
         load={() =>

@@ -7,6 +7,7 @@ export interface TributaryErrorInit {
   pointer?: string | undefined;
   title?: string | undefined;
   source?: ErrorSource | undefined;
+  meta?: Record<string, unknown> | undefined;
   requestId?: string | undefined;
   /** The token exchange failed, not the call itself. */
   tokenExchange?: boolean | undefined;
@@ -34,6 +35,8 @@ export class TributaryError extends Error {
   readonly title: string | undefined;
   /** The JSON:API error's source as the server gave it ({pointer}, {parameter} or {header}). */
   readonly source: ErrorSource | undefined;
+  /** The JSON:API error's meta (a workflow_file's problem: member, line, column). */
+  readonly meta: Record<string, unknown> | undefined;
   /**
    * True when the token exchange failed (refused credentials or scope, or the token endpoint
    * did not answer), not the call itself: fix the client's configuration rather than the call.
@@ -52,6 +55,7 @@ export class TributaryError extends Error {
     this.pointer = init.pointer;
     this.title = init.title;
     this.source = init.source;
+    this.meta = init.meta;
     this.tokenExchange = init.tokenExchange ?? false;
     this.requestId = init.requestId;
     this.attempts = init.attempts ?? 1;
@@ -76,7 +80,8 @@ export function errorFromAnswer(status: number, text: string, requestId: string 
     const title = typeof e.title === 'string' ? e.title : undefined;
     const source = sourceOf(e.source);
     const pointer = source?.pointer ?? source?.parameter;
-    return new TributaryError({ ...common, code, detail, title, source, pointer });
+    const meta = e.meta && typeof e.meta === 'object' && !Array.isArray(e.meta) ? (e.meta as Record<string, unknown>) : undefined;
+    return new TributaryError({ ...common, code, detail, title, source, pointer, meta });
   }
   if (typeof d.error === 'string') {
     // OAuth says more in error_description, the webhook surface in detail; a webhook error

@@ -109,8 +109,12 @@ export interface TributaryClient {
   update<C extends Updatable>(collection: C, id: string, data: UpdateData<C>, opts?: CallOptions): Promise<One<C>>;
   /** DELETE /{collection}/{id} (204). A retry of the call (429, 503) replays the 204 under the call's one Idempotency-Key. */
   delete<C extends Deletable>(collection: C, id: string, opts?: CallOptions): Promise<void>;
-  /** Runs a workflow on a sample payload without storing anything (POST /workflows/{id}/test_run). */
-  testRun(workflowId: string, attributes: TestRunAttributes, opts?: CallOptions): Promise<TestRunDocument>;
+  /**
+   * Runs a workflow on a sample payload without storing anything (POST /workflows/{id}/test_run);
+   * `attributes.workflow_file` tests that unsaved file instead of a saved version, and a null
+   * workflowId tests the file of a workflow not saved yet (POST /workflows/test_run).
+   */
+  testRun(workflowId: string | null, attributes: TestRunAttributes, opts?: CallOptions): Promise<TestRunDocument>;
   /** A new run of a run's payload, on the version it ran (`original`) or the workflow's `current` one. */
   replay(runId: string, version?: ReplayVersion, opts?: CallOptions): Promise<One<'workflow_runs'>>;
   /** Replays the runs a filter selects (POST /workflow_runs/replay). */
@@ -351,7 +355,7 @@ export function createClient(options: ClientOptions): TributaryClient {
     testRun: async (workflowId, attributes, opts) =>
       (await request(
         'POST',
-        `/workflows/${encodeURIComponent(workflowId)}/test_run`,
+        workflowId === null ? '/workflows/test_run' : `/workflows/${encodeURIComponent(workflowId)}/test_run`,
         { data: { type: 'workflow_test_run', attributes } },
         opts,
       )) as TestRunDocument,

@@ -554,8 +554,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A dry run of a workflow version on a given payload: nothing is stored */
+        /** A dry run of a workflow version, or of an unsaved workflow_file, on a given payload: nothing is stored */
         post: operations["test_run_workflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/json/v1/workflows/test_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A dry run of the workflow_file of a workflow not saved yet, on a given payload: nothing is stored */
+        post: operations["test_run_workflow_file"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5143,6 +5160,74 @@ export interface operations {
                                 };
                             } | null;
                             version?: number;
+                            /** @description The text of a workflow file (YAML or JSON, as `workflow get --yaml` writes it), tested instead of a saved version, checked as its save would be; an error points at /data/attributes/workflow_file with meta.member, meta.line and meta.column */
+                            workflow_file?: string;
+                            trigger_key?: string | null;
+                            delivery_id?: string | null;
+                            /** @enum {string} */
+                            call?: "none" | "safe";
+                        };
+                        relationships?: Record<string, unknown>;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The test run's steps, facts it would write and problems */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data?: {
+                            /** @constant */
+                            type?: "workflow_test_run";
+                            id?: string;
+                            attributes?: Record<string, unknown>;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
+            413: components["responses"]["error_413"];
+            415: components["responses"]["error_415"];
+            422: components["responses"]["error_422"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    test_run_workflow_file: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @constant */
+                        type: "workflow_test_run";
+                        attributes?: {
+                            /** @description The JSON a trigger would deliver */
+                            payload: unknown;
+                            /** @description The sample delivery's headers; expressions see them as delivery.headers (lowercased, credentials and signatures left out) */
+                            headers?: {
+                                [key: string]: string;
+                            } | null;
+                            version?: number;
+                            /** @description The text of a workflow file (YAML or JSON, as `workflow get --yaml` writes it), tested instead of a saved version, checked as its save would be; an error points at /data/attributes/workflow_file with meta.member, meta.line and meta.column */
+                            workflow_file: string;
                             trigger_key?: string | null;
                             delivery_id?: string | null;
                             /** @enum {string} */

@@ -7,6 +7,7 @@ export const JSONAPI_MEDIA_TYPE = 'application/vnd.api+json';
 export function jsonApiErrorBody(e: AppError, id: string, status: number = e.status): string {
   const error: Record<string, unknown> = { id, status: String(status), code: e.code, title: e.title, detail: e.detail };
   if (e.source) error.source = e.source;
+  if (e.meta) error.meta = e.meta;
   return JSON.stringify({ errors: [error], jsonapi: { version: '1.1' } });
 }
 

@@ -477,7 +477,7 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
       post: {
         operationId: 'test_run_workflow',
         tags: ['workflow'],
-        summary: 'A dry run of a workflow version on a given payload: nothing is stored',
+        summary: 'A dry run of a workflow version, or of an unsaved workflow_file, on a given payload: nothing is stored',
         parameters: [idParam, idempotencyKey],
         requestBody: {
           required: true,
@@ -511,6 +511,62 @@ function specialPaths(registry: TypeRegistry): Record<string, PathItem> {
                       description: 'Sample deliveries for wait_for_delivery steps, by step key: the step goes on as if that delivery had matched',
                     },
                     ...(attrs.properties as Schema),
+                    workflow_file: {
+                      ...((attrs.properties as Record<string, Schema>).workflow_file ?? {}),
+                      description:
+                        'The text of a workflow file (YAML or JSON, as `workflow get --yaml` writes it), tested instead of a saved version, checked as its save would be; an error points at /data/attributes/workflow_file with meta.member, meta.line and meta.column',
+                    },
+                  },
+                };
+              })(),
+              false,
+            ),
+          ),
+        },
+        responses: {
+          200: {
+            description: "The test run's steps, facts it would write and problems",
+            ...jsonApiContent({
+              type: 'object',
+              properties: {
+                data: { type: 'object', properties: { type: { const: 'workflow_test_run' }, id: { type: 'string' }, attributes: { type: 'object' } } },
+              },
+            }),
+          },
+          ...errors(...WRITE_ERRORS),
+        },
+      },
+    },
+    [`${API_PREFIX}/workflows/test_run`]: {
+      post: {
+        operationId: 'test_run_workflow_file',
+        tags: ['workflow'],
+        summary: 'A dry run of the workflow_file of a workflow not saved yet, on a given payload: nothing is stored',
+        parameters: [idempotencyKey],
+        requestBody: {
+          required: true,
+          ...jsonApiContent(
+            writeDocument(
+              'workflow_test_run',
+              (() => {
+                const attrs = inputAttributes(testRunInput, true);
+                return {
+                  ...attrs,
+                  required: ['payload', 'workflow_file'],
+                  properties: {
+                    payload: { description: 'The JSON a trigger would deliver' },
+                    headers: {
+                      type: ['object', 'null'],
+                      additionalProperties: { type: 'string' },
+                      maxProperties: MAX_HEADERS,
+                      description: "The sample delivery's headers; expressions see them as delivery.headers (lowercased, credentials and signatures left out)",
+                    },
+                    ...(attrs.properties as Schema),
+                    workflow_file: {
+                      ...((attrs.properties as Record<string, Schema>).workflow_file ?? {}),
+                      description:
+                        'The text of a workflow file (YAML or JSON, as `workflow get --yaml` writes it), tested instead of a saved version, checked as its save would be; an error points at /data/attributes/workflow_file with meta.member, meta.line and meta.column',
+                    },
                   },
                 };
               })(),

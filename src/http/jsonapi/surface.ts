@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Selectable } from 'kysely';
 import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
@@ -40,7 +41,7 @@ import { providerRoutes } from './providers.ts';
 import { writeInputs } from './writable.ts';
 import { isObject, pointerToken } from '../../json.ts';
 import { MAX_HEADERS } from '../../triggers/delivery-headers.ts';
-import { testRun, testRunInput, type TestRunInput } from '../../worker/test-run.ts';
+import { testRun, testRunInput, WORKFLOW_FILE_MAX_CHARS, type TestRunInput } from '../../worker/test-run.ts';
 
 /** The JSON:API surface with every resource type's routes. */
 export function jsonApiSurface(deps: Deps): SurfaceSpec {
@@ -144,17 +145,26 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       );
     });
 
-    // A dry run of a workflow version on a given payload: nothing is stored, the answer is all there is.
-    const testRunBodyLimit = Math.max(deps.config.bodyLimitBytes, 2 * deps.config.webhookMaxBodyBytes + 65_536);
+    // A dry run of a workflow version (or of an unsaved workflow_file) on a given payload: nothing is stored, the answer is all there is.
+    // A file's text may be escaped in JSON to several times its length.
+    const testRunBodyLimit = Math.max(deps.config.bodyLimitBytes, 2 * deps.config.webhookMaxBodyBytes + 4 * WORKFLOW_FILE_MAX_CHARS + 65_536);
+    const testRunOf = (workflowId: (request: FastifyRequest) => string | null) => async (request: FastifyRequest, reply: FastifyReply) => {
+      const input = readTestRunDocument(request.body, deps.config.webhookMaxBodyBytes);
+      const result = await testRun(deps, request.principal!, workflowId(request), input, request.traceSpan);
+      const { id, ...attributes } = result;
+      return sendDocument(reply, 200, { data: { type: 'workflow_test_run', id, attributes } });
+    };
+    const testRunConfig = { config: { permission: 'workflow.test_run', rateLimit: 'account', idempotent: true }, bodyLimit: testRunBodyLimit } as const;
     scope.post(
       `${API_PREFIX}/workflows/:id/test_run`,
-      { config: { permission: 'workflow.test_run', rateLimit: 'account', idempotent: true }, bodyLimit: testRunBodyLimit },
-      async (request, reply) => {
-        const input = readTestRunDocument(request.body, deps.config.webhookMaxBodyBytes);
-        const result = await testRun(deps, request.principal!, (request.params as { id: string }).id, input, request.traceSpan);
-        const { id, ...attributes } = result;
-        return sendDocument(reply, 200, { data: { type: 'workflow_test_run', id, attributes } });
-      },
+      testRunConfig,
+      testRunOf((request) => (request.params as { id: string }).id),
+    );
+    // A workflow not saved yet: its workflow_file is all there is to test.
+    scope.post(
+      `${API_PREFIX}/workflows/test_run`,
+      testRunConfig,
+      testRunOf(() => null),
     );
 
     scope.post(`${API_PREFIX}/workflow_runs/:id/replay`, writeOptions(workflowRunType.type), async (request, reply) => {
@@ -292,6 +302,7 @@ function readTestRunDocument(body: unknown, maxPayloadBytes: number): TestRunInp
     ...(sampleHeaders === undefined ? {} : { headers: sampleHeaders }),
     ...(attrs.delivery_id === undefined ? {} : { delivery_id: attrs.delivery_id as string | null }),
     version: attrs.version as number | undefined,
+    ...(attrs.workflow_file === undefined ? {} : { workflow_file: attrs.workflow_file as string }),
     trigger_key: attrs.trigger_key as string | null | undefined,
     call: attrs.call as TestRunInput['call'],
   };

@@ -69,7 +69,10 @@ function lockVersionOf(revision: number, graphHash: string): string {
 }
 
 /** Every step of the definition, nested and on_failure ones included, with its pointer. */
-const everyStep = (def: Definition) => [...allSteps(def.steps, `${AT}/step_params`), ...allSteps(def.onFailure, `${AT}/on_failure_params`)];
+export const everyStep = (def: Pick<Definition, 'steps' | 'onFailure'>) => [
+  ...allSteps(def.steps, `${AT}/step_params`),
+  ...allSteps(def.onFailure, `${AT}/on_failure_params`),
+];
 
 /** References that only the database can check, checked inside the save's transaction. */
 async function checkReferences(trx: Db, principal: Principal, def: Definition, existingTriggers: Map<string, { type: string }>): Promise<void> {
@@ -173,6 +176,23 @@ function checkScheduleIntervals(def: Definition, minSeconds: number, now: Date):
         `cron fires as often as every ${gap / 1000} s; schedules of this installation fire at most every ${minSeconds} s (SCHEDULE_MIN_INTERVAL_SECONDS = ${minSeconds})`,
       );
   }
+}
+
+/**
+ * What a save checks of a builder state (its shape, its schedules, who may call out, and the
+ * references only the database knows), without saving: a test run of a definition is refused
+ * exactly where its save would be. Triggers are checked as new ones: a file names none by id.
+ */
+export async function checkDefinition(db: Db, principal: Principal, attrs: Record<string, unknown>, now: Date, limits: SaveLimits): Promise<Definition> {
+  const def = readDefinition(attrs);
+  checkScheduleIntervals(def, limits.scheduleMinIntervalSeconds, now);
+  if (everyStep(def).some(([s]) => stepTypeOf(s)?.describe(s.config).connector !== undefined)) authorize(principal, 'workflow.save_http_request');
+  try {
+    await db.transaction().execute((trx) => checkReferences(trx, principal, def, new Map()));
+  } catch (err) {
+    throw fromPgError(err);
+  }
+  return def;
 }
 
 /** `now`: when a schedule saved, changed or activated here starts counting ticks. */
