@@ -30,6 +30,7 @@ import * as m0021 from './migrations/0021_workflow_deleted_at.ts';
 import * as m0023 from './migrations/0023_replayed_delivery_id.ts';
 import * as m0024 from './migrations/0024_webhook_accept.ts';
 import * as m0025 from './migrations/0025_run_checkpoint.ts';
+import * as m0028 from './migrations/0028_concurrency_keys.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -56,6 +57,7 @@ export const migrations: Record<string, Migration> = {
   '0023_replayed_delivery_id': m0023,
   '0024_webhook_accept': m0024,
   '0025_run_checkpoint': m0025,
+  '0028_concurrency_keys': m0028,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

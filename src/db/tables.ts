@@ -284,6 +284,12 @@ export type WorkflowStep = TransformStep | ConditionStep | WriteFactStep | HttpR
 
 export type CatchUp = 'latest' | 'none';
 
+/** A workflow's concurrency by key (docs/workflows.md, "Concurrency"): `key` a JSONata expression over payload and delivery. */
+export interface WorkflowConcurrency {
+  key: string;
+  limit: number;
+}
+
 /** The bodies a webhook trigger takes: `json` only, or `form` (application/x-www-form-urlencoded) too. */
 export type WebhookAccept = 'json' | 'form';
 
@@ -305,6 +311,8 @@ export interface WorkflowTable {
   lock_version: string;
   steps: Json<WorkflowStep[]>;
   triggers: Json<WorkflowTriggerView[]>;
+  /** Null: runs are not limited by key (migration 0028). */
+  concurrency: JsonNullable<WorkflowConcurrency>;
   inserted_at: Timestamp;
   updated_at: Timestamp;
   /** Set by DELETE: the workflow is hidden from every read, its runs stay (migration 0021). */
@@ -317,6 +325,8 @@ export interface WorkflowVersionTable {
   workflow_id: string;
   version: number;
   steps: Json<WorkflowStep[]>;
+  /** The version's concurrency by key; null: none (migration 0028). */
+  concurrency: JsonNullable<WorkflowConcurrency>;
   /** The membership whose save wrote these steps (null: saved before it was recorded). */
   saved_by_membership_id: string | null;
   inserted_at: Timestamp;
@@ -412,6 +422,9 @@ export interface WorkflowRunTable {
   /** The W3C trace context of the span that made the run (a delivery, a replay request, a schedule tick); null when tracing was off. */
   traceparent: string | null;
   tracestate: string | null;
+  /** The key computed when the run was enqueued (runs/concurrency.ts) and the limit of then; null: not limited (migration 0028). */
+  concurrency_key: ColumnType<string | null, string | null | undefined, string | null>;
+  concurrency_limit: ColumnType<number | null, number | null | undefined, number | null>;
   run_at: Timestamp;
   locked_by: string | null;
   locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;

@@ -30,7 +30,8 @@ import type { InboundCheck } from '../connectors/inbound-status.ts';
 import { DEFAULT_API_KEY_HEADER, verifyApiKey } from './verify.ts';
 import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts';
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
-import { deliveryHeaders } from '../triggers/delivery-headers.ts';
+import { deliveryHeaders, expressionDelivery } from '../triggers/delivery-headers.ts';
+import { runConcurrency, type RunConcurrency } from '../runs/concurrency.ts';
 import { FORM_MEDIA_TYPE, formPayload, isFormMediaType } from './form.ts';
 import type { WebhookAccept } from '../db/tables.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
@@ -316,6 +317,8 @@ async function ingest(
       throw fail('rate_limited', waitingRunsRefusal(deps.waitingRuns.limit).detail, { retryAfter: WAITING_RUNS_RETRY_AFTER_SECONDS });
     }
 
+    const headersJson = JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger)));
+    const concurrency = await deliveryConcurrency(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
     let accepted: { current: boolean; runId: string | undefined };
     try {
       accepted = await acceptDelivery(
@@ -329,8 +332,9 @@ async function ingest(
           triggerKey: trigger.key,
           deliveryId: identity.deliveryId,
           payloadJson: stored.payloadJson,
-          deliveryHeadersJson: JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger))),
+          deliveryHeadersJson: headersJson,
           maxAttempts: deps.config.runMaxAttempts,
+          concurrency,
           // The run's spans, in whichever process, continue the delivery's trace.
           traceparent: request.traceSpan?.traceparent ?? null,
           tracestate: request.traceSpan?.tracestate ?? null,
@@ -374,6 +378,26 @@ async function ingest(
     wakeWorkers(deps);
     return reply.code(202).send({ status: 'accepted', workflow_run_id: runId });
   }
+}
+
+/**
+ * The run's concurrency key, over the payload and the delivery as its expressions will see
+ * them. A key expression's own failure never refuses the delivery (the run goes under the
+ * empty key, runs/concurrency.ts); only the expression pool's trouble does, as 503, and the
+ * sender's retry is accepted once it is back.
+ */
+async function deliveryConcurrency(deps: Deps, trigger: TriggerRow, payloadJson: string, deliveryId: string, headersJson: string): Promise<RunConcurrency | null> {
+  if (trigger.workflow_concurrency === null) return null;
+  let found: RunConcurrency | null;
+  try {
+    const delivery = expressionDelivery(deliveryId, JSON.parse(headersJson) as Record<string, string>);
+    found = await runConcurrency(deps.expressions, trigger.workspace_id, trigger.workflow_concurrency, JSON.parse(payloadJson), delivery);
+  } catch (err) {
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
+  }
+  if (found?.problem !== undefined)
+    deps.log.warn({ workflow: trigger.workflow_id, trigger: trigger.key, error: found.problem }, 'concurrency key expression failed; the run is under the empty key');
+  return found;
 }
 
 async function admitsRun(deps: Deps, workspaceId: string): Promise<boolean> {

@@ -76,6 +76,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0023_replayed_delivery_id',
       '0024_webhook_accept',
       '0025_run_checkpoint',
+      '0028_concurrency_keys',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -160,6 +161,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0023_replayed_delivery_id',
       '0024_webhook_accept',
       '0025_run_checkpoint',
+      '0028_concurrency_keys',
     ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
@@ -217,7 +219,7 @@ test('0024 gives every trigger saved before accept json, and its check refuses a
     await sql`insert into workflow_triggers (id, workflow_id, organization_id, workspace_id, key, type, cron, timezone, catch_up, schedule_since)
       values (${trigger}, ${wf}, ${org}, ${ws}, 'tick', 'schedule', '0 * * * *', 'UTC', 'latest', now())`.execute(db);
 
-    assert.deepEqual(await migrate(db), ['0024_webhook_accept', '0025_run_checkpoint']);
+    assert.deepEqual(await migrate(db), ['0024_webhook_accept', '0025_run_checkpoint', '0028_concurrency_keys']);
     const rows = await sql<{ accept: string }>`select accept from workflow_triggers`.execute(db);
     assert.deepEqual(rows.rows, [{ accept: 'json' }]);
     await sql`update workflow_triggers set accept = 'form' where id = ${trigger}`.execute(db);

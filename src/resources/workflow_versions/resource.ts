@@ -14,6 +14,8 @@ export const workflowVersionType: ResourceType = {
     workflow_id: { column: 'workflow_id', kind: 'uuid', filter: true },
     version: { column: 'version', kind: 'integer', filter: true, sort: true },
     steps: { column: 'steps', kind: 'json' },
+    // {key, limit} the version's runs were enqueued under; null: none (docs/workflows.md, "Concurrency").
+    concurrency: { column: 'concurrency', kind: 'json', nullable: true },
     saved_by: { column: 'saved_by_membership_id', kind: 'uuid', filter: true, nullable: true },
     inserted_at: { column: 'inserted_at', kind: 'datetime', filter: true, sort: true },
   },

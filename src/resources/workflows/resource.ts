@@ -32,6 +32,8 @@ export const workflowType: ResourceType = {
     lock_version: { column: 'lock_version', kind: 'string' },
     steps: { column: 'steps', kind: 'json' },
     triggers: { column: 'triggers', kind: 'json' },
+    // {key, limit}: at most limit runs of one key execute at once; null: no limit (docs/workflows.md, "Concurrency").
+    concurrency: { column: 'concurrency', kind: 'json', nullable: true },
     organization_id: { column: 'organization_id', kind: 'uuid', filter: true },
     ...TIMESTAMPS,
   },

@@ -62,6 +62,13 @@ function hashedView(t: WorkflowTriggerView): WorkflowTriggerView | Omit<Workflow
   return rest;
 }
 
+/** wf_params as the graph hash reads it: no concurrency left out, so a workflow saved before it existed keeps its lock_version. */
+function hashedWf(wf: Definition['wf']): Omit<Definition['wf'], 'concurrency'> | Definition['wf'] {
+  if (wf.concurrency !== null) return wf;
+  const { concurrency: _concurrency, ...rest } = wf;
+  return rest;
+}
+
 function lockVersionOf(revision: number, graphHash: string): string {
   return `${revision}.${graphHash.slice(0, 16)}`;
 }
@@ -222,7 +229,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
           : { ...common, type: t.type, service_account_id: t.service_account_id, inbound_connector_id: t.inbound_connector_id, accept: t.accept };
       });
       const graphHash = createHash('sha256')
-        .update(canonicalJson({ wf: def.wf, steps: def.steps, triggers: views.map(hashedView), version }))
+        .update(canonicalJson({ wf: hashedWf(def.wf), steps: def.steps, triggers: views.map(hashedView), version }))
         .digest('hex');
       const changed = !existing || existing.graph_hash !== graphHash;
       const revision = existing ? existing.revision + (changed ? 1 : 0) : 1;
@@ -236,6 +243,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         lock_version: lockVersionOf(revision, graphHash),
         steps: JSON.stringify(def.steps),
         triggers: JSON.stringify(views),
+        concurrency: def.wf.concurrency === null ? null : JSON.stringify(def.wf.concurrency),
       };
       if (existing && !changed) {
         // Saved again unchanged: its steps are now this member's to answer for.
@@ -246,7 +254,14 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
       const row = existing
         ? await q.updateWorkflow(trx, principal.workspaceId, id, { ...values, updated_at: now })
         : await q.insertWorkflow(trx, { id, organization_id: principal.organizationId, workspace_id: principal.workspaceId, ...values });
-      await q.putVersion(trx, principal.workspaceId, { id: uuidv7(), workflowId: id, version, steps: def.steps, savedBy: principal.membershipId });
+      await q.putVersion(trx, principal.workspaceId, {
+        id: uuidv7(),
+        workflowId: id,
+        version,
+        steps: def.steps,
+        concurrency: def.wf.concurrency,
+        savedBy: principal.membershipId,
+      });
       // Triggers left out stop answering; kept ones keep their token; new ones get one.
       const kept = def.triggers.filter((t) => t.id !== null);
       await q.deleteTriggersExcept(
