@@ -80,12 +80,14 @@ export interface WorkflowFile {
   description: string | null;
   is_active: boolean;
   lock_version: string | null;
+  /** {key, limit}, or null: no limit (docs/workflows.md, "Concurrency"). */
+  concurrency: Obj | null;
   steps: Array<{ key: string; type: string; config: Obj }>;
   /** Webhooks without service_account_id take the applying account's. */
   triggers: Array<{ key: string; type: string; members: Obj }>;
 }
 
-export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps'] as const;
+export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'concurrency', 'triggers', 'steps'] as const;
 
 /** Drops members whose value is null: the server stores a config without them. */
 function withoutNulls(o: Obj): Obj {
@@ -101,6 +103,9 @@ export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
   if (doc.is_active !== undefined && typeof doc.is_active !== 'boolean') throw new FileError(file, ['is_active'], 'is_active must be true or false');
   if (doc.lock_version !== undefined && doc.lock_version !== null && typeof doc.lock_version !== 'string')
     throw new FileError(file, ['lock_version'], 'lock_version must be the string `tributary workflow get --yaml` wrote');
+  // Its members are the server's to check (wf_params.concurrency); the pointers come back as concurrency.key, concurrency.limit.
+  if (doc.concurrency !== undefined && doc.concurrency !== null && !isObject(doc.concurrency))
+    throw new FileError(file, ['concurrency'], 'concurrency must be a map {key, limit} (or null)');
   const steps = entries(file, doc.steps, 'steps', 'key').map(([key, item, at]) => {
     if (typeof item.type !== 'string') throw new FileError(file, [...at, 'type'], 'type is required: transform, condition, write_fact or http_request');
     const { type, ...config } = item;
@@ -117,6 +122,7 @@ export function readWorkflowFile(file: string, doc: unknown): WorkflowFile {
     description: (doc.description as string | null | undefined) ?? null,
     is_active: (doc.is_active as boolean | undefined) ?? true,
     lock_version: (doc.lock_version as string | null | undefined) ?? null,
+    concurrency: (doc.concurrency as Obj | null | undefined) ?? null,
     steps,
     triggers,
   };
@@ -161,6 +167,7 @@ export function workflowOfResource(attrs: Obj): WorkflowFile {
     description: (attrs.description as string | null) ?? null,
     is_active: attrs.is_active === true,
     lock_version: (attrs.lock_version as string | null) ?? null,
+    concurrency: isObject(attrs.concurrency) ? attrs.concurrency : null,
     steps: steps.map((s) => ({ key: s.key, type: s.type, config: withoutNulls(s.config ?? {}) })),
     triggers: triggers.map((t) => {
       const { id: _id, key, type, next_fire_at: _next, ...members } = t;
@@ -171,7 +178,10 @@ export function workflowOfResource(attrs: Obj): WorkflowFile {
 
 /** Whether the steps differ (a new version) and whether anything differs (a save at all). */
 export function compareWorkflows(wanted: WorkflowFile, current: WorkflowFile): { stepsDiffer: boolean; anyDiffers: boolean } {
-  const stepsDiffer = canonicalJson(wanted.steps.map(normalStep)) !== canonicalJson(current.steps.map(normalStep));
+  // A version keeps its concurrency as it keeps its steps: a change of it is a new version too.
+  const stepsDiffer =
+    canonicalJson(wanted.steps.map(normalStep)) !== canonicalJson(current.steps.map(normalStep)) ||
+    canonicalJson(wanted.concurrency) !== canonicalJson(current.concurrency);
   const rest = (w: WorkflowFile) =>
     canonicalJson({ name: w.name, description: w.description, is_active: w.is_active, triggers: w.triggers.map(normalTrigger) });
   return { stepsDiffer, anyDiffers: stepsDiffer || rest(wanted) !== rest(current) };
@@ -220,6 +230,7 @@ export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undef
   if (w.description !== null) doc.description = w.description;
   doc.is_active = w.is_active;
   if (w.lock_version !== null) doc.lock_version = w.lock_version;
+  if (w.concurrency !== null) doc.concurrency = { key: w.concurrency.key, limit: w.concurrency.limit };
   doc.triggers = Object.fromEntries(
     w.triggers.map((t) => {
       const m = { ...t.members };
@@ -250,7 +261,7 @@ export function fileMemberOfPointer(pointer: string, w: WorkflowFile): string | 
     .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (parts[0] !== 'data' || parts[1] !== 'attributes') return undefined;
   const [member, index, ...rest] = parts.slice(2);
-  if (member === 'wf_params') return memberPath(index === undefined ? [] : [index]) || undefined;
+  if (member === 'wf_params') return memberPath(index === undefined ? [] : [index, ...rest]) || undefined;
   if (member === 'lock_version') return 'lock_version';
   const i = Number(index);
   if (member === 'step_params' && w.steps[i]) {
