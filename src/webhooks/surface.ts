@@ -386,7 +386,13 @@ async function ingest(
  * empty key, runs/concurrency.ts); only the expression pool's trouble does, as 503, and the
  * sender's retry is accepted once it is back.
  */
-async function deliveryConcurrency(deps: Deps, trigger: TriggerRow, payloadJson: string, deliveryId: string, headersJson: string): Promise<RunConcurrency | null> {
+async function deliveryConcurrency(
+  deps: Deps,
+  trigger: TriggerRow,
+  payloadJson: string,
+  deliveryId: string,
+  headersJson: string,
+): Promise<RunConcurrency | null> {
   if (trigger.workflow_concurrency === null) return null;
   let found: RunConcurrency | null;
   try {
@@ -396,7 +402,10 @@ async function deliveryConcurrency(deps: Deps, trigger: TriggerRow, payloadJson:
     throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
   }
   if (found?.problem !== undefined)
-    deps.log.warn({ workflow: trigger.workflow_id, trigger: trigger.key, error: found.problem }, 'concurrency key expression failed; the run is under the empty key');
+    deps.log.warn(
+      { workflow: trigger.workflow_id, trigger: trigger.key, error: found.problem },
+      'concurrency key expression failed; the run is under the empty key',
+    );
   return found;
 }
 

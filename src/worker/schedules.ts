@@ -256,7 +256,8 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date, 
 async function tickKey(deps: Deps, row: ScheduleRow, payload: unknown): Promise<string | null> {
   try {
     const found = await runConcurrency(deps.expressions, row.workspace_id, row.concurrency ?? null, payload, null);
-    if (found?.problem !== undefined) deps.log.warn({ trigger: row.id, error: found.problem }, 'concurrency key expression failed; the run is under the empty key');
+    if (found?.problem !== undefined)
+      deps.log.warn({ trigger: row.id, error: found.problem }, 'concurrency key expression failed; the run is under the empty key');
     return found?.key ?? null;
   } catch (err) {
     deps.log.warn({ trigger: row.id, err: { message: (err as Error).message } }, 'concurrency key could not be computed; the run is under the empty key');

@@ -66,7 +66,13 @@ async function connector(f: Flow, baseUrl: string): Promise<string> {
   const c = await f.api.post(`${API}/external_connectors`, {
     data: {
       type: 'external_connector',
-      attributes: { name: `Orders ${baseUrl}`, direction: 'outbound', provider_slug: 'tributary-orders', secret: `key_${'d'.repeat(40)}`, config: { base_url: `${baseUrl}/v1` } },
+      attributes: {
+        name: `Orders ${baseUrl}`,
+        direction: 'outbound',
+        provider_slug: 'tributary-orders',
+        secret: `key_${'d'.repeat(40)}`,
+        config: { base_url: `${baseUrl}/v1` },
+      },
     },
   });
   assert.equal(c.status, 201, c.text);
@@ -166,15 +172,21 @@ describe('claims by key', () => {
     assert.equal((await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ customer: 'quiet', n: 1 }))).status, 202);
 
     const first = await claimBatch(f.t.deps.db, 'conc-1', 10, new Date(), lease());
-    assert.deepEqual(first.runs.map((r) => r.payload).sort((a: any, b: any) => a.customer.localeCompare(b.customer)), [
-      { customer: 'busy', n: 1 },
-      { customer: 'quiet', n: 1 },
-    ]);
+    assert.deepEqual(
+      first.runs.map((r) => r.payload).sort((a: any, b: any) => a.customer.localeCompare(b.customer)),
+      [
+        { customer: 'busy', n: 1 },
+        { customer: 'quiet', n: 1 },
+      ],
+    );
     // Busy's first holds its one slot: nothing more of it, however often a worker asks.
     assert.deepEqual((await claimBatch(f.t.deps.db, 'conc-2', 10, new Date(), lease(), undefined, first.keyed)).runs, []);
     const held = await runsOf(f, workflow.id);
     assert.equal(held.filter((r) => r.status === 'running').length, 2);
-    assert.ok(held.every((r) => r.attempt === (r.status === 'running' ? 1 : 0)), 'runs held back spend no attempt');
+    assert.ok(
+      held.every((r) => r.attempt === (r.status === 'running' ? 1 : 0)),
+      'runs held back spend no attempt',
+    );
 
     // Its lease lost, the slot is free again once the lease is reclaimed: the same run, its order kept.
     const busyFirst = first.runs.find((r) => (r.payload as { customer: string }).customer === 'busy')!;
@@ -223,7 +235,10 @@ describe('claims by key', () => {
     for (let n = 1; n <= 20; n++) assert.equal((await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ customer: 'a', n }))).status, 202);
     await Promise.all(Array.from({ length: 6 }, (_, i) => claimKeyed(f.t.deps.db, `race-${i}`, 10, new Date(), lease())));
     const running = (await runsOf(f, workflow.id)).filter((r) => r.status === 'running');
-    assert.deepEqual(running.map((r) => (r.payload as { n: number }).n).sort((a, b) => a - b), [1, 2]);
+    assert.deepEqual(
+      running.map((r) => (r.payload as { n: number }).n).sort((a, b) => a - b),
+      [1, 2],
+    );
   });
 });
 
@@ -255,7 +270,14 @@ function spawnWorker(databaseUrl: string): { child: ChildProcess; output: () => 
   for (const [k, v] of Object.entries(process.env)) {
     if (!/^(TRIBUTARY_|PORT$|HOST$|DATA_DIR$|DATABASE_URL$|LOG_LEVEL$)/.test(k)) env[k] = v;
   }
-  Object.assign(env, { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ALLOW_PRIVATE_EGRESS: 'true', WORKER_CONCURRENCY: '8', WORKER_POLL_MS: '100' });
+  Object.assign(env, {
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+    ALLOW_PRIVATE_EGRESS: 'true',
+    WORKER_CONCURRENCY: '8',
+    WORKER_POLL_MS: '100',
+  });
   const child = spawn(NODE, ['src/main.ts', 'worker'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
@@ -283,8 +305,7 @@ describe('two worker processes', () => {
       step_params: [fetchStep(id)],
     });
     for (let n = 1; n <= 16; n++)
-      for (const customer of ['a', 'b'])
-        assert.equal((await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ customer, n }))).status, 202);
+      for (const customer of ['a', 'b']) assert.equal((await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify({ customer, n }))).status, 202);
     const workers = [spawnWorker(f.t.config.databaseUrl!), spawnWorker(f.t.config.databaseUrl!)];
     for (const w of workers) await until('a worker to start', () => w.output().includes('"worker started"') || w.child.exitCode !== null, 90_000);
     for (const w of workers) assert.equal(w.child.exitCode, null, w.output());
@@ -293,7 +314,10 @@ describe('two worker processes', () => {
     assert.equal(provider.order.length, 32);
     assert.equal(provider.most.get('a'), 2, 'two of a key at once, never three');
     assert.equal(provider.most.get('b'), 2);
-    assert.ok((await runsOf(f, workflow.id)).every((r) => r.attempt === 1), 'runs held back spend no attempt');
+    assert.ok(
+      (await runsOf(f, workflow.id)).every((r) => r.attempt === 1),
+      'runs held back spend no attempt',
+    );
     for (const w of workers) w.child.kill('SIGTERM');
     await Promise.all(workers.map((w) => w.exited));
   });
