@@ -68,6 +68,7 @@ describe('save', () => {
     assert.equal(r.body.data.type, 'workflow');
     assert.equal(r.headers.get('location'), `${API}/workflows/${r.body.data.id}`);
     assert.deepEqual(Object.keys(a).sort(), [
+      'concurrency',
       'description',
       'inserted_at',
       'is_active',
