@@ -17,7 +17,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import YAML from 'yaml';
-import { claimBatch, claimKeyed, FIRST_KEYED, reclaimExpired } from '../../src/runs/queue.sql.ts';
+import { claimBatch, claimKeyed, FIRST_KEYED, heldByConcurrency, reclaimExpired } from '../../src/runs/queue.sql.ts';
 import { keyText } from '../../src/runs/concurrency.ts';
 import { API, deliver, save, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
 
