@@ -187,6 +187,8 @@ describe('claims by key', () => {
       held.every((r) => r.attempt === (r.status === 'running' ? 1 : 0)),
       'runs held back spend no attempt',
     );
+    // What the gauge tributary_runs_held_by_concurrency shows: busy's other 49.
+    assert.deepEqual(await heldByConcurrency(f.t.deps.db, new Date()), new Map([[f.tenant.workspaceId, 49]]));
 
     // Its lease lost, the slot is free again once the lease is reclaimed: the same run, its order kept.
     const busyFirst = first.runs.find((r) => (r.payload as { customer: string }).customer === 'busy')!;
