@@ -22,6 +22,8 @@ export interface QueueSample {
   /** Runs of status waiting whose wait is not over (a delay, wait_until or wait_for_delivery). */
   parked: number;
   oldestReadyAgeSeconds: number;
+  /** Ready runs held back by their concurrency key's limit, by workspace (absent: not read). */
+  heldByConcurrency?: Map<string, number>;
 }
 
 export interface Metrics {
@@ -302,6 +304,26 @@ export function createMetrics(sources: MetricsSources): Metrics {
       if (s === undefined) return;
       this.set({ state: 'ready' }, s.ready);
       this.set({ state: 'waiting' }, s.waiting);
+    },
+  });
+  // By workspace only when tenant labels are asked for (METRICS_WORKFLOW_LABELS), the largest first, at most their max.
+  const heldLabels = sources.tenantLabels === undefined ? [] : ['workspace_id'];
+  new Gauge({
+    name: `${p}runs_held_by_concurrency`,
+    help: 'Ready runs held back because their concurrency key has as many runs executing as its limit',
+    labelNames: heldLabels,
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      if (s?.heldByConcurrency === undefined) return;
+      const held = [...s.heldByConcurrency.entries()];
+      if (sources.tenantLabels === undefined) {
+        this.set(held.reduce((sum, [, n]) => sum + n, 0));
+        return;
+      }
+      held.sort((a, b) => b[1] - a[1]);
+      for (const [workspace, n] of held.slice(0, sources.tenantLabels.max)) this.set({ workspace_id: workspace }, n);
     },
   });
   new Gauge({

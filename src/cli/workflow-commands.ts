@@ -196,7 +196,7 @@ export function registerWorkflowCommands(program: Command, io: Io): void {
             // The file's lock_version (from `get --yaml`) refuses a save over a change made since;
             // without one, the version read just now narrows the race to this command.
             lock_version: existing ? (wanted.lock_version ?? current!.lock_version) : null,
-            wf_params: { name: wanted.name, description: wanted.description, is_active: wanted.is_active },
+            wf_params: { name: wanted.name, description: wanted.description, is_active: wanted.is_active, concurrency: wanted.concurrency },
             step_params: wanted.steps.map((s) => ({ key: s.key, type: s.type, config: s.config })),
             on_failure_params: wanted.on_failure.map((s) => ({ key: s.key, type: s.type, config: s.config })),
             trigger_params: wanted.triggers.map((t) => {

@@ -130,7 +130,8 @@ function normalStep(s: { key: string; type: string; config: Obj }): Obj {
 /** Whether the steps differ (a new version) and whether anything differs (a save at all). */
 export function compareWorkflows(wanted: WorkflowFile, current: WorkflowFile): { stepsDiffer: boolean; anyDiffers: boolean } {
   const steps = (w: WorkflowFile) => canonicalJson({ steps: w.steps.map(normalStep), on_failure: w.on_failure.map(normalStep) });
-  const stepsDiffer = steps(wanted) !== steps(current);
+  // A version keeps its concurrency as it keeps its steps: a change of it is a new version too.
+  const stepsDiffer = steps(wanted) !== steps(current) || canonicalJson(wanted.concurrency) !== canonicalJson(current.concurrency);
   const rest = (w: WorkflowFile) =>
     canonicalJson({ name: w.name, description: w.description, is_active: w.is_active, triggers: w.triggers.map(normalTrigger) });
   return { stepsDiffer, anyDiffers: stepsDiffer || rest(wanted) !== rest(current) };

@@ -26,6 +26,12 @@ export const ADVISORY_LOCK = {
    */
   rateKey: 7314,
   /**
+   * Transaction-level, two-key form (concurrencyKey, hashtext(workflow id ':' key)), tried
+   * (pg_try_advisory_xact_lock): one claim at a time per concurrency key (runs/queue.sql.ts,
+   * claimKeyed); a key another claim holds is skipped, never waited for.
+   */
+  concurrencyKey: 7316,
+  /**
    * Session-level, taken by Kysely's Migrator itself (PostgresAdapter.acquireMigrationLock)
    * for a whole run: processes starting at once migrate one after the other. Listed so
    * no id of ours collides with it.

@@ -32,6 +32,7 @@ import * as m0024 from './migrations/0024_webhook_accept.ts';
 import * as m0025 from './migrations/0025_run_checkpoint.ts';
 import * as m0026 from './migrations/0026_on_failure_steps.ts';
 import * as m0027 from './migrations/0027_run_waits.ts';
+import * as m0028 from './migrations/0028_concurrency_keys.ts';
 import * as m0029 from './migrations/0029_workflow_state.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -61,6 +62,7 @@ export const migrations: Record<string, Migration> = {
   '0025_run_checkpoint': m0025,
   '0026_on_failure_steps': m0026,
   '0027_run_waits': m0027,
+  '0028_concurrency_keys': m0028,
   '0029_workflow_state': m0029,
 };
 

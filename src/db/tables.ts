@@ -350,6 +350,12 @@ export interface WaitForDeliveryStep {
 
 export type CatchUp = 'latest' | 'none';
 
+/** A workflow's concurrency by key (docs/workflows.md, "Concurrency"): `key` a JSONata expression over payload and delivery. */
+export interface WorkflowConcurrency {
+  key: string;
+  limit: number;
+}
+
 /** The bodies a webhook trigger takes: `json` only, or `form` (application/x-www-form-urlencoded) too. */
 export type WebhookAccept = 'json' | 'form';
 
@@ -373,6 +379,8 @@ export interface WorkflowTable {
   /** The steps run once when a run fails for good (migration 0026). */
   on_failure: ColumnType<WorkflowStep[], string | undefined, string>;
   triggers: Json<WorkflowTriggerView[]>;
+  /** Null: runs are not limited by key (migration 0028). */
+  concurrency: JsonNullable<WorkflowConcurrency>;
   inserted_at: Timestamp;
   updated_at: Timestamp;
   /** Set by DELETE: the workflow is hidden from every read, its runs stay (migration 0021). */
@@ -387,6 +395,8 @@ export interface WorkflowVersionTable {
   steps: Json<WorkflowStep[]>;
   /** The version's on_failure steps (migration 0026): a run keeps its version's. */
   on_failure: ColumnType<WorkflowStep[], string | undefined, string>;
+  /** The version's concurrency by key; null: none (migration 0028). */
+  concurrency: JsonNullable<WorkflowConcurrency>;
   /** The membership whose save wrote these steps (null: saved before it was recorded). */
   saved_by_membership_id: string | null;
   inserted_at: Timestamp;
@@ -523,6 +533,9 @@ export interface WorkflowRunTable {
   /** The W3C trace context of the span that made the run (a delivery, a replay request, a schedule tick); null when tracing was off. */
   traceparent: string | null;
   tracestate: string | null;
+  /** The key computed when the run was enqueued (runs/concurrency.ts) and the limit of then; null: not limited (migration 0028). */
+  concurrency_key: ColumnType<string | null, string | null | undefined, string | null>;
+  concurrency_limit: ColumnType<number | null, number | null | undefined, number | null>;
   run_at: Timestamp;
   /** While the run is waiting (a delay, wait_until or wait_for_delivery): when it resumes at the latest; null otherwise (migration 0027). */
   resume_at: ColumnType<Date | null, Date | null | undefined, Date | null>;

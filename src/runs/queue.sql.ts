@@ -12,6 +12,7 @@ import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
 import type { ParkedDelivery } from '../steps/step.ts';
 import { RUN_STATE } from '../workflows/state.sql.ts';
+import { ADVISORY_LOCK } from '../db/advisory-locks.ts';
 
 type ClaimedColumns =
   | 'id'
@@ -76,34 +77,114 @@ const WAIT_DELIVERY = sql`(case when r.checkpoint ? 'parked' then (select w.deli
 /** Where a claim's rotation over the workspaces starts at first: before every uuid. */
 export const FIRST_WORKSPACE = '00000000-0000-0000-0000-000000000000';
 
+/** Where a claim's rotation over the concurrency keys is (claimKeyed): after this key of this workflow. */
+export interface KeyCursor {
+  workflowId: string;
+  key: string;
+}
+
+/** Where the rotation over the keys starts at first: before every key. */
+export const FIRST_KEY: KeyCursor = { workflowId: FIRST_WORKSPACE, key: '' };
+
+/** What the worker keeps between claims for the runs that have a concurrency key. */
+export interface KeyedState {
+  /** Where the next keyed claim's rotation starts. */
+  after: KeyCursor;
+  /** Keyed runs were ready at the last look: the next claim tries them (a claim without them costs no statement of its own). */
+  ready: boolean;
+  /** Which of the two claims goes first, turn about, so that neither the keyed runs nor the others wait on the other's backlog. */
+  keyedFirst: boolean;
+}
+
+export const FIRST_KEYED: KeyedState = { after: FIRST_KEY, ready: true, keyedFirst: true };
+
 export interface ClaimBatch {
   runs: ClaimedRun[];
   /** Some workspace got its whole share: more may be ready right now. */
   more: boolean;
   /** Where the next claim's rotation starts: the last workspace this one served. */
   after: string;
+  /** The keyed claims' state for the next claim. */
+  keyed: KeyedState;
+}
+
+const CLAIM_RETURNING = sql`r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
+  r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
+  coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
+  ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, v.on_failure, ${WAIT_DELIVERY} as wait_delivery, ${RUN_STATE} as state`;
+
+/** A claim counts an attempt, except a run resuming a wait: waiting spends none (docs/workflows.md, "Waits"). */
+const ATTEMPT_AT_CLAIM = sql`case when r.status = 'waiting' then r.attempt else r.attempt + 1 end`;
+
+/**
+ * A claim of up to `limit` ready runs: those without a concurrency key by the fair claim
+ * (claimUnkeyed), those with one by claimKeyed, each given the first half of the slots in
+ * turn and the other the rest, so neither kind's backlog holds back the other. claimKeyed
+ * is tried only when the previous claim saw keyed runs ready: without any, a claim is the
+ * one statement it was.
+ */
+export async function claimBatch(
+  db: Db,
+  workerId: string,
+  limit: number,
+  now: Date,
+  leaseUntil: Date,
+  after = FIRST_WORKSPACE,
+  keyed: KeyedState = FIRST_KEYED,
+): Promise<ClaimBatch> {
+  const keyedFirst = keyed.ready && keyed.keyedFirst;
+  let runs: ClaimedRun[] = [];
+  let more = false;
+  let next: KeyedState = { ...keyed, keyedFirst: !keyed.keyedFirst };
+  const tryKeyed = async (n: number) => {
+    if (n <= 0 || !keyed.ready) return;
+    const k = await claimKeyed(db, workerId, n, now, leaseUntil, keyed.after);
+    runs = runs.concat(k.runs);
+    more ||= k.runs.length >= n;
+    next = { ...next, after: k.after };
+  };
+  if (keyedFirst) await tryKeyed(Math.ceil(limit / 2));
+  const rest = keyedFirst ? limit - runs.length : keyed.ready ? Math.ceil(limit / 2) : limit;
+  const u = rest > 0 ? await claimUnkeyed(db, workerId, rest, now, leaseUntil, after) : undefined;
+  if (u !== undefined) {
+    runs = runs.concat(u.runs);
+    more ||= u.more;
+    next = { ...next, ready: u.keyedReady };
+  }
+  if (!keyedFirst) await tryKeyed(limit - runs.length);
+  return { runs, more, after: u?.after ?? after, keyed: next };
 }
 
 /**
- * A fair claim of up to `limit` ready runs: queued and retrying runs whose time has come, and
- * waiting ones whose wait is over (a resumed wait keeps its attempt: waiting spends none). The workspaces with ready runs are found by a
- * skip scan of workflow_runs_ready_workspace_idx (one probe per workspace, however long its
- * queue), taken in rotation from the one after `after` (at most `limit` of them), and each
- * gives its oldest floor(limit / workspaces) runs, FOR UPDATE SKIP LOCKED (two workers never
- * claim one run, and neither waits for the other). So one workspace's backlog delays another
- * workspace's new run by at most one claim, and a claim reads at most `limit` runs whatever
- * the backlog. When more workspaces are ready than `limit`, the rotation serves the rest
- * at the next claims.
+ * A fair claim of up to `limit` ready runs without a concurrency key: queued and retrying runs
+ * whose time has come, and waiting ones whose wait is over (a resumed wait keeps its attempt:
+ * waiting spends none). The workspaces with
+ * ready runs are found by a skip scan of workflow_runs_ready_unkeyed_idx (one probe per
+ * workspace, however long its queue), taken in rotation from the one after `after` (at most
+ * `limit` of them), and each gives its oldest floor(limit / workspaces) runs, FOR UPDATE SKIP
+ * LOCKED (two workers never claim one run, and neither waits for the other). So one
+ * workspace's backlog delays another workspace's new run by at most one claim, and a claim
+ * reads at most `limit` runs whatever the backlog. When more workspaces are ready than
+ * `limit`, the rotation serves the rest at the next claims. The same statement looks (one
+ * probe) whether runs with a key are ready, for the next claim.
  */
-export async function claimBatch(db: Db, workerId: string, limit: number, now: Date, leaseUntil: Date, after = FIRST_WORKSPACE): Promise<ClaimBatch> {
-  const { rows } = await sql<ClaimedRun & { claim_share: number }>`
+async function claimUnkeyed(
+  db: Db,
+  workerId: string,
+  limit: number,
+  now: Date,
+  leaseUntil: Date,
+  after: string,
+): Promise<{ runs: ClaimedRun[]; more: boolean; after: string; keyedReady: boolean }> {
+  type Row = (ClaimedRun & { claim_share: number; keyed_ready: boolean }) | { id: null; keyed_ready: boolean };
+  const { rows } = await sql<Row>`
     with recursive ready(workspace_id) as (
       (select workspace_id from workflow_runs
-       where status in ('queued', 'retrying', 'waiting') and run_at <= ${now}
+       where status in ('queued', 'retrying', 'waiting') and concurrency_key is null and run_at <= ${now}
        order by workspace_id, run_at limit 1)
       union all
       select (select q.workspace_id from workflow_runs as q
-              where q.status in ('queued', 'retrying', 'waiting') and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
+              where q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is null and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
               order by q.workspace_id, q.run_at limit 1)
       from ready where ready.workspace_id is not null
     ), picked as (
@@ -115,33 +196,183 @@ export async function claimBatch(db: Db, workerId: string, limit: number, now: D
     ), claim as (
       select c.id from picked as p cross join lateral (
         select q.id from workflow_runs as q
-        where q.workspace_id = p.workspace_id and q.status in ('queued', 'retrying', 'waiting') and q.run_at <= ${now}
+        where q.workspace_id = p.workspace_id and q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is null and q.run_at <= ${now}
         order by q.run_at, q.id
         limit (select n from share)
         for update skip locked
       ) as c
+    ), claimed as (
+      update workflow_runs as r
+      set status = 'running', attempt = ${ATTEMPT_AT_CLAIM}, resume_at = null, locked_by = ${workerId}, locked_until = ${leaseUntil},
+          started_at = coalesce(r.started_at, ${now}), updated_at = ${now}
+      from workflow_versions as v, share
+      where r.id in (select id from claim)
+        and v.workflow_id = r.workflow_id and v.version = r.workflow_version
+      returning ${CLAIM_RETURNING}, share.n as claim_share
     )
-    update workflow_runs as r
-    set status = 'running', attempt = case when r.status = 'waiting' then r.attempt else r.attempt + 1 end, resume_at = null,
-        locked_by = ${workerId}, locked_until = ${leaseUntil},
-        started_at = coalesce(r.started_at, ${now}), updated_at = ${now}
-    from workflow_versions as v, share
-    where r.id in (select id from claim)
-      and v.workflow_id = r.workflow_id and v.version = r.workflow_version
-    returning r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
-              r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
-              coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, v.on_failure, ${STEP_MODELS} as models, ${SAVER} as saver,
-              ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, ${WAIT_DELIVERY} as wait_delivery, ${RUN_STATE} as state, share.n as claim_share`.execute(
-    db,
-  );
+    select c.*, k.keyed_ready from (
+      select exists (select 1 from workflow_runs where status in ('queued', 'retrying', 'waiting') and concurrency_key is not null and run_at <= ${now}) as keyed_ready
+    ) as k left join claimed as c on true`.execute(db);
+  const keyedReady = rows[0]?.keyed_ready === true;
+  const claimed = rows.filter((r): r is ClaimedRun & { claim_share: number; keyed_ready: boolean } => r.id !== null);
   const perWorkspace = new Map<string, number>();
-  for (const r of rows) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
-  const share = rows[0]?.claim_share ?? 0;
+  for (const r of claimed) perWorkspace.set(r.workspace_id, (perWorkspace.get(r.workspace_id) ?? 0) + 1);
+  const share = claimed[0]?.claim_share ?? 0;
   const more = [...perWorkspace.values()].some((n) => n >= share);
   // The last served in rotation order: those after `after` come before those at or before it.
   const served = [...perWorkspace.keys()].sort((a, b) => Number(a <= after) - Number(b <= after) || (a < b ? -1 : a > b ? 1 : 0));
-  const runs = rows.map(({ claim_share: _, ...run }) => run as ClaimedRun);
-  return { runs, more: rows.length > 0 && more, after: served.at(-1) ?? after };
+  const runs = claimed.map(({ claim_share: _, keyed_ready: _k, ...run }) => run as ClaimedRun);
+  return { runs, more: claimed.length > 0 && more, after: served.at(-1) ?? after, keyedReady };
+}
+
+/**
+ * The runs of a key that hold a place in its order: queued, retrying (a retry waiting out its
+ * backoff keeps its turn), and waiting runs whose wait is over. A run parked in a wait holds
+ * neither a slot nor a place until then.
+ */
+const IN_KEY_ORDER = (t: 'h' | 'q', now: Date) =>
+  sql`(${sql.ref(`${t}.status`)} in ('queued', 'retrying') or (${sql.ref(`${t}.status`)} = 'waiting' and ${sql.ref(`${t}.run_at`)} <= ${now}))`;
+
+/** Keys a keyed claim looks at, at most: its rotation goes on from the last of them at the next claim. */
+const KEYS_PER_CLAIM = 64;
+
+/**
+ * Keys with ready runs, in rotation after `after` (workflow id, then key), at most `n`, by a
+ * skip scan of workflow_runs_keyed_queued_idx (one probe per key, however long its backlog).
+ * Each says whether it has a free slot (fewer runs running than the limit of its next run),
+ * and those that have are locked for this transaction, unless another claim holds them.
+ */
+async function readyKeys(trx: Db, now: Date, after: KeyCursor, n: number): Promise<Array<KeyCursor & { locked: boolean }>> {
+  const { rows } = await sql<{ workflow_id: string; key: string; locked: boolean }>`
+    with recursive k(workflow_id, key) as (
+      (select q.workflow_id, q.concurrency_key from workflow_runs as q
+       where q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is not null and q.run_at <= ${now}
+         and (q.workflow_id, q.concurrency_key) > (${after.workflowId}::uuid, ${after.key}::text)
+       order by q.workflow_id, q.concurrency_key limit 1)
+      union all
+      select n.workflow_id, n.key from k cross join lateral (
+        select q.workflow_id, q.concurrency_key as key from workflow_runs as q
+        where q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is not null and q.run_at <= ${now}
+          and (q.workflow_id, q.concurrency_key) > (k.workflow_id, k.key)
+        order by q.workflow_id, q.concurrency_key limit 1
+      ) as n
+    ), visited as (
+      select k.workflow_id, k.key,
+        (select count(*) from workflow_runs as r where r.workflow_id = k.workflow_id and r.concurrency_key = k.key and r.status = 'running') <
+        (select coalesce(h.concurrency_limit, 1) from workflow_runs as h
+         where h.workflow_id = k.workflow_id and h.concurrency_key = k.key and ${IN_KEY_ORDER('h', now)}
+         order by h.inserted_at, h.id limit 1) as free
+      from (select * from k limit ${n}) as k
+    )
+    select workflow_id, key,
+      case when free then pg_try_advisory_xact_lock(${ADVISORY_LOCK.concurrencyKey}::int, hashtext(workflow_id::text || ':' || key)) else false end as locked
+    from visited`.execute(trx);
+  return rows.map((r) => ({ workflowId: r.workflow_id, key: r.key, locked: r.locked }));
+}
+
+/**
+ * A claim of up to `limit` ready runs that have a concurrency key: at most `limit` of a key
+ * (its runs' concurrency_limit) execute at once, across every worker process, and a key's
+ * runs start in the order they were enqueued. Keys are served in rotation (Hatchet's
+ * GROUP_ROUND_ROBIN): a claim looks at the next KEYS_PER_CLAIM keys with ready runs after
+ * the last one looked at, so one key's backlog delays another key's run by its turn only.
+ *
+ * Race-free: each key is claimed under its advisory lock (tried: a key another claim holds
+ * is left to it), and the claim's statement, which counts the key's running runs, starts
+ * after the lock is taken, so its snapshot sees every claim of the key committed before.
+ * Held runs are never claimed, so they spend no attempt. A run's place: a run may start
+ * while the key's running runs and its runs enqueued before it that still wait (ready or
+ * retrying later) are fewer than its limit, so a retry waiting out its backoff keeps its
+ * turn. Runs that are not running (waiting in a step, finished) hold no slot; a run whose
+ * lease ran out holds its slot until the lease is reclaimed.
+ */
+export async function claimKeyed(
+  db: Db,
+  workerId: string,
+  limit: number,
+  now: Date,
+  leaseUntil: Date,
+  after: KeyCursor = FIRST_KEY,
+): Promise<{ runs: ClaimedRun[]; after: KeyCursor }> {
+  return db.transaction().execute(async (trx) => {
+    let keys = await readyKeys(trx, now, after, KEYS_PER_CLAIM);
+    // The rotation came to its end: it goes on from the first key, up to the ones just looked at.
+    if (keys.length < KEYS_PER_CLAIM && (after.workflowId !== FIRST_KEY.workflowId || after.key !== FIRST_KEY.key)) {
+      const seen = new Set(keys.map((k) => `${k.workflowId}:${k.key}`));
+      const wrapped = (await readyKeys(trx, now, FIRST_KEY, KEYS_PER_CLAIM - keys.length)).filter((k) => !seen.has(`${k.workflowId}:${k.key}`));
+      keys = keys.concat(wrapped);
+    }
+    const last = keys.at(-1);
+    const nextAfter = last === undefined ? FIRST_KEY : { workflowId: last.workflowId, key: last.key };
+    const locked = keys.filter((k) => k.locked);
+    if (locked.length === 0) return { runs: [], after: nextAfter };
+    const perKey = Math.max(1, Math.ceil(limit / locked.length));
+    const { rows } = await sql<ClaimedRun>`
+      with k as (
+        select * from unnest(${locked.map((k) => k.workflowId)}::uuid[], ${locked.map((k) => k.key)}::text[]) with ordinality as k(workflow_id, key, turn)
+      ), cand as (
+        select c.id, k.turn, c.pos from k
+        cross join lateral (
+          select count(*)::int as n from workflow_runs as r
+          where r.workflow_id = k.workflow_id and r.concurrency_key = k.key and r.status = 'running'
+        ) as running
+        cross join lateral (
+          select o.id, o.run_at, o.concurrency_limit, row_number() over (order by o.inserted_at, o.id) as pos
+          from (
+            select q.id, q.run_at, q.concurrency_limit, q.inserted_at from workflow_runs as q
+            where q.workflow_id = k.workflow_id and q.concurrency_key = k.key and ${IN_KEY_ORDER('q', now)}
+            order by q.inserted_at, q.id
+            limit ${perKey}
+          ) as o
+        ) as c
+        where c.run_at <= ${now} and running.n + c.pos <= coalesce(c.concurrency_limit, 1)
+        order by k.turn, c.pos
+        limit ${limit}
+      ), claim as (
+        select q.id from workflow_runs as q
+        where q.id in (select id from cand) and q.status in ('queued', 'retrying', 'waiting')
+        for update skip locked
+      )
+      update workflow_runs as r
+      set status = 'running', attempt = ${ATTEMPT_AT_CLAIM}, resume_at = null, locked_by = ${workerId}, locked_until = ${leaseUntil},
+          started_at = coalesce(r.started_at, ${now}), updated_at = ${now}
+      from workflow_versions as v
+      where r.id in (select id from claim)
+        and v.workflow_id = r.workflow_id and v.version = r.workflow_version
+      returning ${CLAIM_RETURNING}`.execute(trx);
+    return { runs: rows, after: nextAfter };
+  });
+}
+
+/**
+ * Runs held back by their concurrency key now, by workspace (the metric
+ * tributary_runs_held_by_concurrency): ready, with a key, and not claimable because the
+ * key's running runs and the runs before them fill its limit. An operator's view over every
+ * workspace, as queueGauges; it reads each key's first runs only, bounded by `maxKeys`.
+ */
+export async function heldByConcurrency(db: Db, now: Date, maxKeys = 10_000): Promise<Map<string, number>> {
+  const { rows } = await sql<{ workspace_id: string; held: number }>`
+    with recursive k(workflow_id, key) as (
+      (select q.workflow_id, q.concurrency_key from workflow_runs as q
+       where q.status in ('queued', 'retrying') and q.concurrency_key is not null
+       order by q.workflow_id, q.concurrency_key limit 1)
+      union all
+      select n.workflow_id, n.key from k cross join lateral (
+        select q.workflow_id, q.concurrency_key as key from workflow_runs as q
+        where q.status in ('queued', 'retrying') and q.concurrency_key is not null and (q.workflow_id, q.concurrency_key) > (k.workflow_id, k.key)
+        order by q.workflow_id, q.concurrency_key limit 1
+      ) as n
+    ), per_key as (
+      select w.workspace_id, k.workflow_id, k.key,
+        (select count(*) from workflow_runs as r where r.workflow_id = k.workflow_id and r.concurrency_key = k.key and r.status = 'running')::int as running,
+        (select count(*) from workflow_runs as q where q.workflow_id = k.workflow_id and q.concurrency_key = k.key
+           and q.status in ('queued', 'retrying') and q.run_at <= ${now})::int as ready,
+        (select coalesce(h.concurrency_limit, 1) from workflow_runs as h where h.workflow_id = k.workflow_id and h.concurrency_key = k.key
+           and h.status in ('queued', 'retrying') order by h.inserted_at, h.id limit 1) as lim
+      from (select * from k limit ${maxKeys}) as k join workflows as w on w.id = k.workflow_id
+    )
+    select workspace_id, sum(greatest(0, ready - greatest(0, lim - running)))::int as held from per_key group by workspace_id`.execute(db);
+  return new Map(rows.map((r) => [r.workspace_id, r.held]));
 }
 
 /** A fair claim (claimBatch) from the first workspace on. */

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { CatchUp } from './schedule.ts';
 import type { StoredTraceContext } from '../tracing.ts';
+import type { WorkflowConcurrency } from '../db/tables.ts';
 
 export interface ScheduleRow {
   id: string;
@@ -12,6 +13,8 @@ export interface ScheduleRow {
   catch_up: CatchUp;
   schedule_since: Date;
   last_tick_at: Date | null;
+  /** Its workflow's concurrency by key, which its runs' keys are computed under (runs/concurrency.ts). */
+  concurrency?: WorkflowConcurrency | null;
 }
 
 /**
@@ -21,7 +24,7 @@ export interface ScheduleRow {
  */
 export async function loadSchedules(db: Db): Promise<ScheduleRow[]> {
   const { rows } = await sql<ScheduleRow>`
-    select t.id, t.workspace_id, t.cron, t.timezone, t.catch_up, t.schedule_since, t.last_tick_at
+    select t.id, t.workspace_id, t.cron, t.timezone, t.catch_up, t.schedule_since, t.last_tick_at, w.concurrency
     from workflow_triggers as t
     join workflows as w on w.id = t.workflow_id
     where t.type = 'schedule' and w.is_active`.execute(db);
@@ -36,6 +39,9 @@ export interface Tick {
   timezone: string;
   tick: Date;
   payloadJson: string;
+  /** The key computed for its run under `concurrency` (null: none), and that concurrency as it was read. */
+  concurrencyKey?: string | null;
+  concurrency?: WorkflowConcurrency | null;
   /** The tick's span (tracing.ts), the root of the run's trace; nulls when tracing is off. */
   trace: StoredTraceContext;
 }
@@ -48,8 +54,10 @@ export interface Tick {
  * the rows as the other left them, so of processes that try the same tick exactly one
  * makes its run. A tick at or before the last fired one, before the schedule's since, of
  * an inactive workflow or of a schedule changed meanwhile, makes nothing. The run's source
- * identity is the trigger and the tick, so its facts are the tick's. Returns the ids of
- * the runs made.
+ * identity is the trigger and the tick, so its facts are the tick's. The run's concurrency
+ * limit is its workflow's as it is now; its key the one computed from the concurrency the
+ * tick was planned under, or the empty key when that has changed since (still limited,
+ * and the tick not lost). Returns the ids of the runs made.
  */
 export const tickSourceIdentity = (triggerId: string, tick: Date) => `tick:${triggerId}:${tick.toISOString()}`;
 
@@ -60,16 +68,17 @@ export async function fireTicks(db: Db, ticks: Tick[], now: Date, maxAttempts: n
     with t as (
       select * from unnest(${col((t) => t.runId)}::uuid[], ${col((t) => t.triggerId)}::uuid[], ${col((t) => t.cron)}::text[], ${col((t) => t.timezone)}::text[],
                            ${col((t) => t.tick)}::timestamptz[], ${col((t) => t.payloadJson)}::text[], ${col((t) => tickSourceIdentity(t.triggerId, t.tick))}::text[],
-                           ${col((t) => t.trace.traceparent)}::text[], ${col((t) => t.trace.tracestate)}::text[])
-        as t(run_id, trigger_id, cron, timezone, tick, payload, source_identity, traceparent, tracestate)
+                           ${col((t) => t.trace.traceparent)}::text[], ${col((t) => t.trace.tracestate)}::text[],
+                           ${col((t) => t.concurrencyKey ?? null)}::text[], ${col((t) => (t.concurrency == null ? null : JSON.stringify(t.concurrency)))}::text[])
+        as t(run_id, trigger_id, cron, timezone, tick, payload, source_identity, traceparent, tracestate, concurrency_key, concurrency)
     ), old as (
-      select tr.id, tr.organization_id, tr.workspace_id, tr.workflow_id, tr.key, tr.cron, tr.timezone, tr.schedule_since, tr.last_tick_at, w.version
+      select tr.id, tr.organization_id, tr.workspace_id, tr.workflow_id, tr.key, tr.cron, tr.timezone, tr.schedule_since, tr.last_tick_at, w.version, w.concurrency as workflow_concurrency
       from workflow_triggers as tr join workflows as w on w.id = tr.workflow_id
       where tr.id in (select trigger_id from t) and tr.type = 'schedule' and w.is_active
       order by tr.id
       for update of tr
     ), f as (
-      select t.*, o.organization_id, o.workspace_id, o.workflow_id, o.key, o.version
+      select t.*, o.organization_id, o.workspace_id, o.workflow_id, o.key, o.version, o.workflow_concurrency
       from t join old as o on o.id = t.trigger_id
       where o.cron = t.cron and o.timezone = t.timezone and o.schedule_since <= t.tick and (o.last_tick_at is null or o.last_tick_at < t.tick)
     ), moved as (
@@ -78,9 +87,12 @@ export async function fireTicks(db: Db, ticks: Tick[], now: Date, maxAttempts: n
       where tr.id = m.trigger_id
     ), r as (
       insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, payload, max_attempts, run_at, inserted_at, updated_at, source_identity,
-                                 traceparent, tracestate)
+                                 traceparent, tracestate, concurrency_key, concurrency_limit)
       select f.run_id, f.organization_id, f.workspace_id, f.workflow_id, f.version, f.key, f.payload::jsonb, ${maxAttempts}, ${now}, ${now}, ${now},
-             f.source_identity, f.traceparent, f.tracestate
+             f.source_identity, f.traceparent, f.tracestate,
+             case when f.workflow_concurrency is null then null
+                  when f.workflow_concurrency = f.concurrency::jsonb then f.concurrency_key else '' end,
+             (f.workflow_concurrency->>'limit')::int
       from f
       returning id
     )

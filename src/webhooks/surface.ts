@@ -32,6 +32,7 @@ import { headerNameProblem, secretProblem } from '../connectors/inbound-rules.ts
 import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow } from './webhooks.sql.ts';
 import { deliveryHeaders, expressionDelivery } from '../triggers/delivery-headers.ts';
 import { matchWaitingRun } from '../runs/delivery-waits.ts';
+import { runConcurrency, type RunConcurrency } from '../runs/concurrency.ts';
 import { FORM_MEDIA_TYPE, formPayload, isFormMediaType } from './form.ts';
 import type { WebhookAccept } from '../db/tables.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
@@ -320,6 +321,8 @@ async function ingest(
       throw fail('rate_limited', waitingRunsRefusal(deps.waitingRuns.limit).detail, { retryAfter: WAITING_RUNS_RETRY_AFTER_SECONDS });
     }
 
+    // Computed for a resuming delivery too: if its run stopped waiting meanwhile, the delivery makes a run of its own.
+    const concurrency = await deliveryConcurrency(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
     let accepted: { current: boolean; runId: string | undefined; resumed?: true };
     try {
       accepted = await acceptDelivery(
@@ -335,6 +338,7 @@ async function ingest(
           payloadJson: stored.payloadJson,
           deliveryHeadersJson: headersJson,
           maxAttempts: deps.config.runMaxAttempts,
+          concurrency,
           // The run's spans, in whichever process, continue the delivery's trace.
           traceparent: request.traceSpan?.traceparent ?? null,
           tracestate: request.traceSpan?.tracestate ?? null,
@@ -410,6 +414,35 @@ async function waitingRunFor(
   }
   if (runId === undefined) return undefined;
   return { runId, deliveryJson: `{"payload":${payloadJson},"id":${JSON.stringify(deliveryId)},"headers":${headersJson}}` };
+}
+
+/**
+ * The run's concurrency key, over the payload and the delivery as its expressions will see
+ * them. A key expression's own failure never refuses the delivery (the run goes under the
+ * empty key, runs/concurrency.ts); only the expression pool's trouble does, as 503, and the
+ * sender's retry is accepted once it is back.
+ */
+async function deliveryConcurrency(
+  deps: Deps,
+  trigger: TriggerRow,
+  payloadJson: string,
+  deliveryId: string,
+  headersJson: string,
+): Promise<RunConcurrency | null> {
+  if (trigger.workflow_concurrency === null) return null;
+  let found: RunConcurrency | null;
+  try {
+    const delivery = expressionDelivery(deliveryId, JSON.parse(headersJson) as Record<string, string>);
+    found = await runConcurrency(deps.expressions, trigger.workspace_id, trigger.workflow_concurrency, JSON.parse(payloadJson), delivery);
+  } catch (err) {
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
+  }
+  if (found?.problem !== undefined)
+    deps.log.warn(
+      { workflow: trigger.workflow_id, trigger: trigger.key, error: found.problem },
+      'concurrency key expression failed; the run is under the empty key',
+    );
+  return found;
 }
 
 async function admitsRun(deps: Deps, workspaceId: string): Promise<boolean> {

@@ -2,7 +2,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { preferPrepared, type Db } from '../db/connect.ts';
 import { loadAccountWithCompiled, withAccountStatement, type AccountRow } from '../auth/auth.sql.ts';
 import { compileOnce, slot, type CompiledOnce } from '../db/compiled.ts';
-import type { WebhookAccept } from '../db/tables.ts';
+import type { WebhookAccept, WorkflowConcurrency } from '../db/tables.ts';
 
 /** The trigger of a token hash with what a delivery needs: its workflow and inbound connector. */
 function triggerQuery(db: Db, tokenHash: string) {
@@ -21,6 +21,8 @@ function triggerQuery(db: Db, tokenHash: string) {
       't.workflow_id',
       'w.version as workflow_version',
       'w.is_active as workflow_active',
+      // The run's key is computed under it: a change of it since the lookup is a change of the admission.
+      'w.concurrency as workflow_concurrency',
       'o.domain as organization_domain',
       'c.id as connector_id',
       'c.auth_type as connector_auth_type',
@@ -43,6 +45,7 @@ export interface TriggerRow {
   workflow_id: string;
   workflow_version: number;
   workflow_active: boolean;
+  workflow_concurrency: WorkflowConcurrency | null;
   organization_domain: string;
   connector_id: string | null;
   connector_auth_type: string | null;
@@ -81,7 +84,7 @@ function statementsOf(db: Db): Statements {
   if (statements) return statements;
   const inner = withAccountStatement(db, slot('accountId'), { rows: triggerQuery(db, slot('tokenHash')) }).compile();
   const lookup = compileOnce({ compile: () => CompiledQuery.raw(`select ${STATE_OF_X} as __state, x.* from (${inner.sql}) as x`, [...inner.parameters]) });
-  // ACCEPT's own parameters are $1..$18; the lookup's follow them.
+  // ACCEPT's own parameters are $1..$20; the lookup's follow them.
   const shifted = inner.sql.replace(/\$(\d+)/g, (_m: string, n: string) => `$${Number(n) + ACCEPT_PARAMS}`);
   const accept = ACCEPT.replace('/*lookup*/', shifted);
   preferPrepared(accept);
@@ -114,6 +117,8 @@ export interface NewRun {
   /** The W3C trace context of the delivery's span (tracing.ts); null when tracing is off. */
   traceparent: string | null;
   tracestate: string | null;
+  /** The run's concurrency key and limit (runs/concurrency.ts); null: not limited. */
+  concurrency: { key: string; limit: number } | null;
 }
 
 /**
@@ -144,6 +149,8 @@ export interface NewRun {
  * delivery whose facts are its own.
  * Returns the run's id, or undefined for a duplicate.
  *
+ * The run's concurrency key and limit are $21, $22 (null: not limited).
+ *
  * With `resume` ($19, $20: a waiting run the delivery matched, runs/delivery-waits.ts), no run is
  * inserted: the waiting run is made ready now with the delivery kept for its wait_for_delivery
  * (run_waits.delivery), and the guard names it. Only while it still waits unmatched: otherwise
@@ -173,8 +180,8 @@ const ACCEPT = `
       where delivery_guards.inserted_at < $5 or $13::text is not null
     returning run_id
   ), r as (
-    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate)
-    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb, $16, $17
+    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate, concurrency_key, concurrency_limit)
+    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb, $16, $17, $21::text, $22::int
     from g
     where $19::uuid is null and (select count(*) from g) = case when $13::text is null then 1 else 2 end
     limit 1
@@ -182,7 +189,7 @@ const ACCEPT = `
   )
   select exists (select 1 from ok) as current, (select id from r) as id, (select run_id from wd) as resumed,
     $19::uuid is not null and exists (select 1 from ok) and not exists (select 1 from seen) and not exists (select 1 from wd) as resume_lost`;
-const ACCEPT_PARAMS = 20;
+const ACCEPT_PARAMS = 22;
 
 /** A delivery's source identity: its guard key (a digest, never a header value or secret in clear) and when it was taken. */
 export const deliverySourceIdentity = (guardKey: string, now: Date) => `delivery:${guardKey}@${now.toISOString()}`;
@@ -227,6 +234,8 @@ export async function acceptDelivery(
     admitted.state,
     resume?.runId ?? null,
     resume?.deliveryJson ?? null,
+    run.concurrency?.key ?? null,
+    run.concurrency?.limit ?? null,
     ...lookupParams(admitted.accountId, admitted.tokenHash),
   ];
   type Row = { current: boolean; id: string | null; resumed: string | null; resume_lost: boolean };

@@ -26,6 +26,7 @@ import { uuidv7 } from '../ids.ts';
 import { storedContext, type TraceSpan } from '../tracing.ts';
 import { latestTick, nextTick, ticksBetween } from '../triggers/schedule.ts';
 import { fireTicks, loadSchedules, type ScheduleRow, type Tick } from '../triggers/schedule.sql.ts';
+import { runConcurrency } from '../runs/concurrency.ts';
 import { wakeWorkers } from '../runs/wake.ts';
 import { timerDelay } from '../datetime.ts';
 
@@ -201,13 +202,16 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date, 
             : undefined;
           const runId = uuidv7();
           spans.set(runId, { span, triggerId: w.row.id, workspaceId: w.row.workspace_id, tick });
+          const payload = { scheduled_at: tick.toISOString(), fired_at: now.toISOString() };
           ticks.push({
             runId,
             triggerId: w.row.id,
             cron: w.row.cron,
             timezone: w.row.timezone,
             tick,
-            payloadJson: JSON.stringify({ scheduled_at: tick.toISOString(), fired_at: now.toISOString() }),
+            payloadJson: JSON.stringify(payload),
+            concurrencyKey: await tickKey(deps, w.row, payload),
+            concurrency: w.row.concurrency ?? null,
             trace: storedContext(span),
           });
         }
@@ -243,6 +247,22 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date, 
   }
   if (made > 0) wakeWorkers(deps);
   return made;
+}
+
+/**
+ * A tick's run's concurrency key (runs/concurrency.ts), over its payload (no delivery). A
+ * tick is not held back for the expression pool's trouble: its run goes under the empty key.
+ */
+async function tickKey(deps: Deps, row: ScheduleRow, payload: unknown): Promise<string | null> {
+  try {
+    const found = await runConcurrency(deps.expressions, row.workspace_id, row.concurrency ?? null, payload, null);
+    if (found?.problem !== undefined)
+      deps.log.warn({ trigger: row.id, error: found.problem }, 'concurrency key expression failed; the run is under the empty key');
+    return found?.key ?? null;
+  } catch (err) {
+    deps.log.warn({ trigger: row.id, err: { message: (err as Error).message } }, 'concurrency key could not be computed; the run is under the empty key');
+    return '';
+  }
 }
 
 /** Whether the ticks' workspace may queue their runs; a refusal is logged and counted (quota_refusals_total). */

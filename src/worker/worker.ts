@@ -15,6 +15,7 @@ import type { Deps } from '../deps.ts';
 import {
   checkpointRuns,
   claimBatch,
+  FIRST_KEYED,
   FIRST_WORKSPACE,
   finishRuns,
   heartbeat,
@@ -255,6 +256,8 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
   let databaseDown = false;
   // Where the next claim's rotation over the workspaces starts (claimBatch).
   let after = FIRST_WORKSPACE;
+  // And over the concurrency keys, with whether keyed runs were ready at the last look.
+  let keyed = FIRST_KEYED;
   const loop = async () => {
     if (looping) {
       again = true;
@@ -273,9 +276,10 @@ function claimLoop(deps: Deps, w: WorkerState, execute: (run: ClaimedRun) => Pro
         let claimed: ClaimedRun[];
         try {
           const t = new Date(deps.clock());
-          const batch = await claimBatch(deps.db, w.id, free, t, new Date(t.getTime() + w.leaseMs), after);
+          const batch = await claimBatch(deps.db, w.id, free, t, new Date(t.getTime() + w.leaseMs), after, keyed);
           claimed = batch.runs;
           after = batch.after;
+          keyed = batch.keyed;
           // A workspace that got its whole share may have more ready right now.
           if (batch.more && claimed.length < free) again = true;
           if (databaseDown) log.info('worker reaches the database again');

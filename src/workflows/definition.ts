@@ -7,9 +7,10 @@
  */
 import { invalidAt, quoteName } from '../errors.ts';
 import { isObject } from '../json.ts';
-import type { WebhookAccept, WorkflowStep } from '../db/tables.ts';
+import type { WebhookAccept, WorkflowConcurrency, WorkflowStep } from '../db/tables.ts';
+import { CONCURRENCY_LIMITS } from '../runs/concurrency.ts';
 import { isUuid } from '../ids.ts';
-import { ConfigIssue, MAX_MAPPING_FIELDS, onlyMembers, text } from '../steps/config.ts';
+import { ConfigIssue, expression, MAX_MAPPING_FIELDS, onlyMembers, text } from '../steps/config.ts';
 import { isStepType, STEP_TYPES, STEP_TYPES_BY_TYPE, stepTypeOf } from '../steps/index.ts';
 import { stepRefProblem } from './step-refs.ts';
 import { CATCH_UP, DEFAULT_CATCH_UP, DEFAULT_TIMEZONE, scheduleProblem, type CatchUp } from '../triggers/schedule.ts';
@@ -40,6 +41,8 @@ export interface WfParams {
   name: string;
   description: string | null;
   is_active: boolean;
+  /** Null: runs are not limited by key. */
+  concurrency: WorkflowConcurrency | null;
 }
 
 interface TriggerCommon {
@@ -76,12 +79,26 @@ export interface Definition {
 function readWfParams(v: unknown): WfParams {
   const at = `${AT}/wf_params`;
   if (!isObject(v)) throw new ConfigIssue(at, 'wf_params must be an object');
-  onlyMembers(v, ['name', 'description', 'is_active'], at, 'wf_params');
+  onlyMembers(v, ['name', 'description', 'is_active', 'concurrency'], at, 'wf_params');
   const name = text(v, 'name', at, { required: true, max: 200 })!;
   const description = text(v, 'description', at, { required: false, max: 4000 });
   const active = v.is_active;
   if (active !== undefined && typeof active !== 'boolean') throw new ConfigIssue(`${at}/is_active`, 'is_active must be true or false');
-  return { name: name.trim(), description, is_active: active ?? true };
+  return { name: name.trim(), description, is_active: active ?? true, concurrency: readConcurrency(v.concurrency, `${at}/concurrency`) };
+}
+
+/** wf_params.concurrency: {key, limit}, or null (docs/workflows.md, "Concurrency"). */
+function readConcurrency(v: unknown, at: string): WorkflowConcurrency | null {
+  if (v === undefined || v === null) return null;
+  if (!isObject(v)) throw new ConfigIssue(at, 'concurrency must be an object {key, limit} or null');
+  onlyMembers(v, ['key', 'limit'], at, 'concurrency');
+  const key = expression(v, 'key', at, true)!;
+  if (key.length > CONCURRENCY_LIMITS.maxKeyExpression)
+    throw new ConfigIssue(`${at}/key`, `key must be at most ${CONCURRENCY_LIMITS.maxKeyExpression} characters`);
+  const limit = v.limit;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > CONCURRENCY_LIMITS.maxLimit)
+    throw new ConfigIssue(`${at}/limit`, `limit must be a whole number from 1 to ${CONCURRENCY_LIMITS.maxLimit} (runs of one key executing at once)`);
+  return { key, limit };
 }
 
 function readStep(key: string, type: WorkflowStep['type'], config: Record<string, unknown>, at: string): WorkflowStep {

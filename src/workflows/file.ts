@@ -57,6 +57,8 @@ export interface WorkflowFile {
   description: string | null;
   is_active: boolean;
   lock_version: string | null;
+  /** {key, limit}, or null: no limit (docs/workflows.md, "Concurrency"). */
+  concurrency: Obj | null;
   steps: WorkflowFileStep[];
   /** Run once when a run fails for good (the file's `on_failure:`, shaped as `steps:`). */
   on_failure: WorkflowFileStep[];
@@ -64,7 +66,7 @@ export interface WorkflowFile {
   triggers: WorkflowFileTrigger[];
 }
 
-export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'triggers', 'steps', 'on_failure'] as const;
+export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'concurrency', 'triggers', 'steps', 'on_failure'] as const;
 
 const STEP_TYPE_NAMES = 'transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery or set_state';
 
@@ -203,6 +205,9 @@ export function readWorkflowDocument(doc: unknown): WorkflowFile {
   if (doc.is_active !== undefined && typeof doc.is_active !== 'boolean') throw new WorkflowFileProblem(['is_active'], 'is_active must be true or false');
   if (doc.lock_version !== undefined && doc.lock_version !== null && typeof doc.lock_version !== 'string')
     throw new WorkflowFileProblem(['lock_version'], 'lock_version must be the string `tributary workflow get --yaml` wrote');
+  // Its members are the server's to check (wf_params.concurrency); the pointers come back as concurrency.key, concurrency.limit.
+  if (doc.concurrency !== undefined && doc.concurrency !== null && !isObj(doc.concurrency))
+    throw new WorkflowFileProblem(['concurrency'], 'concurrency must be a map {key, limit} (or null)');
   const steps = stepsOfDoc(doc.steps, ['steps']);
   const onFailure = stepsOfDoc(doc.on_failure, ['on_failure']);
   if (steps.length === 0) throw new WorkflowFileProblem(['steps'], 'steps must name at least one step');
@@ -216,6 +221,7 @@ export function readWorkflowDocument(doc: unknown): WorkflowFile {
     description: (doc.description as string | null | undefined) ?? null,
     is_active: (doc.is_active as boolean | undefined) ?? true,
     lock_version: (doc.lock_version as string | null | undefined) ?? null,
+    concurrency: (doc.concurrency as Obj | null | undefined) ?? null,
     steps,
     on_failure: onFailure,
     triggers,
@@ -280,7 +286,7 @@ export function parseWorkflowText(text: string): ParsedWorkflowText {
  */
 export function builderParts(w: WorkflowFile, ownAccount?: string): { wf_params: Obj; step_params: Obj[]; on_failure_params: Obj[]; trigger_params: Obj[] } {
   return {
-    wf_params: { name: w.name, description: w.description, is_active: w.is_active },
+    wf_params: { name: w.name, description: w.description, is_active: w.is_active, concurrency: w.concurrency },
     step_params: w.steps.map((s) => ({ key: s.key, type: s.type, config: s.config })),
     // The file is the whole workflow: no on_failure in it is none.
     on_failure_params: w.on_failure.map((s) => ({ key: s.key, type: s.type, config: s.config })),
@@ -305,7 +311,7 @@ export function filePathOfPointer(pointer: string, w: WorkflowFile): Array<strin
     .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (parts[0] !== 'data' || parts[1] !== 'attributes') return undefined;
   const [member, index, ...rest] = parts.slice(2);
-  if (member === 'wf_params') return index === undefined ? [] : [index];
+  if (member === 'wf_params') return index === undefined ? [] : [index, ...rest];
   if (member === 'lock_version') return ['lock_version'];
   const i = Number(index);
   if (member === 'step_params' && w.steps[i]) return ['steps', ...stepPath(w.steps[i]!, rest)];
@@ -322,6 +328,7 @@ export function workflowOfResource(attrs: Obj): WorkflowFile {
     description: (attrs.description as string | null) ?? null,
     is_active: attrs.is_active === true,
     lock_version: (attrs.lock_version as string | null) ?? null,
+    concurrency: isObj(attrs.concurrency) ? attrs.concurrency : null,
     steps: storedSteps(attrs.steps),
     on_failure: storedSteps(attrs.on_failure),
     triggers: triggers.map((t) => {
@@ -387,6 +394,7 @@ export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undef
   if (w.description !== null) doc.description = w.description;
   doc.is_active = w.is_active;
   if (w.lock_version !== null) doc.lock_version = w.lock_version;
+  if (w.concurrency !== null) doc.concurrency = { key: w.concurrency.key, limit: w.concurrency.limit };
   doc.triggers = Object.fromEntries(
     w.triggers.map((t) => {
       const m = { ...t.members };
@@ -426,5 +434,6 @@ function canonical(v: unknown): string {
 
 /** Whether two files' steps differ (then a save is a new version, as `workflow apply` decides). */
 export function stepsDiffer(a: WorkflowFile, b: WorkflowFile): boolean {
-  return canonical({ steps: a.steps, on_failure: a.on_failure }) !== canonical({ steps: b.steps, on_failure: b.on_failure });
+  const versioned = (w: WorkflowFile) => canonical({ steps: w.steps, on_failure: w.on_failure, concurrency: w.concurrency });
+  return versioned(a) !== versioned(b);
 }

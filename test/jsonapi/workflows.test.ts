@@ -68,11 +68,13 @@ describe('save', () => {
     assert.equal(r.body.data.type, 'workflow');
     assert.equal(r.headers.get('location'), `${API}/workflows/${r.body.data.id}`);
     assert.deepEqual(Object.keys(a).sort(), [
+      'concurrency',
       'description',
       'inserted_at',
       'is_active',
       'lock_version',
       'name',
+      'on_failure',
       'organization_id',
       'steps',
       'triggers',
@@ -243,7 +245,7 @@ describe('validation: 422 invalid_request at the input that caused it', () => {
       at(2, '/config/expression'),
       /does not compile/,
     ],
-    ['a duplicate step key', async () => ({ step_params: [STEP, STEP] }), at(1, '/key'), /earlier step/],
+    ['a duplicate step key', async () => ({ step_params: [STEP, STEP] }), at(1, '/key'), /used by another step/],
     ['a malformed step key', async () => ({ step_params: [{ ...STEP, key: 'Bad-Key' }] }), at(0, '/key')],
     [
       'an unknown step type',

@@ -78,6 +78,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0025_run_checkpoint',
       '0026_on_failure_steps',
       '0027_run_waits',
+      '0028_concurrency_keys',
       '0029_workflow_state',
     ]);
     assert.deepEqual(await current(), rows);
@@ -165,6 +166,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0025_run_checkpoint',
       '0026_on_failure_steps',
       '0027_run_waits',
+      '0028_concurrency_keys',
       '0029_workflow_state',
     ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
@@ -223,7 +225,14 @@ test('0024 gives every trigger saved before accept json, and its check refuses a
     await sql`insert into workflow_triggers (id, workflow_id, organization_id, workspace_id, key, type, cron, timezone, catch_up, schedule_since)
       values (${trigger}, ${wf}, ${org}, ${ws}, 'tick', 'schedule', '0 * * * *', 'UTC', 'latest', now())`.execute(db);
 
-    assert.deepEqual(await migrate(db), ['0024_webhook_accept', '0025_run_checkpoint', '0026_on_failure_steps', '0027_run_waits', '0029_workflow_state']);
+    assert.deepEqual(await migrate(db), [
+      '0024_webhook_accept',
+      '0025_run_checkpoint',
+      '0026_on_failure_steps',
+      '0027_run_waits',
+      '0028_concurrency_keys',
+      '0029_workflow_state',
+    ]);
     const rows = await sql<{ accept: string }>`select accept from workflow_triggers`.execute(db);
     assert.deepEqual(rows.rows, [{ accept: 'json' }]);
     await sql`update workflow_triggers set accept = 'form' where id = ${trigger}`.execute(db);

@@ -48,7 +48,11 @@ describe('wf_params', () => {
   it('refuses each wrong member with its pointer', () => {
     refuses(attrs({ wf_params: undefined }), P, 'wf_params must be an object');
     refuses(attrs({ wf_params: ['Orders'] }), P, 'wf_params must be an object');
-    refuses(attrs({ wf_params: { name: 'x', owner: 'me' } }), `${P}/owner`, '"owner" is not a member of wf_params (allowed: name, description, is_active)');
+    refuses(
+      attrs({ wf_params: { name: 'x', owner: 'me' } }),
+      `${P}/owner`,
+      '"owner" is not a member of wf_params (allowed: name, description, is_active, concurrency)',
+    );
     refuses(attrs({ wf_params: {} }), `${P}/name`, 'name is required');
     refuses(attrs({ wf_params: { name: null } }), `${P}/name`, 'name is required');
     refuses(attrs({ wf_params: { name: 7 } }), `${P}/name`, 'name must be a string');
@@ -62,10 +66,15 @@ describe('wf_params', () => {
   });
 
   it('accepts the limits exactly, trims the name and defaults the rest', () => {
-    assert.deepEqual(readDefinition(attrs({ wf_params: { name: '  Orders ' } })).wf, { name: 'Orders', description: null, is_active: true });
+    assert.deepEqual(readDefinition(attrs({ wf_params: { name: '  Orders ' } })).wf, { name: 'Orders', description: null, is_active: true, concurrency: null });
     const full = { name: 'n'.repeat(200), description: 'd'.repeat(4000), is_active: false };
-    assert.deepEqual(readDefinition(attrs({ wf_params: full })).wf, full);
-    assert.deepEqual(readDefinition(attrs({ wf_params: { name: 'x', description: null } })).wf, { name: 'x', description: null, is_active: true });
+    assert.deepEqual(readDefinition(attrs({ wf_params: full })).wf, { ...full, concurrency: null });
+    assert.deepEqual(readDefinition(attrs({ wf_params: { name: 'x', description: null } })).wf, {
+      name: 'x',
+      description: null,
+      is_active: true,
+      concurrency: null,
+    });
   });
 });
 

@@ -160,6 +160,15 @@ export function RunPage(props: { id: string }) {
           </dd>
           <dt>Trigger</dt>
           <dd>{at.trigger_key ?? <span class="muted">none</span>}</dd>
+          {at.concurrency_key != null && (
+            <>
+              <dt>Concurrency key</dt>
+              <dd data-testid="concurrency-key">
+                <code class="wrap">{at.concurrency_key === '' ? '""' : at.concurrency_key}</code>{' '}
+                <span class="muted small">(limit {at.concurrency_limit})</span>
+              </dd>
+            </>
+          )}
           <dt>Delivery id</dt>
           <dd>{at.delivery_id ? <code class="wrap">{at.delivery_id}</code> : <span class="muted">none{at.replay_of ? ' (a replay)' : ''}</span>}</dd>
           <dt>Attempts</dt>

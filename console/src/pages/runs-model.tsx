@@ -41,6 +41,9 @@ export interface RunAttributes {
   facts_written: number;
   /** The trace of the run's spans (docs/tracing.md); null when tracing was off, absent on a server without it. */
   trace_id?: string | null;
+  /** The key computed when the run was enqueued, and its limit; null: not limited (absent on a server without it). */
+  concurrency_key?: string | null;
+  concurrency_limit?: number | null;
   inserted_at: string;
   updated_at: string;
   started_at: string | null;

@@ -23,6 +23,8 @@ interface WorkflowAttributes {
   version: number;
   steps: WorkflowStep[];
   triggers: TriggerView[];
+  /** {key, limit}: at most limit runs of one key execute at once; null (or absent on a server without it): no limit. */
+  concurrency?: { key: string; limit: number } | null;
   inserted_at: string;
   updated_at: string;
 }
@@ -144,6 +146,16 @@ export function WorkflowPage(props: { id: string; query: URLSearchParams }) {
         </dd>
         <dt>Current version</dt>
         <dd>{w.version}</dd>
+        <dt>Concurrency</dt>
+        <dd data-testid="concurrency">
+          {w.concurrency ? (
+            <>
+              at most {w.concurrency.limit} at once per <code class="wrap">{w.concurrency.key}</code>
+            </>
+          ) : (
+            <span class="muted">no limit</span>
+          )}
+        </dd>
         <dt>Updated</dt>
         <dd>
           <Time value={w.updated_at} />

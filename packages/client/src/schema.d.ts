@@ -1476,6 +1476,7 @@ export interface components {
             steps?: unknown;
             on_failure?: unknown;
             triggers?: (components["schemas"]["webhook_trigger"] | components["schemas"]["schedule_trigger"])[];
+            concurrency?: unknown;
             /** Format: uuid */
             organization_id?: string;
             /** Format: date-time */
@@ -1539,6 +1540,8 @@ export interface components {
             payload_bytes?: number;
             steps?: unknown;
             error?: string | null;
+            concurrency_key?: string | null;
+            concurrency_limit?: number | null;
             /** Format: uuid */
             replay_of?: string | null;
             /** @enum {string|null} */
@@ -1697,6 +1700,7 @@ export interface components {
             version?: number;
             steps?: unknown;
             on_failure?: unknown;
+            concurrency?: unknown;
             /** Format: uuid */
             saved_by?: string | null;
             /** Format: date-time */
@@ -4009,9 +4013,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: runs */
                 include?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -4042,9 +4046,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: runs */
                 include?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -4195,6 +4199,26 @@ export interface operations {
                 "filter[delivery_id][is_null]"?: boolean;
                 /** @description delivery_id contains */
                 "filter[delivery_id][contains]"?: string;
+                /** @description concurrency_key equals (same as filter[concurrency_key][eq]) */
+                "filter[concurrency_key]"?: string;
+                /** @description concurrency_key eq */
+                "filter[concurrency_key][eq]"?: string;
+                /** @description concurrency_key ne */
+                "filter[concurrency_key][ne]"?: string;
+                /** @description concurrency_key gt */
+                "filter[concurrency_key][gt]"?: string;
+                /** @description concurrency_key gte */
+                "filter[concurrency_key][gte]"?: string;
+                /** @description concurrency_key lt */
+                "filter[concurrency_key][lt]"?: string;
+                /** @description concurrency_key lte */
+                "filter[concurrency_key][lte]"?: string;
+                /** @description concurrency_key is one of the comma-separated values */
+                "filter[concurrency_key][in]"?: string;
+                /** @description concurrency_key is_null */
+                "filter[concurrency_key][is_null]"?: boolean;
+                /** @description concurrency_key contains */
+                "filter[concurrency_key][contains]"?: string;
                 /** @description replay_of equals (same as filter[replay_of][eq]) */
                 "filter[replay_of]"?: string;
                 /** @description replay_of eq */
@@ -4331,9 +4355,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4364,9 +4388,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4802,9 +4826,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, saved_by, inserted_at, workflow */
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, concurrency, saved_by, inserted_at, workflow */
                 "fields[workflow_version]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4835,9 +4859,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, saved_by, inserted_at, workflow */
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, concurrency, saved_by, inserted_at, workflow */
                 "fields[workflow_version]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4943,7 +4967,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow_state: comma-separated names of workflow_id, key, value, updated_by_run_id, inserted_at, updated_at, workflow */
                 "fields[workflow_state]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4976,7 +5000,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow_state: comma-separated names of workflow_id, key, value, updated_by_run_id, inserted_at, updated_at, workflow */
                 "fields[workflow_state]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -5443,6 +5467,26 @@ export interface operations {
                 "filter[delivery_id][is_null]"?: boolean;
                 /** @description delivery_id contains */
                 "filter[delivery_id][contains]"?: string;
+                /** @description concurrency_key equals (same as filter[concurrency_key][eq]) */
+                "filter[concurrency_key]"?: string;
+                /** @description concurrency_key eq */
+                "filter[concurrency_key][eq]"?: string;
+                /** @description concurrency_key ne */
+                "filter[concurrency_key][ne]"?: string;
+                /** @description concurrency_key gt */
+                "filter[concurrency_key][gt]"?: string;
+                /** @description concurrency_key gte */
+                "filter[concurrency_key][gte]"?: string;
+                /** @description concurrency_key lt */
+                "filter[concurrency_key][lt]"?: string;
+                /** @description concurrency_key lte */
+                "filter[concurrency_key][lte]"?: string;
+                /** @description concurrency_key is one of the comma-separated values */
+                "filter[concurrency_key][in]"?: string;
+                /** @description concurrency_key is_null */
+                "filter[concurrency_key][is_null]"?: boolean;
+                /** @description concurrency_key contains */
+                "filter[concurrency_key][contains]"?: string;
                 /** @description replay_of equals (same as filter[replay_of][eq]) */
                 "filter[replay_of]"?: string;
                 /** @description replay_of eq */

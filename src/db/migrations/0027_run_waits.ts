@@ -6,9 +6,8 @@ import { sql, type Kysely } from 'kysely';
  *   no lease, no worker) and `cancelled`; outcome takes `cancelled`. The checks are replaced
  *   NOT VALID and then validated, so the table is not locked for the scan.
  * - workflow_runs.resume_at: when a waiting run resumes at the latest (null otherwise).
- * - workflow_runs_claim_workspace_idx: the claim's skip scan (0020's) over queued, retrying and
- *   waiting runs alike, since a waiting run is claimed at its run_at as any ready run is.
- *   0020's index stays for the release before this one (rolling upgrade); a later release drops it.
+ * - The claim's index over queued, retrying and waiting runs alike (a waiting run is claimed at
+ *   its run_at as any ready run is) comes with 0028's, which also tells keyed runs apart.
  * - run_waits: what a run parked on wait_for_delivery waits for, looked up by (workflow,
  *   trigger) in the order the runs began waiting when a delivery is accepted.
  */
@@ -22,8 +21,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     check (outcome in ('completed', 'stopped_at_condition', 'failed', 'dead_letter', 'cancelled')) not valid`.execute(db);
   await sql`alter table workflow_runs validate constraint workflow_runs_outcome_check`.execute(db);
   await sql`alter table workflow_runs add column resume_at timestamptz(3)`.execute(db);
-  await sql`create index workflow_runs_claim_workspace_idx on workflow_runs (workspace_id, run_at, id)
-    where status in ('queued', 'retrying', 'waiting')`.execute(db);
   await sql`
     create table run_waits (
       run_id uuid primary key references workflow_runs (id) on delete cascade,

@@ -15,6 +15,8 @@ export const workflowVersionType: ResourceType = {
     version: { column: 'version', kind: 'integer', filter: true, sort: true },
     steps: { column: 'steps', kind: 'json' },
     on_failure: { column: 'on_failure', kind: 'json' },
+    // {key, limit} the version's runs were enqueued under; null: none (docs/workflows.md, "Concurrency").
+    concurrency: { column: 'concurrency', kind: 'json', nullable: true },
     saved_by: { column: 'saved_by_membership_id', kind: 'uuid', filter: true, nullable: true },
     inserted_at: { column: 'inserted_at', kind: 'datetime', filter: true, sort: true },
   },

@@ -33,6 +33,8 @@ export const workflowType: ResourceType = {
     steps: { column: 'steps', kind: 'json' },
     on_failure: { column: 'on_failure', kind: 'json' },
     triggers: { column: 'triggers', kind: 'json' },
+    // {key, limit}: at most limit runs of one key execute at once; null: no limit (docs/workflows.md, "Concurrency").
+    concurrency: { column: 'concurrency', kind: 'json', nullable: true },
     organization_id: { column: 'organization_id', kind: 'uuid', filter: true },
     ...TIMESTAMPS,
   },

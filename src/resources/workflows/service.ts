@@ -64,6 +64,13 @@ function hashedView(t: WorkflowTriggerView): WorkflowTriggerView | Omit<Workflow
   return rest;
 }
 
+/** wf_params as the graph hash reads it: no concurrency left out, so a workflow saved before it existed keeps its lock_version. */
+function hashedWf(wf: Definition['wf']): Omit<Definition['wf'], 'concurrency'> | Definition['wf'] {
+  if (wf.concurrency !== null) return wf;
+  const { concurrency: _concurrency, ...rest } = wf;
+  return rest;
+}
+
 function lockVersionOf(revision: number, graphHash: string): string {
   return `${revision}.${graphHash.slice(0, 16)}`;
 }
@@ -250,7 +257,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         // on_failure only when it has steps: a workflow saved before it hashes as it did then.
         .update(
           canonicalJson({
-            wf: def.wf,
+            wf: hashedWf(def.wf),
             steps: def.steps,
             ...(def.onFailure.length > 0 ? { on_failure: def.onFailure } : {}),
             triggers: views.map(hashedView),
@@ -271,6 +278,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         steps: JSON.stringify(def.steps),
         on_failure: JSON.stringify(def.onFailure),
         triggers: JSON.stringify(views),
+        concurrency: def.wf.concurrency === null ? null : JSON.stringify(def.wf.concurrency),
       };
       if (existing && !changed) {
         // Saved again unchanged: its steps are now this member's to answer for.
@@ -287,6 +295,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         version,
         steps: def.steps,
         onFailure: def.onFailure,
+        concurrency: def.wf.concurrency,
         savedBy: principal.membershipId,
       });
       // Triggers left out stop answering; kept ones keep their token; new ones get one.

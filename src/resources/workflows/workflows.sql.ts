@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Updateable } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import type { WorkflowStep, WorkflowTable, WorkflowTriggerTable } from '../../db/tables.ts';
+import type { WorkflowConcurrency, WorkflowStep, WorkflowTable, WorkflowTriggerTable } from '../../db/tables.ts';
 
 /** The workflow of the workspace, locked until the save's transaction ends. */
 export function lockWorkflow(trx: Db, workspaceId: string, id: string) {
@@ -22,11 +22,19 @@ export function updateWorkflow(trx: Db, workspaceId: string, id: string, patch: 
   return trx.updateTable('workflows').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The steps of a version and who saved them, replaced when a save keeps the version. */
+/** The steps and concurrency of a version and who saved them, replaced when a save keeps the version. */
 export async function putVersion(
   trx: Db,
   workspaceId: string,
-  v: { id: string; workflowId: string; version: number; steps: WorkflowStep[]; onFailure: WorkflowStep[]; savedBy: string },
+  v: {
+    id: string;
+    workflowId: string;
+    version: number;
+    steps: WorkflowStep[];
+    onFailure: WorkflowStep[];
+    concurrency: WorkflowConcurrency | null;
+    savedBy: string;
+  },
 ): Promise<void> {
   await trx
     .insertInto('workflow_versions')
@@ -37,12 +45,14 @@ export async function putVersion(
       version: v.version,
       steps: JSON.stringify(v.steps),
       on_failure: JSON.stringify(v.onFailure),
+      concurrency: v.concurrency === null ? null : JSON.stringify(v.concurrency),
       saved_by_membership_id: v.savedBy,
     })
     .onConflict((oc) =>
       oc.columns(['workflow_id', 'version']).doUpdateSet({
         steps: (eb) => eb.ref('excluded.steps'),
         on_failure: (eb) => eb.ref('excluded.on_failure'),
+        concurrency: (eb) => eb.ref('excluded.concurrency'),
         saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id'),
       }),
     )
