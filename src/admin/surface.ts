@@ -12,7 +12,7 @@ import { registerFactsAdminRoutes } from './facts-routes.ts';
 import { renderJsonApiError } from '../http/jsonapi/errors.ts';
 import type { SurfaceSpec } from '../http/surface.ts';
 import { authenticateAdmin } from './admin-auth.ts';
-import { adminFindRun, adminListRuns, adminReplayRun } from '../resources/workflow_runs/service.ts';
+import { adminCancelRun, adminFindRun, adminListRuns, adminReplayRun } from '../resources/workflow_runs/service.ts';
 import { adminBulkReplay, adminReplayVersion } from '../resources/workflow_runs/replay.ts';
 
 type Body = Record<string, unknown>;
@@ -90,6 +90,7 @@ function registerAdminRoutes(app: FastifyInstance, deps: Deps): void {
   app.post<ById>(`${p}/runs/:id/replay`, async (req, reply) =>
     send(reply, 201, await adminReplayRun(deps, req.params.id, adminReplayVersion(body(req.body)), req.traceSpan)),
   );
+  app.post<ById>(`${p}/runs/:id/cancel`, async (req, reply) => send(reply, 200, await adminCancelRun(deps, req.params.id)));
   app.post(`${p}/runs/replay`, async (req, reply) => {
     const result = await adminBulkReplay(deps, body(req.body), req.traceSpan);
     return send(reply, result.replayed > 0 ? 201 : 200, result);

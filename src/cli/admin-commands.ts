@@ -100,6 +100,7 @@ export function renderRun(d: Data): string {
   lines.push(
     `inserted: ${v(d.inserted_at)}${d.started_at ? `, started ${v(d.started_at)}` : ''}${d.finished_at ? `, finished ${v(d.finished_at)}` : ''}${took ? ` (${took})` : ''}`,
   );
+  if (d.resume_at) lines.push(`resumes at: ${v(d.resume_at)} (at the latest; it waits)`);
   lines.push(`facts written: ${v(d.facts_written)}`);
   if (d.trace_id) lines.push(`trace: ${v(d.trace_id)}`);
   if (d.error !== null && d.error !== undefined) lines.push(`error: ${v(d.error)}`);
@@ -347,8 +348,8 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .option('--limit <n>', 'at most this many rows, 1 to 1000', limitArg, 100)
     .option('--workspace <workspace-id>', 'only those of this workspace')
     .option('--workflow <workflow-id>', 'only those of this workflow')
-    .option('--status <status>', 'only those in this state: queued, running, retrying, succeeded, failed')
-    .option('--outcome <outcome>', 'only those that ended so: completed, stopped_at_condition, failed, dead_letter')
+    .option('--status <status>', 'only those in this state: queued, running, retrying, waiting, succeeded, failed, cancelled')
+    .option('--outcome <outcome>', 'only those that ended so: completed, stopped_at_condition, failed, dead_letter, cancelled')
     .action(async (o: { limit: number; workspace?: string; workflow?: string; status?: string; outcome?: string }) => {
       const asJson = json();
       try {
@@ -378,6 +379,11 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .description('show one run with its payload and step records (--json: the run as the admin API answers it)')
     .argument('<run-id>', 'run id')
     .action((id: string) => execute((c) => c.request('GET', `/runs/${encodeURIComponent(id)}`), undefined, renderRun));
+  runs
+    .command('cancel')
+    .description('cancel a queued, retrying or waiting run: it never runs or resumes again (a running or finished run is refused)')
+    .argument('<run-id>', 'run id')
+    .action((id: string) => execute((c) => c.request('POST', `/runs/${encodeURIComponent(id)}/cancel`), undefined, renderRun));
   runs
     .command('replay')
     .description(

@@ -1,16 +1,34 @@
 /**
  * One run: what it is, each step in order (the context it read, its output, error or
- * reason), the delivery that started it, its replays; replay it on the original or the
- * current version. While it is queued, running or retrying, the page refreshes itself.
+ * reason; nested steps' records under their step), the delivery that started it, its
+ * replays; replay it on the original or the current version, cancel it while it is queued,
+ * retrying or waiting. While it is unfinished, the page refreshes itself; a waiting run says
+ * when it resumes and what it waits for.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useClient, useLoad } from '../api.ts';
 import { href, navigate } from '../router.ts';
 import { ActionButton, Badge, Duration, ErrorNotice, Field, Json, Loading, Page, Section, Table, Time, type Column } from '../ui/index.tsx';
-import { RunSteps } from './runs-steps.tsx';
-import { ErrorText, formatBytes, RunBadges, RunLink, shortId, UNFINISHED, workflowNames, type Included, type Run, type RunList } from './runs-model.tsx';
+import { CancelRun } from './run-cancel.tsx';
+import { parkedRecord, RunSteps, stepDefs } from './runs-steps.tsx';
+import { stepNote, type FlowStep } from './workflow-flow-rows.ts';
+import {
+  CANCELLABLE,
+  ErrorText,
+  formatBytes,
+  RunBadges,
+  RunLink,
+  shortId,
+  UNFINISHED,
+  workflowNames,
+  type Included,
+  type Run,
+  type RunList,
+} from './runs-model.tsx';
 
 const REFRESH_MS = 1000;
+/** A waiting run changes at its time or a delivery: read less often than a running one. */
+const WAITING_REFRESH_MS = 5000;
 
 interface RunDoc {
   data: Run;
@@ -70,19 +88,20 @@ export function RunPage(props: { id: string }) {
   );
   const a = run.data?.data.attributes;
   const workflow = run.data?.included?.find((r) => r.type === 'workflow' && r.id === a?.workflow_id);
-  // The steps of the version it ran say each step's type (a condition's value reads as such).
+  // The steps of the version it ran say each step's type (a condition's value reads as such) and what a wait waits for.
   const version = useLoad(async () => {
     if (!a) return undefined;
     const doc = (await client.request(
       'GET',
-      `/workflow_versions?filter[workflow_id]=${encodeURIComponent(a.workflow_id)}&filter[version]=${a.workflow_version}&fields[workflow_version]=steps`,
-    )) as { data: Array<{ attributes?: { steps?: Array<{ key: string; type: string }> } }> };
-    return doc.data[0]?.attributes?.steps ?? [];
+      `/workflow_versions?filter[workflow_id]=${encodeURIComponent(a.workflow_id)}&filter[version]=${a.workflow_version}&fields[workflow_version]=steps,on_failure`,
+    )) as { data: Array<{ attributes?: { steps?: FlowStep[] | null; on_failure?: FlowStep[] | null } }> };
+    return stepDefs(doc.data[0]?.attributes?.steps, doc.data[0]?.attributes?.on_failure);
   }, [client, a?.workflow_id, a?.workflow_version]);
 
   // Unfinished: read it again every second until it finishes (and its replays with it);
   // a hidden tab asks nothing and reads it again when shown.
   const unfinished = a !== undefined && UNFINISHED.has(a.status);
+  const every = a?.status === 'waiting' ? WAITING_REFRESH_MS : REFRESH_MS;
   const updated = a?.updated_at;
   useEffect(() => {
     if (!unfinished || run.loading) return;
@@ -95,13 +114,13 @@ export function RunPage(props: { id: string }) {
       clearTimeout(timer);
       if (document.visibilityState === 'visible') refresh();
     };
-    if (document.visibilityState === 'visible') timer = setTimeout(refresh, REFRESH_MS);
+    if (document.visibilityState === 'visible') timer = setTimeout(refresh, every);
     document.addEventListener('visibilitychange', onVisibility);
     return () => {
       clearTimeout(timer);
       document.removeEventListener('visibilitychange', onVisibility);
     };
-  }, [unfinished, updated, run.loading]);
+  }, [unfinished, updated, run.loading, every]);
 
   if (!run.data) {
     return (
@@ -113,7 +132,9 @@ export function RunPage(props: { id: string }) {
   const r = run.data.data;
   const at = r.attributes;
   const names = workflowNames(run.data);
-  const types = new Map((version.data ?? []).map((s) => [s.key, s.type]));
+  const defs = version.data ?? new Map<string, FlowStep>();
+  const parked = at.status === 'waiting' ? parkedRecord(at.steps) : undefined;
+  const parkedDef = parked ? defs.get(parked.key) : undefined;
 
   const replayColumns: Column<Run>[] = [
     {
@@ -130,11 +151,26 @@ export function RunPage(props: { id: string }) {
   ];
 
   return (
-    <Page title={`Run ${shortId(r.id)}`} actions={<ReplayControls run={r} currentVersion={workflow?.attributes?.version} />}>
+    <Page
+      title={`Run ${shortId(r.id)}`}
+      actions={
+        <>
+          <ReplayControls run={r} currentVersion={workflow?.attributes?.version} />
+          {CANCELLABLE.has(at.status) && <CancelRun id={r.id} status={at.status} onCancelled={run.reload} />}
+        </>
+      }
+    >
       <ErrorNotice error={run.error} title="Could not refresh the run" />
-      {unfinished && (
+      {unfinished && at.status !== 'waiting' && (
         <p class="notice info" role="status">
           This run is {at.status}; the page refreshes until it finishes.
+        </p>
+      )}
+      {at.status === 'waiting' && (
+        <p class="notice info" role="status" data-testid="run-waiting">
+          This run is waiting{parked ? ` at step ${parked.key}` : ''}
+          {parkedDef ? ` (${parkedDef.type.replaceAll('_', ' ')}: ${stepNote(parkedDef) ?? 'a wait'})` : ''}; it holds no worker and resumes at{' '}
+          <Time value={at.resume_at} /> at the latest. The page reads it again every few seconds.
         </p>
       )}
       <Section title="Summary">
@@ -171,6 +207,14 @@ export function RunPage(props: { id: string }) {
           )}
           <dt>Delivery id</dt>
           <dd>{at.delivery_id ? <code class="wrap">{at.delivery_id}</code> : <span class="muted">none{at.replay_of ? ' (a replay)' : ''}</span>}</dd>
+          {at.resume_at && (
+            <>
+              <dt>Resumes at</dt>
+              <dd data-testid="run-resume-at">
+                <Time value={at.resume_at} /> <span class="muted small">(at the latest)</span>
+              </dd>
+            </>
+          )}
           <dt>Attempts</dt>
           <dd>
             {at.attempt} of {at.max_attempts}
@@ -215,7 +259,7 @@ export function RunPage(props: { id: string }) {
         <ErrorText text={at.error} />
       </Section>
       <Section title="Steps">
-        <RunSteps run={r} types={types} />
+        <RunSteps run={r} defs={defs} />
       </Section>
       <Section title="Delivery">
         <h3>Payload</h3>

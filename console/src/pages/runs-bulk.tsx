@@ -6,7 +6,9 @@
 import { useRef, useState } from 'preact/hooks';
 import { useClient } from '../api.ts';
 import { ActionButton, Field } from '../ui/index.tsx';
-import { apiParams, hasFilter, sdkFilter, UNFINISHED, type RunFilters } from './runs-model.tsx';
+import { apiParams, hasFilter, sdkFilter, type RunFilters } from './runs-model.tsx';
+
+const REPLAYED: ReadonlySet<string> = new Set(['succeeded', 'failed']);
 
 /** The API replays at most this many runs per call (meta.limit's largest value). */
 const PER_CALL = 1000;
@@ -37,7 +39,8 @@ export function BulkReplay(props: { filters: RunFilters }) {
     q.set('page[limit]', '1');
     q.set('page[count]', 'true');
     q.set('fields[workflow_run]', 'status');
-    const unfinishedOnly = props.filters.status !== undefined && UNFINISHED.has(props.filters.status);
+    // Only succeeded and failed runs are replayed: any other status filter matches none.
+    const unfinishedOnly = props.filters.status !== undefined && !REPLAYED.has(props.filters.status);
     const doc = unfinishedOnly ? undefined : ((await client.request('GET', `/workflow_runs?${q}`)) as { meta?: { page?: { total?: number } } });
     setConfirm({ atMost: Math.min(doc?.meta?.page?.total ?? 0, PER_CALL) });
     requestAnimationFrame(() => dialog.current?.focus());
@@ -65,7 +68,7 @@ export function BulkReplay(props: { filters: RunFilters }) {
         <div class="confirm" role="group" aria-labelledby="bulk-title" tabIndex={-1} ref={dialog}>
           <h2 id="bulk-title">Replay these runs?</h2>
           {confirm.atMost === 0 ? (
-            <p>No finished run matches these filters: there is nothing to replay. Queued, running and retrying runs are never replayed.</p>
+            <p>No finished run matches these filters: there is nothing to replay. Queued, running, retrying, waiting and cancelled runs are never replayed.</p>
           ) : (
             <p>
               At most <strong data-testid="bulk-at-most">{confirm.atMost}</strong> finished run{confirm.atMost === 1 ? '' : 's'} of this list will run again,

@@ -19,6 +19,21 @@ export interface StepRecord {
   /** The attempt whose result is shown, and how many attempts ran the step (absent: skipped, or recorded before they were kept). */
   attempt?: number;
   attempts?: number;
+  /** A switch: the case that ran (its index), or `default`; and the records of the branch's steps. */
+  branch?: number | 'default';
+  steps?: StepRecord[];
+  /** A for_each: how its items ended, and the records of some of them (docs/workflows.md, "Records of nested steps"). */
+  items?: { count: number; succeeded: number; stopped: number; failed: number; not_run: number };
+  item_records?: ItemRecord[];
+  /** A step of the workflow's on_failure list. */
+  on_failure?: true;
+}
+
+export interface ItemRecord {
+  index: number;
+  status: string;
+  reason?: string;
+  steps: StepRecord[];
 }
 
 export interface RunAttributes {
@@ -48,6 +63,8 @@ export interface RunAttributes {
   updated_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** A waiting run: the latest instant it resumes (null otherwise; absent on a server without waits). */
+  resume_at?: string | null;
 }
 
 export interface Run {
@@ -69,9 +86,11 @@ export interface RunList {
   meta?: { page?: { total?: number } };
 }
 
-export const RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
-export const RUN_OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter'] as const;
-export const UNFINISHED: ReadonlySet<string> = new Set(['queued', 'running', 'retrying']);
+export const RUN_STATUSES = ['queued', 'running', 'retrying', 'waiting', 'succeeded', 'failed', 'cancelled'] as const;
+export const RUN_OUTCOMES = ['completed', 'stopped_at_condition', 'failed', 'dead_letter', 'cancelled'] as const;
+export const UNFINISHED: ReadonlySet<string> = new Set(['queued', 'running', 'retrying', 'waiting']);
+/** What POST /workflow_runs/{id}/cancel takes: a running run is refused (its attempt ends first). */
+export const CANCELLABLE: ReadonlySet<string> = new Set(['queued', 'retrying', 'waiting']);
 
 /** The list's filters, by their names in the address. */
 export interface RunFilters {

@@ -96,7 +96,8 @@ export function mountEditor(host: HTMLElement, text: string, opts: { label: stri
         lintGutter(),
         // Tab is left to the browser: it moves focus out of the editor, so the keyboard is never trapped.
         keymap.of([...defaultKeymap, ...historyKeymap]),
-        EditorView.contentAttributes.of({ 'aria-label': opts.label, 'aria-multiline': 'true' }),
+        // tabindex: axe counts a scrolled file's scroller keyboard-reachable only through a tabbable child (contenteditable is not enough for it).
+        EditorView.contentAttributes.of({ 'aria-label': opts.label, 'aria-multiline': 'true', tabindex: '0' }),
         EditorView.theme({
           '&': { border: '1px solid #8a8f98', borderRadius: '4px', fontSize: '14px', backgroundColor: '#fff', color: '#1b1f24' },
           '&.cm-focused': { outline: '3px solid #1a5fb4', outlineOffset: '1px' },

@@ -79,6 +79,7 @@ const STATUS_TONE: Record<string, string> = {
   unverified: 'warn',
   running: 'info',
   queued: 'info',
+  waiting: 'info',
   skipped: 'muted',
 };
 

@@ -117,6 +117,8 @@ export interface TributaryClient {
   testRun(workflowId: string | null, attributes: TestRunAttributes, opts?: CallOptions): Promise<TestRunDocument>;
   /** A new run of a run's payload, on the version it ran (`original`) or the workflow's `current` one. */
   replay(runId: string, version?: ReplayVersion, opts?: CallOptions): Promise<One<'workflow_runs'>>;
+  /** Cancels a queued, retrying or waiting run (POST /workflow_runs/{id}/cancel): 409 when it is running or finished. */
+  cancelRun(runId: string, opts?: CallOptions): Promise<One<'workflow_runs'>>;
   /** Replays the runs a filter selects (POST /workflow_runs/replay). */
   bulkReplay(filter: ListOptions<'workflow_runs'>['filter'], meta?: BulkReplayMeta, opts?: CallOptions): Promise<BulkReplayDocument>;
   /** Checks a connector's credentials against its provider (POST /external_connectors/{id}/verify). */
@@ -361,6 +363,7 @@ export function createClient(options: ClientOptions): TributaryClient {
       )) as TestRunDocument,
     replay: async (runId, version = 'original', opts) =>
       (await request('POST', `/workflow_runs/${encodeURIComponent(runId)}/replay`, { meta: { version } }, opts)) as One<'workflow_runs'>,
+    cancelRun: async (runId, opts) => (await request('POST', `/workflow_runs/${encodeURIComponent(runId)}/cancel`, undefined, opts)) as One<'workflow_runs'>,
     bulkReplay: async (filter, meta = {}, opts) =>
       (await request('POST', `/workflow_runs/replay${queryString({ filter } as ListOptions<Collection>)}`, { meta }, opts)) as BulkReplayDocument,
     verifyConnector: async (connectorId, opts) =>

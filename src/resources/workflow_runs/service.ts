@@ -81,6 +81,13 @@ export async function adminReplayRun(deps: Deps, id: string, version: ReplayVers
   return replayRun(deps, { workspaceId: original.workspace_id }, original.id, version, trace);
 }
 
+/** Cancels a run of any workspace (the admin acts for every workspace), as the JSON:API's cancel does. */
+export async function adminCancelRun(deps: Deps, id: string) {
+  const run = await adminFindRun(deps, id);
+  await cancelWorkflowRun(deps, { workspaceId: run.workspace_id }, run.id);
+  return adminFindRun(deps, run.id);
+}
+
 /**
  * Cancels a run that is queued, retrying or waiting (docs/workflows.md, "Cancel"): it never
  * runs or resumes again. A running or finished run is 409; one the caller cannot see, 404.
