@@ -50,8 +50,17 @@ interface Progress {
 
 const itemsHash = (items: unknown[]) => ({ count: items.length, sha256: createHash('sha256').update(JSON.stringify(items)).digest('hex') });
 
-/** How much of item `index`'s JSON the output's preview can need: the array's JSON holds at least `[` and `x,` for each item before it. */
-const headChars = (index: number) => Math.max(0, PREVIEW_BYTES - 1 - 2 * index);
+/**
+ * How much of item `index`'s JSON the output's preview can need: the array's JSON holds `[`
+ * and each earlier item and its comma before it (an item not yet known at least `x,`; a
+ * known one at least a character per 3 bytes of its UTF-8). So only the first items keep a
+ * head, the fewer the larger they are.
+ */
+function headChars(done: Record<number, Done>, index: number): number {
+  let at = 1;
+  for (let j = 0; j < index && at < PREVIEW_BYTES; j++) at += Math.max(1, Math.ceil((done[j]?.bytes ?? 1) / 3)) + 1;
+  return Math.max(0, PREVIEW_BYTES - at);
+}
 
 /** The collected output as its preview, from the kept heads (or outputs) in order, and its full size as JSON. */
 function cutOutput(done: Record<number, Done>, count: number): { output: string; bytes: number } {
@@ -116,7 +125,8 @@ export const forEach: StepType<ForEachConfig> = {
       if (d.bytes !== undefined) return d;
       const json = JSON.stringify(d.output ?? null);
       const { output: _, ...rest } = d;
-      return { ...rest, bytes: Buffer.byteLength(json), ...(headChars(index) > 0 ? { head: json.slice(0, headChars(index)) } : {}) };
+      const head = headChars(progress.done, index);
+      return { ...rest, bytes: Buffer.byteLength(json), ...(head > 0 ? { head: json.slice(0, head) } : {}) };
     };
     const keep = (index: number, d: Done) => {
       progress.done[index] = progress.cut ? shrink(index, d) : d;

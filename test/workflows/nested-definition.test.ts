@@ -127,7 +127,8 @@ describe("a wait_for_delivery's on_timeout steps at save", () => {
 
 describe("a wait_for_delivery's on_timeout steps in a workflow file", () => {
   it('are written as a map of key: {type, ...} and read back as steps; a nested error names its member', async () => {
-    const { parseWorkflowText, builderParts, workflowOfResource, workflowFileDocument, renderYaml, filePathOfPointer } = await import('../../src/workflows/file.ts');
+    const { parseWorkflowText, builderParts, workflowOfResource, workflowFileDocument, renderYaml, filePathOfPointer } =
+      await import('../../src/workflows/file.ts');
     const text = `name: orders
 triggers:
   orders: { type: webhook }
@@ -145,7 +146,10 @@ steps:
     assert.deepEqual((parts.step_params[0] as any).config.on_timeout, [{ key: 'remind', type: 'transform', config: { expression: '"late"' } }]);
     const d = readDefinition({ ...parts });
     const yaml = renderYaml(
-      workflowFileDocument(workflowOfResource({ name: 'orders', is_active: true, steps: d.steps, triggers: parts.trigger_params }), '6f9619ff-8b86-4d01-b42d-00cf4fc964ff'),
+      workflowFileDocument(
+        workflowOfResource({ name: 'orders', is_active: true, steps: d.steps, triggers: parts.trigger_params }),
+        '6f9619ff-8b86-4d01-b42d-00cf4fc964ff',
+      ),
     );
     assert.match(yaml, /\n {4}on_timeout:\n {6}remind:\n {8}type: transform\n/);
     assert.deepEqual(parseWorkflowText(yaml).file.steps[0]!.config.on_timeout, [{ key: 'remind', type: 'transform', config: { expression: '"late"' } }]);
