@@ -8,6 +8,7 @@
  * run's record exceed RUN_STEPS_MAX_BYTES. The worker runs on a clock the test moves.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
@@ -152,26 +153,20 @@ describe('a wait inside a switch branch', () => {
 });
 
 describe("wait_for_delivery's on_timeout steps", () => {
+  // The docs' example, with this test's connector.
+  const text = readFileSync(new URL('../../docs/workflows.md', import.meta.url), 'utf8');
+  const block = /<!-- on-timeout-steps -->\s*```json\n([\s\S]*?)```/.exec(text);
+  assert.ok(block, 'docs/workflows.md has the on_timeout steps example');
+  const paid = JSON.parse(block[1]!.replaceAll('<connector id>', orders));
   const steps = [
     { key: 'order', type: 'transform', config: { expression: 'payload' } },
-    {
-      key: 'paid',
-      type: 'wait_for_delivery',
-      config: {
-        trigger: 'orders',
-        match: 'payload.order_id = steps.order.id',
-        timeout: '1h',
-        on_timeout: [
-          create('remind', 'remind'),
-          { key: 'late', type: 'transform', config: { expression: '{"late": steps.order.id, "reminded": steps.remind.status}' } },
-        ],
-      },
-    },
+    paid,
     { key: 'after', type: 'transform', config: { expression: 'steps.paid' } },
   ];
+  const reminders = (order: string) => mock.requests.filter((r) => r.method === 'POST' && r.body.includes(`order ${order} unpaid after 1h`)).length;
 
   it('run once when the timeout comes first; the last one gives the output', async () => {
-    const { id } = await start(steps, { id: 'ot-timeout' });
+    const { id } = await start(steps, { id: 'ot-timeout', customer_id: 'cus_late' });
     const parked = await until(id, (r) => r.status === 'waiting');
     pastResume(parked);
     const done = await until(id, finished);
@@ -181,18 +176,18 @@ describe("wait_for_delivery's on_timeout steps", () => {
       paid.steps.map((s: any) => [s.key, s.status]),
       [
         ['remind', 'succeeded'],
-        ['late', 'succeeded'],
+        ['unpaid', 'succeeded'],
       ],
     );
-    assert.deepEqual(paid.output, { late: 'ot-timeout', reminded: 200 });
-    assert.deepEqual(afterIt.output, { late: 'ot-timeout', reminded: 200 });
+    assert.deepEqual(paid.output, { unpaid: 'ot-timeout', reminded: 200 });
+    assert.deepEqual(afterIt.output, { unpaid: 'ot-timeout', reminded: 200 });
     await sleep(200);
-    assert.equal(creates('ot-timeout-remind'), 1);
+    assert.equal(reminders('ot-timeout'), 1);
     offset = 0;
   });
 
   it('do not run when a delivery matches', async () => {
-    const { id, tokens } = await start(steps, { id: 'ot-match' });
+    const { id, tokens } = await start(steps, { id: 'ot-match', customer_id: 'cus_paid' });
     await until(id, (r) => r.status === 'waiting');
     const d = await deliver(f, `/api/v1/webhooks/${tokens.orders}`, JSON.stringify({ order_id: 'ot-match', amount: 5 }));
     assert.equal(d.status, 202, d.text);
@@ -202,7 +197,7 @@ describe("wait_for_delivery's on_timeout steps", () => {
     const paid = (done.steps as any[])[1];
     assert.deepEqual(paid.output, { order_id: 'ot-match', amount: 5 });
     assert.equal(paid.steps, undefined);
-    assert.equal(creates('ot-match-remind'), 0);
+    assert.equal(reminders('ot-match'), 0);
   });
 });
 
