@@ -5,7 +5,9 @@
  * earlier steps. Its output is an array, per item the output of the item's last step
  * (null for an item a false condition stopped).
  *
- * Each finished item is kept with the run's checkpoint: a later attempt runs only the
+ * The items are evaluated once and kept with the checkpoint (past the output cap, their
+ * count and hash): a later attempt runs on the same items, or fails for good if a list too
+ * large to keep came out other. Each finished item is kept with the run's checkpoint: a later attempt runs only the
  * items that did not finish, and inside an unfinished item resumes after its succeeded
  * steps. When an item fails, no further item starts; the ones running finish, and the step
  * fails with the first failure.
