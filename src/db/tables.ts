@@ -345,7 +345,8 @@ export type OnTimeout = 'fail' | 'continue';
 export interface WaitForDeliveryStep {
   key: string;
   type: 'wait_for_delivery';
-  config: { trigger: string; match?: string; timeout: string | number; on_timeout?: OnTimeout };
+  /** `on_timeout`: fail, continue, or steps run when the timeout comes first (their last output is the step's). */
+  config: { trigger: string; match?: string; timeout: string | number; on_timeout?: OnTimeout | WorkflowStep[] };
 }
 
 export type CatchUp = 'latest' | 'none';
@@ -462,6 +463,8 @@ export interface StepRecord {
   item_records?: ItemRecord[];
   /** An on_failure step's record (after the run's own, in `steps`). */
   on_failure?: true;
+  /** Its nested records (`steps`, `item_records[].steps`) were dropped to keep the run's record within RUN_STEPS_MAX_BYTES. */
+  records_cut?: true;
 }
 
 /** The steps of one for_each item, on its for_each's record. */

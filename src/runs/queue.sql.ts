@@ -418,19 +418,49 @@ export const leaseLostTooOften = (times: number) =>
  * the last attempt (outcome dead_letter: losing a worker is transient) or the run has now
  * lost `maxLeaseLosses` workers (outcome failed: a run that crashes whichever process takes
  * it must not crash-loop the service). Returns how many were reclaimed.
+ *
+ * A run failed so whose version has on_failure steps is not finished here: it is made ready
+ * once more with `checkpoint.failing` set (the step it was at, the lease-lost error), so that
+ * attempt runs only the on_failure steps (worker/execute.ts), as a failure on the last attempt
+ * would have. That attempt takes the lost one's number (the claim counts one): the run's
+ * attempts stay within max_attempts. A run whose on_failure steps had started already is
+ * failed as before: they never run twice.
  */
 export async function reclaimExpired(db: Db, now: Date, maxLeaseLosses: number): Promise<number> {
   const { rows } = await sql<{ id: string }>`
-    update workflow_runs
-    set status = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then 'failed' else 'retrying' end,
-        outcome = case when lease_losses + 1 >= ${maxLeaseLosses} then 'failed' when attempt >= max_attempts then 'dead_letter' else null end,
-        error = case when lease_losses + 1 >= ${maxLeaseLosses} then ${leaseLostTooOften(maxLeaseLosses)} else ${LEASE_LOST} end,
-        finished_at = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then ${now}::timestamptz else null end,
-        checkpoint = case when attempt >= max_attempts or lease_losses + 1 >= ${maxLeaseLosses} then null else checkpoint end,
-        lease_losses = lease_losses + 1,
+    with expired as (
+      select r.id,
+        (r.attempt >= r.max_attempts or r.lease_losses + 1 >= ${maxLeaseLosses}) as gives_up,
+        (r.lease_losses + 1 >= ${maxLeaseLosses}) as too_often,
+        (jsonb_array_length(coalesce(v.on_failure, '[]'::jsonb)) > 0 and not coalesce(r.checkpoint ? 'failing', false)) as then_on_failure,
+        -- The step it was at: the first of the version's own steps without a recorded success.
+        coalesce((select s->>'key' from jsonb_array_elements(v.steps) with ordinality as t(s, n)
+                  where not exists (select 1 from jsonb_array_elements(coalesce(r.checkpoint->'steps', '[]'::jsonb)) as c
+                                    where c->>'key' = s->>'key' and c->>'status' = 'succeeded')
+                  order by n limit 1), v.steps->-1->>'key', '') as step
+      from workflow_runs as r join workflow_versions as v on v.workflow_id = r.workflow_id and v.version = r.workflow_version
+      where r.status = 'running' and r.locked_until < ${now}
+    ), u as (
+      select e.*, (e.gives_up and not e.then_on_failure) as finished,
+        (case when e.too_often then ${leaseLostTooOften(maxLeaseLosses)} else ${LEASE_LOST} end)::text as lost_error
+      from expired as e
+    )
+    update workflow_runs as r
+    set status = case when u.finished then 'failed' else 'retrying' end,
+        outcome = case when not u.finished then null when u.too_often then 'failed' else 'dead_letter' end,
+        error = u.lost_error,
+        finished_at = case when u.finished then ${now}::timestamptz else null end,
+        checkpoint = case
+          when u.finished then null
+          when u.gives_up then jsonb_set(coalesce(r.checkpoint, '{"steps": [], "tries": {}}'::jsonb) - 'parked', '{failing}',
+            jsonb_build_object('step', u.step, 'error', u.lost_error, 'outcome', case when u.too_often then 'failed' else 'dead_letter' end, 'message', u.lost_error))
+          else r.checkpoint end,
+        attempt = case when u.gives_up and not u.finished then r.attempt - 1 else r.attempt end,
+        lease_losses = r.lease_losses + 1,
         locked_by = null, locked_until = null, run_at = ${now}, updated_at = ${now}
-    where status = 'running' and locked_until < ${now}
-    returning id`.execute(db);
+    from u
+    where r.id = u.id and r.status = 'running' and r.locked_until < ${now}
+    returning r.id`.execute(db);
   return rows.length;
 }
 

@@ -81,27 +81,62 @@ export function keptOutput(output: unknown, maxBytes: number): { output: unknown
 
 const cutError = (text: string, maxBytes: number) => cutText(text, maxBytes, ` ... [cut: ${Buffer.byteLength(text)} bytes]`);
 
-/** Step records within the caps: first each output and error, then the largest outputs until the steps fit. */
+/** Every record of a tree of records (a switch's `steps`, a for_each's `item_records`), each before the records it holds. */
+function* allRecords(steps: readonly StepRecord[]): Generator<StepRecord> {
+  for (const s of steps) {
+    yield s;
+    if (Array.isArray(s.steps)) yield* allRecords(s.steps);
+    for (const it of s.item_records ?? []) if (Array.isArray(it.steps)) yield* allRecords(it.steps);
+  }
+}
+
+/** The bytes of a record's output members, as JSON: what cutting its output changes. */
+const outputMembers = (s: StepRecord) => jsonBytes({ output: s.output, output_truncated: s.output_truncated, output_bytes: s.output_bytes });
+
+/**
+ * Step records within the caps: first each output and error, then the largest outputs until
+ * the steps fit. Nested records (a switch's branch, a for_each's items) count and are cut as
+ * the top-level ones: an output anywhere in the tree may become its preview. When even the
+ * previews do not fit, the nested records are dropped, the largest holder first, each saying
+ * so with `records_cut: true` (its own status, output, `branch` and `items` stay).
+ */
 export function capSteps(steps: readonly StepRecord[], caps: RecordCaps): StepRecord[] {
   const errorFits = (s: StepRecord) => typeof s.error !== 'string' || jsonBytes(s.error) <= caps.errorBytes;
+  const nests = (s: StepRecord) => s.steps !== undefined || s.item_records !== undefined;
   // The usual record: small enough that no single output can be over its cap either.
   if (jsonBytes(steps) <= Math.min(caps.outputBytes, caps.stepsBytes) && steps.every(errorFits)) return [...steps];
-  const out = steps.map((s) => (errorFits(s) ? s : { ...s, error: cutError(s.error!, caps.errorBytes) }));
-  const sizes = out.map((s) => (s.output_truncated ? 0 : jsonBytes(s.output)));
-  const truncate = (i: number) => {
-    out[i] = { ...out[i]!, output: previewOf(out[i]!.output), output_truncated: true, output_bytes: sizes[i]! };
+  // Cut in place on a copy: a nested record is reached through its holders.
+  const out: StepRecord[] = steps.some(nests) ? structuredClone(steps as StepRecord[]) : steps.map((s) => ({ ...s }));
+  const all = [...allRecords(out)];
+  for (const s of all) if (!errorFits(s)) s.error = cutError(s.error!, caps.errorBytes);
+  const sizes = all.map((s) => (s.output_truncated ? 0 : jsonBytes(s.output)));
+  const truncate = (i: number): number => {
+    const s = all[i]!;
+    const before = outputMembers(s);
+    s.output = previewOf(s.output);
+    s.output_truncated = true;
+    s.output_bytes = sizes[i]!;
     sizes[i] = 0;
+    return outputMembers(s) - before;
   };
-  for (let i = 0; i < out.length; i++) if (sizes[i]! > caps.outputBytes) truncate(i);
+  for (let i = 0; i < all.length; i++) if (sizes[i]! > caps.outputBytes) truncate(i);
   let total = jsonBytes(out);
   while (total > caps.stepsBytes) {
     let largest = -1;
-    for (let i = 0; i < out.length; i++) if (sizes[i]! > PREVIEW_BYTES && (largest < 0 || sizes[i]! > sizes[largest]!)) largest = i;
-    // Nothing left to cut: the settings' lower bounds leave room for every step's preview.
+    for (let i = 0; i < all.length; i++) if (sizes[i]! > PREVIEW_BYTES && (largest < 0 || sizes[i]! > sizes[largest]!)) largest = i;
     if (largest < 0) break;
-    const before = jsonBytes(out[largest]);
-    truncate(largest);
-    total += jsonBytes(out[largest]) - before;
+    total += truncate(largest);
+  }
+  // Only previews left and still too large (many nested steps): the nested records go, the largest first.
+  while (total > caps.stepsBytes) {
+    const holders = out.filter((s) => nests(s) && !s.records_cut);
+    if (holders.length === 0) break;
+    const largest = holders.reduce((a, b) => (jsonBytes(b) > jsonBytes(a) ? b : a));
+    const before = jsonBytes(largest);
+    if (largest.steps !== undefined) largest.steps = [];
+    if (largest.item_records !== undefined) largest.item_records = largest.item_records.map((it) => ({ ...it, steps: [] }));
+    largest.records_cut = true;
+    total += jsonBytes(largest) - before;
   }
   return out;
 }

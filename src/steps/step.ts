@@ -126,6 +126,8 @@ export interface StepContext {
   nested?: NestedWalk;
   /** The run's clock (deps.clock): what a wait measures its time on. */
   clock: () => number;
+  /** The cap of one step's output as JSON (RUN_STEP_OUTPUT_MAX_BYTES): what a step that collects outputs keeps with its progress. */
+  outputMaxBytes?: number;
   /**
    * Set when the run resumes the step it parked on (see Park): what the step saved then, and
    * for a wait_for_delivery the delivery that matched it (absent: its time came first).
@@ -161,6 +163,8 @@ export interface StepResult {
   park?: Park;
   /** The state document the step set: the later steps of the run see it as `state`. */
   state?: { value: unknown };
+  /** `output` is already its preview (a for_each whose collected outputs passed the cap): the full output's size as JSON. */
+  outputCut?: { bytes: number };
 }
 
 /** What a step reads and touches, from its config alone. */

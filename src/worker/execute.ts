@@ -313,6 +313,7 @@ class Walk {
                 },
               }),
           clock: env.clock,
+          outputMaxBytes: env.outputMaxBytes,
           ...(parked === undefined ? {} : { parked: { state: parked.state, ...(delivery === undefined ? {} : { delivery }) } }),
           record: extra,
           nested: this.nestedWalk(scope),
@@ -327,7 +328,9 @@ class Walk {
         throw new Parked(result.park, step.type, parked !== undefined);
       }
       // Kept within the cap from here on: what the record keeps is what the later steps see.
-      const kept = keptOutput(result.output, env.outputMaxBytes);
+      const kept = result.outputCut
+        ? { output: result.output, output_truncated: true as const, output_bytes: result.outputCut.bytes }
+        : keptOutput(result.output, env.outputMaxBytes);
       const record: StepRecord = {
         key: step.key,
         status: 'succeeded',
@@ -401,6 +404,23 @@ export async function executeRun(env: StepEnv, run: ClaimedRun, retry: RetryPoli
     // A former attempt had failed for good and started the on_failure steps: the run's own steps are final, only those go on.
     walk.records.push(...(run.checkpoint?.steps ?? []));
     for (const r of walk.records) if (r.status === 'succeeded') ctx.steps[r.key] = r.output;
+    // Set by the sweeper (runs/queue.sql.ts reclaimExpired), whose checkpoint has only the successes: the step it lost is the failed one.
+    if (!walk.records.some((r) => r.status === 'failed')) {
+      const had = new Set(walk.records.map((r) => r.key));
+      for (const s of run.definition) {
+        if (had.has(s.key)) continue;
+        const lost = s.key === walk.failing.step;
+        walk.records.push({
+          key: s.key,
+          status: lost ? 'failed' : 'skipped',
+          started_at: null,
+          finished_at: lost ? new Date(env.clock()).toISOString() : null,
+          output: null,
+          error: lost ? walk.failing.message : null,
+          ...(lost ? {} : { reason: `step ${walk.failing.step} failed` }),
+        });
+      }
+    }
     return onFailure(env, run, walk, ctx, walk.failing);
   }
   try {

@@ -80,6 +80,8 @@ function nestedLists(type: string, config: Obj): Array<Array<string | number>> {
     return [...cases.map((_, i) => ['cases', i, 'steps']), ...(config.default === undefined ? [] : [['default']])];
   }
   if (type === 'for_each') return [['steps']];
+  // on_timeout is "fail", "continue", or steps.
+  if (type === 'wait_for_delivery' && (Array.isArray(config.on_timeout) || isObj(config.on_timeout))) return [['on_timeout']];
   return [];
 }
 

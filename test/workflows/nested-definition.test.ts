@@ -97,3 +97,64 @@ describe('nested steps at save', () => {
     refuses(attrs(lists), `${S}/4/config/cases/0/steps/35`, /at most 200 steps in all/);
   });
 });
+
+describe("a wait_for_delivery's on_timeout steps at save", () => {
+  const hook = { key: 'orders', type: 'webhook', service_account_id: '6f9619ff-8b86-4d01-b42d-00cf4fc964ff' };
+  const withHook = (steps: unknown[]) => ({ ...attrs(steps), trigger_params: [hook] });
+  const wait = (onTimeout: unknown) => ({ key: 'paid', type: 'wait_for_delivery', config: { trigger: 'orders', timeout: '1h', on_timeout: onTimeout } });
+
+  it('reads them as a nested list of steps, checked as a branch', () => {
+    const d = readDefinition(withHook([t('a'), wait([t('late', 'steps.a'), t('note', 'steps.late')]), t('after', 'steps.paid')]));
+    assert.deepEqual(
+      (d.steps[1]!.config as any).on_timeout.map((s: any) => [s.key, s.config.expression]),
+      [
+        ['late', 'steps.a'],
+        ['note', 'steps.late'],
+      ],
+    );
+    readDefinition(withHook([wait('continue')]));
+    refuses(withHook([wait('later')]), `${S}/0/config/on_timeout`, /"fail", "continue" or a list of steps/);
+  });
+
+  it('names the nested step in its pointer; keys are unique with them; later steps read only the wait', () => {
+    refuses(withHook([t('a'), wait([t('late'), t('bad', '$$$(')])]), `${S}/1/config/on_timeout/1/config/expression`, /expression/);
+    refuses(withHook([t('a'), wait([t('a')])]), `${S}/1/config/on_timeout/0/key`, /used by another step/);
+    refuses(withHook([wait([t('late')]), t('after', 'steps.late')]), `${S}/1/config/expression`, /steps\.late /);
+    refuses(withHook([wait([t('late', 'steps.paid')])]), `${S}/0/config/on_timeout/0/config/expression`, /steps\.paid .*comes later/);
+    refuses(withHook([wait([{ key: 'oops', type: 'nope', config: {} }])]), `${S}/0/config/on_timeout/0/type`, /type must be one of/);
+  });
+});
+
+describe("a wait_for_delivery's on_timeout steps in a workflow file", () => {
+  it('are written as a map of key: {type, ...} and read back as steps; a nested error names its member', async () => {
+    const { parseWorkflowText, builderParts, workflowOfResource, workflowFileDocument, renderYaml, filePathOfPointer } =
+      await import('../../src/workflows/file.ts');
+    const text = `name: orders
+triggers:
+  orders: { type: webhook }
+steps:
+  paid:
+    type: wait_for_delivery
+    trigger: orders
+    timeout: 1h
+    on_timeout:
+      remind: { type: transform, expression: '"late"' }
+  after: { type: transform, expression: steps.paid }
+`;
+    const { file } = parseWorkflowText(text);
+    const parts = builderParts(file, '6f9619ff-8b86-4d01-b42d-00cf4fc964ff');
+    assert.deepEqual((parts.step_params[0] as any).config.on_timeout, [{ key: 'remind', type: 'transform', config: { expression: '"late"' } }]);
+    const d = readDefinition({ ...parts });
+    const yaml = renderYaml(
+      workflowFileDocument(
+        workflowOfResource({ name: 'orders', is_active: true, steps: d.steps, triggers: parts.trigger_params }),
+        '6f9619ff-8b86-4d01-b42d-00cf4fc964ff',
+      ),
+    );
+    assert.match(yaml, /\n {4}on_timeout:\n {6}remind:\n {8}type: transform\n/);
+    assert.deepEqual(parseWorkflowText(yaml).file.steps[0]!.config.on_timeout, [{ key: 'remind', type: 'transform', config: { expression: '"late"' } }]);
+    assert.deepEqual(filePathOfPointer(`${S}/0/config/on_timeout/0/config/expression`, file), ['steps', 'paid', 'on_timeout', 'remind', 'expression']);
+    // "continue" and "fail" stay words.
+    assert.equal(parseWorkflowText(text.replace(/on_timeout:\n.*\n/, 'on_timeout: continue\n')).file.steps[0]!.config.on_timeout, 'continue');
+  });
+});

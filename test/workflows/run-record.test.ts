@@ -147,3 +147,52 @@ describe('presentRun', () => {
     assert.equal(shown.error, null);
   });
 });
+
+describe('capSteps on nested records', () => {
+  const caps: RecordCaps = { outputBytes: 2048, errorBytes: 256, stepsBytes: 32_768 };
+  const big = (key: string, n = 2000): StepRecord => ({
+    key,
+    status: 'succeeded',
+    started_at: null,
+    finished_at: null,
+    output: 'x'.repeat(n),
+    error: null,
+  });
+
+  it("cuts outputs inside a switch's branch and a for_each's items until the steps fit", () => {
+    const sw: StepRecord = { ...big('route', 10), branch: 0, steps: Array.from({ length: 20 }, (_, i) => big(`b${i}`)) };
+    const loop: StepRecord = {
+      ...big('loop', 10),
+      items: { count: 10, succeeded: 10, stopped: 0, failed: 0, not_run: 0 },
+      item_records: Array.from({ length: 10 }, (_, index) => ({
+        index,
+        status: 'succeeded' as const,
+        steps: [big('each'), { ...big('err'), error: 'e'.repeat(1000) }],
+      })),
+    };
+    const input = [sw, loop];
+    const before = JSON.stringify(input);
+    const out = capSteps(input, caps);
+    assert.ok(jsonBytes(out) <= caps.stepsBytes, `${jsonBytes(out)} bytes`);
+    assert.equal(JSON.stringify(input), before, 'the input is not changed');
+    const cut = out[0]!.steps!.filter((s) => s.output_truncated);
+    assert.ok(cut.length > 0);
+    assert.equal(cut[0]!.output_bytes, 2002);
+    assert.ok(out[1]!.item_records!.every((it) => jsonBytes(it.steps[1]!.error) <= caps.errorBytes));
+    assert.equal(out[0]!.records_cut, undefined, 'previews were enough');
+  });
+
+  it('drops nested records, the largest holder first, when their previews do not fit', () => {
+    const holder = (key: string, n: number): StepRecord => ({
+      ...big(key, 10),
+      branch: 0,
+      steps: Array.from({ length: n }, (_, i) => big(`${key}_${i}`, 4000)),
+    });
+    const out = capSteps([holder('small', 2), holder('huge', 100)], caps);
+    assert.ok(jsonBytes(out) <= caps.stepsBytes, `${jsonBytes(out)} bytes`);
+    assert.equal(out[1]!.records_cut, true);
+    assert.deepEqual(out[1]!.steps, []);
+    assert.equal(out[0]!.records_cut, undefined);
+    assert.equal(out[0]!.steps!.length, 2);
+  });
+});
