@@ -159,8 +159,11 @@ export async function claimBatch(
  * A fair claim of up to `limit` ready runs without a concurrency key: queued and retrying runs
  * whose time has come, and waiting ones whose wait is over (a resumed wait keeps its attempt:
  * waiting spends none). The workspaces with
- * ready runs are found by a skip scan of workflow_runs_ready_unkeyed_idx (one probe per
- * workspace, however long its queue), taken in rotation from the one after `after` (at most
+ * runs in the queue are found by a skip scan of workflow_runs_ready_unkeyed_idx (one probe per
+ * workspace, however long its queue), and each is asked for a run whose time has come as a
+ * range of that index (workspace, run_at): so the runs parked for later, however many, are
+ * never read (bench/parked.ts: a scan with run_at in its filter read every one). The ready
+ * ones are taken in rotation from the one after `after` (at most
  * `limit` of them), and each gives its oldest floor(limit / workspaces) runs, FOR UPDATE SKIP
  * LOCKED (two workers never claim one run, and neither waits for the other). So one
  * workspace's backlog delays another workspace's new run by at most one claim, and a claim
@@ -178,17 +181,22 @@ async function claimUnkeyed(
 ): Promise<{ runs: ClaimedRun[]; more: boolean; after: string; keyedReady: boolean }> {
   type Row = (ClaimedRun & { claim_share: number; keyed_ready: boolean }) | { id: null; keyed_ready: boolean };
   const { rows } = await sql<Row>`
-    with recursive ready(workspace_id) as (
+    with recursive pending(workspace_id) as (
       (select workspace_id from workflow_runs
-       where status in ('queued', 'retrying', 'waiting') and concurrency_key is null and run_at <= ${now}
-       order by workspace_id, run_at limit 1)
+       where status in ('queued', 'retrying', 'waiting') and concurrency_key is null
+       order by workspace_id limit 1)
       union all
       select (select q.workspace_id from workflow_runs as q
-              where q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is null and q.run_at <= ${now} and q.workspace_id > ready.workspace_id
-              order by q.workspace_id, q.run_at limit 1)
-      from ready where ready.workspace_id is not null
+              where q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is null and q.workspace_id > pending.workspace_id
+              order by q.workspace_id limit 1)
+      from pending where pending.workspace_id is not null
+    ), ready as (
+      select p.workspace_id from pending as p
+      where p.workspace_id is not null and exists (
+        select 1 from workflow_runs as q
+        where q.workspace_id = p.workspace_id and q.status in ('queued', 'retrying', 'waiting') and q.concurrency_key is null and q.run_at <= ${now})
     ), picked as (
-      select workspace_id from ready where workspace_id is not null
+      select workspace_id from ready
       order by workspace_id <= ${after}::uuid, workspace_id
       limit ${limit}
     ), share as (

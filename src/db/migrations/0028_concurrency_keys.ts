@@ -8,7 +8,7 @@ import { sql, type Kysely } from 'kysely';
  * of before stay as they were, and a process of the release before reads and writes them
  * unchanged (it claims keyed runs without their limit until it is replaced).
  *
- * Three partial indexes, each empty unless runs are keyed, but the first:
+ * Four partial indexes, each empty unless runs are keyed, but the first:
  * - workflow_runs_ready_unkeyed_idx: the fair claim of runs without a key (runs/queue.sql.ts)
  *   as workflow_runs_ready_workspace_idx of 0020 serves it, without the keyed runs that wait
  *   their turn (a claim must not read through a backlog held back by its limit). Waiting runs
@@ -17,6 +17,8 @@ import { sql, type Kysely } from 'kysely';
  *   parked ones, which take their place again when their wait is over),
  *   in enqueue order: the keys that have some are found by a skip scan, and a claim reads
  *   a key's first few, never its backlog.
+ * - workflow_runs_keyed_ready_idx: whether any keyed run's time has come (the claim's one probe
+ *   for the keyed claim), read as a range, so parked keyed runs are not read.
  * - workflow_runs_keyed_running_idx: a key's runs that hold a slot (running).
  */
 export async function up(db: Kysely<any>): Promise<void> {
@@ -26,6 +28,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index workflow_runs_ready_unkeyed_idx on workflow_runs (workspace_id, run_at, id)
     where status in ('queued', 'retrying', 'waiting') and concurrency_key is null`.execute(db);
   await sql`create index workflow_runs_keyed_queued_idx on workflow_runs (workflow_id, concurrency_key, inserted_at, id)
+    where status in ('queued', 'retrying', 'waiting') and concurrency_key is not null`.execute(db);
+  await sql`create index workflow_runs_keyed_ready_idx on workflow_runs (run_at)
     where status in ('queued', 'retrying', 'waiting') and concurrency_key is not null`.execute(db);
   await sql`create index workflow_runs_keyed_running_idx on workflow_runs (workflow_id, concurrency_key)
     where status = 'running' and concurrency_key is not null`.execute(db);
