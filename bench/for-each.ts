@@ -8,18 +8,35 @@
  * - nested, concurrency 1 (BENCH_SERIAL=0 leaves it out).
  *
  * Each measurement is one run queued by SQL and run by the worker alone: its time is
- * finished_at - started_at, its facts/s the items over that. The variants take turns,
+ * finished_at - started_at, its facts/s the items over that, and the CPU it took: this
+ * process's (every thread; with PGlite the database too), the expression pool's children,
+ * and on a local PostgreSQL its backends'. The variants take turns,
  * BENCH_PAIRS (default 5) rounds, the first variant of a round rotating, on one database
  * per engine (every run writes new orders: ids carry the run's number); the report is the
  * median of each. Settings: BENCH_ENGINES (default "pglite,postgres"), BENCH_DATABASE_URL
  * or DATABASE_URL.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { uuidv7 } from '../src/ids.ts';
 import { startWorker } from '../src/worker/worker.ts';
-import { benchEnv, ENGINES, exchangeToken, intEnv, postJsonApi, runApp, seedTenant, watchdog, withEngine, type Engine } from './common.ts';
+import {
+  backendMicros,
+  benchEnv,
+  ENGINES,
+  exchangeToken,
+  intEnv,
+  postgresCpuProbe,
+  procCpuMicros,
+  postJsonApi,
+  runApp,
+  seedTenant,
+  watchdog,
+  withEngine,
+  type Engine,
+} from './common.ts';
 
 const ITEMS = intEnv('BENCH_ITEMS', 1000, 1, 1000);
 const PAIRS = intEnv('BENCH_PAIRS', 5, 1, 50);
@@ -36,6 +53,20 @@ const median = (xs: number[]) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
+
+/** CPU so far of this process's children (the expression pool evaluates every expression in them), from /proc. */
+function childrenCpuMicros(): number {
+  let us = 0;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) us += procCpuMicros(Number(pid)) ?? 0;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return us;
+}
 
 const nested = (concurrency: number) => [
   {
@@ -105,8 +136,14 @@ async function one(engine: Engine): Promise<void> {
       await close();
       const worker = startWorker(deps);
       let seq = 0;
+      const probe = engine === 'postgres' ? postgresCpuProbe(deps.db) : undefined;
+      // CPU of this process (every thread; with PGlite the database too) and of the local PostgreSQL backends, per run.
+      const cpu = variants.map(() => ({ proc: [] as number[], pool: [] as number[], db: [] as number[] }));
       const measure = async (w: number): Promise<number> => {
         const k = seq++;
+        const db0 = await probe?.();
+        const p0 = process.cpuUsage();
+        const c0 = childrenCpuMicros();
         const id = uuidv7();
         const payload = JSON.stringify({ items: Array.from({ length: ITEMS }, (_, i) => ({ id: `r${k}-o${i}`, amount: i })) });
         const now = new Date();
@@ -124,6 +161,11 @@ async function one(engine: Engine): Promise<void> {
           const r = rows[0]!;
           if (r.status === 'succeeded') {
             if (r.facts !== ITEMS) throw new Error(`${variants[w]!.name}: ${r.facts} facts written, not ${ITEMS}`);
+            const p = process.cpuUsage(p0);
+            const dbUs = backendMicros(db0, await probe?.());
+            cpu[w]!.proc.push((p.user + p.system) / 1000);
+            cpu[w]!.pool.push((childrenCpuMicros() - c0) / 1000);
+            if (dbUs !== undefined) cpu[w]!.db.push(dbUs / 1000);
             return Number(r.ms);
           }
           if (r.status !== 'queued' && r.status !== 'running') throw new Error(`${variants[w]!.name}: run ${r.status}: ${r.error}`);
@@ -133,6 +175,7 @@ async function one(engine: Engine): Promise<void> {
       try {
         // One of each first, discarded: the expressions' compile caches and the plans warm up.
         for (let w = 0; w < variants.length; w++) await measure(w);
+        for (const c of cpu) c.proc.length = c.pool.length = c.db.length = 0;
         const times = variants.map(() => [] as number[]);
         for (let i = 0; i < PAIRS; i++) {
           // Which variant goes first rotates, so a drift in the machine's load falls on each.
@@ -145,11 +188,24 @@ async function one(engine: Engine): Promise<void> {
         for (const [w, v] of variants.entries()) {
           const m = median(times[w]!);
           console.log(
-            `${engine}: ${v.name}: median ${m.toFixed(0)} ms per run (${Math.min(...times[w]!).toFixed(0)}-${Math.max(...times[w]!).toFixed(0)}), ${Math.round(ITEMS / (m / 1000))} facts/s`,
+            `${engine}: ${v.name}: median ${m.toFixed(0)} ms per run (${Math.min(...times[w]!).toFixed(0)}-${Math.max(...times[w]!).toFixed(0)}), ${Math.round(ITEMS / (m / 1000))} facts/s; ` +
+              `CPU per run: process ${median(cpu[w]!.proc).toFixed(0)} ms, expression pool ${median(cpu[w]!.pool).toFixed(0)} ms` +
+              (cpu[w]!.db.length ? `, PostgreSQL ${median(cpu[w]!.db).toFixed(0)} ms` : ''),
           );
         }
         console.log(
-          `RESULT ${JSON.stringify({ engine, items: ITEMS, variants: variants.map((v, w) => ({ name: v.name, medianMs: Math.round(median(times[w]!)), ms: times[w]!.map(Math.round) })) })}`,
+          `RESULT ${JSON.stringify({
+            engine,
+            items: ITEMS,
+            variants: variants.map((v, w) => ({
+              name: v.name,
+              medianMs: Math.round(median(times[w]!)),
+              ms: times[w]!.map(Math.round),
+              procCpuMs: Math.round(median(cpu[w]!.proc)),
+              poolCpuMs: Math.round(median(cpu[w]!.pool)),
+              dbCpuMs: cpu[w]!.db.length ? Math.round(median(cpu[w]!.db)) : undefined,
+            })),
+          })}`,
         );
       } finally {
         await worker.stop(1000);

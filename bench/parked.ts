@@ -125,6 +125,7 @@ async function one(engine: Engine): Promise<void> {
           from workflow_runs as t, unnest(${ids}::uuid[], ${nums}::int[]) as u(id, n) where t.id = ${templateId}`.execute(deps.db);
         }
         const insertS = (performance.now() - t0) / 1000;
+        console.log(`  ${engine}: ${n} parked by SQL in ${insertS.toFixed(1)} s; measuring the idle worker`);
         // As autovacuum would after such an insert: the claim's plans see the table as it is.
         await sql`analyze workflow_runs`.execute(deps.db);
         const after = await sizes(deps.db);
@@ -145,9 +146,10 @@ async function one(engine: Engine): Promise<void> {
         const resume = await cpuOver(deps.db, engine, async () => {
           offset = HOUR + 60_000;
           movedAt = clock();
-          for (const deadline = Date.now() + 600_000; ; await sleep(1000)) {
+          for (let tick = 0, deadline = Date.now() + 600_000; ; tick++, await sleep(1000)) {
             const left = await unfinished(deps.db);
             if (left === 0) break;
+            if (tick % 10 === 9) console.log(`  ${engine}: ${total - left} of ${total} resumed after ${tick + 1} s`);
             if (Date.now() > deadline) throw new Error(`${left} runs unfinished after 600 s`);
           }
         });
