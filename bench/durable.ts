@@ -6,7 +6,8 @@
  * Driver (default): BENCH_BEFORE=<dir> names a checkout of the code before (its
  * node_modules linked); this file is copied into its bench/ and run there. The two sides
  * run in turn, BENCH_PAIRS (default 5) times, each a fresh child process; the report is the
- * median runs/s of each side and their ratio. One side (BENCH_ONE=1): one measurement,
+ * median runs/s of each side and their ratio, and the median CPU per run of the process
+ * (every thread; with PGlite the database too) and of a local PostgreSQL's backends. One side (BENCH_ONE=1): one measurement,
  * printed as `RESULT {"engine":...,"runsPerS":...}`.
  *
  * Each measurement: the app in this process over a fresh database (PGlite in memory, or a
@@ -25,10 +26,12 @@ import { sql } from 'kysely';
 import { uuidv7 } from '../src/ids.ts';
 import { startWorker } from '../src/worker/worker.ts';
 import {
+  backendMicros,
   benchEnv,
   ENGINES,
   exchangeToken,
   intEnv,
+  postgresCpuProbe,
   postJsonApi,
   ROOT,
   runApp,
@@ -42,7 +45,16 @@ import {
 const RUNS = intEnv('BENCH_RUNS', 400, 10, 100_000);
 const PAIRS = intEnv('BENCH_PAIRS', 5, 1, 50);
 
-async function one(engine: Engine): Promise<{ engine: Engine; runsPerS: number } | undefined> {
+interface One {
+  engine: Engine;
+  runsPerS: number;
+  /** CPU of this process (every thread; with PGlite the database too) per run, in µs. */
+  procUs?: number;
+  /** CPU of the local PostgreSQL backends per run, in µs. */
+  dbUs?: number | undefined;
+}
+
+async function one(engine: Engine): Promise<One | undefined> {
   const provider = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":"ord_abcdefgh","status":"open"}'));
@@ -90,6 +102,9 @@ async function one(engine: Engine): Promise<{ engine: Engine; runsPerS: number }
         await sql`insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at)
           select u.id, ${org.id}, ${ws.id}, ${workflowId}, 1, 'hook', u.k, u.p::jsonb, 5, ${now}, ${now}, ${now}
           from unnest(${ids}::uuid[], ${keys}::text[], ${payloads}::text[]) as u(id, k, p)`.execute(deps.db);
+        const probe = engine === 'postgres' ? postgresCpuProbe(deps.db) : undefined;
+        const db0 = await probe?.();
+        const p0 = process.cpuUsage();
         const t0 = Date.now();
         const worker = startWorker(deps);
         try {
@@ -104,12 +119,19 @@ async function one(engine: Engine): Promise<{ engine: Engine; runsPerS: number }
         } finally {
           await worker.stop(1000);
         }
+        const p = process.cpuUsage(p0);
+        const dbUs = backendMicros(db0, await probe?.());
         const { rows } = await sql<{
           failed: number;
           last: Date;
         }>`select count(*) filter (where status <> 'succeeded')::int as failed, max(finished_at) as last from workflow_runs`.execute(deps.db);
         if (rows[0]!.failed > 0) throw new Error(`${rows[0]!.failed} runs did not succeed`);
-        return { engine, runsPerS: RUNS / ((new Date(rows[0]!.last).getTime() - t0) / 1000) };
+        return {
+          engine,
+          runsPerS: RUNS / ((new Date(rows[0]!.last).getTime() - t0) / 1000),
+          procUs: (p.user + p.system) / RUNS,
+          dbUs: dbUs === undefined ? undefined : dbUs / RUNS,
+        };
       },
     );
   } finally {
@@ -124,7 +146,7 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-function side(dir: string, engine: Engine): number {
+function side(dir: string, engine: Engine): One {
   const out = execFileSync(process.execPath, [path.join(dir, 'bench', 'durable.ts')], {
     cwd: dir,
     env: { ...process.env, BENCH_ONE: '1', BENCH_ENGINES: engine },
@@ -133,7 +155,7 @@ function side(dir: string, engine: Engine): number {
   });
   const line = out.split('\n').find((l) => l.startsWith('RESULT '));
   if (!line) throw new Error(`no result from ${dir}: ${out}`);
-  return (JSON.parse(line.slice(7)) as { runsPerS: number }).runsPerS;
+  return JSON.parse(line.slice(7)) as One;
 }
 
 if (process.env.BENCH_ONE === '1') {
@@ -156,16 +178,25 @@ if (process.env.BENCH_ONE === '1') {
   );
   for (const engine of ['pglite', 'postgres'] as const) {
     if (!ENGINES.includes(engine)) continue;
-    const b: number[] = [];
-    const a: number[] = [];
+    const b: One[] = [];
+    const a: One[] = [];
     for (let i = 0; i < PAIRS; i++) {
       // Interleaved, and which side goes first alternates, so a drift in the machine's load falls on both.
       const order = i % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const);
       for (const s of order) (s === 'before' ? b : a).push(side(s === 'before' ? before : ROOT, engine));
-      console.log(`${engine} pair ${i + 1}: before ${b.at(-1)!.toFixed(0)} runs/s, after ${a.at(-1)!.toFixed(0)} runs/s`);
+      const show = (x: One) =>
+        `${x.runsPerS.toFixed(0)} runs/s` +
+        (x.procUs === undefined ? '' : ` (${x.procUs.toFixed(0)} µs process CPU/run${x.dbUs === undefined ? '' : `, PostgreSQL ${x.dbUs.toFixed(0)} µs`})`);
+      console.log(`${engine} pair ${i + 1}: before ${show(b.at(-1)!)}, after ${show(a.at(-1)!)}`);
     }
+    const rate = (xs: One[]) => median(xs.map((x) => x.runsPerS));
+    const cpu = (xs: One[], k: 'procUs' | 'dbUs') => {
+      const v = xs.map((x) => x[k]).filter((x) => x !== undefined);
+      return v.length ? `${median(v).toFixed(0)} µs` : 'n/a';
+    };
     console.log(
-      `${engine}: median before ${median(b).toFixed(0)} runs/s, after ${median(a).toFixed(0)} runs/s, ratio ${((median(a) / median(b)) * 100).toFixed(0)}%  (load now ${os.loadavg()[0]!.toFixed(2)})`,
+      `${engine}: median before ${rate(b).toFixed(0)} runs/s, after ${rate(a).toFixed(0)} runs/s, ratio ${((rate(a) / rate(b)) * 100).toFixed(0)}%; ` +
+        `process CPU/run before ${cpu(b, 'procUs')}, after ${cpu(a, 'procUs')}; PostgreSQL CPU/run before ${cpu(b, 'dbUs')}, after ${cpu(a, 'dbUs')}  (load now ${os.loadavg()[0]!.toFixed(2)})`,
     );
   }
 }
