@@ -202,6 +202,7 @@ describe('mapError', () => {
     delete: (c) => c.delete('data_models', 'dm-1'),
     testRun: (c) => c.testRun('wf-1', { payload: {} }),
     replay: (c) => c.replay('run-1'),
+    cancelRun: (c) => c.cancelRun('run-1'),
     bulkReplay: (c) => c.bulkReplay({ status: 'failed' }),
     verifyConnector: (c) => c.verifyConnector('ec-1'),
     connectorRateLimit: (c) => c.connectorRateLimit('ec-1'),
