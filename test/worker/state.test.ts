@@ -10,6 +10,7 @@ import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } f
 import { mockProvider, type Recorded } from '../connectors/mock-provider.ts';
 import { parseDocumentText, readWorkflowFile } from '../../src/cli/workflow-files.ts';
 import { STATE_MAX_BYTES } from '../../src/steps/set-state.ts';
+import { builderParts, parseWorkflowText, renderYaml, workflowFileDocument, workflowOfResource } from '../../src/workflows/file.ts';
 
 const f: Flow = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', RUN_MAX_ATTEMPTS: '2' }, { worker: true });
 const mock = await mockProvider();
@@ -189,6 +190,11 @@ describe('workflow state', () => {
       ],
     });
     assert.equal(workflow.attributes.state_key, 'payload.customer');
+    // The file (`workflow get --yaml`) has it as its top-level state_key:, and reads it back.
+    const file = workflowOfResource(workflow.attributes);
+    const doc = workflowFileDocument(file, undefined);
+    assert.equal(doc.state_key, 'payload.customer');
+    assert.equal(builderParts(parseWorkflowText(renderYaml(doc)).file).wf_params.state_key, 'payload.customer');
     const a1 = await deliverTo(tokens.hook!, { customer: 'cus_a' });
     const a2 = await deliverTo(tokens.hook!, { customer: 'cus_a' });
     const b1 = await deliverTo(tokens.hook!, { customer: 'cus_b' });
