@@ -34,6 +34,7 @@ import * as m0026 from './migrations/0026_on_failure_steps.ts';
 import * as m0027 from './migrations/0027_run_waits.ts';
 import * as m0028 from './migrations/0028_concurrency_keys.ts';
 import * as m0029 from './migrations/0029_workflow_state.ts';
+import * as m0030 from './migrations/0030_state_keys.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -64,6 +65,7 @@ export const migrations: Record<string, Migration> = {
   '0027_run_waits': m0027,
   '0028_concurrency_keys': m0028,
   '0029_workflow_state': m0029,
+  '0030_state_keys': m0030,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

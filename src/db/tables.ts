@@ -382,6 +382,8 @@ export interface WorkflowTable {
   triggers: Json<WorkflowTriggerView[]>;
   /** Null: runs are not limited by key (migration 0028). */
   concurrency: JsonNullable<WorkflowConcurrency>;
+  /** The key expression of its state documents; null: the one document, key '' (migration 0030). */
+  state_key: ColumnType<string | null, string | null | undefined, string | null>;
   inserted_at: Timestamp;
   updated_at: Timestamp;
   /** Set by DELETE: the workflow is hidden from every read, its runs stay (migration 0021). */
@@ -398,6 +400,8 @@ export interface WorkflowVersionTable {
   on_failure: ColumnType<WorkflowStep[], string | undefined, string>;
   /** The version's concurrency by key; null: none (migration 0028). */
   concurrency: JsonNullable<WorkflowConcurrency>;
+  /** The version's state key expression; null: none (migration 0030). */
+  state_key: ColumnType<string | null, string | null | undefined, string | null>;
   /** The membership whose save wrote these steps (null: saved before it was recorded). */
   saved_by_membership_id: string | null;
   inserted_at: Timestamp;
@@ -539,6 +543,8 @@ export interface WorkflowRunTable {
   /** The key computed when the run was enqueued (runs/concurrency.ts) and the limit of then; null: not limited (migration 0028). */
   concurrency_key: ColumnType<string | null, string | null | undefined, string | null>;
   concurrency_limit: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The key of the state document it reads and writes, computed when it was enqueued (runs/state-key.ts); null: '' (migration 0030). */
+  state_key: ColumnType<string | null, string | null | undefined, string | null>;
   run_at: Timestamp;
   /** While the run is waiting (a delay, wait_until or wait_for_delivery): when it resumes at the latest; null otherwise (migration 0027). */
   resume_at: ColumnType<Date | null, Date | null | undefined, Date | null>;

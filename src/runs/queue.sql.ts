@@ -29,7 +29,8 @@ type ClaimedColumns =
   | 'replay_of'
   | 'traceparent'
   | 'tracestate'
-  | 'delivery_headers';
+  | 'delivery_headers'
+  | 'state_key';
 
 /** The run row's columns the worker reads, and its version's steps. */
 export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
@@ -53,7 +54,7 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   checkpoint?: RunCheckpoint | null;
   /** A run resumed from a wait_for_delivery by a delivery: that delivery (run_waits.delivery); null or absent otherwise. */
   wait_delivery?: ParkedDelivery | null;
-  /** The workflow's state document at the claim (workflows/state.sql.ts); null: never set. */
+  /** The workflow's state document of the run's key (state_key) at the claim (workflows/state.sql.ts); null: never set. */
   state?: unknown;
 };
 
@@ -111,7 +112,7 @@ export interface ClaimBatch {
 const CLAIM_RETURNING = sql`r.id, r.organization_id, r.workspace_id, r.workflow_id, r.workflow_version, r.trigger_key, r.payload,
   r.attempt, r.max_attempts, r.inserted_at, r.source_identity, r.replay_of, r.traceparent, r.tracestate,
   coalesce(r.delivery_id, r.replayed_delivery_id) as delivery_id, r.delivery_headers, v.steps as definition, ${STEP_MODELS} as models, ${SAVER} as saver,
-  ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, v.on_failure, ${WAIT_DELIVERY} as wait_delivery, ${RUN_STATE} as state`;
+  ${CLAIM_CONNECTOR_VERSIONS} as connector_versions, r.checkpoint, v.on_failure, ${WAIT_DELIVERY} as wait_delivery, ${RUN_STATE} as state, r.state_key`;
 
 /** A claim counts an attempt, except a run resuming a wait: waiting spends none (docs/workflows.md, "Waits"). */
 const ATTEMPT_AT_CLAIM = sql`case when r.status = 'waiting' then r.attempt else r.attempt + 1 end`;

@@ -1,6 +1,7 @@
 /**
- * Runs parked on waits, in SQL: the waits a delivery may resume (waitsOfTrigger), resuming
- * one with the delivery (in the accepting statement, webhooks.sql.ts), and cancelling a run
+ * Runs parked on waits, in SQL: the waits a delivery may resume (waitsOfTrigger; whether there
+ * are any is checked by the accepting statement, webhooks.sql.ts), resuming one with the
+ * delivery (in that statement too), and cancelling a run
  * that has not started or is parked (cancelRun). Each takes its workspace.
  */
 import { sql, type Selectable } from 'kysely';
@@ -27,13 +28,6 @@ export async function waitsOfTrigger(db: Db, workspaceId: string, workflowId: st
     order by w.inserted_at, w.run_id
     limit ${limit}`.execute(db);
   return rows;
-}
-
-/** Whether any run of the workflow waits on the trigger now: a delivery with none is accepted without reading the waits. */
-export async function hasWaits(db: Db, workspaceId: string, workflowId: string, triggerKey: string): Promise<boolean> {
-  const { rows } = await sql`select 1 from run_waits
-    where workflow_id = ${workflowId} and trigger_key = ${triggerKey} and matched_at is null and workspace_id = ${workspaceId} limit 1`.execute(db);
-  return rows.length > 0;
 }
 
 /** The statuses a run can be cancelled from: it has not started, or it holds nothing (docs/workflows.md, "Cancel"). */

@@ -14,7 +14,7 @@ import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
 import type { TraceSpan } from '../tracing.ts';
-import { writeWorkflowState } from '../workflows/state.sql.ts';
+import { runStateKeyOf, writeWorkflowState } from '../workflows/state.sql.ts';
 
 /**
  * The facts of one write_fact step, each validated once (facts/validate.ts) by the step:
@@ -86,7 +86,8 @@ export type WaitAnswer = { park: true } | { park: false; delivery?: ParkedDelive
 
 export interface StateToSet {
   key: string;
-  run: { id: string; workspace_id: string; workflow_id: string };
+  /** `state_key`: the key of the run's document (null or absent: ''). */
+  run: { id: string; workspace_id: string; workflow_id: string; state_key?: string | null };
   value: unknown;
   json: string;
 }
@@ -123,7 +124,7 @@ export function realEffects(env: RealEffectsEnv): Effects {
     async setState({ run, json }) {
       // A deleted workflow's run writes nothing: its state went with it.
       const now = env.clock();
-      await writeWorkflowState(env.db, { workspaceId: run.workspace_id }, run.workflow_id, run.id, json, new Date(now), uuidv7(now));
+      await writeWorkflowState(env.db, { workspaceId: run.workspace_id }, run.workflow_id, runStateKeyOf(run), run.id, json, new Date(now), uuidv7(now));
     },
   };
 }

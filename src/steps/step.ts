@@ -34,6 +34,8 @@ export type StepRun = Pick<
   Selectable<WorkflowRunTable>,
   'id' | 'organization_id' | 'workspace_id' | 'workflow_id' | 'workflow_version' | 'source_identity' | 'inserted_at'
 > & {
+  /** The key of the state document the run writes (null or absent: ''; a test run writes none). */
+  state_key?: string | null;
   /** The data models its write_fact steps name, as they are at the claim. */
   models: DataModelWithFields[];
   /** The membership that saved the version's steps, as it stands at the claim (none: not recorded, or gone). */

@@ -33,6 +33,7 @@ import { acceptDelivery, loadAccountAndTrigger, type Admission, type TriggerRow 
 import { deliveryHeaders, expressionDelivery } from '../triggers/delivery-headers.ts';
 import { matchWaitingRun } from '../runs/delivery-waits.ts';
 import { runConcurrency, type RunConcurrency } from '../runs/concurrency.ts';
+import { runStateKey, type RunStateKey } from '../runs/state-key.ts';
 import { FORM_MEDIA_TYPE, formPayload, isFormMediaType } from './form.ts';
 import type { WebhookAccept } from '../db/tables.ts';
 import { boundedMap, type BoundedMap } from '../bounded-map.ts';
@@ -312,45 +313,66 @@ async function ingest(
     }
     const { trigger } = admitted;
     const headersJson = JSON.stringify(deliveryHeaders(request.headers, secretHeadersOf(trigger)));
-    // A waiting run this delivery resumes (its wait_for_delivery matches): then it starts no run of its own.
-    const resume = await waitingRunFor(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
+    // A waiting run this delivery resumes (its wait_for_delivery matches) starts no run of its own.
+    // The waits are read only when the accepting statement finds one on the trigger (`waits`),
+    // or before a quota refusal (a delivery that resumes a run makes none, so it is not refused).
+    let resume: { runId: string; deliveryJson: string } | undefined;
+    let waitsChecked = false;
     // Past the workspace's waiting runs nothing is stored (no guard either), so the sender's
     // retry of this very delivery is accepted once the worker has drained some.
-    if (resume === undefined && !(await admitsRun(deps, trigger.workspace_id))) {
-      deps.metrics.quotaRefusal('waiting_runs', 'webhook');
-      throw fail('rate_limited', waitingRunsRefusal(deps.waitingRuns.limit).detail, { retryAfter: WAITING_RUNS_RETRY_AFTER_SECONDS });
+    if (!(await admitsRun(deps, trigger.workspace_id))) {
+      resume = await waitingRunFor(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
+      waitsChecked = true;
+      if (resume === undefined) {
+        deps.metrics.quotaRefusal('waiting_runs', 'webhook');
+        throw fail('rate_limited', waitingRunsRefusal(deps.waitingRuns.limit).detail, { retryAfter: WAITING_RUNS_RETRY_AFTER_SECONDS });
+      }
     }
 
     // Computed for a resuming delivery too: if its run stopped waiting meanwhile, the delivery makes a run of its own.
     const concurrency = await deliveryConcurrency(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
-    let accepted: { current: boolean; runId: string | undefined; resumed?: true };
+    const stateKey = await deliveryStateKey(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
+    let accepted: { current: boolean; runId: string | undefined; resumed?: true; waits?: true };
+    const { payloadJson } = stored;
+    const admittedState = found.state!;
     try {
-      accepted = await acceptDelivery(
-        deps.db,
-        {
-          id: uuidv7(),
-          organizationId: trigger.organization_id,
-          workspaceId: trigger.workspace_id,
-          workflowId: trigger.workflow_id,
-          workflowVersion: trigger.workflow_version,
-          triggerKey: trigger.key,
-          deliveryId: identity.deliveryId,
-          payloadJson: stored.payloadJson,
-          deliveryHeadersJson: headersJson,
-          maxAttempts: deps.config.runMaxAttempts,
-          concurrency,
-          // The run's spans, in whichever process, continue the delivery's trace.
-          traceparent: request.traceSpan?.traceparent ?? null,
-          tracestate: request.traceSpan?.tracestate ?? null,
-        },
-        identity.key,
-        new Date(now),
-        new Date(now - deps.config.deliveryGuardDays * 86_400_000),
-        identity.signedKey ?? null,
-        { accountId: claims.sub, tokenHash, state: found.state! },
-        resume,
-      );
+      const accept = () =>
+        acceptDelivery(
+          deps.db,
+          {
+            id: uuidv7(),
+            organizationId: trigger.organization_id,
+            workspaceId: trigger.workspace_id,
+            workflowId: trigger.workflow_id,
+            workflowVersion: trigger.workflow_version,
+            triggerKey: trigger.key,
+            deliveryId: identity.deliveryId,
+            payloadJson,
+            deliveryHeadersJson: headersJson,
+            maxAttempts: deps.config.runMaxAttempts,
+            concurrency,
+            stateKey,
+            // The run's spans, in whichever process, continue the delivery's trace.
+            traceparent: request.traceSpan?.traceparent ?? null,
+            tracestate: request.traceSpan?.tracestate ?? null,
+          },
+          identity.key,
+          new Date(now),
+          new Date(now - deps.config.deliveryGuardDays * 86_400_000),
+          identity.signedKey ?? null,
+          { accountId: claims.sub, tokenHash, state: admittedState },
+          resume,
+          waitsChecked,
+        );
+      accepted = await accept();
+      if (accepted.waits) {
+        // Some run waits on this trigger: nothing was stored; decided again with the waits' matches.
+        resume = await waitingRunFor(deps, trigger, stored.payloadJson, identity.deliveryId, headersJson);
+        waitsChecked = true;
+        accepted = await accept();
+      }
     } catch (err) {
+      if (err instanceof AppError) throw err;
       // A value the database refuses cannot succeed on a retry (the body checks should have
       // caught it); whatever else keeps the statement from committing, the delivery is not
       // accepted and the sender retries with the same delivery id.
@@ -443,6 +465,24 @@ async function deliveryConcurrency(
       'concurrency key expression failed; the run is under the empty key',
     );
   return found;
+}
+
+/** The run's state key (runs/state-key.ts), as deliveryConcurrency computes its concurrency key. */
+async function deliveryStateKey(deps: Deps, trigger: TriggerRow, payloadJson: string, deliveryId: string, headersJson: string): Promise<string | null> {
+  if (trigger.workflow_state_key === null) return null;
+  let found: RunStateKey;
+  try {
+    const delivery = expressionDelivery(deliveryId, JSON.parse(headersJson) as Record<string, string>);
+    found = await runStateKey(deps.expressions, trigger.workspace_id, trigger.workflow_state_key, JSON.parse(payloadJson), delivery);
+  } catch (err) {
+    throw fail('unavailable', WEBHOOK_TEXT.unavailable, { retryAfter: databaseUnavailable().retryAfter, cause: err });
+  }
+  if (found.problem !== undefined)
+    deps.log.warn(
+      { workflow: trigger.workflow_id, trigger: trigger.key, error: found.problem },
+      "state key expression failed; the run reads and writes the key ''",
+    );
+  return found.key;
 }
 
 async function admitsRun(deps: Deps, workspaceId: string): Promise<boolean> {

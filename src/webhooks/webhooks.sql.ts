@@ -23,6 +23,8 @@ function triggerQuery(db: Db, tokenHash: string) {
       'w.is_active as workflow_active',
       // The run's key is computed under it: a change of it since the lookup is a change of the admission.
       'w.concurrency as workflow_concurrency',
+      // So is the run's state key.
+      'w.state_key as workflow_state_key',
       'o.domain as organization_domain',
       'c.id as connector_id',
       'c.auth_type as connector_auth_type',
@@ -46,6 +48,7 @@ export interface TriggerRow {
   workflow_version: number;
   workflow_active: boolean;
   workflow_concurrency: WorkflowConcurrency | null;
+  workflow_state_key: string | null;
   organization_domain: string;
   connector_id: string | null;
   connector_auth_type: string | null;
@@ -84,7 +87,7 @@ function statementsOf(db: Db): Statements {
   if (statements) return statements;
   const inner = withAccountStatement(db, slot('accountId'), { rows: triggerQuery(db, slot('tokenHash')) }).compile();
   const lookup = compileOnce({ compile: () => CompiledQuery.raw(`select ${STATE_OF_X} as __state, x.* from (${inner.sql}) as x`, [...inner.parameters]) });
-  // ACCEPT's own parameters are $1..$20; the lookup's follow them.
+  // ACCEPT's own parameters are $1..$24; the lookup's follow them.
   const shifted = inner.sql.replace(/\$(\d+)/g, (_m: string, n: string) => `$${Number(n) + ACCEPT_PARAMS}`);
   const accept = ACCEPT.replace('/*lookup*/', shifted);
   preferPrepared(accept);
@@ -119,6 +122,8 @@ export interface NewRun {
   tracestate: string | null;
   /** The run's concurrency key and limit (runs/concurrency.ts); null: not limited. */
   concurrency: { key: string; limit: number } | null;
+  /** The key of the state document the run reads and writes (runs/state-key.ts); null: ''. */
+  stateKey: string | null;
 }
 
 /**
@@ -149,18 +154,28 @@ export interface NewRun {
  * delivery whose facts are its own.
  * Returns the run's id, or undefined for a duplicate.
  *
- * The run's concurrency key and limit are $21, $22 (null: not limited).
+ * The run's concurrency key and limit are $21, $22 (null: not limited); its state key $24.
  *
  * With `resume` ($19, $20: a waiting run the delivery matched, runs/delivery-waits.ts), no run is
  * inserted: the waiting run is made ready now with the delivery kept for its wait_for_delivery
  * (run_waits.delivery), and the guard names it. Only while it still waits unmatched: otherwise
  * nothing is inserted (`resume_lost`), and the delivery is accepted again without `resume`.
+ *
+ * Without `resume` and unless the waits were read already ($23), the statement itself
+ * checks whether any run waits on the (workflow, trigger) now (`pending`, one probe of
+ * run_waits_trigger_idx): if one does, nothing is inserted and `waits` says so, and the
+ * delivery is decided again with the waits' matches. So a delivery no run waits for costs no
+ * statement of its own, and a wait committed before this statement is never passed over.
  */
 const ACCEPT = `
   with ok as (
     select 1 from (/*lookup*/) as x where ${STATE_OF_X} = $18
   ), seen as (
     select 1 from delivery_guards where organization_id = $1 and delivery_key in ($2::text, $13::text) and inserted_at >= $5 limit 1
+  ), pending as (
+    select 1 from run_waits
+    where $19::uuid is null and not $23::boolean and workflow_id = $7 and trigger_key = $9 and matched_at is null and timeout_at > $4 and workspace_id = $6
+    limit 1
   ), w as (
     update workflow_runs set run_at = $4, resume_at = $4, updated_at = $4
     where $19::uuid is not null and id = $19::uuid and workspace_id = $6 and status = 'waiting'
@@ -174,22 +189,23 @@ const ACCEPT = `
     insert into delivery_guards (organization_id, delivery_key, run_id, inserted_at)
     select $1, k, coalesce((select run_id from wd), $3), $4 from unnest(array[$2::text, $13::text]) as k
     where k is not null and exists (select 1 from ok) and not exists (select 1 from seen)
-      and ($19::uuid is null or exists (select 1 from wd))
+      and ($19::uuid is null or exists (select 1 from wd)) and not exists (select 1 from pending)
     on conflict (organization_id, delivery_key) do update
       set run_id = case when delivery_guards.inserted_at < $5 then excluded.run_id end, inserted_at = excluded.inserted_at
       where delivery_guards.inserted_at < $5 or $13::text is not null
     returning run_id
   ), r as (
-    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate, concurrency_key, concurrency_limit)
-    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb, $16, $17, $21::text, $22::int
+    insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, run_at, inserted_at, updated_at, source_identity, delivery_headers, traceparent, tracestate, concurrency_key, concurrency_limit, state_key)
+    select g.run_id, $1, $6, $7, $8, $9, $10, $11::jsonb, $12, $4, $4, $4, $14, $15::jsonb, $16, $17, $21::text, $22::int, $24::text
     from g
     where $19::uuid is null and (select count(*) from g) = case when $13::text is null then 1 else 2 end
     limit 1
     returning id
   )
   select exists (select 1 from ok) as current, (select id from r) as id, (select run_id from wd) as resumed,
-    $19::uuid is not null and exists (select 1 from ok) and not exists (select 1 from seen) and not exists (select 1 from wd) as resume_lost`;
-const ACCEPT_PARAMS = 22;
+    $19::uuid is not null and exists (select 1 from ok) and not exists (select 1 from seen) and not exists (select 1 from wd) as resume_lost,
+    exists (select 1 from ok) and not exists (select 1 from seen) and exists (select 1 from pending) as waits`;
+const ACCEPT_PARAMS = 24;
 
 /** A delivery's source identity: its guard key (a digest, never a header value or secret in clear) and when it was taken. */
 export const deliverySourceIdentity = (guardKey: string, now: Date) => `delivery:${guardKey}@${now.toISOString()}`;
@@ -211,7 +227,8 @@ export async function acceptDelivery(
   signedKey: string | null,
   admitted: AdmittedAs,
   resume?: { runId: string; deliveryJson: string },
-): Promise<{ current: boolean; runId: string | undefined; resumed?: true }> {
+  waitsChecked = false,
+): Promise<{ current: boolean; runId: string | undefined; resumed?: true; waits?: true }> {
   const { accept, lookupParams } = statementsOf(db);
   const params = [
     run.organizationId,
@@ -236,15 +253,18 @@ export async function acceptDelivery(
     resume?.deliveryJson ?? null,
     run.concurrency?.key ?? null,
     run.concurrency?.limit ?? null,
+    waitsChecked || resume !== undefined,
+    run.stateKey,
     ...lookupParams(admitted.accountId, admitted.tokenHash),
   ];
-  type Row = { current: boolean; id: string | null; resumed: string | null; resume_lost: boolean };
+  type Row = { current: boolean; id: string | null; resumed: string | null; resume_lost: boolean; waits: boolean };
   for (let attempt = 1; ; attempt++) {
     try {
       const row = (await db.executeQuery<Row>(CompiledQuery.raw(accept, params) as CompiledQuery<Row>)).rows[0];
       // The run stopped waiting since it was matched (its timeout, a cancel, another delivery): accepted as any delivery.
-      if (row?.resume_lost === true) return acceptDelivery(db, run, guardKey, now, guardCutoff, signedKey, admitted);
+      if (row?.resume_lost === true) return acceptDelivery(db, run, guardKey, now, guardCutoff, signedKey, admitted, undefined, true);
       if (row?.resumed) return { current: true, runId: row.resumed, resumed: true };
+      if (row?.waits === true) return { current: true, runId: undefined, waits: true };
       return { current: row?.current === true, runId: row?.id ?? undefined };
     } catch (err) {
       // Each race is lost to a guard now committed, which the next statement sees: a bound for safety only.

@@ -27,6 +27,7 @@ import { storedContext, type TraceSpan } from '../tracing.ts';
 import { latestTick, nextTick, ticksBetween } from '../triggers/schedule.ts';
 import { fireTicks, loadSchedules, type ScheduleRow, type Tick } from '../triggers/schedule.sql.ts';
 import { runConcurrency } from '../runs/concurrency.ts';
+import { runStateKey } from '../runs/state-key.ts';
 import { wakeWorkers } from '../runs/wake.ts';
 import { timerDelay } from '../datetime.ts';
 
@@ -212,6 +213,8 @@ export async function schedulePass(deps: Deps, state: ScheduleState, now: Date, 
             payloadJson: JSON.stringify(payload),
             concurrencyKey: await tickKey(deps, w.row, payload),
             concurrency: w.row.concurrency ?? null,
+            stateKey: await tickStateKey(deps, w.row, payload),
+            stateKeyExpression: w.row.state_key ?? null,
             trace: storedContext(span),
           });
         }
@@ -261,6 +264,19 @@ async function tickKey(deps: Deps, row: ScheduleRow, payload: unknown): Promise<
     return found?.key ?? null;
   } catch (err) {
     deps.log.warn({ trigger: row.id, err: { message: (err as Error).message } }, 'concurrency key could not be computed; the run is under the empty key');
+    return '';
+  }
+}
+
+/** A tick's run's state key (runs/state-key.ts), over its payload; as tickKey, never held back for the pool's trouble. */
+async function tickStateKey(deps: Deps, row: ScheduleRow, payload: unknown): Promise<string | null> {
+  try {
+    const found = await runStateKey(deps.expressions, row.workspace_id, row.state_key ?? null, payload, null);
+    if (found.problem !== undefined)
+      deps.log.warn({ trigger: row.id, error: found.problem }, "state key expression failed; the run reads and writes the key ''");
+    return found.key;
+  } catch (err) {
+    deps.log.warn({ trigger: row.id, err: { message: (err as Error).message } }, "state key could not be computed; the run reads and writes the key ''");
     return '';
   }
 }

@@ -19,12 +19,14 @@ export interface TestedVersion {
   secretHeaders: string[];
   /** The workflow's state document as it is now: a test run reads it, never writes it. */
   state: unknown;
+  /** The version's state key expression (null: none): a test run reads the document of the key its sample gives. */
+  state_key: string | null;
 }
 
 /** The version (none: the workflow's current one) of the workflow, when both exist in the workspace. */
 export async function loadTestedVersion(db: Db, workspaceId: string, workflowId: string, version: number | undefined): Promise<TestedVersion | undefined> {
   const { rows } = await sql<TestedVersion>`
-    select w.id as workflow_id, w.organization_id, w.workspace_id, v.version, v.steps as definition, v.on_failure,
+    select w.id as workflow_id, w.organization_id, w.workspace_id, v.version, v.steps as definition, v.on_failure, v.state_key,
       ${modelsJson(sql`w.workspace_id`, sql`select s->'config'->>'data_model_slug' from ${VERSION_STEPS} as s where s->>'type' = 'write_fact'`)} as models,
       (select json_build_object('role', m.role, 'is_active', m.is_active) from org_memberships as m
         where m.id = v.saved_by_membership_id and m.organization_id = w.organization_id) as saver,

@@ -25,7 +25,9 @@ import { executeRun, findStep, runContext } from './execute.ts';
 import { dryEffects, type DryRunNote } from '../steps/effects.ts';
 import { stepTypeOf } from '../steps/index.ts';
 import type { ParkedDelivery } from '../steps/step.ts';
-import { deliveryHeaders } from '../triggers/delivery-headers.ts';
+import { deliveryHeaders, expressionDelivery } from '../triggers/delivery-headers.ts';
+import { runStateKey } from '../runs/state-key.ts';
+import { readWorkflowState, STATE_KEY } from '../workflows/state.sql.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from '../runs/queue.sql.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';
@@ -261,8 +263,16 @@ async function testRunIn(
     models: tested.models,
     saver: tested.saver,
     state: tested.state ?? null,
+    state_key: null,
     ...sampleDelivery(input, tested.secretHeaders),
   };
+  if (tested.state_key !== null) {
+    // The document of the key the sample gives, as the run a delivery of it would read.
+    const delivery = expressionDelivery(run.delivery_id, run.delivery_headers);
+    const { key } = await runStateKey(deps.testExpressions, tested.workspace_id, tested.state_key, input.payload, delivery);
+    run.state_key = key;
+    if (key !== STATE_KEY) run.state = await readWorkflowState(deps.db, { workspaceId: tested.workspace_id }, tested.workflow_id, key!);
+  }
   const samples: Record<string, ParkedDelivery> = {};
   for (const [key, d] of Object.entries(input.deliveries ?? {})) {
     const { delivery_id, delivery_headers } = sampleDelivery({ payload: d.payload, headers: d.headers ?? {} }, tested.secretHeaders);
@@ -398,6 +408,7 @@ async function testedFile(deps: TestRunDeps, principal: Principal, workflowId: s
     version: 0,
     definition: def.steps,
     on_failure: def.onFailure,
+    state_key: def.wf.state_key,
     state: context.state ?? null,
     models: context.models,
     // The caller's own standing, as a save would record it: they are the saver of what they test.

@@ -9,6 +9,7 @@ import { invalidAt, quoteName } from '../errors.ts';
 import { isObject } from '../json.ts';
 import type { WebhookAccept, WorkflowConcurrency, WorkflowStep } from '../db/tables.ts';
 import { CONCURRENCY_LIMITS } from '../runs/concurrency.ts';
+import { MAX_STATE_KEY_EXPRESSION } from '../runs/state-key.ts';
 import { isUuid } from '../ids.ts';
 import { ConfigIssue, expression, MAX_MAPPING_FIELDS, onlyMembers, text } from '../steps/config.ts';
 import { isStepType, STEP_TYPES, STEP_TYPES_BY_TYPE, stepTypeOf } from '../steps/index.ts';
@@ -43,6 +44,8 @@ export interface WfParams {
   is_active: boolean;
   /** Null: runs are not limited by key. */
   concurrency: WorkflowConcurrency | null;
+  /** The key expression of the workflow's state documents; null: the one document (key ''). */
+  state_key: string | null;
 }
 
 interface TriggerCommon {
@@ -79,12 +82,26 @@ export interface Definition {
 function readWfParams(v: unknown): WfParams {
   const at = `${AT}/wf_params`;
   if (!isObject(v)) throw new ConfigIssue(at, 'wf_params must be an object');
-  onlyMembers(v, ['name', 'description', 'is_active', 'concurrency'], at, 'wf_params');
+  onlyMembers(v, ['name', 'description', 'is_active', 'concurrency', 'state_key'], at, 'wf_params');
   const name = text(v, 'name', at, { required: true, max: 200 })!;
   const description = text(v, 'description', at, { required: false, max: 4000 });
   const active = v.is_active;
   if (active !== undefined && typeof active !== 'boolean') throw new ConfigIssue(`${at}/is_active`, 'is_active must be true or false');
-  return { name: name.trim(), description, is_active: active ?? true, concurrency: readConcurrency(v.concurrency, `${at}/concurrency`) };
+  return {
+    name: name.trim(),
+    description,
+    is_active: active ?? true,
+    concurrency: readConcurrency(v.concurrency, `${at}/concurrency`),
+    state_key: readStateKey(v, at),
+  };
+}
+
+/** wf_params.state_key: an expression over payload and delivery, or null (docs/workflows.md, "Workflow state"). */
+function readStateKey(v: Record<string, unknown>, at: string): string | null {
+  if (v.state_key === undefined || v.state_key === null) return null;
+  const key = expression(v, 'state_key', at, true)!;
+  if (key.length > MAX_STATE_KEY_EXPRESSION) throw new ConfigIssue(`${at}/state_key`, `state_key must be at most ${MAX_STATE_KEY_EXPRESSION} characters`);
+  return key;
 }
 
 /** wf_params.concurrency: {key, limit}, or null (docs/workflows.md, "Concurrency"). */

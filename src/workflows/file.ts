@@ -59,6 +59,8 @@ export interface WorkflowFile {
   lock_version: string | null;
   /** {key, limit}, or null: no limit (docs/workflows.md, "Concurrency"). */
   concurrency: Obj | null;
+  /** The expression naming the state document a run reads and writes, or null: one document (docs/workflows.md, "Workflow state"). */
+  state_key: string | null;
   steps: WorkflowFileStep[];
   /** Run once when a run fails for good (the file's `on_failure:`, shaped as `steps:`). */
   on_failure: WorkflowFileStep[];
@@ -66,7 +68,17 @@ export interface WorkflowFile {
   triggers: WorkflowFileTrigger[];
 }
 
-export const WORKFLOW_FILE_MEMBERS = ['name', 'description', 'is_active', 'lock_version', 'concurrency', 'triggers', 'steps', 'on_failure'] as const;
+export const WORKFLOW_FILE_MEMBERS = [
+  'name',
+  'description',
+  'is_active',
+  'lock_version',
+  'concurrency',
+  'state_key',
+  'triggers',
+  'steps',
+  'on_failure',
+] as const;
 
 const STEP_TYPE_NAMES = 'transform, condition, write_fact, http_request, switch, for_each, delay, wait_until, wait_for_delivery or set_state';
 
@@ -210,6 +222,8 @@ export function readWorkflowDocument(doc: unknown): WorkflowFile {
   // Its members are the server's to check (wf_params.concurrency); the pointers come back as concurrency.key, concurrency.limit.
   if (doc.concurrency !== undefined && doc.concurrency !== null && !isObj(doc.concurrency))
     throw new WorkflowFileProblem(['concurrency'], 'concurrency must be a map {key, limit} (or null)');
+  if (doc.state_key !== undefined && doc.state_key !== null && typeof doc.state_key !== 'string')
+    throw new WorkflowFileProblem(['state_key'], 'state_key must be an expression (a string), or null');
   const steps = stepsOfDoc(doc.steps, ['steps']);
   const onFailure = stepsOfDoc(doc.on_failure, ['on_failure']);
   if (steps.length === 0) throw new WorkflowFileProblem(['steps'], 'steps must name at least one step');
@@ -224,6 +238,7 @@ export function readWorkflowDocument(doc: unknown): WorkflowFile {
     is_active: (doc.is_active as boolean | undefined) ?? true,
     lock_version: (doc.lock_version as string | null | undefined) ?? null,
     concurrency: (doc.concurrency as Obj | null | undefined) ?? null,
+    state_key: (doc.state_key as string | null | undefined) ?? null,
     steps,
     on_failure: onFailure,
     triggers,
@@ -288,7 +303,7 @@ export function parseWorkflowText(text: string): ParsedWorkflowText {
  */
 export function builderParts(w: WorkflowFile, ownAccount?: string): { wf_params: Obj; step_params: Obj[]; on_failure_params: Obj[]; trigger_params: Obj[] } {
   return {
-    wf_params: { name: w.name, description: w.description, is_active: w.is_active, concurrency: w.concurrency },
+    wf_params: { name: w.name, description: w.description, is_active: w.is_active, concurrency: w.concurrency, state_key: w.state_key },
     step_params: w.steps.map((s) => ({ key: s.key, type: s.type, config: s.config })),
     // The file is the whole workflow: no on_failure in it is none.
     on_failure_params: w.on_failure.map((s) => ({ key: s.key, type: s.type, config: s.config })),
@@ -331,6 +346,7 @@ export function workflowOfResource(attrs: Obj): WorkflowFile {
     is_active: attrs.is_active === true,
     lock_version: (attrs.lock_version as string | null) ?? null,
     concurrency: isObj(attrs.concurrency) ? attrs.concurrency : null,
+    state_key: typeof attrs.state_key === 'string' ? attrs.state_key : null,
     steps: storedSteps(attrs.steps),
     on_failure: storedSteps(attrs.on_failure),
     triggers: triggers.map((t) => {
@@ -397,6 +413,7 @@ export function workflowFileDocument(w: WorkflowFile, ownAccount: string | undef
   doc.is_active = w.is_active;
   if (w.lock_version !== null) doc.lock_version = w.lock_version;
   if (w.concurrency !== null) doc.concurrency = { key: w.concurrency.key, limit: w.concurrency.limit };
+  if (w.state_key !== null) doc.state_key = w.state_key;
   doc.triggers = Object.fromEntries(
     w.triggers.map((t) => {
       const m = { ...t.members };
@@ -436,6 +453,6 @@ function canonical(v: unknown): string {
 
 /** Whether two files' steps differ (then a save is a new version, as `workflow apply` decides). */
 export function stepsDiffer(a: WorkflowFile, b: WorkflowFile): boolean {
-  const versioned = (w: WorkflowFile) => canonical({ steps: w.steps, on_failure: w.on_failure, concurrency: w.concurrency });
+  const versioned = (w: WorkflowFile) => canonical({ steps: w.steps, on_failure: w.on_failure, concurrency: w.concurrency, state_key: w.state_key });
   return versioned(a) !== versioned(b);
 }

@@ -80,6 +80,7 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0027_run_waits',
       '0028_concurrency_keys',
       '0029_workflow_state',
+      '0030_state_keys',
     ]);
     assert.deepEqual(await current(), rows);
 
@@ -168,6 +169,7 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0027_run_waits',
       '0028_concurrency_keys',
       '0029_workflow_state',
+      '0030_state_keys',
     ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
@@ -232,6 +234,7 @@ test('0024 gives every trigger saved before accept json, and its check refuses a
       '0027_run_waits',
       '0028_concurrency_keys',
       '0029_workflow_state',
+      '0030_state_keys',
     ]);
     const rows = await sql<{ accept: string }>`select accept from workflow_triggers`.execute(db);
     assert.deepEqual(rows.rows, [{ accept: 'json' }]);

@@ -20,6 +20,7 @@ import YAML from 'yaml';
 import { claimBatch, claimKeyed, FIRST_KEYED, heldByConcurrency, reclaimExpired } from '../../src/runs/queue.sql.ts';
 import { keyText } from '../../src/runs/concurrency.ts';
 import { API, deliver, save, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
+import { startWorker } from '../../src/worker/worker.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -263,6 +264,70 @@ describe('one worker process', () => {
     const runs = await runsOf(f, workflow.id);
     assert.deepEqual(runs.map((r) => r.attempt).sort(), [1, 1, 1, 1, 2]);
     assert.ok(runs.every((r) => r.concurrency_key === 'a' && r.concurrency_limit === 1));
+  });
+});
+
+describe('concurrency and waits', () => {
+  it('limit 1: a run parked on a delay holds no slot; the next of its key runs meanwhile, and the parked one resumes at its time', async () => {
+    const provider = slowProvider(150);
+    const url = await provider.listen();
+    after(() => provider.close());
+    const f = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', WORKER_POLL_MS: '20', WORKER_CONCURRENCY: '8' }, { worker: false });
+    // The worker's clock: the test moves it past A's delay instead of sleeping through it.
+    let offset = 0;
+    const worker = startWorker({ ...f.t.deps, clock: () => Date.now() + offset });
+    after(() => worker.stop(0));
+    const id = await connector(f, url);
+    const { workflow, tokens } = await saveOk(f, {
+      wf_params: { name: 'Key K parks', concurrency: { key: 'payload.customer', limit: 1 } },
+      step_params: [
+        fetchStep(id),
+        { key: 'pause', type: 'delay', config: { duration: 'payload.pause' } },
+        {
+          ...fetchStep(id),
+          key: 'fetch_after',
+          config: { ...fetchStep(id).config, params: { order_id: 'payload.customer & "x" & $string(payload.n) & "b"' } },
+        },
+      ],
+    });
+    // Never two of K executing: sampled all along, as the provider counts calls held at once.
+    let mostRunning = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from workflow_runs
+          where workflow_id = ${workflow.id} and concurrency_key = 'k' and status = 'running'`.execute(f.t.deps.db);
+        mostRunning = Math.max(mostRunning, rows[0]!.n);
+        await sleep(10);
+      }
+    })();
+    const post = async (payload: unknown) => {
+      const d = await deliver(f, `/api/v1/webhooks/${tokens.hook}`, JSON.stringify(payload));
+      assert.equal(d.status, 202, d.text);
+      return d.body.workflow_run_id as string;
+    };
+    const statusOf = async (runId: string) => (await runsOf(f, workflow.id)).find((r) => r.id === runId)!.status;
+
+    const a = await post({ customer: 'k', n: 1, pause: '10m' });
+    await until('A to park', async () => (await statusOf(a)) === 'waiting');
+    const b = await post({ customer: 'k', n: 2, pause: 0 });
+    await until('B to finish while A waits', async () => (await statusOf(b)) === 'succeeded', 20_000);
+    assert.equal(await statusOf(a), 'waiting', 'A still parked');
+    assert.deepEqual(provider.order, ['kx1', 'kx2', 'kx2b']);
+
+    offset = 11 * 60_000;
+    await until('A to resume and finish', async () => (await statusOf(a)) === 'succeeded', 20_000);
+    sampling = false;
+    await sampler;
+    assert.deepEqual(provider.order, ['kx1', 'kx2', 'kx2b', 'kx1b'], 'A resumed after its delay, without calling its first step again');
+    assert.equal(provider.most.get('k'), 1);
+    assert.equal(mostRunning, 1, 'never two of K running at once');
+    const runs = await runsOf(f, workflow.id);
+    assert.deepEqual(
+      runs.map((r) => r.attempt),
+      [1, 1],
+      'neither spent an attempt waiting',
+    );
   });
 });
 

@@ -10,6 +10,7 @@ import { API, createModel, deliver, saveOk, startFlow, waitForRun, type Flow } f
 import { mockProvider, type Recorded } from '../connectors/mock-provider.ts';
 import { parseDocumentText, readWorkflowFile } from '../../src/cli/workflow-files.ts';
 import { STATE_MAX_BYTES } from '../../src/steps/set-state.ts';
+import { builderParts, parseWorkflowText, renderYaml, workflowFileDocument, workflowOfResource } from '../../src/workflows/file.ts';
 
 const f: Flow = await startFlow({ ALLOW_PRIVATE_EGRESS: 'true', RUN_MAX_ATTEMPTS: '2' }, { worker: true });
 const mock = await mockProvider();
@@ -178,6 +179,63 @@ describe('workflow state', () => {
     // Just under the cap is kept.
     assert.equal((await deliverTo(tokens.hook!, { big: true, size: STATE_MAX_BYTES - 12 })).outcome, 'completed');
     assert.equal(((await stateOf(workflow.id)) as { pad: string }).pad.length, STATE_MAX_BYTES - 12);
+  });
+
+  it("with state_key, each key keeps its own document and a run sees only its key's", async () => {
+    const { workflow, tokens } = await saveOk(f, {
+      wf_params: { name: 'Per customer', state_key: 'payload.customer' },
+      step_params: [
+        { key: 'seen', type: 'transform', config: { expression: 'state' } },
+        { key: 'bump', type: 'set_state', config: { value: "{'n': ($exists(state.n) ? state.n : 0) + 1, 'customer': payload.customer}" } },
+      ],
+    });
+    assert.equal(workflow.attributes.state_key, 'payload.customer');
+    // The file (`workflow get --yaml`) has it as its top-level state_key:, and reads it back.
+    const file = workflowOfResource(workflow.attributes);
+    const doc = workflowFileDocument(file, undefined);
+    assert.equal(doc.state_key, 'payload.customer');
+    assert.equal(builderParts(parseWorkflowText(renderYaml(doc)).file).wf_params.state_key, 'payload.customer');
+    const a1 = await deliverTo(tokens.hook!, { customer: 'cus_a' });
+    const a2 = await deliverTo(tokens.hook!, { customer: 'cus_a' });
+    const b1 = await deliverTo(tokens.hook!, { customer: 'cus_b' });
+    assert.deepEqual(
+      [a1, a2, b1].map((r) => [r.state_key, r.steps[0].output, r.steps[1].output]),
+      [
+        ['cus_a', null, { n: 1, customer: 'cus_a' }],
+        ['cus_a', { n: 1, customer: 'cus_a' }, { n: 2, customer: 'cus_a' }],
+        ['cus_b', null, { n: 1, customer: 'cus_b' }],
+      ],
+      "cus_b's first run does not see cus_a's document",
+    );
+    // No key in the payload: the unkeyed document, as a workflow without state_key has.
+    const none = await deliverTo(tokens.hook!, {});
+    assert.equal(none.state_key, '');
+    assert.deepEqual(none.steps[0].output, null);
+
+    const list = await f.api.get(`${API}/workflow_states?filter[workflow_id]=${workflow.id}&sort=inserted_at`);
+    assert.equal(list.status, 200, list.text);
+    assert.deepEqual(
+      list.body.data.map((d: any) => [d.attributes.key, d.attributes.value.n]),
+      [
+        ['cus_a', 2],
+        ['cus_b', 1],
+        ['', 1],
+      ],
+    );
+    const onlyA = await f.api.get(`${API}/workflow_states?filter[workflow_id]=${workflow.id}&filter[key]=cus_a`);
+    assert.deepEqual(
+      onlyA.body.data.map((d: any) => d.attributes.value),
+      [{ n: 2, customer: 'cus_a' }],
+    );
+    // A replay keeps its original's key (it is the same delivery).
+    const original = await f.api.get(`${API}/workflow_runs?filter[workflow_id]=${workflow.id}&filter[state_key]=cus_a&sort=inserted_at`);
+    const replay = await f.api.post(`${API}/workflow_runs/${original.body.data[0].id}/replay`, undefined);
+    assert.equal(replay.status, 201, replay.text);
+    const run = await waitForRun(f, replay.body.data.id);
+    assert.equal(run.attributes.state_key, 'cus_a');
+    assert.deepEqual(run.attributes.steps[0].output, { n: 2, customer: 'cus_a' });
+    const runs = await f.api.get(`${API}/workflow_runs?filter[workflow_id]=${workflow.id}&filter[state_key]=cus_b`);
+    assert.equal(runs.body.data.length, 1);
   });
 
   it('another workspace does not see the state', async () => {

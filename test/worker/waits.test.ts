@@ -15,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { API, deliver, saveOk, startFlow, type Flow } from '../webhooks/helpers.ts';
 import { mockProvider } from '../connectors/mock-provider.ts';
 import { startWorker } from '../../src/worker/worker.ts';
+import { sql } from 'kysely';
 
 const f: Flow = await startFlow(
   { ALLOW_PRIVATE_EGRESS: 'true', WORKER_POLL_MS: '20', WORKER_CONCURRENCY: '4', WEBHOOK_RATE_LIMIT_MAX: '100000' },
@@ -58,6 +59,31 @@ async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boole
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
     await sleep(20);
   }
+}
+/**
+ * What the process holds of the database over about a second (50 samples): the most pool
+ * clients in use and waiting and, on PostgreSQL, the most of this database's other sessions
+ * busy (running a statement or inside a transaction) and inside a transaction.
+ */
+async function connectionsHeld(): Promise<{ inUse: number; waiting: number; backends?: number; inTransaction?: number }> {
+  let inUse = 0;
+  let waiting = 0;
+  let backends: number | undefined;
+  let inTransaction: number | undefined;
+  for (let i = 0; i < 50; i++) {
+    const pool = f.t.deps.databasePool();
+    inUse = Math.max(inUse, pool.inUse);
+    waiting = Math.max(waiting, pool.waiting);
+    if (f.t.deps.engine === 'postgres') {
+      const { rows } = await sql<{ busy: number; in_tx: number }>`
+        select count(*) filter (where state <> 'idle')::int as busy, count(*) filter (where state like 'idle in transaction%')::int as in_tx
+        from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`.execute(f.t.deps.db);
+      backends = Math.max(backends ?? 0, rows[0]!.busy);
+      inTransaction = Math.max(inTransaction ?? 0, rows[0]!.in_tx);
+    }
+    await sleep(20);
+  }
+  return { inUse, waiting, ...(backends === undefined ? {} : { backends, inTransaction }) };
 }
 const runOf = async (id: string) => (await f.api.get(`${API}/workflow_runs/${id}`)).body.data.attributes;
 
@@ -175,7 +201,9 @@ describe('wait_until', () => {
 });
 
 describe('1,000 parked runs', () => {
-  it('hold no worker slot and no lease: other runs go on while they wait, and all resume', { timeout: 240_000 }, async () => {
+  it('hold no worker slot, no lease and no connection: other runs go on while they wait, and all resume', { timeout: 240_000 }, async () => {
+    // The worker's baseline: what its polls and the test's own reads hold of the pool with no run at all.
+    const baseline = await connectionsHeld();
     const tokens = await workflow([
       { key: 'pause', type: 'delay', config: { duration: '"10m"' } },
       { key: 'after', type: 'transform', config: { expression: 'payload.n' } },
@@ -205,6 +233,14 @@ describe('1,000 parked runs', () => {
     const held = await f.t.deps.db.selectFrom('workflow_runs').select('id').where('id', 'in', ids).where('locked_by', 'is not', null).execute();
     assert.equal(held.length, 0, 'no parked run holds a lease');
     assert.equal(worker.inFlight(), 0, 'no parked run holds a worker slot');
+    // Parked, the 1,000 hold no database connection: the pool (10) is used no more than with no run at all.
+    const parked = await connectionsHeld();
+    assert.ok(parked.inUse <= Math.max(baseline.inUse, 1), `pool in use ${JSON.stringify(parked)}, baseline ${JSON.stringify(baseline)}`);
+    assert.equal(parked.waiting, 0, 'nothing waits for a connection');
+    if (parked.backends !== undefined) {
+      assert.ok(parked.backends <= Math.max(baseline.backends!, 1), `backends busy ${parked.backends}, baseline ${baseline.backends}`);
+      assert.equal(parked.inTransaction, 0, 'no session is left inside a transaction');
+    }
     // A worker of 4 slots still runs other work while the 1,000 wait.
     const other = await workflow(
       [{ key: 'echo', type: 'transform', config: { expression: 'payload' } }],
@@ -288,6 +324,69 @@ describe('wait_for_delivery', () => {
       'idempotency-key': 'pay-ord-1',
     });
     assert.equal(again.body.status, 'duplicate');
+  });
+
+  describe("the docs' order-paid-within-an-hour example", () => {
+    const doc = fs.readFileSync(new URL('../../docs/workflows.md', import.meta.url), 'utf8');
+    const example = () =>
+      JSON.parse(/#### wait_for_delivery[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)![1]!.replaceAll('<account id>', f.tenant.credentialId)) as {
+        trigger_params: unknown[];
+        step_params: unknown[];
+      };
+
+    it("resumes with the paid delivery of the same order; another order's does not match", async () => {
+      const { tokens } = await saveOk(f, { ...example(), wf_params: { name: 'Order paid (docs)' } });
+      const created = await post(tokens.created!, { id: 'docs_ord_1', type: 'created' });
+      await until(
+        'the run to park',
+        () => row(created.workflow_run_id),
+        (r) => r.status === 'waiting',
+      );
+      const other = await post(tokens.orders!, { order_id: 'docs_ord_2', type: 'paid', amount: 7 });
+      assert.notEqual(other.workflow_run_id, created.workflow_run_id, "another order's paid delivery starts its own run");
+      assert.equal(other.resumed, undefined);
+      assert.equal((await row(created.workflow_run_id)).status, 'waiting');
+      const paid = await post(tokens.orders!, { order_id: 'docs_ord_1', type: 'paid', amount: 12.5 });
+      assert.deepEqual(paid, { status: 'accepted', workflow_run_id: created.workflow_run_id, resumed: true });
+      const done = await until(
+        'the resumed run',
+        () => row(created.workflow_run_id),
+        (r) => r.status === 'succeeded' || r.status === 'failed',
+      );
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.steps));
+      assert.deepEqual(
+        done.steps.map((st) => [st.key, st.output]),
+        [
+          ['order', { id: 'docs_ord_1', type: 'created' }],
+          ['paid', { order_id: 'docs_ord_1', type: 'paid', amount: 12.5 }],
+          ['amount', 12.5],
+        ],
+      );
+    });
+
+    it('fails the run when no paid delivery comes within the hour', async () => {
+      const { tokens } = await saveOk(f, { ...example(), wf_params: { name: 'Order paid (docs), timeout' } });
+      const created = await post(tokens.created!, { id: 'docs_ord_3', type: 'created' });
+      const parked = await until(
+        'the run to park',
+        () => row(created.workflow_run_id),
+        (r) => r.status === 'waiting',
+      );
+      const waitsFor = new Date(parked.resume_at!).getTime() - new Date(parked.inserted_at).getTime();
+      assert.ok(waitsFor >= 3_600_000 && waitsFor < 3_600_000 + 60_000, `an hour: ${waitsFor} ms`);
+      offset = new Date(parked.resume_at!).getTime() - Date.now() + 1000;
+      const done = await until(
+        'the timeout',
+        () => row(created.workflow_run_id),
+        (r) => r.status === 'succeeded' || r.status === 'failed',
+      );
+      offset = 0;
+      assert.equal(done.status, 'failed');
+      assert.match(done.error!, /No delivery on trigger orders matched within 1h/);
+      // The paid delivery after the hour resumes nothing.
+      const late = await post(tokens.orders!, { order_id: 'docs_ord_3', type: 'paid', amount: 1 });
+      assert.notEqual(late.workflow_run_id, created.workflow_run_id);
+    });
   });
 
   for (const onTimeout of ['fail', 'continue'] as const) {

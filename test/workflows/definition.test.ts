@@ -51,7 +51,7 @@ describe('wf_params', () => {
     refuses(
       attrs({ wf_params: { name: 'x', owner: 'me' } }),
       `${P}/owner`,
-      '"owner" is not a member of wf_params (allowed: name, description, is_active, concurrency)',
+      '"owner" is not a member of wf_params (allowed: name, description, is_active, concurrency, state_key)',
     );
     refuses(attrs({ wf_params: {} }), `${P}/name`, 'name is required');
     refuses(attrs({ wf_params: { name: null } }), `${P}/name`, 'name is required');
@@ -66,15 +66,25 @@ describe('wf_params', () => {
   });
 
   it('accepts the limits exactly, trims the name and defaults the rest', () => {
-    assert.deepEqual(readDefinition(attrs({ wf_params: { name: '  Orders ' } })).wf, { name: 'Orders', description: null, is_active: true, concurrency: null });
+    assert.deepEqual(readDefinition(attrs({ wf_params: { name: '  Orders ' } })).wf, {
+      name: 'Orders',
+      description: null,
+      is_active: true,
+      concurrency: null,
+      state_key: null,
+    });
     const full = { name: 'n'.repeat(200), description: 'd'.repeat(4000), is_active: false };
-    assert.deepEqual(readDefinition(attrs({ wf_params: full })).wf, { ...full, concurrency: null });
+    assert.deepEqual(readDefinition(attrs({ wf_params: full })).wf, { ...full, concurrency: null, state_key: null });
     assert.deepEqual(readDefinition(attrs({ wf_params: { name: 'x', description: null } })).wf, {
       name: 'x',
       description: null,
       is_active: true,
       concurrency: null,
+      state_key: null,
     });
+    assert.equal(readDefinition(attrs({ wf_params: { name: 'x', state_key: 'payload.customer_id' } })).wf.state_key, 'payload.customer_id');
+    refuses(attrs({ wf_params: { name: 'x', state_key: 'payload.(' } }), `${P}/state_key`, /state_key/);
+    refuses(attrs({ wf_params: { name: 'x', state_key: 7 } }), `${P}/state_key`, /state_key/);
   });
 });
 

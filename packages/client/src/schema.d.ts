@@ -1477,6 +1477,7 @@ export interface components {
             on_failure?: unknown;
             triggers?: (components["schemas"]["webhook_trigger"] | components["schemas"]["schedule_trigger"])[];
             concurrency?: unknown;
+            state_key?: string | null;
             /** Format: uuid */
             organization_id?: string;
             /** Format: date-time */
@@ -1542,6 +1543,7 @@ export interface components {
             error?: string | null;
             concurrency_key?: string | null;
             concurrency_limit?: number | null;
+            state_key?: string | null;
             /** Format: uuid */
             replay_of?: string | null;
             /** @enum {string|null} */
@@ -1701,6 +1703,7 @@ export interface components {
             steps?: unknown;
             on_failure?: unknown;
             concurrency?: unknown;
+            state_key?: string | null;
             /** Format: uuid */
             saved_by?: string | null;
             /** Format: date-time */
@@ -4013,9 +4016,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: runs */
                 include?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, state_key, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -4046,9 +4049,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: runs */
                 include?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, state_key, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
             };
             header?: never;
@@ -4219,6 +4222,26 @@ export interface operations {
                 "filter[concurrency_key][is_null]"?: boolean;
                 /** @description concurrency_key contains */
                 "filter[concurrency_key][contains]"?: string;
+                /** @description state_key equals (same as filter[state_key][eq]) */
+                "filter[state_key]"?: string;
+                /** @description state_key eq */
+                "filter[state_key][eq]"?: string;
+                /** @description state_key ne */
+                "filter[state_key][ne]"?: string;
+                /** @description state_key gt */
+                "filter[state_key][gt]"?: string;
+                /** @description state_key gte */
+                "filter[state_key][gte]"?: string;
+                /** @description state_key lt */
+                "filter[state_key][lt]"?: string;
+                /** @description state_key lte */
+                "filter[state_key][lte]"?: string;
+                /** @description state_key is one of the comma-separated values */
+                "filter[state_key][in]"?: string;
+                /** @description state_key is_null */
+                "filter[state_key][is_null]"?: boolean;
+                /** @description state_key contains */
+                "filter[state_key][contains]"?: string;
                 /** @description replay_of equals (same as filter[replay_of][eq]) */
                 "filter[replay_of]"?: string;
                 /** @description replay_of eq */
@@ -4355,9 +4378,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, state_key, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4388,9 +4411,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
+                /** @description Sparse fieldset of workflow_run: comma-separated names of status, attempt, max_attempts, workflow_id, workflow_version, trigger_key, delivery_id, payload, delivery_headers, payload_truncated, payload_bytes, steps, error, concurrency_key, concurrency_limit, state_key, replay_of, outcome, facts_written, trace_id, resume_at, started_at, finished_at, inserted_at, updated_at, workflow */
                 "fields[workflow_run]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4826,9 +4849,9 @@ export interface operations {
                 "page[count]"?: boolean;
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, concurrency, saved_by, inserted_at, workflow */
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, concurrency, state_key, saved_by, inserted_at, workflow */
                 "fields[workflow_version]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4859,9 +4882,9 @@ export interface operations {
             query?: {
                 /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: workflow */
                 include?: string;
-                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, concurrency, saved_by, inserted_at, workflow */
+                /** @description Sparse fieldset of workflow_version: comma-separated names of workflow_id, version, steps, on_failure, concurrency, state_key, saved_by, inserted_at, workflow */
                 "fields[workflow_version]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -4967,7 +4990,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow_state: comma-separated names of workflow_id, key, value, updated_by_run_id, inserted_at, updated_at, workflow */
                 "fields[workflow_state]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -5000,7 +5023,7 @@ export interface operations {
                 include?: string;
                 /** @description Sparse fieldset of workflow_state: comma-separated names of workflow_id, key, value, updated_by_run_id, inserted_at, updated_at, workflow */
                 "fields[workflow_state]"?: string;
-                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, organization_id, inserted_at, updated_at, runs */
+                /** @description Sparse fieldset of workflow: comma-separated names of name, description, is_active, version, lock_version, steps, on_failure, triggers, concurrency, state_key, organization_id, inserted_at, updated_at, runs */
                 "fields[workflow]"?: string;
             };
             header?: never;
@@ -5487,6 +5510,26 @@ export interface operations {
                 "filter[concurrency_key][is_null]"?: boolean;
                 /** @description concurrency_key contains */
                 "filter[concurrency_key][contains]"?: string;
+                /** @description state_key equals (same as filter[state_key][eq]) */
+                "filter[state_key]"?: string;
+                /** @description state_key eq */
+                "filter[state_key][eq]"?: string;
+                /** @description state_key ne */
+                "filter[state_key][ne]"?: string;
+                /** @description state_key gt */
+                "filter[state_key][gt]"?: string;
+                /** @description state_key gte */
+                "filter[state_key][gte]"?: string;
+                /** @description state_key lt */
+                "filter[state_key][lt]"?: string;
+                /** @description state_key lte */
+                "filter[state_key][lte]"?: string;
+                /** @description state_key is one of the comma-separated values */
+                "filter[state_key][in]"?: string;
+                /** @description state_key is_null */
+                "filter[state_key][is_null]"?: boolean;
+                /** @description state_key contains */
+                "filter[state_key][contains]"?: string;
                 /** @description replay_of equals (same as filter[replay_of][eq]) */
                 "filter[replay_of]"?: string;
                 /** @description replay_of eq */

@@ -35,7 +35,7 @@ function clauseSql(c: RunFilterClause): RawBuilder<SqlBool> {
 const versionOf = (version: ReplayVersion) => (version === 'current' ? sql`w.version` : sql`o.workflow_version`);
 
 /**
- * A new run of `originalId` with the same payload, trigger, source identity, concurrency key and limit (it is the same delivery's), delivery headers and delivery id
+ * A new run of `originalId` with the same payload, trigger, source identity, concurrency key and limit and state key (it is the same delivery's), delivery headers and delivery id
  * (replayed_delivery_id: its expressions see the original's `delivery`), linked to
  * it, on the original's or the workflow's current version; the original must be a run of
  * the workspace. Returns the new row with the original's trace context (`original_traceparent`,
@@ -53,9 +53,9 @@ export async function insertReplay(
 ) {
   const result = await sql<Selectable<WorkflowRunTable> & { original_traceparent: string | null; original_tracestate: string | null }>`
     with r as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, replayed_delivery_id, traceparent, tracestate, run_at, inserted_at, updated_at, concurrency_key, concurrency_limit)
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, replayed_delivery_id, traceparent, tracestate, run_at, inserted_at, updated_at, concurrency_key, concurrency_limit, state_key)
       select ${id}, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(version)}, o.trigger_key, null, o.payload, ${maxAttempts}, o.id, o.source_identity, o.delivery_headers, coalesce(o.delivery_id, o.replayed_delivery_id),
-             ${trace.traceparent}, ${trace.tracestate}, ${now}, ${now}, ${now}, o.concurrency_key, o.concurrency_limit
+             ${trace.traceparent}, ${trace.tracestate}, ${now}, ${now}, ${now}, o.concurrency_key, o.concurrency_limit, o.state_key
       from workflow_runs as o
       join workflows as w on w.workspace_id = o.workspace_id and w.id = o.workflow_id and w.deleted_at is null
       where o.workspace_id = ${workspaceId} and o.id = ${originalId}
@@ -120,9 +120,9 @@ async function replayMatching(db: Db, r: BulkReplay): Promise<{ ids: string[]; h
       limit ${limit + 1}
     ),
     made as (
-      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, replayed_delivery_id, traceparent, tracestate, run_at, inserted_at, updated_at, concurrency_key, concurrency_limit)
+      insert into workflow_runs (id, organization_id, workspace_id, workflow_id, workflow_version, trigger_key, delivery_id, payload, max_attempts, replay_of, source_identity, delivery_headers, replayed_delivery_id, traceparent, tracestate, run_at, inserted_at, updated_at, concurrency_key, concurrency_limit, state_key)
       select i.id, o.organization_id, o.workspace_id, o.workflow_id, ${versionOf(r.version)}, o.trigger_key, null, o.payload, ${r.maxAttempts}, o.id, o.source_identity, o.delivery_headers, coalesce(o.delivery_id, o.replayed_delivery_id),
-             ${r.trace.traceparent}, ${r.trace.tracestate}, ${r.now}, ${r.now}, ${r.now}, o.concurrency_key, o.concurrency_limit
+             ${r.trace.traceparent}, ${r.trace.tracestate}, ${r.now}, ${r.now}, ${r.now}, o.concurrency_key, o.concurrency_limit, o.state_key
       from matched as m
       join unnest(${[...r.ids]}::uuid[]) with ordinality as i (id, n) on i.n = m.n
       join workflow_runs as o on o.id = m.id

@@ -29,6 +29,8 @@ export const workflowRunType: ResourceType = {
     // The key computed when the run was enqueued and the limit of then; null: not limited (docs/workflows.md, "Concurrency").
     concurrency_key: { column: 'concurrency_key', kind: 'string', filter: true, nullable: true },
     concurrency_limit: { column: 'concurrency_limit', kind: 'integer', nullable: true },
+    // The key of the state document the run reads and writes, computed when it was enqueued; null: '' (docs/workflows.md, "Workflow state").
+    state_key: { column: 'state_key', kind: 'string', filter: true, nullable: true },
     replay_of: { column: 'replay_of', kind: 'uuid', filter: true, nullable: true },
     outcome: { column: 'outcome', kind: 'enum', values: RUN_OUTCOMES, filter: true, sort: true, nullable: true },
     facts_written: { column: 'facts_written', kind: 'integer', filter: true, sort: true },

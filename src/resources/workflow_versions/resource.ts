@@ -17,6 +17,8 @@ export const workflowVersionType: ResourceType = {
     on_failure: { column: 'on_failure', kind: 'json' },
     // {key, limit} the version's runs were enqueued under; null: none (docs/workflows.md, "Concurrency").
     concurrency: { column: 'concurrency', kind: 'json', nullable: true },
+    // The state key expression the version's runs were enqueued under; null: none (docs/workflows.md, "Workflow state").
+    state_key: { column: 'state_key', kind: 'string', nullable: true },
     saved_by: { column: 'saved_by_membership_id', kind: 'uuid', filter: true, nullable: true },
     inserted_at: { column: 'inserted_at', kind: 'datetime', filter: true, sort: true },
   },

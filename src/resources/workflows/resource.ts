@@ -35,6 +35,8 @@ export const workflowType: ResourceType = {
     triggers: { column: 'triggers', kind: 'json' },
     // {key, limit}: at most limit runs of one key execute at once; null: no limit (docs/workflows.md, "Concurrency").
     concurrency: { column: 'concurrency', kind: 'json', nullable: true },
+    // The expression whose value names the state document a run reads and writes; null: one document (docs/workflows.md, "Workflow state").
+    state_key: { column: 'state_key', kind: 'string', nullable: true },
     organization_id: { column: 'organization_id', kind: 'uuid', filter: true },
     ...TIMESTAMPS,
   },

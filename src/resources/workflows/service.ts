@@ -64,11 +64,10 @@ function hashedView(t: WorkflowTriggerView): WorkflowTriggerView | Omit<Workflow
   return rest;
 }
 
-/** wf_params as the graph hash reads it: no concurrency left out, so a workflow saved before it existed keeps its lock_version. */
-function hashedWf(wf: Definition['wf']): Omit<Definition['wf'], 'concurrency'> | Definition['wf'] {
-  if (wf.concurrency !== null) return wf;
-  const { concurrency: _concurrency, ...rest } = wf;
-  return rest;
+/** wf_params as the graph hash reads it: no concurrency or state_key left out, so a workflow saved before they existed keeps its lock_version. */
+function hashedWf(wf: Definition['wf']): Partial<Definition['wf']> {
+  const { concurrency, state_key, ...rest } = wf;
+  return { ...rest, ...(concurrency !== null ? { concurrency } : {}), ...(state_key !== null ? { state_key } : {}) };
 }
 
 function lockVersionOf(revision: number, graphHash: string): string {
@@ -279,6 +278,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         on_failure: JSON.stringify(def.onFailure),
         triggers: JSON.stringify(views),
         concurrency: def.wf.concurrency === null ? null : JSON.stringify(def.wf.concurrency),
+        state_key: def.wf.state_key,
       };
       if (existing && !changed) {
         // Saved again unchanged: its steps are now this member's to answer for.
@@ -296,6 +296,7 @@ export async function saveBuilderState(db: Db, principal: Principal, attrs: Reco
         steps: def.steps,
         onFailure: def.onFailure,
         concurrency: def.wf.concurrency,
+        stateKey: def.wf.state_key,
         savedBy: principal.membershipId,
       });
       // Triggers left out stop answering; kept ones keep their token; new ones get one.

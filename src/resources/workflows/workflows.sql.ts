@@ -22,7 +22,7 @@ export function updateWorkflow(trx: Db, workspaceId: string, id: string, patch: 
   return trx.updateTable('workflows').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The steps and concurrency of a version and who saved them, replaced when a save keeps the version. */
+/** The steps, concurrency and state key of a version and who saved them, replaced when a save keeps the version. */
 export async function putVersion(
   trx: Db,
   workspaceId: string,
@@ -33,6 +33,7 @@ export async function putVersion(
     steps: WorkflowStep[];
     onFailure: WorkflowStep[];
     concurrency: WorkflowConcurrency | null;
+    stateKey: string | null;
     savedBy: string;
   },
 ): Promise<void> {
@@ -46,6 +47,7 @@ export async function putVersion(
       steps: JSON.stringify(v.steps),
       on_failure: JSON.stringify(v.onFailure),
       concurrency: v.concurrency === null ? null : JSON.stringify(v.concurrency),
+      state_key: v.stateKey,
       saved_by_membership_id: v.savedBy,
     })
     .onConflict((oc) =>
@@ -53,6 +55,7 @@ export async function putVersion(
         steps: (eb) => eb.ref('excluded.steps'),
         on_failure: (eb) => eb.ref('excluded.on_failure'),
         concurrency: (eb) => eb.ref('excluded.concurrency'),
+        state_key: (eb) => eb.ref('excluded.state_key'),
         saved_by_membership_id: (eb) => eb.ref('excluded.saved_by_membership_id'),
       }),
     )
