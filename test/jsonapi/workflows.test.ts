@@ -76,6 +76,7 @@ describe('save', () => {
       'name',
       'on_failure',
       'organization_id',
+      'state_key',
       'steps',
       'triggers',
       'updated_at',
