@@ -125,3 +125,11 @@ export function compileExpression(text: string, timeoutMs = 1_000): { ok: true; 
   }
   return { ok: true, compiled };
 }
+
+/** JSONata's $boolean: empty strings, arrays and objects, 0, null and nothing are false. */
+export function truthy(v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.some(truthy);
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return true;
+}

@@ -7,9 +7,9 @@
  * by the accepting statement (webhooks.sql.ts), which re-checks that it still waits; that
  * delivery then starts no run of its own.
  */
-import type { Deps } from '../deps.ts';
-import { ExpressionError } from '../expressions/expressions.ts';
-import { truthy } from '../steps/condition.ts';
+import type { Db } from '../db/connect.ts';
+import type { ExpressionPool } from '../expressions/expression-pool.ts';
+import { ExpressionError, truthy } from '../expressions/expressions.ts';
 import type { ExpressionDelivery } from '../triggers/delivery-headers.ts';
 import { waitsOfTrigger } from './waits.sql.ts';
 
@@ -25,7 +25,7 @@ export interface DeliveryToMatch {
 }
 
 /** The id of the first waiting run the delivery matches, or undefined. */
-export async function matchWaitingRun(deps: Pick<Deps, 'db' | 'clock' | 'expressions'>, d: DeliveryToMatch): Promise<string | undefined> {
+export async function matchWaitingRun(deps: { db: Db; clock: () => number; expressions: ExpressionPool }, d: DeliveryToMatch): Promise<string | undefined> {
   const candidates = await waitsOfTrigger(deps.db, d.workspaceId, d.workflowId, d.triggerKey, new Date(deps.clock()), MAX_WAITS_CHECKED);
   if (candidates.length === 0) return undefined;
   const payload: unknown = JSON.parse(d.payloadJson);

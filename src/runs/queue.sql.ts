@@ -10,8 +10,8 @@ import type { Db } from '../db/connect.ts';
 import type { Role, RunCheckpoint, RunOutcome, RunStatus, StepRecord, WorkflowRunTable, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { CLAIM_CONNECTOR_VERSIONS } from '../connectors/connectors.sql.ts';
-import type { ParkedDelivery } from '../steps/step.ts';
-import { RUN_STATE } from '../workflows/state.sql.ts';
+import type { ParkedDelivery } from './waits.sql.ts';
+import { RUN_STATE } from './state.sql.ts';
 import { ADVISORY_LOCK } from '../db/advisory-locks.ts';
 
 type ClaimedColumns =
@@ -54,7 +54,7 @@ export type ClaimedRun = Pick<Selectable<WorkflowRunTable>, ClaimedColumns> & {
   checkpoint?: RunCheckpoint | null;
   /** A run resumed from a wait_for_delivery by a delivery: that delivery (run_waits.delivery); null or absent otherwise. */
   wait_delivery?: ParkedDelivery | null;
-  /** The workflow's state document of the run's key (state_key) at the claim (workflows/state.sql.ts); null: never set. */
+  /** The workflow's state document of the run's key (state_key) at the claim (runs/state.sql.ts); null: never set. */
   state?: unknown;
 };
 

@@ -70,3 +70,10 @@ export async function runStatus(db: Db, workspaceId: string, runId: string): Pro
   const { rows } = await sql<{ status: RunStatus }>`select status from workflow_runs where id = ${runId} and workspace_id = ${workspaceId}`.execute(db);
   return rows[0]?.status;
 }
+
+/** The delivery that resumed a wait_for_delivery, as its run keeps it (run_waits.delivery). */
+export interface ParkedDelivery {
+  payload: unknown;
+  id: string | null;
+  headers: Record<string, string> | null;
+}

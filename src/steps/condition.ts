@@ -2,14 +2,9 @@
 import type { ConditionStep } from '../db/tables.ts';
 import { oneExpression } from './config.ts';
 import { evaluateOne, type StepType } from './step.ts';
+import { truthy } from '../expressions/expressions.ts';
 
-/** JSONata's $boolean: empty strings, arrays and objects, 0, null and nothing are false. */
-export function truthy(v: unknown): boolean {
-  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
-  if (Array.isArray(v)) return v.some(truthy);
-  if (typeof v === 'object') return Object.keys(v).length > 0;
-  return true;
-}
+export { truthy };
 
 export const condition: StepType<ConditionStep['config']> = {
   type: 'condition',

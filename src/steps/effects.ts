@@ -14,7 +14,8 @@ import type { FactModel, ValidFact } from '../facts/validate.ts';
 import { storeValidFacts, type FactStore } from '../facts/write.ts';
 import type { Metrics } from '../metrics.ts';
 import type { TraceSpan } from '../tracing.ts';
-import { runStateKeyOf, writeWorkflowState } from '../workflows/state.sql.ts';
+import { runStateKeyOf, writeWorkflowState } from '../runs/state.sql.ts';
+import type { ParkedDelivery } from '../runs/waits.sql.ts';
 
 /**
  * The facts of one write_fact step, each validated once (facts/validate.ts) by the step:
@@ -65,12 +66,7 @@ export interface Effects {
   readonly pageLimit?: number;
 }
 
-/** The delivery that resumed a wait_for_delivery, as its run keeps it (run_waits.delivery). */
-export interface ParkedDelivery {
-  payload: unknown;
-  id: string | null;
-  headers: Record<string, string> | null;
-}
+export type { ParkedDelivery };
 
 export type WaitKind = 'delay' | 'wait_until' | 'wait_for_delivery';
 

@@ -4,7 +4,7 @@ import type { Db } from '../db/connect.ts';
 import type { Role, WorkflowStep } from '../db/tables.ts';
 import { modelsJson, type DataModelWithFields } from '../facts/models.sql.ts';
 import { VERSION_STEPS } from '../runs/queue.sql.ts';
-import { STATE_KEY, WORKFLOW_STATE } from '../workflows/state.sql.ts';
+import { STATE_KEY, WORKFLOW_STATE } from '../runs/state.sql.ts';
 
 export interface TestedVersion {
   workflow_id: string;

@@ -27,7 +27,7 @@ import { stepTypeOf } from '../steps/index.ts';
 import type { ParkedDelivery } from '../steps/step.ts';
 import { deliveryHeaders, expressionDelivery } from '../triggers/delivery-headers.ts';
 import { runStateKey } from '../runs/state-key.ts';
-import { readWorkflowState, STATE_KEY } from '../workflows/state.sql.ts';
+import { readWorkflowState, STATE_KEY } from '../runs/state.sql.ts';
 import { deliveryHeader, MAX_DELIVERY_ID_LENGTH } from '../triggers/identity.ts';
 import type { ClaimedRun } from '../runs/queue.sql.ts';
 import type { ExpressionPool } from '../expressions/expression-pool.ts';

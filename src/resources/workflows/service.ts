@@ -23,7 +23,7 @@ import { loadModels, type DataModelWithFields } from '../../facts/models.sql.ts'
 import { allSteps, DEFAULT_WEBHOOK_ACCEPT, readDefinition, type Definition } from '../../workflows/definition.ts';
 import { stepTypeOf } from '../../steps/index.ts';
 import * as q from './workflows.sql.ts';
-import { deleteWorkflowState } from '../../workflows/state.sql.ts';
+import { deleteWorkflowState } from '../../runs/state.sql.ts';
 import { operationOf, unknownDriverOperationText, unknownOperationText } from '../../connectors/operations.ts';
 import { DRIVER_OPERATIONS } from '../../connectors/drivers.ts';
 import { statementIsLiteral } from '../../connectors/snowflake-sql.ts';
