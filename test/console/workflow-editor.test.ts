@@ -111,9 +111,7 @@ describe('the workflow editor', { skip: BROWSER_SKIP }, () => {
     // Someone else saves through the API; this page still holds the version it started from.
     await page.getByRole('textbox', { name: 'Workflow file (YAML)' }).waitFor();
     // The page renders the saved version anew: the editor's host is briefly absent, so every step may be null.
-    await page.waitForFunction(
-      `/amount \\* 2/.test(document.querySelector('.wf-editor-host')?.shadowRoot?.querySelector('.cm-content')?.textContent ?? '')`,
-    );
+    await page.waitForFunction(`/amount \\* 2/.test(document.querySelector('.wf-editor-host')?.shadowRoot?.querySelector('.cm-content')?.textContent ?? '')`);
     const other = await f.api.post('/api/json/v1/workflows/save_builder_state', {
       data: {
         type: 'workflow_builder_state',
