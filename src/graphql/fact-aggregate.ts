@@ -5,6 +5,7 @@
  */
 import {
   GraphQLBoolean,
+  GraphQLError,
   GraphQLFloat,
   GraphQLInputObjectType,
   GraphQLInt,
@@ -17,6 +18,7 @@ import {
   type GraphQLNullableType,
 } from 'graphql';
 import { performance } from 'node:perf_hooks';
+import { AppError } from '../errors.ts';
 import { invalidArgument } from './errors.ts';
 import { DateTimeScalar, JsonScalar } from './scalars.ts';
 import { checkArguments, recheck, type GraphqlContext } from './fact-query.ts';
@@ -83,7 +85,6 @@ export function checkAggregateArguments(args: Record<string, unknown>, now: Date
   const unit = oneOf(args.bucket, UNITS, undefined, 'bucket');
   const weekStart = oneOf(args.weekStart, WEEK_STARTS, 'monday', 'weekStart')!;
   const timezone = typeof args.timezone === 'string' ? args.timezone : 'UTC';
-  if (unit === undefined && timezone !== 'UTC') throw invalidArgument('timezone needs bucket (it is the zone buckets are cut in)', 'timezone');
   const bucket: AggregateBucket | undefined = unit === undefined ? undefined : { unit, timezone, weekStart };
 
   const series = args.series === true;
@@ -104,7 +105,7 @@ export function checkAggregateArguments(args: Record<string, unknown>, now: Date
 
   const limit = typeof args.limit === 'number' ? args.limit : DEFAULT_GROUPS;
   if (limit < 1 || limit > MAX_GROUPS) throw invalidArgument(`limit must be between 1 and ${MAX_GROUPS}`, 'limit');
-  return { query, groupBy, bucket, series, measures, orderBy, limit, now };
+  return { query, groupBy, bucket, timezone, series, measures, orderBy, limit, now };
 }
 
 function keyOf(field: AggregatePlan['groupBy'][number], value: unknown): FactGroupKey {
@@ -168,7 +169,9 @@ export async function resolveFactAggregate(args: Record<string, unknown>, contex
     span?.set({ 'tributary.aggregate.groups': result.rows.length, 'tributary.aggregate.groups_cut': result.cut });
     return shapeAggregate(plan, result);
   } catch (err) {
-    span?.fail(err instanceof Error ? err.name : 'error', 'factAggregate failed');
+    // A refused argument is the caller's: the span records it but does not fail.
+    if (err instanceof GraphQLError || (err instanceof AppError && err.status < 500)) span?.set({ 'tributary.aggregate.outcome': 'refused' });
+    else span?.fail('unexpected', 'factAggregate failed');
     throw err;
   } finally {
     if (mode !== undefined) metrics.graphqlAggregate(mode, (performance.now() - started) / 1000);

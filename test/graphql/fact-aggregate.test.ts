@@ -235,7 +235,7 @@ describe('refusals', () => {
     ['groupBy: ["status", "status"]', 'groupBy'],
     ['bucket: "year"', 'bucket'],
     ['bucket: "day", timezone: "Mars/Olympus"', 'timezone'],
-    ['timezone: "Europe/Berlin"', 'timezone'],
+    ['timezone: "Europe/Nowhere"', 'timezone'],
     ['weekStart: "friday"', 'weekStart'],
     ['measures: []', 'measures'],
     ['measures: [{op: "median"}]', 'measures'],
@@ -297,4 +297,36 @@ test('metrics: requests and seconds by mode', async () => {
   assert.match(text, /tributary_graphql_aggregate_requests_total\{mode="timeline"\} [1-9]/);
   assert.match(text, /tributary_graphql_aggregate_requests_total\{mode="latest"\} [1-9]/);
   assert.match(text, /tributary_graphql_aggregate_seconds_count\{mode="timeline"\} [1-9]/);
+});
+
+describe('buckets across DST changes (docs/graphql.md "Where does a bucket start?")', () => {
+  test('the hour that repeats shares one bucket starting at the later instant; a skipped start reads as the jump', async () => {
+    const m = await createModel(t.deps, tenant, uniqueSlug('dst'), [{ name: 'x', type: 'integer' }]);
+    await insertFacts(t.deps, m, [
+      // New York, 2026-11-01: 01:30 EDT (05:30Z) and 01:30 EST (06:30Z).
+      { entity_id: null, observed_at: '2026-11-01T05:30:00Z', data: {} },
+      { entity_id: null, observed_at: '2026-11-01T06:30:00Z', data: {} },
+      // Lord Howe, 2026-10-04: clocks go from 02:00 to 02:30; 02:45 LHDT is 15:45Z.
+      { entity_id: null, observed_at: '2026-10-03T15:45:00Z', data: {} },
+    ]);
+    const ask = async (tz: string) => {
+      const r = await gql(
+        client,
+        `query($s: String!, $tz: String) { factAggregate(dataModelSlug: $s, mode: "timeline", since: "2026-09-01T00:00:00Z", until: "2026-11-30T00:00:00Z", bucket: "hour", timezone: $tz) { groups { bucket values { value } } } }`,
+        { s: m.slug, tz },
+      );
+      assert.equal(r.errors, undefined, JSON.stringify(r.errors));
+      return r.data.factAggregate.groups.map((g: { bucket: string; values: { value: number }[] }) => [g.bucket, g.values[0]!.value]);
+    };
+    assert.deepEqual(await ask('America/New_York'), [
+      ['2026-10-03T15:00:00.000Z', 1],
+      ['2026-11-01T06:00:00.000Z', 2],
+    ]);
+    assert.deepEqual(await ask('Australia/Lord_Howe'), [
+      ['2026-10-03T15:30:00.000Z', 1],
+      // Lord Howe is UTC+11 then: 16:30 and 17:30 local, whole hours of their own.
+      ['2026-11-01T05:00:00.000Z', 1],
+      ['2026-11-01T06:00:00.000Z', 1],
+    ]);
+  });
 });

@@ -34,6 +34,8 @@ export interface AggregateArgs {
   query: FactQueryArgs;
   groupBy: string[];
   bucket: AggregateBucket | undefined;
+  /** The zone buckets are cut in (also checked without a bucket, where it changes nothing). */
+  timezone: string;
   series: boolean;
   measures: RawMeasure[];
   orderBy: RawOrder[];
@@ -168,8 +170,8 @@ export async function planAggregate(db: Db, workspaceId: string, a: AggregateArg
   if (new Set(a.groupBy).size !== a.groupBy.length) throw badArgument('groupBy names a field twice', 'groupBy');
   const measures = resolveMeasures(a.measures, q.model, joinModel);
   const orderBy = resolveOrder(a.orderBy, groupBy, measures, a.bucket !== undefined);
-  if (a.bucket !== undefined && !(await knownZones(db)).has(a.bucket.timezone))
-    throw badArgument(`timezone ${JSON.stringify(a.bucket.timezone)} is not a time zone name PostgreSQL knows (IANA, such as Europe/Berlin)`, 'timezone');
+  if (a.timezone !== 'UTC' && !(await knownZones(db)).has(a.timezone))
+    throw badArgument(`timezone ${JSON.stringify(a.timezone)} is not a time zone name PostgreSQL knows (IANA, such as Europe/Berlin)`, 'timezone');
   let until = q.until;
   if (a.series) {
     until ??= a.now;
