@@ -144,10 +144,13 @@ export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResu
     ...p.groupBy.map((g, i) => sql`${fieldValue('f', g.field)} as ${sql.ref(`k${i}`)}`),
     ...p.measures.flatMap((m, i) => (m.field === undefined ? [] : [sql`${fieldValue('f', m.field.field)} as ${sql.ref(`v${i}`)}`])),
   ];
-  const pass = p.filters.length === 0 ? sql`true` : sql.join(
-    p.filters.map((c) => clauseSql(sql.ref('f.data') as Frag, c)),
-    sql` and `,
-  );
+  const pass =
+    p.filters.length === 0
+      ? sql`true`
+      : sql.join(
+          p.filters.map((c) => clauseSql(sql.ref('f.data') as Frag, c)),
+          sql` and `,
+        );
   const iv = sql`select width_bucket(${axis}, ${ends}) as i0,
       case when f.entity_id is null then ${n}::int else coalesce(width_bucket(lag(${axis}) over (partition by f.entity_id order by ${newestFirst}), ${ends}), ${n}::int) end as i1,
       (${pass}) as pass${ivColumns.length > 0 ? sql`, ${sql.join(ivColumns)}` : sql``}
@@ -182,7 +185,10 @@ export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResu
           sql` or `,
         )}) ${groupByI(sql`b.i`)}`;
   // Every bucket of every group present: a zero row per bucket.
-  const zeroSource = keys.length > 0 ? sql`(select distinct ${sql.join(keys)} from d) as g cross join generate_series(0, ${n - 1}::int) as b(i)` : sql`generate_series(0, ${n - 1}::int) as b(i)`;
+  const zeroSource =
+    keys.length > 0
+      ? sql`(select distinct ${sql.join(keys)} from d) as g cross join generate_series(0, ${n - 1}::int) as b(i)`
+      : sql`generate_series(0, ${n - 1}::int) as b(i)`;
   const zeros = sql`select ${groupCols}b.i, 0::bigint as c${tail(nullCols)} from ${zeroSource}`;
 
   const partition = keys.length > 0 ? sql`partition by ${sql.join(keys)} ` : sql``;
@@ -231,13 +237,11 @@ export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResu
     order by ${sql.join(order)}
     limit ${p.limit + 1}`;
   const { rows } = await statement.execute(db);
-  const result = (rows as Record<string, unknown>[]).map(
-    (r): AggregateRow => ({
-      keys: p.groupBy.map((_, i) => r[`k${i}`] ?? null),
-      bucket: starts[r.i as number]!,
-      values: p.measures.map((_, i) => (r[`m${i}`] as number | null) ?? null),
-    }),
-  );
+  const result = (rows as Record<string, unknown>[]).map((r): AggregateRow => ({
+    keys: p.groupBy.map((_, i) => r[`k${i}`] ?? null),
+    bucket: starts[r.i as number]!,
+    values: p.measures.map((_, i) => (r[`m${i}`] as number | null) ?? null),
+  }));
   const cut = result.length > p.limit;
   return { rows: cut ? result.slice(0, p.limit) : result, cut };
 }
