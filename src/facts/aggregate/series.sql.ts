@@ -122,15 +122,8 @@ function keyOrder(column: Frag, f: AggregateField): Frag {
 
 const DIR = { asc: sql.raw('asc'), desc: sql.raw('desc') } as const;
 
-export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResult> {
-  if (p.mode !== 'latest' || !p.series || p.bucket === undefined || p.since === undefined || p.until === undefined) {
-    throw new Error('runSeries: a series plan has latest mode, a bucket, since and until');
-  }
-  if (p.join !== undefined) throw badArgument('series does not take joinDataModelSlug: a series reads one data model', 'joinDataModelSlug');
-  if (p.groupBy.some((g) => g.source !== 'model') || p.measures.some((m) => m.field !== undefined && m.field.source !== 'model')) {
-    throw badArgument('series does not take joinDataModelSlug: a series reads one data model', 'joinDataModelSlug');
-  }
-  const starts = await seriesBucketStarts(db, p.bucket, p.since, p.until);
+/** The sweep's statement for a checked series plan and its bucket starts (seriesBucketStarts). */
+export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
   const n = starts.length - 1;
   const ends = sql`${starts.slice(1).map((d) => d.toISOString())}::timestamptz[]`;
 
@@ -173,17 +166,36 @@ export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResu
     from iv where iv.pass and iv.i0 < iv.i1 ${groupByI(sql`iv.i0`)}`;
   const stopping = sql`select ${groupCols}iv.i1 as i, -count(*) as c${tail(sumCols('-'))}${tail(extremes.flatMap((i) => [sql`null::numeric as ${sql.ref(`lo${i}`)}`, sql`null::numeric as ${sql.ref(`hi${i}`)}`]))}
     from iv where iv.pass and iv.i0 < iv.i1 and iv.i1 < ${n}::int ${groupByI(sql`iv.i1`)}`;
-  // min and max: each interval joined with the buckets it covers.
+  // min and max over the intervals covering each bucket, without joining every interval
+  // with every bucket it covers (facts x their buckets: tens of millions for a year of
+  // dailies). Intervals are first reduced to one row per group and (first, stop) bucket
+  // pair, at most N^2/2 of them. The extreme at bucket b is the extreme over the pairs with
+  // first <= b < stop: per group and first bucket, a running extreme over the pairs by
+  // stop descending, read at every bucket b from `first` on (grid rows between the pairs,
+  // at 2b, pairs at 2 stop - 1, so a pair counts at b exactly when stop > b), then the
+  // extreme over those cells per bucket.
+  const loHi = (agg: 'min' | 'max', of: (i: number) => Frag) =>
+    extremes.map((i) => sql`${sql.raw(agg)}(${of(i)}) as ${sql.ref(`${agg === 'min' ? 'lo' : 'hi'}${i}`)}`);
+  const extremeRefs = (f: (i: number) => Frag[]) => sql.join(extremes.flatMap(f));
   const covering =
     extremes.length === 0
-      ? sql``
-      : sql`union all select ${groupCols}b.i, 0::bigint as c${tail(sums.flatMap((i) => [sql`null::numeric as ${sql.ref(`s${i}`)}`, sql`0::bigint as ${sql.ref(`n${i}`)}`]))},
-          ${sql.join(extremes.flatMap((i) => [sql`min(${values[i]!}) as ${sql.ref(`lo${i}`)}`, sql`max(${values[i]!}) as ${sql.ref(`hi${i}`)}`]))}
-        from iv join generate_series(0, ${n - 1}::int) as b(i) on b.i >= iv.i0 and b.i < iv.i1
-        where iv.pass and (${sql.join(
-          extremes.map((i) => sql`${values[i]!} is not null`),
-          sql` or `,
-        )}) ${groupByI(sql`b.i`)}`;
+      ? { ctes: sql``, rows: sql`` }
+      : {
+          ctes: sql`, pairs as (select ${groupCols}iv.i0, iv.i1, ${sql.join([...loHi('min', (i) => values[i]!), ...loHi('max', (i) => values[i]!)])}
+              from iv where iv.pass and iv.i0 < iv.i1 ${groupByI(sql`iv.i0, iv.i1`)}),
+            stream as (select ${groupCols}i0, 2 * i1 - 1 as at, ${extremeRefs((i) => [sql.ref(`lo${i}`) as Frag, sql.ref(`hi${i}`) as Frag])} from pairs
+              union all
+              select ${groupCols}g.i0, 2 * b.i as at, ${extremeRefs((i) => [sql`null::numeric`, sql`null::numeric`])}
+              from (select distinct ${groupCols}i0 from pairs) as g cross join lateral generate_series(g.i0, ${n - 1}::int) as b(i)),
+            cells as (select ${groupCols}at, ${extremeRefs((i) => [
+              sql`min(${sql.ref(`lo${i}`)}) over w as ${sql.ref(`lo${i}`)}`,
+              sql`max(${sql.ref(`hi${i}`)}) over w as ${sql.ref(`hi${i}`)}`,
+            ])}
+              from stream window w as (partition by ${groupCols}i0 order by at desc))`,
+          rows: sql`union all select ${groupCols}at / 2 as i, 0::bigint as c${tail(sums.flatMap((i) => [sql`null::numeric as ${sql.ref(`s${i}`)}`, sql`0::bigint as ${sql.ref(`n${i}`)}`]))},
+              ${sql.join([...loHi('min', (i) => sql.ref(`lo${i}`) as Frag), ...loHi('max', (i) => sql.ref(`hi${i}`) as Frag)])}
+            from cells where at % 2 = 0 ${groupByI(sql`at`)}`,
+        };
   // Every bucket of every group present: a zero row per bucket.
   const zeroSource =
     keys.length > 0
@@ -229,14 +241,25 @@ export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResu
     sql`r.i`,
     ...p.measures.map((_, i) => sql.ref(`r.m${i}`) as Frag),
   ];
-  const statement = sql`with iv as materialized (${iv}),
-      d as (${starting} union all ${stopping} ${covering}),
+  return sql`with iv as materialized (${iv})${covering.ctes},
+      d as (${starting} union all ${stopping} ${covering.rows}),
       dense as (${dense})
     select ${sql.join(out)} from (select *, max(total) over (${keys.length > 0 ? sql`partition by ${sql.join(keys)}` : sql``}) as seen from (${cumulative}) as c) as r
     ${shown}
     order by ${sql.join(order)}
     limit ${p.limit + 1}`;
-  const { rows } = await statement.execute(db);
+}
+
+export async function runSeries(db: Db, p: AggregatePlan): Promise<AggregateResult> {
+  if (p.mode !== 'latest' || !p.series || p.bucket === undefined || p.since === undefined || p.until === undefined) {
+    throw new Error('runSeries: a series plan has latest mode, a bucket, since and until');
+  }
+  if (p.join !== undefined) throw badArgument('series does not take joinDataModelSlug: a series reads one data model', 'joinDataModelSlug');
+  if (p.groupBy.some((g) => g.source !== 'model') || p.measures.some((m) => m.field !== undefined && m.field.source !== 'model')) {
+    throw badArgument('series does not take joinDataModelSlug: a series reads one data model', 'joinDataModelSlug');
+  }
+  const starts = await seriesBucketStarts(db, p.bucket, p.since, p.until);
+  const { rows } = await seriesSql(p, starts).execute(db);
   const result = (rows as Record<string, unknown>[]).map((r): AggregateRow => ({
     keys: p.groupBy.map((_, i) => r[`k${i}`] ?? null),
     bucket: starts[r.i as number]!,
