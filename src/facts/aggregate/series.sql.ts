@@ -185,7 +185,7 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
               from iv where iv.pass and iv.i0 < iv.i1 ${groupByI(sql`iv.i0, iv.i1`)}),
             stream as (select ${groupCols}i0, 2 * i1 - 1 as at, ${extremeRefs((i) => [sql.ref(`lo${i}`) as Frag, sql.ref(`hi${i}`) as Frag])} from pairs
               union all
-              select ${groupCols}g.i0, 2 * b.i as at, ${extremeRefs((i) => [sql`null::numeric`, sql`null::numeric`])}
+              select ${groupCols}g.i0, 2 * b.i as at, ${extremeRefs(() => [sql`null::numeric`, sql`null::numeric`])}
               from (select distinct ${groupCols}i0 from pairs) as g cross join lateral generate_series(g.i0, ${n - 1}::int) as b(i)),
             cells as (select ${groupCols}at, ${extremeRefs((i) => [
               sql`min(${sql.ref(`lo${i}`)}) over w as ${sql.ref(`lo${i}`)}`,
