@@ -144,10 +144,20 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
           p.filters.map((c) => clauseSql(sql.ref('f.data') as Frag, c)),
           sql` and `,
         );
+  // The filters, keys and operands are computed on each fact before the facts are sorted by
+  // entity for lag(), so the sort carries a few narrow columns instead of each fact's data
+  // (`offset 0` keeps the planner from merging the two levels, which would sort the rows
+  // with their data and compute the expressions after).
+  const carried = [
+    ...p.groupBy.map((_, i) => sql.ref(`f.k${i}`) as Frag),
+    ...p.measures.flatMap((m, i) => (m.field === undefined ? [] : [sql.ref(`f.v${i}`) as Frag])),
+  ];
+  const narrow = sql`select f.entity_id, f.observed_at, f.inserted_at, f.id, (${pass}) as pass${ivColumns.length > 0 ? sql`, ${sql.join(ivColumns)}` : sql``}
+    from facts as f where f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId} offset 0`;
   const iv = sql`select width_bucket(${axis}, ${ends}) as i0,
       case when f.entity_id is null then ${n}::int else coalesce(width_bucket(lag(${axis}) over (partition by f.entity_id order by ${newestFirst}), ${ends}), ${n}::int) end as i1,
-      (${pass}) as pass${ivColumns.length > 0 ? sql`, ${sql.join(ivColumns)}` : sql``}
-    from facts as f where f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId}`;
+      ${sql.join([sql`f.pass`, ...carried])}
+    from (${narrow}) as f`;
 
   const groupCols = keys.length > 0 ? sql`${sql.join(keys)}, ` : sql``;
   const sums = p.measures.flatMap((m, i) => (values[i] && (m.op === 'sum' || m.op === 'avg') ? [i] : []));
