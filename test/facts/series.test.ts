@@ -6,6 +6,7 @@
  * around DST changes. The bucket boundaries of the reference are computed here from
  * Intl's local calendar, not from the SQL under test.
  */
+import fs from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -33,6 +34,7 @@ const FIELDS = [
   { name: 'status', type: 'string' as const },
   { name: 'n', type: 'integer' as const },
   { name: 'flag', type: 'boolean' as const },
+  { name: 'amount', type: 'integer' as const },
 ];
 
 async function newModel(): Promise<{ model: DataModelWithFields; seed: Awaited<ReturnType<typeof createModel>> }> {
@@ -323,43 +325,42 @@ test('series equals factQuery as of each bucket end, grouped and measured', asyn
   );
 });
 
-test('open orders at the end of each day: the example of docs/graphql-series.md', async () => {
+test('open orders at the end of each day: the example of docs/graphql-series.md, read from it', async () => {
+  const doc = fs.readFileSync(new URL('../../docs/graphql-series.md', import.meta.url), 'utf8');
+  const table = [...doc.matchAll(/^\| (o\d) +\| (\S+) +\| (\w+) +\| (\d+) +\|$/gm)];
+  const graphql = doc.slice(doc.indexOf('```graphql'), doc.indexOf('```json'));
+  const arg = (name: string) => JSON.parse(new RegExp(`${name}: ("(?:[^"\\\\]|\\\\.)*")`).exec(graphql)![1]!) as string;
+  const answer = JSON.parse(doc.slice(doc.indexOf('```json') + 7, doc.indexOf('```', doc.indexOf('```json') + 7))) as {
+    data: { factAggregate: { groups: Array<{ bucket: string; values: Array<{ value: number | null }> }> } };
+  };
+  assert.equal(table.length, 5);
   const { model, seed } = await newModel();
-  const at = (s: string) => new Date(s);
-  await insertFacts(t.deps, seed, [
-    { entity_id: 'o1', observed_at: at('2026-03-01T09:00:00Z'), data: { k: 'o1', status: 'open', n: 10 } },
-    { entity_id: 'o2', observed_at: at('2026-03-01T15:00:00Z'), data: { k: 'o2', status: 'open', n: 5 } },
-    { entity_id: 'o1', observed_at: at('2026-03-02T10:00:00Z'), data: { k: 'o1', status: 'closed', n: 10 } },
-    { entity_id: 'o3', observed_at: at('2026-03-03T23:59:59.999Z'), data: { k: 'o3', status: 'open', n: 1 } },
-    { entity_id: 'o2', observed_at: at('2026-03-04T00:00:00Z'), data: { k: 'o2', status: 'closed', n: 5 } },
-  ]);
+  await insertFacts(
+    t.deps,
+    seed,
+    table.map(([, k, at, status, amount]) => ({ entity_id: k!, observed_at: new Date(at!), data: { k, status, amount: Number(amount) } })),
+  );
   const typed = await planFactQuery(db, tenant.workspaceId, {
     ...{ slug: model.slug, mode: 'latest', axis: 'observed_at', sort: 'observed_at', direction: 'desc', limit: 1, offset: 0 },
     ...{ since: undefined, until: undefined, joinSlug: undefined, joinType: 'left', joinFilters: [] },
-    filters: [{ field: 'status', op: 'eq', value: 'open' }],
+    filters: JSON.parse(arg('filters')) as RawClause[],
   });
   const r = await runSeries(
     db,
     plan(model, {
-      bucket: { unit: 'day', timezone: 'UTC', weekStart: 'monday' },
-      since: at('2026-03-01T00:00:00Z'),
-      until: at('2026-03-05T00:00:00Z'),
+      bucket: { unit: arg('bucket') as BucketUnit, timezone: 'UTC', weekStart: 'monday' },
+      since: new Date(arg('since')),
+      until: new Date(arg('until')),
       filters: typed.filters,
       measures: [
         { name: 'count', op: 'count' },
-        { name: 'sum_n', op: 'sum', field: field(model, 'n') },
+        { name: 'sum_amount', op: 'sum', field: field(model, 'amount') },
       ],
     }),
   );
   assert.deepEqual(
-    r.rows.map((x) => [x.bucket!.toISOString().slice(0, 10), ...x.values]),
-    [
-      ['2026-03-01', 2, 15],
-      ['2026-03-02', 1, 5],
-      // o3 opened at the last millisecond of the 3rd: as of 23:59:59.999 it is open.
-      ['2026-03-03', 2, 6],
-      ['2026-03-04', 1, 1],
-    ],
+    r.rows.map((x) => [x.bucket!.toISOString(), ...x.values]),
+    answer.data.factAggregate.groups.map((g) => [g.bucket, ...g.values.map((v) => v.value)]),
   );
 });
 
