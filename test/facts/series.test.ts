@@ -325,8 +325,9 @@ test('series equals factQuery as of each bucket end, grouped and measured', asyn
   );
 });
 
-test('open orders at the end of each day: the example of docs/graphql-series.md, read from it', async () => {
-  const doc = fs.readFileSync(new URL('../../docs/graphql-series.md', import.meta.url), 'utf8');
+test('open orders at the end of each day: the example of docs/graphql.md, read from it', async () => {
+  const page = fs.readFileSync(new URL('../../docs/graphql.md', import.meta.url), 'utf8');
+  const doc = page.slice(page.indexOf('### State over time: `series`'), page.indexOf('## Limits\n'));
   const table = [...doc.matchAll(/^\| (o\d) +\| (\S+) +\| (\w+) +\| (\d+) +\|$/gm)];
   const graphql = doc.slice(doc.indexOf('```graphql'), doc.indexOf('```json'));
   const arg = (name: string) => JSON.parse(new RegExp(`${name}: ("(?:[^"\\\\]|\\\\.)*")`).exec(graphql)![1]!) as string;

@@ -17,7 +17,7 @@ import { asOfFromCurrent, asOfFromHistory, withAsOfSource } from '../query/as-of
 import { AXIS_COLUMN, DIRECTION, joinLateral, ref, whereClause } from '../query/fragments.sql.ts';
 import type { FactQueryPlan, Frag } from '../query/plan-types.ts';
 import { fieldValue } from '../typed.sql.ts';
-import { runSeries } from './series.sql.ts';
+import { bucketStartSql, runSeries } from './series.sql.ts';
 import type { AggregateBucket, AggregateField, AggregateMeasure, AggregatePlan, AggregateResult, AggregateRow } from './plan-types.ts';
 
 /** The factQuery plan reading the same rows (its page-only members are unused here). */
@@ -71,20 +71,6 @@ function rowsOf(q: FactQueryPlan, needJoin: boolean): { from: Frag; where: Frag[
 
 const valueOf = (f: AggregateField): Frag => fieldValue(f.source === 'join' ? 'j' : 'b', f.field);
 
-/**
- * The start of the axis time's bucket: the local calendar period in the zone, its start
- * read back in the zone (where a local time occurs twice or never, PostgreSQL's reading).
- */
-export function bucketSql(time: Frag, b: AggregateBucket): Frag {
-  const local = sql`(${time} at time zone ${b.timezone}::text)`;
-  // date_trunc's weeks start on Monday: a Sunday week is the Monday week of the day after, one day earlier.
-  const start =
-    b.unit === 'week' && b.weekStart === 'sunday'
-      ? sql`(date_trunc('week', ${local} + interval '1 day') - interval '1 day')`
-      : sql`date_trunc(${b.unit}::text, ${local})`;
-  return sql`(${start} at time zone ${b.timezone}::text)`;
-}
-
 function measureSql(m: AggregateMeasure, q: FactQueryPlan, id: string): Frag {
   switch (m.op) {
     case 'count':
@@ -137,7 +123,7 @@ export function aggregateSql(p: AggregatePlan, q: FactQueryPlan = queryPlanOf(p)
     fields.some((f) => f.source === 'join'),
   );
   const inner: Frag[] = p.groupBy.map((g, i) => sql`${valueOf(g)} as ${sql.ref(`k${i}`)}`);
-  if (p.bucket !== undefined) inner.push(sql`${bucketSql(ref('b', AXIS_COLUMN[p.axis]), p.bucket)} as bk`);
+  if (p.bucket !== undefined) inner.push(sql`${bucketStartSql(ref('b', AXIS_COLUMN[p.axis]), p.bucket)} as bk`);
   p.measures.forEach((m, i) => inner.push(sql`${measureSql(m, q, src.id)} as ${sql.ref(`m${i}`)}`));
   const grouped = p.groupBy.length + (p.bucket === undefined ? 0 : 1);
   const groupBy = grouped > 0 ? sql`group by ${sql.join(Array.from({ length: grouped }, (_v, i) => sql.raw(String(i + 1))))}` : sql``;

@@ -4,11 +4,12 @@
  * against the models' fields, orderBy names against the groups and measures, and the time
  * zone against PostgreSQL's own list.
  */
-import { sql } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import { badArgument } from '../query/filters.ts';
 import { planFactQuery, type FactQueryArgs, type PrefetchedModels } from '../query/plan.ts';
 import type { DataModelWithFields } from '../models.sql.ts';
+import { MAX_SERIES_BUCKETS } from './series.sql.ts';
+import { readZoneNames } from './zones.sql.ts';
 import type { AggregateBucket, AggregateField, AggregateMeasure, AggregateOrder, AggregatePlan, BucketUnit, MeasureOp } from './plan-types.ts';
 
 export const MAX_GROUP_BY = 3;
@@ -16,7 +17,6 @@ export const MAX_MEASURES = 10;
 export const MAX_GROUPS = 10_000;
 export const DEFAULT_GROUPS = 1000;
 /** Buckets a series may have (series.sql.ts walks them all). */
-export const MAX_SERIES_BUCKETS = 1000;
 
 export interface RawMeasure {
   op: string;
@@ -112,7 +112,7 @@ const zoneNames = new WeakMap<Db, Promise<ReadonlySet<string>>>();
 async function knownZones(db: Db): Promise<ReadonlySet<string>> {
   let zones = zoneNames.get(db);
   if (zones === undefined) {
-    zones = sql<{ name: string }>`select name from pg_timezone_names`.execute(db).then((r) => new Set(r.rows.map((x) => x.name)));
+    zones = readZoneNames(db);
     // A failed read is not remembered: the next request reads again.
     zones.catch(() => zoneNames.delete(db));
     zoneNames.set(db, zones);
