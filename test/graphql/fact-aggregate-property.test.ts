@@ -177,6 +177,17 @@ function instantOf(wall: string, zone: string): string {
   return new Date(named.length > 0 ? Math.max(...named) : w - offsets[0]!).toISOString();
 }
 
+/**
+ * PostgreSQL's zone-aware date_trunc: minutes and hours are cut on the wall clock keeping the
+ * instant's own offset (the hour that repeats when clocks go back is two buckets); days,
+ * weeks and months are the local period's start read back in the zone (instantOf).
+ */
+function bucketStart(ms: number, zone: string, unit: (typeof UNITS)[number], weekStart: string): string {
+  if (unit === 'minute') return new Date(ms - (((ms % MIN) + MIN) % MIN)).toISOString();
+  if (unit === 'hour') return new Date(ms - (((wallOf(ms, zone) % HOUR) + HOUR) % HOUR)).toISOString();
+  return instantOf(wallBucket(ms, zone, unit, weekStart), zone);
+}
+
 type Key = string | number | boolean | null;
 const typed = (v: unknown, type: 'string' | 'number' | 'boolean'): Key => (typeof v === type ? (v as Key) : null);
 const TYPE_OF: Record<string, 'string' | 'number' | 'boolean'> = { s: 'string', n: 'number', b: 'boolean', r: 'string' };
@@ -271,7 +282,7 @@ test('factAggregate equals a plain computation over the facts of factQuery pages
       }
 
       // The plain computation.
-      const bucketOf = (ms: number) => (c.bucket === undefined ? null : instantOf(wallBucket(ms, c.timezone, c.bucket, c.weekStart), c.timezone));
+      const bucketOf = (ms: number) => (c.bucket === undefined ? null : bucketStart(ms, c.timezone, c.bucket, c.weekStart));
       const keysOf = (data: Record<string, unknown>): Key[] =>
         groupBy.map((g) => {
           const dot = g.indexOf('.');

@@ -300,13 +300,13 @@ test('metrics: requests and seconds by mode', async () => {
 });
 
 describe('buckets across DST changes (docs/graphql.md "Where does a bucket start?")', () => {
-  test('the hour that repeats shares one bucket starting at the later instant; a skipped start reads as the jump', async () => {
+  test("the hour that repeats is two hour buckets; hours keep the offset of their facts (PostgreSQL's zone-aware date_trunc)", async () => {
     const m = await createModel(t.deps, tenant, uniqueSlug('dst'), [{ name: 'x', type: 'integer' }]);
     await insertFacts(t.deps, m, [
       // New York, 2026-11-01: 01:30 EDT (05:30Z) and 01:30 EST (06:30Z).
       { entity_id: null, observed_at: '2026-11-01T05:30:00Z', data: {} },
       { entity_id: null, observed_at: '2026-11-01T06:30:00Z', data: {} },
-      // Lord Howe, 2026-10-04: clocks go from 02:00 to 02:30; 02:45 LHDT is 15:45Z.
+      // Lord Howe, 2026-10-04: clocks go from 02:00 to 02:30; 02:45 LHDT (+11) is 15:45Z.
       { entity_id: null, observed_at: '2026-10-03T15:45:00Z', data: {} },
     ]);
     const ask = async (tz: string) => {
@@ -320,10 +320,13 @@ describe('buckets across DST changes (docs/graphql.md "Where does a bucket start
     };
     assert.deepEqual(await ask('America/New_York'), [
       ['2026-10-03T15:00:00.000Z', 1],
-      ['2026-11-01T06:00:00.000Z', 2],
+      // 01:00 EDT and 01:00 EST: one wall-clock hour, two buckets.
+      ['2026-11-01T05:00:00.000Z', 1],
+      ['2026-11-01T06:00:00.000Z', 1],
     ]);
     assert.deepEqual(await ask('Australia/Lord_Howe'), [
-      ['2026-10-03T15:30:00.000Z', 1],
+      // 02:00 at the fact's own offset (+11), though clocks skipped that wall time.
+      ['2026-10-03T15:00:00.000Z', 1],
       // Lord Howe is UTC+11 then: 16:30 and 17:30 local, whole hours of their own.
       ['2026-11-01T05:00:00.000Z', 1],
       ['2026-11-01T06:00:00.000Z', 1],
