@@ -220,7 +220,7 @@ describe('dashboards', { skip: BROWSER_SKIP }, () => {
     assert.equal((await api.get(`${API}/dashboard_widgets/${placed.byRegion}`)).body.data.attributes.position.x, 0);
     const col = await page.evaluate(`getComputedStyle(document.querySelector('[data-widget="${placed.open}"]')).gridColumnStart`);
     assert.equal(col, '2');
-    // Put it back for the other tests.
+    // Two quick presses, not waited for in between: each applies to the position the one before left.
     await widget(page, placed.open!).getByRole('button', { name: 'Move left: Open orders' }).press('Enter');
     await widget(page, placed.open!).getByRole('button', { name: 'Shorter' }).press('Enter');
     await page.getByRole('status').filter({ hasText: 'Open orders: 2 rows high' }).waitFor();

@@ -122,7 +122,7 @@ const STEP_NAMES: Record<string, string> = { left: 'Move left', right: 'Move rig
 function WidgetCard(props: {
   widget: Widget;
   tick: number;
-  onPlace: (w: Widget, control: string, to: Position, said: string) => Promise<void>;
+  onPlace: (w: Widget, step: Step, title: string) => void;
   onEdit: (w: Widget) => void;
   onDelete: (w: Widget) => Promise<unknown>;
 }) {
@@ -171,10 +171,7 @@ function WidgetCard(props: {
               class="secondary small-button"
               data-control={s.control}
               aria-label={`${STEP_NAMES[s.control] ?? s.label}: ${title}`}
-              onClick={() => {
-                const to = s.change(widget.position);
-                void props.onPlace(widget, s.control, to, `${title}: ${s.say(to)}`);
-              }}
+              onClick={() => props.onPlace(widget, s, title)}
             >
               {s.label}
             </button>
@@ -273,7 +270,14 @@ export function DashboardsPage(props: { dashboard: string | undefined }) {
   const [said, setSaid] = useState('');
   const [placeError, setPlaceError] = useState<unknown>(undefined);
   const refocus = useRef<{ id: string; control: string } | undefined>(undefined);
-  useEffect(() => setList(widgets.data), [widgets.data]);
+  // Presses are applied one after the other, each to the position the one before left: two
+  // quick presses never PATCH from the same stale position.
+  const placing = useRef<Promise<void>>(Promise.resolve());
+  const placedAt = useRef(new Map<string, Position>());
+  useEffect(() => {
+    placedAt.current.clear();
+    setList(widgets.data);
+  }, [widgets.data]);
   // A moved widget's button keeps the focus, wherever its widget now is in the page.
   useEffect(() => {
     const r = refocus.current;
@@ -287,20 +291,26 @@ export function DashboardsPage(props: { dashboard: string | undefined }) {
   const current = props.dashboard ?? names[0] ?? 'home';
   const shown = all.filter((w) => w.dashboard === current).sort((a, b) => a.position.y - b.position.y || a.position.x - b.position.x);
 
-  const place = async (w: Widget, control: string, to: Position, sentence: string) => {
-    setPlaceError(undefined);
-    if (JSON.stringify(to) === JSON.stringify(w.position)) {
-      setSaid(`${sentence}: already there`);
-      return;
-    }
-    try {
-      await client.request('PATCH', `/dashboard_widgets/${encodeURIComponent(w.id)}`, widgetDoc({ position: to }, w.id));
-      refocus.current = { id: w.id, control };
-      setList((l) => l?.map((x) => (x.id === w.id ? { ...x, position: to } : x)));
-      setSaid(sentence);
-    } catch (err) {
-      setPlaceError(err);
-    }
+  const place = (w: Widget, step: Step, title: string) => {
+    placing.current = placing.current.then(async () => {
+      setPlaceError(undefined);
+      const from = placedAt.current.get(w.id) ?? w.position;
+      const to = step.change(from);
+      const sentence = `${title}: ${step.say(to)}`;
+      if (JSON.stringify(to) === JSON.stringify(from)) {
+        setSaid(`${sentence}: already there`);
+        return;
+      }
+      try {
+        await client.request('PATCH', `/dashboard_widgets/${encodeURIComponent(w.id)}`, widgetDoc({ position: to }, w.id));
+        placedAt.current.set(w.id, to);
+        refocus.current = { id: w.id, control: step.control };
+        setList((l) => l?.map((x) => (x.id === w.id ? { ...x, position: to } : x)));
+        setSaid(sentence);
+      } catch (err) {
+        setPlaceError(err);
+      }
+    });
   };
 
   const save = async (f: FormState) => {
