@@ -4,7 +4,7 @@
  * shown is the query sent, and the typed answer read into rows a chart or a table draws.
  */
 import type { TributaryClient } from '@tributary/client';
-import { measureName, windowMs, type WidgetConfig } from '../../../src/resources/dashboard_widgets/widget-config.ts';
+import { CONFIG_ARGUMENTS, measureName, windowMs, type WidgetConfig } from '../../../src/resources/dashboard_widgets/widget-config.ts';
 
 export { measureName, type WidgetConfig };
 
@@ -21,25 +21,7 @@ const TYPES: Record<string, string> = {
 };
 
 /** factAggregate's arguments in its order, so two configs that mean the same send the same text. */
-const ARG_ORDER = [
-  'dataModelSlug',
-  'mode',
-  'timeAxis',
-  'since',
-  'until',
-  'filters',
-  'joinDataModelSlug',
-  'joinType',
-  'joinFilters',
-  'groupBy',
-  'bucket',
-  'timezone',
-  'weekStart',
-  'series',
-  'measures',
-  'orderBy',
-  'limit',
-];
+const ARG_ORDER: readonly string[] = ['dataModelSlug', 'since', ...CONFIG_ARGUMENTS];
 
 export type AggregateVariables = Record<string, unknown>;
 

@@ -12,6 +12,7 @@ import { isObject, pointerToken } from '../../json.ts';
 import { FILTER_OPS, MAX_CLAUSES } from '../../facts/query/filters.ts';
 import {
   BUCKETS,
+  CONFIG_ARGUMENTS,
   DEFAULT_POSITION,
   GRID_COLUMNS,
   MAX_COLORS,
@@ -74,26 +75,8 @@ function validTimezone(tz: string): boolean {
   }
 }
 
-const CONFIG_MEMBERS = [
-  'mode',
-  'timeAxis',
-  'window',
-  'filters',
-  'joinDataModelSlug',
-  'joinType',
-  'joinFilters',
-  'groupBy',
-  'bucket',
-  'timezone',
-  'weekStart',
-  'series',
-  'measures',
-  'orderBy',
-  'limit',
-  'measure',
-  'unit',
-  'colors',
-] as const;
+/** What a config holds: factAggregate's arguments, and what the console draws with. */
+const CONFIG_MEMBERS = [...CONFIG_ARGUMENTS, 'window', 'measure', 'unit', 'colors'] as const;
 
 function only(v: Record<string, unknown>, members: readonly string[], at: string, what: string): void {
   for (const k of Object.keys(v))

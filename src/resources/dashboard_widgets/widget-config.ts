@@ -3,6 +3,24 @@
  * type and the two readings of it both the server (config.ts, which checks a config) and
  * the console (which sends it as factAggregate's arguments) make.
  */
+/** factAggregate's arguments a config passes on as they are (filters as JSON text), in factAggregate's order. */
+export const CONFIG_ARGUMENTS = [
+  'mode',
+  'timeAxis',
+  'filters',
+  'joinDataModelSlug',
+  'joinType',
+  'joinFilters',
+  'groupBy',
+  'bucket',
+  'timezone',
+  'weekStart',
+  'series',
+  'measures',
+  'orderBy',
+  'limit',
+] as const;
+
 export const WIDGET_KINDS = ['number', 'line', 'bar', 'table'] as const;
 export type WidgetKind = (typeof WIDGET_KINDS)[number];
 
