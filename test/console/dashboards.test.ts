@@ -12,7 +12,9 @@ import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { appWithTenant, tokenFor } from '../helpers/app.ts';
+import { gzipSync } from 'node:zlib';
 import { BROWSER_SKIP, assertAccessible, consoleAs, distinctPngBytes, screenshot } from '../helpers/browser.ts';
+import { CONSOLE_DIST } from '../../src/console/surface.ts';
 
 const API = '/api/json/v1';
 const { t, tenant, api } = await appWithTenant();
@@ -132,6 +134,20 @@ async function openOps(): Promise<Page> {
   await widget(page, placed.byRegion!).locator('.uplot').waitFor();
   return page;
 }
+
+describe('budget', () => {
+  it('keeps uPlot out of the initial JavaScript, in a chunk of at most 40 KB gzipped', () => {
+    const html = fs.readFileSync(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
+    const entry = /src="\/console\/assets\/([^"]+\.js)"/.exec(html)![1]!;
+    const assets = path.join(CONSOLE_DIST, 'assets');
+    // u-legend: a class name only uPlot's code holds.
+    assert.doesNotMatch(fs.readFileSync(path.join(assets, entry), 'utf8'), /u-legend/, 'uPlot is not in the initial JavaScript');
+    const chunks = fs.readdirSync(assets).filter((n) => n.startsWith('chunk-') && fs.readFileSync(path.join(assets, n), 'utf8').includes('u-legend'));
+    assert.equal(chunks.length, 1, 'uPlot is in one chunk');
+    const gz = gzipSync(fs.readFileSync(path.join(assets, chunks[0]!))).length;
+    assert.ok(gz <= 40 * 1024, `the chart chunk is ${gz} bytes gzipped`);
+  });
+});
 
 describe('dashboards', { skip: BROWSER_SKIP }, () => {
   it("draws each kind on its grid from factAggregate: a widget's numbers are its shown query's answer and a plain count", async () => {
