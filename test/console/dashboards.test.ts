@@ -218,12 +218,15 @@ describe('dashboards', { skip: BROWSER_SKIP }, () => {
 
   it('moves and resizes by keyboard: each press is a PATCH of position, and the focus stays on the button', async () => {
     const page = await openOps();
+    // The other widgets' charts are not drawn again when one widget moves: the same canvas stays.
+    await page.evaluate(`document.querySelector('[data-widget="${placed.perDay}"] .uplot').dataset.mark = 'before'`);
     const right = widget(page, placed.open!).getByRole('button', { name: 'Move right: Open orders' });
     await right.focus();
     await page.keyboard.press('Enter');
     await page.getByRole('status').filter({ hasText: 'Open orders: column 2' }).waitFor();
     const read = async () => (await api.get(`${API}/dashboard_widgets/${placed.open}`)).body.data.attributes.position;
     assert.deepEqual(await read(), { x: 1, y: 0, w: 3, h: 2 });
+    assert.equal(await widget(page, placed.perDay!).locator('.uplot[data-mark="before"]').count(), 1);
     // Evaluated in the page as text: this file is type-checked without the DOM's types.
     assert.equal(await page.evaluate('document.activeElement?.dataset.control'), 'right');
     await widget(page, placed.open!).getByRole('button', { name: 'Taller' }).focus();

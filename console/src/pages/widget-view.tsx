@@ -3,6 +3,7 @@
  * buckets, bars per group or bucket (both through ui/chart.tsx, with their text twin), or a
  * table of every group. The Dashboards page and the Facts page's group-by view draw with it.
  */
+import { useMemo } from 'preact/hooks';
 import { Chart, DEFAULT_COLORS, type ChartSpec } from '../ui/chart.tsx';
 import { Empty } from '../ui/index.tsx';
 import { formatNumber, groupLabel, keyText, measureName, valueOf, type AggregateAnswer, type WidgetConfig } from './aggregate-query.ts';
@@ -59,6 +60,8 @@ export function chartSpec(kind: 'line' | 'bar', config: WidgetConfig, answer: Ag
 export function AggregateBody(props: { kind: Kind; config: WidgetConfig; answer: AggregateAnswer; title: string; height: number }) {
   const { kind, config, answer } = props;
   const name = shownMeasure(config, answer);
+  // The same answer keeps the same spec: the chart is drawn again only when its numbers change, not when the page around it does.
+  const spec = useMemo(() => (kind === 'line' || kind === 'bar' ? chartSpec(kind, config, answer) : undefined), [kind, config, answer]);
   if (kind === 'number') {
     const g = answer.groups[0];
     const value = g ? valueOf(g, name) : absentValue(config, name);
@@ -71,8 +74,7 @@ export function AggregateBody(props: { kind: Kind; config: WidgetConfig; answer:
   }
   if (answer.groups.length === 0) return <Empty>No facts match.</Empty>;
   const cut = answer.groupsCut && <p class="muted small">More groups matched than the limit ({config.limit ?? 1000}); the first are shown.</p>;
-  if (kind === 'line' || kind === 'bar') {
-    const spec = chartSpec(kind, config, answer);
+  if (spec) {
     const xText = (x: number, i: number) => (spec.categories ? (spec.categories[i] ?? '') : bucketText(x, config.bucket, config.timezone));
     const label = `${props.title}: ${name}${config.unit ? ` in ${config.unit}` : ''} by ${spec.xLabel}, ${spec.x.length} points`;
     return (
