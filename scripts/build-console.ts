@@ -1,7 +1,7 @@
 /**
  * Builds the browser console (console/) into dist/console: one JavaScript and one CSS file
  * with content hashes, and index.html naming them; code a page imports lazily (the workflow
- * editor: CodeMirror and the YAML reader) is split into chunks loaded only there. `npm install` runs it (the prepare
+ * editor: CodeMirror and the YAML reader; the charts: uPlot) is split into chunks loaded only there. `npm install` runs it (the prepare
  * script), so the README's two commands stay the whole setup; `npm run build:console` again
  * after editing console/. Prints the gzipped size of the initial JavaScript, which the
  * console's budget (150 KB) is measured on.
@@ -36,6 +36,7 @@ function inputsHash(): string {
     '@codemirror/lang-yaml',
     '@codemirror/lint',
     '@codemirror/commands',
+    'uplot',
   ])
     hash.update(fs.readFileSync(path.join(root, 'node_modules', pkg, 'package.json')));
   walk(path.join(root, 'src', 'workflows'));

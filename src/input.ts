@@ -12,7 +12,8 @@ export type InputField =
   | { kind: 'integer'; required?: boolean; nullable?: boolean; min?: number; max?: number }
   | { kind: 'boolean'; required?: boolean; nullable?: boolean }
   | { kind: 'enum'; required?: boolean; nullable?: boolean; values: readonly string[] }
-  | { kind: 'object'; required?: boolean; nullable?: boolean; maxBytes?: number }
+  /** `schema`: the JSON Schema the OpenAPI document gives the object, when its members are checked after (a widget's config). */
+  | { kind: 'object'; required?: boolean; nullable?: boolean; maxBytes?: number; schema?: Readonly<Record<string, unknown>> }
   | { kind: 'id'; required?: boolean; nullable?: boolean }
   | { kind: 'array'; required?: boolean; nullable?: boolean; maxItems: number };
 

@@ -15,11 +15,13 @@ import { FactsPage } from './pages/facts.tsx';
 import { ConnectorsPage } from './pages/connectors.tsx';
 import { ConnectorPage } from './pages/connector.tsx';
 import { ApiSpecPage } from './pages/api-spec.tsx';
+import { DashboardsPage } from './pages/dashboards.tsx';
 
 const NAV = [
   { section: 'runs', label: 'Runs' },
   { section: 'workflows', label: 'Workflows' },
   { section: 'facts', label: 'Facts' },
+  { section: 'dashboards', label: 'Dashboards' },
   { section: 'connectors', label: 'Connectors' },
 ] as const;
 
@@ -69,6 +71,8 @@ function Content(props: { route: Route }) {
       return id ? <WorkflowPage id={id} query={props.route.query} /> : <WorkflowsPage />;
     case 'facts':
       return <FactsPage model={id} query={props.route.query} />;
+    case 'dashboards':
+      return <DashboardsPage dashboard={id} />;
     case 'connectors':
       return id ? <ConnectorPage id={id} /> : <ConnectorsPage />;
     case 'api-specs':

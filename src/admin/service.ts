@@ -4,11 +4,11 @@
  */
 import { findDataModel } from '../resources/data_models/data-models.sql.ts';
 import { findWorkspace } from '../resources/workspaces/workspaces.sql.ts';
+import { checkWidget, WIDGET_KINDS } from '../resources/dashboard_widgets/config.ts';
 import type { Db } from '../db/connect.ts';
 import type { Role } from '../db/tables.ts';
 import { AppError, fromPgError, invalidAt, invalidParam } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
-import { isObject } from '../json.ts';
 import { readInput, type InputField, type InputSchema } from '../input.ts';
 import { randomSecret, SECRET_PREFIX, sha256Hex } from '../secrets.ts';
 import { isScope, SCOPES, type Scope } from '../auth/tokens.ts';
@@ -40,9 +40,9 @@ const WIDGET: InputSchema = {
   data_model_id: { kind: 'id' },
   data_model: { kind: 'string', max: 63 },
   dashboard: { kind: 'string', max: 100 },
-  kind: { kind: 'string', required: true, max: 100 },
+  kind: { kind: 'enum', required: true, values: WIDGET_KINDS },
   title: OPTIONAL_NAME,
-  config: { kind: 'object', nullable: true },
+  config: { kind: 'object', nullable: true, maxBytes: 65_536 },
 };
 
 async function wrap<T>(p: Promise<T>): Promise<T> {
@@ -183,15 +183,6 @@ export async function updateCredential(
   return publicAccount(row);
 }
 
-function position(v: unknown): { x: number; y: number; w: number; h: number } {
-  if (v === undefined || v === null) return { x: 0, y: 0, w: 4, h: 3 };
-  const whole = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 10_000;
-  if (!isObject(v) || !whole(v.x) || !whole(v.y) || !whole(v.w) || !whole(v.h)) {
-    throw invalidAt('/position', 'position must be an object {x, y, w, h} of whole numbers');
-  }
-  return { x: v.x, y: v.y, w: v.w, h: v.h };
-}
-
 export async function createWidget(
   db: Db,
   input: {
@@ -219,7 +210,8 @@ export async function createWidget(
       : invalidAt('/data_model_id', 'data_model_id must be a data model of the workspace');
   }
   const dataModelId = model.id;
-  const config = v.config ?? {};
+  // The JSON:API writes' check (resources/dashboard_widgets/config.ts), with this API's pointers.
+  const { kind, position, config } = checkWidget(input, undefined, (name) => `/${name}`);
   return wrap(
     q.insertWidget(db, {
       id: uuidv7(),
@@ -227,9 +219,9 @@ export async function createWidget(
       workspace_id: workspaceId,
       data_model_id: dataModelId,
       dashboard: (v.dashboard as string | undefined) ?? 'home',
-      kind: v.kind as string,
+      kind,
       title: (v.title as string | null | undefined) ?? null,
-      position: JSON.stringify(position(input.position)),
+      position: JSON.stringify(position),
       config: JSON.stringify(config),
     }),
   );

@@ -46,6 +46,7 @@ export const ACCESS = {
   'user.read': READ,
   'credential.read': READ,
   'dashboard_widget.read': READ,
+  'dashboard_widget.write': connectors('Only an admin or owner may place or change dashboard widgets'),
   'dashboard_widget.delete': connectors('Only an admin or owner may delete dashboard widgets'),
   'workspace.read': READ,
   'data_model.read': READ,

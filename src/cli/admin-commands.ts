@@ -36,6 +36,18 @@ function scopesArg(value: string): string[] {
   return [...new Set(list)];
 }
 
+/** A widget's --config: any JSON object here; the server checks its members (the JSON:API writes' check). */
+function configArg(value: string): Data {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('expected JSON such as {"mode":"timeline","bucket":"day","window":"P90D"}');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object such as {"bucket":"day"}');
+  return parsed as Data;
+}
+
 function positionArg(value: string): Data {
   let parsed: unknown;
   try {
@@ -318,12 +330,15 @@ export function registerAdminCommands(program: Command, io: Io): void {
     .description('place a dashboard widget')
     .requiredOption('--workspace <workspace-id>', 'workspace id')
     .requiredOption('--data-model <slug-or-id>', 'data model of the workspace: its slug (as facts import takes) or its id')
-    .requiredOption('--kind <kind>', 'widget kind')
-    .option('--position <json>', 'JSON {"x","y","w","h"} (default {"x":0,"y":0,"w":4,"h":3})', positionArg)
+    .requiredOption('--kind <kind>', 'widget kind: number, line, bar or table')
+    .option('--position <json>', 'JSON {"x","y","w","h"} on the 12-column grid (default {"x":0,"y":0,"w":4,"h":3})', positionArg)
     .option('--title <title>', 'title')
-    .action((o: { workspace: string; dataModel: string; kind: string; position?: Data; title?: string }) => {
+    .option('--dashboard <name>', 'the dashboard it is on (default home)')
+    .option('--config <json>', 'JSON: the widget config of docs/console.md, "Dashboards" (default {})', configArg)
+    .action((o: { workspace: string; dataModel: string; kind: string; position?: Data; title?: string; dashboard?: string; config?: Data }) => {
       const model = isUuid(o.dataModel) ? { data_model_id: o.dataModel } : { data_model: o.dataModel };
-      return execute((c) => c.request('POST', '/widgets', { workspace_id: o.workspace, ...model, kind: o.kind, position: o.position, title: o.title }));
+      const body = { workspace_id: o.workspace, ...model, kind: o.kind, position: o.position, title: o.title, dashboard: o.dashboard, config: o.config };
+      return execute((c) => c.request('POST', '/widgets', body));
     });
   widget
     .command('delete')

@@ -182,22 +182,24 @@ test('every admin command end to end, each printing one JSON document', async ()
       '--data-model',
       dm.body.data.id,
       '--kind',
-      'kpi',
+      'number',
       '--position',
       '{"x":1,"y":2,"w":3,"h":4}',
       '--title',
       'Revenue',
+      '--config',
+      '{"measures":[{"op":"count"}],"unit":"orders"}',
     ]),
   );
   assert.match(widget.id, UUID_RE);
   assert.equal(widget.workspace_id, ws.id);
   assert.equal(widget.organization_id, org.id);
   assert.equal(widget.data_model_id, dm.body.data.id);
-  assert.equal(widget.kind, 'kpi');
+  assert.equal(widget.kind, 'number');
   assert.equal(widget.title, 'Revenue');
   assert.equal(widget.dashboard, 'home');
   assert.deepEqual(widget.position, { x: 1, y: 2, w: 3, h: 4 });
-  assert.deepEqual(widget.config, {});
+  assert.deepEqual(widget.config, { measures: [{ op: 'count' }], unit: 'orders' });
 
   const narrowed = ok(await cli(['credential', 'update', cred.id, '--scopes', 'api_read']));
   assert.equal(narrowed.id, cred.id);
@@ -401,9 +403,9 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
 
   // widget create takes the model's slug, as facts import does, or its id.
   const [bySlug, byId, badSlug] = await Promise.all([
-    cli(['widget', 'create', '--workspace', ws.id, '--data-model', `sales-${process.pid}`, '--kind', 'kpi']).then(ok),
+    cli(['widget', 'create', '--workspace', ws.id, '--data-model', `sales-${process.pid}`, '--kind', 'number']).then(ok),
     cli(['widget', 'create', '--workspace', ws.id, '--data-model', dm.body.data.id, '--kind', 'table']).then(ok),
-    cli(['widget', 'create', '--workspace', other.id, '--data-model', `sales-${process.pid}`, '--kind', 'kpi']),
+    cli(['widget', 'create', '--workspace', other.id, '--data-model', `sales-${process.pid}`, '--kind', 'number']),
   ]);
   assert.equal(bySlug.data_model_id, dm.body.data.id);
   assert.equal(byId.data_model_id, dm.body.data.id);
@@ -414,6 +416,21 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
     code: 'invalid_request',
     source: { pointer: '/data_model' },
   });
+  // The config is checked as the JSON:API writes check it: a line needs a bucket.
+  const lineWithoutBucket = await cli([
+    'widget',
+    'create',
+    '--workspace',
+    ws.id,
+    '--data-model',
+    dm.body.data.id,
+    '--kind',
+    'line',
+    '--config',
+    '{"mode":"timeline"}',
+  ]);
+  assert.equal(lineWithoutBucket.code, 1);
+  assert.equal(one(lineWithoutBucket).source.pointer, '/config/bucket');
 
   const [orgs, wss, users, members, creds, widgets, models] = await Promise.all([
     cli(['org', 'list', '--limit', '1000']).then(ok),
@@ -445,7 +462,7 @@ test('list commands and whoami: ids are discoverable, one JSON document each, ne
       [],
     );
   assert.doesNotMatch(JSON.stringify(creds), /tbcs_/);
-  assert.deepEqual(widgets.data.map((w: any) => w.kind).sort(), ['kpi', 'table']);
+  assert.deepEqual(widgets.data.map((w: any) => w.kind).sort(), ['number', 'table']);
   assert.deepEqual(
     models.data.map((x: any) => [x.id, x.slug]),
     [[dm.body.data.id, `sales-${process.pid}`]],

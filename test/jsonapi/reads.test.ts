@@ -359,11 +359,11 @@ describe('dashboard_widgets', () => {
       await admin.createWidget(t.deps.db, {
         workspace_id: A.workspaceId,
         data_model_id: dataModelId,
-        kind: 'chart',
+        kind: 'line',
         title: 'Revenue',
         dashboard: 'finance',
         position: { x: 4, y: 0, w: 8, h: 6 },
-        config: { series: ['amount'], stacked: false },
+        config: { mode: 'timeline', bucket: 'week', measures: [{ op: 'sum', field: 'amount' }], colors: ['#0b5cad'] },
       })
     ).id;
     const bdm = await bApi.post(`${P}/data_models`, dataModelDoc({ name: 'Sales', slug: 'sales' }));
@@ -391,17 +391,17 @@ describe('dashboard_widgets', () => {
     const { inserted_at: _i, updated_at: _u, ...customAttrs } = custom.body.data.attributes;
     assert.deepEqual(customAttrs, {
       dashboard: 'finance',
-      kind: 'chart',
+      kind: 'line',
       title: 'Revenue',
       data_model_id: dataModelId,
       position: { x: 4, y: 0, w: 8, h: 6 },
-      config: { series: ['amount'], stacked: false },
+      config: { mode: 'timeline', bucket: 'week', measures: [{ op: 'sum', field: 'amount' }], colors: ['#0b5cad'] },
     });
 
     const list = await api.get(`${P}/dashboard_widgets`);
     assert.deepEqual(ids(list), [customId, plainId]);
     assert.deepEqual(ids(await api.get(`${P}/dashboard_widgets?filter[dashboard]=home`)), [plainId]);
-    assert.deepEqual(ids(await api.get(`${P}/dashboard_widgets?filter[kind]=chart`)), [customId]);
+    assert.deepEqual(ids(await api.get(`${P}/dashboard_widgets?filter[kind]=line`)), [customId]);
     assert.deepEqual(ids(await api.get(`${P}/dashboard_widgets?filter[title][is_null]=true`)), [plainId]);
     assertError(await api.get(`${P}/dashboard_widgets?filter[position]=x`), 400, 'invalid_query', { parameter: 'filter[position]' });
   });

@@ -188,7 +188,7 @@ describe('includes', () => {
   test("includes apply the related type's visibility even to rows that point across tenants", async () => {
     // Rows the service would never write, made directly: A's widget pointing at B's model,
     // and a field of B's workspace pointing at A's model.
-    const widget = await admin.createWidget(t.deps.db, { workspace_id: A.tenant.workspaceId, data_model_id: A.dataModelId, kind: 'stray' });
+    const widget = await admin.createWidget(t.deps.db, { workspace_id: A.tenant.workspaceId, data_model_id: A.dataModelId, kind: 'table' });
     await t.deps.db.updateTable('dashboard_widgets').set({ data_model_id: B.dataModelId }).where('id', '=', widget.id).execute();
     const strayFieldId = uuidv7();
     await t.deps.db
@@ -325,7 +325,7 @@ describe('a second workspace of organization A', () => {
     });
     assert.equal(field.status, 201, field.text);
     w2FieldId = field.body.data.id;
-    w2WidgetId = (await admin.createWidget(t.deps.db, { workspace_id: ws.id, data_model_id: w2ModelId, kind: 'chart' })).id;
+    w2WidgetId = (await admin.createWidget(t.deps.db, { workspace_id: ws.id, data_model_id: w2ModelId, kind: 'bar', config: { groupBy: ['status'] } })).id;
   });
 
   test('its workspace objects are 404 to the first workspace, like random ids', async () => {

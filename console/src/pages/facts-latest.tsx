@@ -166,6 +166,7 @@ export function LatestView(props: { model: Model; query: URLSearchParams }) {
           <a href={href('facts')} class="muted">
             All data models
           </a>
+          <a href={href('facts', model.slug, { view: 'group', filters: query.get('filters') ?? undefined })}>Group by</a>
           <ConfirmDelete
             what="data model"
             name={model.name}

@@ -222,7 +222,7 @@ export async function runFactQuery(client: TributaryClient, document: string, va
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** A curl line for the query; `$TOKEN` stands for the reader's token, never ours. */
-export function curlLine(document: string, variables: Variables): string {
+export function curlLine(document: string, variables: Readonly<Record<string, unknown>>): string {
   const body = JSON.stringify({ query: document, variables });
   return [
     `curl -s ${location.origin}/api/graphql \\`,
@@ -233,7 +233,7 @@ export function curlLine(document: string, variables: Variables): string {
 }
 
 /** The query a view sent, its variables and a curl line, each ready to copy. */
-export function ShownQuery(props: { document: string; variables: Variables }) {
+export function ShownQuery(props: { document: string; variables: Readonly<Record<string, unknown>> }) {
   return (
     <Section title="The query behind this view">
       <p class="muted small">

@@ -1,7 +1,8 @@
 /**
- * Facts: pick a data model (`#/facts`), read its latest facts (`#/facts/MODEL`), or one
- * entity's history (`#/facts/MODEL?entity=ID`). Facts are read through GraphQL factQuery
- * only, the same way a user's own client reads them; each view shows the query it sent.
+ * Facts: pick a data model (`#/facts`), read its latest facts (`#/facts/MODEL`), one
+ * entity's history (`#/facts/MODEL?entity=ID`) through GraphQL factQuery, or its groups
+ * (`#/facts/MODEL?view=group&groupBy=...`) through factAggregate: the way a user's own
+ * client reads them; each view shows the query it sent.
  */
 import { useClient, useLoad } from '../api.ts';
 import { href } from '../router.ts';
@@ -9,6 +10,7 @@ import { Empty, ErrorNotice, Loading, Page, Table } from '../ui/index.tsx';
 import { loadModel, loadModels, type Model } from './facts-query.tsx';
 import { LatestView } from './facts-latest.tsx';
 import { TimelineView } from './facts-timeline.tsx';
+import { GroupView } from './facts-group.tsx';
 
 function ModelPicker() {
   const client = useClient();
@@ -58,5 +60,6 @@ export function FactsPage(props: { model: string | undefined; query: URLSearchPa
     );
   }
   const entity = props.query.get('entity');
+  if (props.query.get('view') === 'group') return <GroupView model={model.data} query={props.query} />;
   return entity !== null ? <TimelineView model={model.data} entity={entity} query={props.query} /> : <LatestView model={model.data} query={props.query} />;
 }

@@ -150,7 +150,8 @@ export interface paths {
         /** List dashboard_widget resources */
         get: operations["list_dashboard_widgets"];
         put?: never;
-        post?: never;
+        /** Create a dashboard_widget */
+        post: operations["create_dashboard_widget"];
         delete?: never;
         options?: never;
         head?: never;
@@ -172,7 +173,8 @@ export interface paths {
         delete: operations["delete_dashboard_widget"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Update a dashboard_widget: the attributes given change */
+        patch: operations["update_dashboard_widget"];
         trace?: never;
     };
     "/api/json/v1/data_models": {
@@ -1143,6 +1145,147 @@ export interface components {
             meta?: Record<string, unknown>;
             jsonapi?: {
                 version?: string;
+            };
+        };
+        dashboard_widget_create: {
+            data: {
+                /** @constant */
+                type: "dashboard_widget";
+                attributes?: {
+                    dashboard?: string;
+                    /** @enum {string} */
+                    kind: "number" | "line" | "bar" | "table";
+                    title?: string | null;
+                    data_model_id: string;
+                    /** @description A place on the 12-column grid; x + w is at most 12 */
+                    position?: {
+                        x: number;
+                        y: number;
+                        w: number;
+                        h: number;
+                    } | null;
+                    /** @description factAggregate's arguments besides the slug, with a relative window (docs/console.md, "Dashboards") */
+                    config?: {
+                        /** @enum {string} */
+                        mode?: "latest" | "timeline";
+                        /** @enum {string} */
+                        timeAxis?: "observed_at" | "inserted_at";
+                        /**
+                         * @example P90D
+                         * @example PT24H
+                         */
+                        window?: string;
+                        filters?: {
+                            field: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "in" | "nin" | "is_null" | "gt" | "gte" | "lt" | "lte" | "contains" | "starts_with";
+                            value: unknown;
+                        }[];
+                        joinDataModelSlug?: string;
+                        /** @enum {string} */
+                        joinType?: "left" | "inner";
+                        joinFilters?: {
+                            field: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "in" | "nin" | "is_null" | "gt" | "gte" | "lt" | "lte" | "contains" | "starts_with";
+                            value: unknown;
+                        }[];
+                        groupBy?: string[];
+                        /** @enum {string} */
+                        bucket?: "minute" | "hour" | "day" | "week" | "month";
+                        timezone?: string;
+                        /** @enum {string} */
+                        weekStart?: "monday" | "sunday";
+                        series?: boolean;
+                        measures?: {
+                            /** @enum {string} */
+                            op: "count" | "count_distinct_entities" | "sum" | "avg" | "min" | "max";
+                            field?: string;
+                            as?: string;
+                        }[];
+                        orderBy?: {
+                            by: string;
+                            /** @enum {string} */
+                            direction?: "asc" | "desc";
+                        }[];
+                        limit?: number;
+                        measure?: string;
+                        unit?: string;
+                        colors?: string[];
+                    } | null;
+                };
+                relationships?: Record<string, unknown>;
+            };
+        };
+        dashboard_widget_update: {
+            data: {
+                /** @constant */
+                type: "dashboard_widget";
+                id: string;
+                attributes?: {
+                    dashboard?: string;
+                    /** @enum {string} */
+                    kind?: "number" | "line" | "bar" | "table";
+                    title?: string | null;
+                    data_model_id?: string;
+                    /** @description A place on the 12-column grid; x + w is at most 12 */
+                    position?: {
+                        x: number;
+                        y: number;
+                        w: number;
+                        h: number;
+                    } | null;
+                    /** @description factAggregate's arguments besides the slug, with a relative window (docs/console.md, "Dashboards") */
+                    config?: {
+                        /** @enum {string} */
+                        mode?: "latest" | "timeline";
+                        /** @enum {string} */
+                        timeAxis?: "observed_at" | "inserted_at";
+                        /**
+                         * @example P90D
+                         * @example PT24H
+                         */
+                        window?: string;
+                        filters?: {
+                            field: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "in" | "nin" | "is_null" | "gt" | "gte" | "lt" | "lte" | "contains" | "starts_with";
+                            value: unknown;
+                        }[];
+                        joinDataModelSlug?: string;
+                        /** @enum {string} */
+                        joinType?: "left" | "inner";
+                        joinFilters?: {
+                            field: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "in" | "nin" | "is_null" | "gt" | "gte" | "lt" | "lte" | "contains" | "starts_with";
+                            value: unknown;
+                        }[];
+                        groupBy?: string[];
+                        /** @enum {string} */
+                        bucket?: "minute" | "hour" | "day" | "week" | "month";
+                        timezone?: string;
+                        /** @enum {string} */
+                        weekStart?: "monday" | "sunday";
+                        series?: boolean;
+                        measures?: {
+                            /** @enum {string} */
+                            op: "count" | "count_distinct_entities" | "sum" | "avg" | "min" | "max";
+                            field?: string;
+                            as?: string;
+                        }[];
+                        orderBy?: {
+                            by: string;
+                            /** @enum {string} */
+                            direction?: "asc" | "desc";
+                        }[];
+                        limit?: number;
+                        measure?: string;
+                        unit?: string;
+                        colors?: string[];
+                    } | null;
+                };
+                relationships?: Record<string, unknown>;
             };
         };
         /** @description The public attributes of data_model; a sparse fieldset (fields[data_model]) returns fewer. */
@@ -2731,6 +2874,51 @@ export interface operations {
             503: components["responses"]["error_503"];
         };
     };
+    create_dashboard_widget: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
+                include?: string;
+                /** @description Sparse fieldset of dashboard_widget: comma-separated names of dashboard, kind, title, data_model_id, position, config, inserted_at, updated_at, data_model */
+                "fields[dashboard_widget]"?: string;
+                /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
+                "fields[data_model]"?: string;
+            };
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": components["schemas"]["dashboard_widget_create"];
+            };
+        };
+        responses: {
+            /** @description Created; Location names it */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["dashboard_widget_document"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
+            413: components["responses"]["error_413"];
+            415: components["responses"]["error_415"];
+            422: components["responses"]["error_422"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
     get_dashboard_widget: {
         parameters: {
             query?: {
@@ -2794,6 +2982,53 @@ export interface operations {
             404: components["responses"]["error_404"];
             406: components["responses"]["error_406"];
             409: components["responses"]["error_409"];
+            429: components["responses"]["error_429"];
+            503: components["responses"]["error_503"];
+        };
+    };
+    update_dashboard_widget: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated relationship paths (dotted, at most 3 deep, at most 20) of: data_model */
+                include?: string;
+                /** @description Sparse fieldset of dashboard_widget: comma-separated names of dashboard, kind, title, data_model_id, position, config, inserted_at, updated_at, data_model */
+                "fields[dashboard_widget]"?: string;
+                /** @description Sparse fieldset of data_model: comma-separated names of name, slug, description, organization_id, retention_days, inserted_at, updated_at, fields */
+                "fields[data_model]"?: string;
+            };
+            header?: {
+                /** @description A retried write with the same key answers the first answer */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": components["schemas"]["dashboard_widget_update"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["dashboard_widget_document"];
+                };
+            };
+            400: components["responses"]["error_400"];
+            401: components["responses"]["error_401"];
+            403: components["responses"]["error_403"];
+            404: components["responses"]["error_404"];
+            406: components["responses"]["error_406"];
+            409: components["responses"]["error_409"];
+            413: components["responses"]["error_413"];
+            415: components["responses"]["error_415"];
+            422: components["responses"]["error_422"];
             429: components["responses"]["error_429"];
             503: components["responses"]["error_503"];
         };

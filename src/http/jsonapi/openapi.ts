@@ -84,7 +84,7 @@ function inputFieldSchema(f: InputField): Schema {
       case 'enum':
         return { type: 'string', enum: [...f.values] };
       case 'object':
-        return { type: 'object' };
+        return f.schema ? { ...f.schema } : { type: 'object' };
       case 'id':
         return { type: 'string', format: 'uuid' };
       case 'array':

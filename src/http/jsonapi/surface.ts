@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Selectable } from 'kysely';
-import type { ApiSpecTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
+import type { ApiSpecTable, DashboardWidgetTable, DataModelFieldTable, DataModelTable, ExternalConnectorTable } from '../../db/tables.ts';
 import type { Deps } from '../../deps.ts';
 import {
   findOr404,
@@ -31,7 +31,8 @@ import { externalConnectorType } from '../../resources/external_connectors/resou
 import { createConnector, deleteConnector, patchConnector } from '../../resources/external_connectors/service.ts';
 import { workflowType } from '../../resources/workflows/resource.ts';
 import { builderStateInput, deleteWorkflow, saveBuilderState } from '../../resources/workflows/service.ts';
-import { deleteDashboardWidget } from '../../resources/dashboard_widgets/service.ts';
+import { dashboardWidgetType } from '../../resources/dashboard_widgets/resource.ts';
+import { createDashboardWidget, deleteDashboardWidget, patchDashboardWidget } from '../../resources/dashboard_widgets/service.ts';
 import { workflowRunType } from '../../resources/workflow_runs/resource.ts';
 import { cancelWorkflowRun, replayRun } from '../../resources/workflow_runs/service.ts';
 import { bulkReplay, readReplayMeta } from '../../resources/workflow_runs/replay.ts';
@@ -83,6 +84,11 @@ export function jsonApiSurface(deps: Deps): SurfaceSpec {
       update: (db, principal, existing: Selectable<ApiSpecTable>, attrs) => patchApiSpec(db, principal, existing, attrs, specOptions, now()),
       // The document travels JSON-escaped inside a JSON:API document: room for its escapes.
       bodyLimit: Math.max(deps.config.bodyLimitBytes, 2 * deps.config.apiSpecMaxBytes + 65_536),
+    });
+    registerWriteRoutes(scope, deps, RESOURCE_TYPES, dashboardWidgetType, {
+      input: inputs.dashboard_widget,
+      create: rowOnly((db, principal, attrs) => createDashboardWidget(db, principal, attrs)),
+      update: rowOnly((db, principal, existing: Selectable<DashboardWidgetTable>, attrs) => patchDashboardWidget(db, principal, existing, attrs, now())),
     });
     providerRoutes(scope);
 

@@ -6,6 +6,7 @@ import type { InputSchema } from '../../input.ts';
 import { dataModelInput } from '../../resources/data_models/service.ts';
 import { fieldInput } from '../../resources/data_model_fields/service.ts';
 import { connectorInput } from '../../resources/external_connectors/service.ts';
+import { widgetInput } from '../../resources/dashboard_widgets/service.ts';
 import { apiSpecInput } from '../../resources/api_specs/service.ts';
 
 export function writeInputs(apiSpecMaxBytes: number) {
@@ -14,5 +15,6 @@ export function writeInputs(apiSpecMaxBytes: number) {
     data_model_field: fieldInput,
     external_connector: connectorInput,
     api_spec: apiSpecInput(apiSpecMaxBytes),
+    dashboard_widget: widgetInput,
   } satisfies Record<string, InputSchema>;
 }
