@@ -486,6 +486,26 @@ describe('is_indexed', () => {
     assert.equal((await indexesOf(amount.id)).length, 2);
   });
 
+  test("every typed field can be indexed, up to the model's slots of its kind; a field turned off frees its slot", async () => {
+    const dm = await model();
+    for (const type of ['boolean', 'datetime', 'float']) await field(api, { data_model_id: dm, name: `f_${type}`, type, is_indexed: true });
+    const strings = [];
+    // The boolean field takes one of the 6 txt slots, the strings the other 5.
+    for (let i = 1; i <= 5; i++) strings.push(await field(api, { data_model_id: dm, name: `s${i}`, type: 'string', is_indexed: true }));
+    assertError(
+      await api.post(`${P}/data_model_fields`, fieldDoc({ data_model_id: dm, name: 's7', type: 'string', is_indexed: true })),
+      422,
+      'invalid_request',
+      {
+        pointer: '/data/attributes/is_indexed',
+      },
+    );
+    const off = await api.patch(`${P}/data_model_fields/${strings[0]!.id}`, patchDoc(strings[0]!.id, { is_indexed: false }));
+    assert.equal(off.status, 200, off.text);
+    const s6 = await field(api, { data_model_id: dm, name: 's6', type: 'string', is_indexed: true });
+    assert.equal(s6.attributes.is_indexed, true);
+  });
+
   test('422 on a type without typed storage, on create and on update', async () => {
     const dm = await model();
     for (const type of ['map', null]) {
