@@ -178,9 +178,11 @@ export const BACKFILL_BATCH = 5_000;
 /**
  * Sets `slot` on every stored fact and current row of the model to the field's value (null:
  * clears it), in batches of `batch` rows, each its own statement, walking the tables' keys so
- * no batch rereads the ones before. Each batch updates its rows by key (`= any(array)`, the
- * primary key's index), a plan that stays right when the statistics of a model just loaded
- * say it is empty (a join there was planned as a nested loop over the whole model). A row a writer changes meanwhile is recomputed from its
+ * no batch rereads the ones before. Each batch updates the rows it read by facts' primary key
+ * or fact_current's row address (one partition: the axis is named), plans that stay right
+ * when the statistics of a model just loaded say it is empty (a join, or the model's index
+ * with the key as a filter, was planned there as a walk of the whole model per batch). A
+ * current row a writer replaced meanwhile is skipped: the writer filled its slot. A row a writer changes meanwhile is recomputed from its
  * new version (the update re-reads a row it waited for).
  */
 export async function backfillSlot(
@@ -202,7 +204,7 @@ export async function backfillSlot(
     const from = after === undefined ? sql`true` : sql`(observed_at, id) > (${after.t}::timestamptz, ${after.id}::uuid)`;
     const { rows } = await sql<{ t: string; id: string; n: number }>`
       with b as (select id, observed_at from facts where data_model_id = ${field.data_model_id} and ${from} order by observed_at, id limit ${batch}),
-      u as (update facts f set ${col} = ${value('f')} where f.id = any(array(select id from b)) and f.data_model_id = ${field.data_model_id} returning 1)
+      u as (update facts f set ${col} = ${value('f')} where f.id = any(array(select id from b)) returning 1)
       select l.t, l.id, (select count(*)::int from b) as n
       from (select to_char(observed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as t, id from b order by observed_at desc, id desc limit 1) l`.execute(
       db,
@@ -218,9 +220,9 @@ export async function backfillSlot(
     for (;;) {
       const from = key === undefined ? sql`true` : sql`entity_key > ${key}::text`;
       const { rows } = await sql<{ entity_key: string; n: number }>`
-        with b as (select entity_key from fact_current where data_model_id = ${field.data_model_id} and axis = ${axis} and ${from} order by entity_key limit ${batch}),
+        with b as (select ctid as t, entity_key from fact_current where data_model_id = ${field.data_model_id} and axis = ${axis} and ${from} order by entity_key limit ${batch}),
         u as (update fact_current c set ${col} = ${value('c')}
-          where c.data_model_id = ${field.data_model_id} and c.axis = ${axis} and c.entity_key = any(array(select entity_key from b)) returning 1)
+          where c.ctid = any(array(select t from b)) and c.axis = ${axis} returning 1)
         select l.entity_key, (select count(*)::int from b) as n from (select entity_key from b order by entity_key desc limit 1) l`.execute(db);
       const r = rows[0];
       if (r === undefined || r.n < batch) break;
