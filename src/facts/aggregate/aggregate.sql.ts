@@ -12,11 +12,11 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import { clauseSql, currentFiltersSql } from '../query/filters.sql.ts';
+import { clauseSql, currentFiltersSql, rowFiltersSql } from '../query/filters.sql.ts';
 import { asOfFromCurrent, asOfFromHistory, withAsOfSource } from '../query/as-of.sql.ts';
 import { AXIS_COLUMN, DIRECTION, joinLateral, ref, whereClause } from '../query/fragments.sql.ts';
 import type { FactQueryPlan, Frag } from '../query/plan-types.ts';
-import { fieldValue } from '../typed.sql.ts';
+import { dataValue, fieldValue } from '../typed.sql.ts';
 import { bucketStartSql, runSeries } from './series.sql.ts';
 import type { AggregateBucket, AggregateField, AggregateMeasure, AggregatePlan, AggregateResult, AggregateRow } from './plan-types.ts';
 
@@ -38,13 +38,25 @@ export function queryPlanOf(p: AggregatePlan): FactQueryPlan {
   };
 }
 
-/** The FROM and WHERE of the rows aggregated, as alias b (a facts or fact_current row); the joined fact's data as j. */
-function rowsOf(q: FactQueryPlan, needJoin: boolean): { from: Frag; where: Frag[]; id: string } {
+/**
+ * The FROM and WHERE of the rows aggregated, as alias b; the joined fact's data as j.
+ * `slotted`: b is a facts or fact_current row, with its typed slots; an as-of row and the
+ * joined fact carry only `data`, read as dataValue (the slot's own reading of it).
+ */
+interface Rows {
+  from: Frag;
+  where: Frag[];
+  id: string;
+  slotted: boolean;
+}
+
+function rowsOf(q: FactQueryPlan, needJoin: boolean): Rows {
   const axis = AXIS_COLUMN[q.axis];
   const data = sql.ref('b.data') as Frag;
   let from: Frag;
   let where: Frag[];
   let id = 'id';
+  let slotted = true;
   if (q.mode === 'timeline') {
     from = sql`facts as b`;
     where = [
@@ -52,26 +64,31 @@ function rowsOf(q: FactQueryPlan, needJoin: boolean): { from: Frag; where: Frag[
       sql`b.workspace_id = ${q.workspaceId}`,
       sql`${ref('b', axis)} >= ${q.since!}`,
       sql`${ref('b', axis)} < ${q.until!}`,
-      ...q.filters.map((c) => clauseSql(data, c)),
+      ...rowFiltersSql('b', q.filters, false),
     ];
   } else if (q.until === undefined) {
     from = sql`fact_current as b`;
     id = 'fact_id';
-    where = [sql`b.data_model_id = ${q.model.id}`, sql`b.workspace_id = ${q.workspaceId}`, sql`b.axis = ${q.axis}`, ...currentFiltersSql(data, q.filters)];
+    where = [sql`b.data_model_id = ${q.model.id}`, sql`b.workspace_id = ${q.workspaceId}`, sql`b.axis = ${q.axis}`, ...currentFiltersSql('b', q.filters)];
   } else {
     from = sql`(${q.asOf === 'current' ? asOfFromCurrent(q) : asOfFromHistory(q)}) as b`;
     where = q.filters.map((c) => clauseSql(data, c));
+    slotted = false;
   }
   if (q.mode === 'latest' && q.since !== undefined) where.push(sql`${ref('b', axis)} >= ${q.since}`);
   // A left join changes no row: it is read only when a key or measure uses the joined model.
   if (q.join?.type === 'inner') from = sql`${from} join lateral ${joinLateral(q, 'b')} as j on true`;
   else if (q.join !== undefined && needJoin) from = sql`${from} left join lateral ${joinLateral(q, 'b')} as j on true`;
-  return { from, where, id };
+  return { from, where, id, slotted };
 }
 
-const valueOf = (f: AggregateField): Frag => fieldValue(f.source === 'join' ? 'j' : 'b', f.field);
+function valueOf(f: AggregateField, rows: Rows): Frag {
+  if (f.source === 'join') return dataValue('j', f.field);
+  return rows.slotted ? fieldValue('b', f.field) : dataValue('b', f.field);
+}
 
-function measureSql(m: AggregateMeasure, q: FactQueryPlan, id: string): Frag {
+function measureSql(m: AggregateMeasure, q: FactQueryPlan, rows: Rows): Frag {
+  const id = rows.id;
   switch (m.op) {
     case 'count':
       return sql`count(*)::float8`;
@@ -79,13 +96,13 @@ function measureSql(m: AggregateMeasure, q: FactQueryPlan, id: string): Frag {
       // In latest mode every row is its own entity; in a timeline, facts without an entity id are each their own.
       return q.mode === 'latest' ? sql`count(*)::float8` : sql`count(distinct coalesce(b.entity_id, '#' || ${ref('b', id)}::text))::float8`;
     case 'sum':
-      return sql`sum(${valueOf(m.field!)})::float8`;
+      return sql`sum(${valueOf(m.field!, rows)})::float8`;
     case 'avg':
-      return sql`avg(${valueOf(m.field!)})::float8`;
+      return sql`avg(${valueOf(m.field!, rows)})::float8`;
     case 'min':
-      return sql`min(${valueOf(m.field!)})::float8`;
+      return sql`min(${valueOf(m.field!, rows)})::float8`;
     case 'max':
-      return sql`max(${valueOf(m.field!)})::float8`;
+      return sql`max(${valueOf(m.field!, rows)})::float8`;
   }
 }
 
@@ -122,9 +139,9 @@ export function aggregateSql(p: AggregatePlan, q: FactQueryPlan = queryPlanOf(p)
     q,
     fields.some((f) => f.source === 'join'),
   );
-  const inner: Frag[] = p.groupBy.map((g, i) => sql`${valueOf(g)} as ${sql.ref(`k${i}`)}`);
+  const inner: Frag[] = p.groupBy.map((g, i) => sql`${valueOf(g, src)} as ${sql.ref(`k${i}`)}`);
   if (p.bucket !== undefined) inner.push(sql`${bucketStartSql(ref('b', AXIS_COLUMN[p.axis]), p.bucket)} as bk`);
-  p.measures.forEach((m, i) => inner.push(sql`${measureSql(m, q, src.id)} as ${sql.ref(`m${i}`)}`));
+  p.measures.forEach((m, i) => inner.push(sql`${measureSql(m, q, src)} as ${sql.ref(`m${i}`)}`));
   const grouped = p.groupBy.length + (p.bucket === undefined ? 0 : 1);
   const groupBy = grouped > 0 ? sql`group by ${sql.join(Array.from({ length: grouped }, (_v, i) => sql.raw(String(i + 1))))}` : sql``;
   const outer: Frag[] = p.groupBy.map((g, i) => (isNumber(g) ? sql`${sql.ref(`g.k${i}`)}::float8 as ${sql.ref(`k${i}`)}` : sql.ref(`g.k${i}`)));
