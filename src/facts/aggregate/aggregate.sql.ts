@@ -18,7 +18,7 @@ import { AXIS_COLUMN, DIRECTION, joinLateral, ref, whereClause } from '../query/
 import type { FactQueryPlan, Frag } from '../query/plan-types.ts';
 import { dataValue, fieldValue } from '../typed.sql.ts';
 import { bucketStartSql, runSeries } from './series.sql.ts';
-import type { AggregateBucket, AggregateField, AggregateMeasure, AggregatePlan, AggregateResult, AggregateRow } from './plan-types.ts';
+import type { AggregateField, AggregateMeasure, AggregatePlan, AggregateResult, AggregateRow } from './plan-types.ts';
 
 /** The factQuery plan reading the same rows (its page-only members are unused here). */
 export function queryPlanOf(p: AggregatePlan): FactQueryPlan {
