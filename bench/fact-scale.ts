@@ -6,7 +6,7 @@
  *   npm run bench:fact-scale -- --facts 1000000   the 1M size
  *
  * Options: --facts N (1,000..50,000,000), --entities N (default facts / 10), --runs N
- * (measured runs per query, at least 5, default 7), --keep (leave the database for the
+ * (measured runs per query, at least 5, default 7), --database NAME (default tributary_scale), --keep (leave the database for the
  * next look, its size is printed), --no-write (do not touch docs/benchmarks-facts.md).
  * The server is BENCH_DATABASE_URL / DATABASE_URL / postgres://postgres@127.0.0.1:5432/postgres;
  * the database is `tributary_scale` on it, dropped and created afresh, migrated with our
@@ -58,6 +58,7 @@ const { values: opts } = parseArgs({
     runs: { type: 'string', default: '7' },
     keep: { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
+    database: { type: 'string', default: 'tributary_scale' },
   },
 });
 
@@ -71,7 +72,8 @@ const FACTS = whole('facts', opts.facts!, 1_000, 50_000_000);
 const ENTITIES = whole('entities', opts.entities ?? String(Math.max(100, Math.floor(FACTS / 10))), 10, FACTS);
 const CUSTOMERS = Math.max(10, Math.floor(ENTITIES / 10));
 const RUNS = whole('runs', opts.runs!, 5, 1000);
-const DB_NAME = 'tributary_scale';
+const DB_NAME = opts.database!;
+if (!/^[a-z_][a-z0-9_]*$/.test(DB_NAME)) throw new Error('--database must be a plain lower-case name');
 const DAY_MS = 86_400_000;
 const BATCH = 500;
 const SINGLE_WRITES = 200;
