@@ -7,7 +7,8 @@
  *
  * Options: --facts N (1,000..50,000,000), --entities N (default facts / 10), --runs N
  * (measured runs per query, at least 5, default 7), --database NAME (default tributary_scale), --keep (leave the database for the
- * next look, its size is printed), --no-write (do not touch docs/benchmarks-facts.md).
+ * next look, its size is printed), --reuse (measure on the database a --keep run left, no
+ * load; give the same --facts), --no-write (do not touch docs/benchmarks-facts.md).
  * The server is BENCH_DATABASE_URL / DATABASE_URL / postgres://postgres@127.0.0.1:5432/postgres;
  * the database is `tributary_scale` on it, dropped and created afresh, migrated with our
  * migrations.
@@ -29,9 +30,10 @@
  *
  * Measured (after 2 warm-up runs, then --runs runs, p50 and p95): a filtered latest page
  * with its count (the resolver's planFactQuery, selectPage and selectCount, concurrently);
- * a count grouped by status over latest; a 90-day daily count over the timeline; a 366-day
- * series of open orders at each day's end; writeFacts of one fact and of 500, to existing
- * entities, per fact.
+ * then factAggregate's SQL (checkAggregateArguments, planAggregate, runAggregate, which runs
+ * runSeries for a series): a count grouped by status over latest; a 90-day daily count over
+ * the timeline; a 366-day series of open orders at each day's end; and writeFacts of one
+ * fact and of 500, to existing entities, per fact.
  */
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
@@ -43,8 +45,11 @@ import { checkArguments } from '../src/graphql/fact-query.ts';
 import { INDEXABLE_TYPES, createFieldIndex } from '../src/facts/field-index.sql.ts';
 import { planFactQuery } from '../src/facts/query/plan.ts';
 import { selectCount, selectPage } from '../src/facts/query/page.sql.ts';
-import type { FactQueryPlan, Frag } from '../src/facts/query/plan-types.ts';
-import { fieldValue } from '../src/facts/typed.sql.ts';
+import type { FactQueryPlan } from '../src/facts/query/plan-types.ts';
+import { runAggregate } from '../src/facts/aggregate/aggregate.sql.ts';
+import { planAggregate } from '../src/facts/aggregate/plan.ts';
+import type { AggregatePlan, AggregateResult } from '../src/facts/aggregate/plan-types.ts';
+import { checkAggregateArguments } from '../src/graphql/fact-aggregate.ts';
 import { validateFact } from '../src/facts/validate.ts';
 import { writeFacts, type FactModel } from '../src/facts/write.ts';
 import { canonicalJson } from '../src/json.ts';
@@ -57,6 +62,7 @@ const { values: opts } = parseArgs({
     entities: { type: 'string' },
     runs: { type: 'string', default: '7' },
     keep: { type: 'boolean', default: false },
+    reuse: { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
     database: { type: 'string', default: 'tributary_scale' },
   },
@@ -189,6 +195,16 @@ async function recreateDatabase(): Promise<void> {
   }
 }
 
+async function databaseExists(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: serverUrl() });
+  await c.connect();
+  try {
+    return (await c.query('select 1 from pg_database where datname = $1', [DB_NAME])).rowCount === 1;
+  } finally {
+    await c.end();
+  }
+}
+
 async function dropDatabase(): Promise<void> {
   const c = new pg.Client({ connectionString: serverUrl() });
   await c.connect();
@@ -263,6 +279,15 @@ async function load(ids: { org: string; ws: string }, models: { orders: string; 
   return steps;
 }
 
+const fields = (m: GenModel) =>
+  m.fields.map((f) => ({
+    name: f.name,
+    type: f.type,
+    is_primary_key: f.primaryKey ?? false,
+    is_required: f.primaryKey ?? false,
+    is_indexed: f.indexed ?? false,
+  }));
+
 /** The indexes today's store builds for the indexed fields (field-index.sql.ts), built after the load. */
 async function indexFields(
   db: Db,
@@ -329,11 +354,6 @@ interface Ctx {
   now: Date;
 }
 
-const ref = (alias: string, name: string) => {
-  const f = ORDERS.fields.find((x) => x.name === name)!;
-  return fieldValue(alias, { name, type: f.type, is_indexed: f.indexed ?? false });
-};
-
 async function latestPlan(c: Ctx): Promise<FactQueryPlan> {
   const filters = [
     { field: 'status', op: 'eq', value: 'open' },
@@ -350,24 +370,9 @@ async function pageAndCount(c: Ctx, plan: FactQueryPlan): Promise<string> {
   return `${page.length} / ${fmt(count)}`;
 }
 
-/** (2) Entities by current status. */
-async function groupedLatest(c: Ctx): Promise<string> {
-  const status = ref('c', 'status');
-  const { rows } = await sql<{ k: string | null; n: number }>`
-    select ${status} as k, count(*)::int as n from fact_current as c
-    where c.data_model_id = ${c.model.id} and c.workspace_id = ${c.ws} and c.axis = 'observed_at'
-    group by 1 order by 2 desc, 1 limit 1001`.execute(c.db);
-  return `${rows.length} groups`;
-}
-
-/** (3) Facts per UTC day over the 90 days before now. */
-async function dailyTimeline(c: Ctx): Promise<string> {
-  const since = new Date(c.now.getTime() - 90 * DAY_MS);
-  const { rows } = await sql<{ b: Date; n: number }>`
-    select date_trunc('day', f.observed_at, 'UTC') as b, count(*)::int as n from facts as f
-    where f.data_model_id = ${c.model.id} and f.workspace_id = ${c.ws} and f.observed_at >= ${since} and f.observed_at < ${c.now}
-    group by 1 order by 1`.execute(c.db);
-  return `${rows.length} buckets / ${fmt(rows.reduce((a, r) => a + r.n, 0))}`;
+/** A factAggregate's plan, as its resolver builds it from these arguments (checkAggregateArguments, planAggregate). */
+function aggregatePlan(c: Ctx, args: Record<string, unknown>): Promise<AggregatePlan> {
+  return planAggregate(c.db, c.ws, checkAggregateArguments({ dataModelSlug: 'orders', ...args }, c.now));
 }
 
 /** The series window: the 366 UTC days ending with the one that holds `now`. */
@@ -376,48 +381,34 @@ function seriesWindow(now: Date): { since: Date; until: Date } {
   return { since: new Date(end - 366 * DAY_MS), until: new Date(end) };
 }
 
-/**
- * (4) Open orders at each day's end: per fact the span it is its entity's latest, [its
- * observed_at, the next fact's), counted at each day end inside it. An open fact adds one
- * from the day holding its start and takes it away from the day holding its end; a running
- * sum over the days gives the count as of each day's end. Exactly factQuery/latest with
- * until = end - 1 ms: a fact is latest as of T when it is the greatest (observed_at,
- * inserted_at, id) at or before T.
- */
-export function seriesSql(c: Ctx, win: { since: Date; until: Date }): Frag {
-  const status = ref('f', 'status');
-  return sql`
-    with spans as (
-      select ${status} = 'open' as open, f.observed_at as t0,
-             lead(f.observed_at) over (partition by f.entity_id order by f.observed_at, f.inserted_at, f.id) as t1
-      from facts as f
-      where f.data_model_id = ${c.model.id} and f.workspace_id = ${c.ws} and f.observed_at < ${win.until}
-    ),
-    deltas as (
-      select greatest(date_trunc('day', t0, 'UTC'), ${win.since}::timestamptz) as b, 1 as d from spans where open
-      union all
-      select greatest(date_trunc('day', t1, 'UTC'), ${win.since}::timestamptz), -1 from spans where open and t1 is not null and t1 < ${win.until}
-    ),
-    days as (select generate_series(${win.since}::timestamptz, ${win.until}::timestamptz - interval '1 day', interval '1 day') as b)
-    select days.b, (sum(coalesce(x.d, 0)) over (order by days.b))::int as n
-    from days left join (select b, sum(d) as d from deltas group by b) as x on x.b = days.b
-    order by days.b`;
+/** The plans of (2) entities by current status, (3) facts per UTC day over 90 days, (4) open orders at each of 366 day ends. */
+async function aggregatePlans(c: Ctx): Promise<{ grouped: AggregatePlan; daily: AggregatePlan; series: AggregatePlan }> {
+  const win = seriesWindow(c.now);
+  return {
+    grouped: await aggregatePlan(c, { mode: 'latest', groupBy: ['status'] }),
+    daily: await aggregatePlan(c, { mode: 'timeline', since: new Date(c.now.getTime() - 90 * DAY_MS), until: c.now, bucket: 'day' }),
+    series: await aggregatePlan(c, {
+      mode: 'latest',
+      series: true,
+      bucket: 'day',
+      since: win.since,
+      until: win.until,
+      filters: JSON.stringify([{ field: 'status', op: 'eq', value: 'open' }]),
+    }),
+  };
 }
 
-async function series(c: Ctx): Promise<{ b: Date; n: number }[]> {
-  const { rows } = await seriesSql(c, seriesWindow(c.now)).execute(c.db);
-  return rows as { b: Date; n: number }[];
-}
+const total = (r: AggregateResult) => r.rows.reduce((a, x) => a + (x.values[0] ?? 0), 0);
 
 /** The series against factQuery's latest count as of a day's end (until = end - 1 ms), for two days. */
-async function checkSeries(c: Ctx): Promise<void> {
-  const rows = await series(c);
+async function checkSeries(c: Ctx, plan: AggregatePlan): Promise<void> {
+  const { rows } = await runAggregate(c.db, plan);
   if (rows.length !== 366) throw new Error(`series: ${rows.length} buckets`);
   for (const i of [182, 365]) {
-    const until = new Date(rows[i]!.b.getTime() + DAY_MS - 1);
+    const until = new Date(rows[i]!.bucket!.getTime() + DAY_MS - 1);
     const args = checkArguments({ dataModelSlug: 'orders', limit: 1, until, filters: JSON.stringify([{ field: 'status', op: 'eq', value: 'open' }]) }, c.now);
     const count = await selectCount(c.db, await planFactQuery(c.db, c.ws, args));
-    if (count !== rows[i]!.n) throw new Error(`series day ${i}: ${rows[i]!.n}, factQuery as of its end ${count}`);
+    if (count !== rows[i]!.values[0]) throw new Error(`series day ${i}: ${rows[i]!.values[0]}, factQuery as of its end ${count}`);
   }
 }
 
@@ -494,43 +485,57 @@ async function main() {
   const started = new Date();
   const loadBefore = loadAverage();
   console.log(`bench/fact-scale: ${fmt(FACTS)} facts over ${fmt(ENTITIES)} entities into ${DB_NAME} on ${redact(serverUrl())}; load ${loadBefore}`);
-  await recreateDatabase();
+  const reuse = opts.reuse && (await databaseExists());
+  if (!reuse) await recreateDatabase();
   const handle = createDb({ databaseUrl: dbUrl(), poolSize: 4 });
   const db = handle.db;
-  let keep = opts.keep;
+  let keep = opts.keep || reuse;
   try {
     await migrate(db);
-    const { org, ws } = await seedTenant(db, ['api_read']);
-    const scope = { organizationId: org.id, workspaceId: ws.id };
-    const fields = (m: GenModel) =>
-      m.fields.map((f) => ({
-        name: f.name,
-        type: f.type,
-        is_primary_key: f.primaryKey ?? false,
-        is_required: f.primaryKey ?? false,
-        is_indexed: f.indexed ?? false,
-      }));
-    const orders = await insertBenchModel(db, org.id, ws.id, 'orders', fields(ORDERS));
-    const customers = await insertBenchModel(db, org.id, ws.id, 'customers', fields(CUSTOMERS_MODEL));
-    // Every generated instant is before endMs; the measured windows end at `now`, just after.
-    const endMs = Date.now();
+    let ids: { org: string; ws: string; orders: string };
+    let endMs: number;
+    let loadText: string;
+    if (reuse) {
+      const { rows } = await sql<{ org: string; ws: string; orders: string; entities: number; last: Date }>`
+        select m.organization_id as org, m.workspace_id as ws, m.id as orders,
+               (select count(*)::int from fact_current c where c.data_model_id = m.id and c.axis = 'observed_at') as entities,
+               (select max(observed_at) from facts f where f.data_model_id = m.id) as last
+        from data_models m where m.slug = 'orders'`.execute(db);
+      if (rows.length !== 1 || rows[0]!.entities !== ENTITIES)
+        throw new Error(`--reuse: ${DB_NAME} holds no orders model of ${fmt(ENTITIES)} entities (give the --facts it was loaded with)`);
+      ids = rows[0]!;
+      endMs = rows[0]!.last.getTime() + 1;
+      loadText = `Reused the database an earlier run loaded (--reuse), with that run's and later runs' writes.`;
+      console.log(`  reusing ${DB_NAME}`);
+    } else {
+      const { org, ws } = await seedTenant(db, ['api_read']);
+      const orders = await insertBenchModel(db, org.id, ws.id, 'orders', fields(ORDERS));
+      const customers = await insertBenchModel(db, org.id, ws.id, 'customers', fields(CUSTOMERS_MODEL));
+      ids = { org: org.id, ws: ws.id, orders: orders.id };
+      // Every generated instant is before endMs; the measured windows end at `now`, just after.
+      endMs = Date.now();
+      const t0 = performance.now();
+      const steps = await load({ org: org.id, ws: ws.id }, { orders: orders.id, customers: customers.id }, endMs);
+      const indexed = await indexFields(db, { org: org.id, ws: ws.id }, orders.id, orders.fieldIds);
+      const loadSeconds = (performance.now() - t0) / 1000;
+      console.log(`  field indexes (${indexed.fields.join(', ') || 'none'}): ${indexed.seconds.toFixed(1)} s; load total ${loadSeconds.toFixed(1)} s`);
+      loadText = `Fields indexed by today's store: ${indexed.fields.join(', ') || 'none'}. Load ${loadSeconds.toFixed(0)} s at nice 19 (${steps.map((x) => `${x.label} ${x.seconds.toFixed(0)} s`).join(', ')}, field indexes ${indexed.seconds.toFixed(0)} s).`;
+    }
     const now = new Date(endMs + 60_000);
-    const t0 = performance.now();
-    const steps = await load({ org: org.id, ws: ws.id }, { orders: orders.id, customers: customers.id }, endMs);
-    const indexed = await indexFields(db, { org: org.id, ws: ws.id }, orders.id, orders.fieldIds);
-    const loadSeconds = (performance.now() - t0) / 1000;
-    console.log(`  field indexes (${indexed.fields.join(', ') || 'none'}): ${indexed.seconds.toFixed(1)} s; load total ${loadSeconds.toFixed(1)} s`);
-    const { rows: sizes } = await sql<{ db: string; facts: string; current: string; bytes: string }>`
-      select pg_size_pretty(pg_database_size(current_database())) as db, pg_database_size(current_database())::text as bytes,
+    const scope = { organizationId: ids.org, workspaceId: ids.ws };
+    const { rows: sizes } = await sql<{ db: string; facts: string; current: string }>`
+      select pg_size_pretty(pg_database_size(current_database())) as db,
              pg_size_pretty(pg_total_relation_size('facts')) as facts,
              pg_size_pretty((select sum(pg_total_relation_size(relid)) from pg_partition_tree('fact_current'))::bigint) as current`.execute(db);
     const size = sizes[0]!;
     console.log(`  database ${size.db} (facts with indexes ${size.facts}, fact_current ${size.current})`);
 
-    const model = { id: orders.id, slug: 'orders', fields: fields(ORDERS) };
-    const c: Ctx = { db, ws: ws.id, model, now };
-    await checkLoad(db, scope, model, endMs);
-    await checkSeries(c);
+    const model = { id: ids.orders, slug: 'orders', fields: fields(ORDERS) };
+    const c: Ctx = { db, ws: ids.ws, model, now };
+    // A reused database's load was checked by the run that made it (and holds the writer's facts since).
+    if (!reuse) await checkLoad(db, scope, model, endMs);
+    const plans = await aggregatePlans(c);
+    await checkSeries(c, plans.series);
     console.log('  checks: sample = writer, reloaded items duplicates, newer facts current, series = factQuery as of day ends');
 
     const plan = await latestPlan(c);
@@ -542,9 +547,12 @@ async function main() {
       console.log(`  ${query}: ${answer}; p50 ${s.p50.toFixed(2)} ms, p95 ${s.p95.toFixed(2)} ms (n ${s.n}); load ${loadAverage()}`);
     };
     await run('(1) latest, status = open and region = eu: page of 50 + count', () => pageAndCount(c, plan));
-    await run('(2) latest, count by status', () => groupedLatest(c));
-    await run('(3) timeline, 90 daily counts', () => dailyTimeline(c));
-    await run('(4) series, open at each of 366 day ends', async () => `${(await series(c)).length} buckets`);
+    await run('(2) latest, count by status', async () => `${(await runAggregate(db, plans.grouped)).rows.length} groups`);
+    await run('(3) timeline, 90 daily counts', async () => {
+      const r = await runAggregate(db, plans.daily);
+      return `${r.rows.length} buckets / ${fmt(total(r))}`;
+    });
+    await run('(4) series, open at each of 366 day ends', async () => `${(await runAggregate(db, plans.series)).rows.length} buckets`);
     const w = await measureWrites(c, scope);
     rows.push({ query: '(5) writeFacts, one fact per call', answer: `${SINGLE_WRITES} calls`, s: w.single, unit: 'ms/fact' });
     rows.push({ query: `(5) writeFacts, ${BATCH} facts per call`, answer: `${RUNS} calls`, s: w.batch, unit: 'ms/fact' });
@@ -565,7 +573,7 @@ async function main() {
       '',
       `Command: \`npm run bench:fact-scale -- --facts ${FACTS}\`${RUNS !== 7 ? ` --runs ${RUNS}` : ''}. ${machineLine()} Load average (1/5/15 min) before: ${loadBefore}, after: ${loadAverage()}.`,
       '',
-      `${ver[0]!.v.split(' on ')[0]} on loopback. ${fmt(FACTS)} orders facts over ${fmt(ENTITIES)} entities, ${fmt(CUSTOMERS)} customers facts; fields indexed by today's store: ${indexed.fields.join(', ') || 'none'}. Load ${loadSeconds.toFixed(0)} s at nice 19 (${steps.map((s) => `${s.label} ${s.seconds.toFixed(0)} s`).join(', ')}, field indexes ${indexed.seconds.toFixed(0)} s); database ${size.db} (facts with indexes ${size.facts}, fact_current ${size.current}).`,
+      `${ver[0]!.v.split(' on ')[0]} on loopback. ${fmt(FACTS)} orders facts over ${fmt(ENTITIES)} entities, ${fmt(CUSTOMERS)} customers facts. ${loadText} Database ${size.db} (facts with indexes ${size.facts}, fact_current ${size.current}). (2)-(4): runAggregate / runSeries.`,
       '',
       ...table,
       '',
@@ -592,9 +600,9 @@ database \`tributary_scale\` (dropped at the end unless \`--keep\`), checked aga
 (a sample validated, written again through writeFacts as duplicates, newer facts through
 writeFacts made current), then the raw SQL of the issue's answers, one at a time after 2
 warm-up runs. (1) is factQuery's own statements (planFactQuery, selectPage, selectCount);
-(2)-(4) are written on fact_current and facts with fieldValue (src/facts/typed.sql.ts), the one
-reader of a field's typed value; (4) is checked against factQuery's latest count as of two of
-its day ends. (5) is writeFacts to existing entities, per fact.
+(2)-(4) are factAggregate's (a plan from checkAggregateArguments and planAggregate, run by
+runAggregate, which hands a series to runSeries); (4) is checked against factQuery's latest
+count as of two of its day ends. (5) is writeFacts to existing entities, per fact.
 `;
 
 main().then(
