@@ -536,7 +536,7 @@ async function main() {
     if (!reuse) await checkLoad(db, scope, model, endMs);
     const plans = await aggregatePlans(c);
     await checkSeries(c, plans.series);
-    console.log('  checks: sample = writer, reloaded items duplicates, newer facts current, series = factQuery as of day ends');
+    console.log(`  checks: ${reuse ? '' : 'sample = writer, reloaded items duplicates, newer facts current, '}series = factQuery as of day ends`);
 
     const plan = await latestPlan(c);
     const rows: Row[] = [];
@@ -571,7 +571,7 @@ async function main() {
     const runText = [
       `### Run ${started.toISOString().replace(/\.\d+Z$/, 'Z')}, ${fmt(FACTS)} facts`,
       '',
-      `Command: \`npm run bench:fact-scale -- --facts ${FACTS}\`${RUNS !== 7 ? ` --runs ${RUNS}` : ''}. ${machineLine()} Load average (1/5/15 min) before: ${loadBefore}, after: ${loadAverage()}.`,
+      `Command: \`npm run bench:fact-scale -- --facts ${FACTS}${reuse ? ' --reuse' : ''}${RUNS !== 7 ? ` --runs ${RUNS}` : ''}\`. ${machineLine()} Load average (1/5/15 min) before: ${loadBefore}, after: ${loadAverage()}.`,
       '',
       `${ver[0]!.v.split(' on ')[0]} on loopback. ${fmt(FACTS)} orders facts over ${fmt(ENTITIES)} entities, ${fmt(CUSTOMERS)} customers facts. ${loadText} Database ${size.db} (facts with indexes ${size.facts}, fact_current ${size.current}). (2)-(4): runAggregate / runSeries.`,
       '',

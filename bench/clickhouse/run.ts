@@ -81,7 +81,7 @@ async function importClient(dir: string): Promise<(o: ChClientOptions) => ChClie
 }
 
 /** A server of our own: config, users, data and logs under `dir`, loopback only. */
-async function startServer(dir: string): Promise<{ url: string; stop: () => Promise<void> }> {
+async function startServer(dir: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const http = await freePort();
   const tcp = await freePort();
   for (const d of ['data', 'tmp', 'user_files']) fs.mkdirSync(path.join(dir, d), { recursive: true });
@@ -132,7 +132,7 @@ async function startServer(dir: string): Promise<{ url: string; stop: () => Prom
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
   };
-  return { url, stop };
+  return { url, pid: child.pid!, stop };
 }
 
 /**
@@ -220,7 +220,7 @@ async function main() {
   await pgc.connect().catch((err: Error) => {
     throw new Error(`no ${DB_NAME} on PostgreSQL (run npm run bench:fact-scale -- --keep first): ${err.message}`);
   });
-  let server: { url: string; stop: () => Promise<void> } | undefined;
+  let server: { url: string; pid: number; stop: () => Promise<void> } | undefined;
   let ch: ChClient | undefined;
   try {
     const { rows: models } = await pgc.query<{ id: string; workspace_id: string }>(`select id, workspace_id from data_models where slug = 'orders'`);
@@ -262,6 +262,12 @@ async function main() {
       `select sum(rows) as n, sum(bytes_on_disk) as bytes, sum(data_uncompressed_bytes) as raw from system.parts where table = 'facts' and active`,
     );
     if (Number(size!.n) !== nFacts) throw new Error(`ClickHouse holds ${size!.n} facts, PostgreSQL ${nFacts}`);
+    // Loaded at nice 19 (the machine is shared); measured at the priority PostgreSQL's queries have.
+    try {
+      execFileSync('renice', ['-n', '0', '-p', String(server.pid)], { stdio: 'ignore' });
+    } catch {
+      console.log('  (could not renice the server back to 0: its queries run at nice 19)');
+    }
     const disk = `${(Number(size!.bytes) / 2 ** 30).toFixed(2)} GiB on disk (${(Number(size!.raw) / 2 ** 30).toFixed(2)} GiB uncompressed)`;
     console.log(`  loaded in ${loadSeconds.toFixed(1)} s, merged in ${optimizeSeconds.toFixed(1)} s; ${disk}`);
 
@@ -445,7 +451,7 @@ async function main() {
       '',
       `Command: \`npm run bench:clickhouse\` after \`npm run bench:fact-scale -- --keep\`. ${machineLine()} Load average (1/5/15 min) before: ${loadBefore}, after: ${loadAverage()}.`,
       '',
-      `ClickHouse ${version} (Debian), one server on loopback at nice 19, max_threads 2, @clickhouse/client ${CLIENT_VERSION}. ${fmt(nFacts)} orders facts copied from PostgreSQL in ${loadSeconds.toFixed(0)} s (COPY streamed into one insert), merged to one part per month in ${optimizeSeconds.toFixed(0)} s; ${disk}.`,
+      `ClickHouse ${version} (Debian), one server on loopback (loaded at nice 19, measured at 0), max_threads 2, @clickhouse/client ${CLIENT_VERSION}. ${fmt(nFacts)} orders facts copied from PostgreSQL in ${loadSeconds.toFixed(0)} s (COPY streamed into one insert), merged to one part per month in ${optimizeSeconds.toFixed(0)} s; ${disk}.`,
       '',
       ...table,
       '',
