@@ -96,6 +96,10 @@ export interface DataModelFieldTable {
   is_primary_key: boolean;
   is_required: boolean;
   is_indexed: Generated<boolean>;
+  /** The typed value slot of an indexed field on facts and fact_current (migration 0031), e.g. 'num_1'. */
+  slot: string | null;
+  /** The slot holds every stored fact's value: readers use it (src/facts/slots.sql.ts). */
+  slot_ready: Generated<boolean>;
   constraints: JsonNullable<Record<string, unknown>>;
   inserted_at: Timestamp;
   updated_at: Timestamp;

@@ -12,6 +12,8 @@
 import { preferPrepared, type Db } from '../db/connect.ts';
 import { sql } from 'kysely';
 import type { TimeAxis } from '../db/tables.ts';
+import type { Frag } from './query/plan-types.ts';
+import { SLOT_COLUMNS, SLOT_FROM_EXCLUDED, slotAssignmentsSql, slotColumnsOf, slotValuesSql } from './slots.sql.ts';
 
 /**
  * The end of every fact_current upsert (the target is aliased `c`): replace the row only
@@ -25,7 +27,8 @@ const KEEP_GREATEST = sql`
       entity_id = excluded.entity_id,
       observed_at = excluded.observed_at,
       inserted_at = excluded.inserted_at,
-      data = excluded.data
+      data = excluded.data,
+      ${SLOT_FROM_EXCLUDED}
     where case when excluded.axis = 'observed_at'
       then (excluded.observed_at, excluded.inserted_at, excluded.fact_id) > (c.observed_at, c.inserted_at, c.fact_id)
       else (excluded.inserted_at, excluded.fact_id) > (c.inserted_at, c.fact_id)
@@ -69,28 +72,32 @@ export async function storeFactRows(db: Db, rows: ScopedFact[]): Promise<string[
   if (rows.length === 0) return [];
   const sorted = [...rows].sort(byModelAndKey);
   const column = <K extends keyof ScopedFact>(k: K) => sorted.map((r) => r[k]);
+  // The typed slots (slots.sql.ts) are computed here from the assignments this statement
+  // reads, so no writer stores them from an older copy of the model.
   const statement = sql<{ id: string }>`
-    with ins as (
-      insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key)
-      select u.id, u.organization_id, u.workspace_id, u.data_model_id, u.entity_id, u.observed_at, u.data, u.source_key
+    with a as (${slotAssignmentsSql(sql`${column('data_model_id')}::uuid[]` as Frag)}),
+    ins as (
+      insert into facts (id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key, ${SLOT_COLUMNS})
+      select u.id, u.organization_id, u.workspace_id, u.data_model_id, u.entity_id, u.observed_at, u.data, u.source_key, ${sql.join(slotValuesSql(sql`u.data` as Frag, 'a'))}
       from unnest(${column('id')}::uuid[], ${column('organization_id')}::uuid[], ${column('workspace_id')}::uuid[], ${column('data_model_id')}::uuid[],
                   ${column('entity_id')}::text[], ${column('observed_at')}::timestamptz[], ${column('data')}::jsonb[], ${column('source_key')}::text[])
         with ordinality as u(id, organization_id, workspace_id, data_model_id, entity_id, observed_at, data, source_key, n)
+      left join a on a.data_model_id = u.data_model_id
       order by u.n
       on conflict on constraint facts_model_source_key do nothing
-      returning id, data_model_id, workspace_id, entity_id, observed_at, inserted_at, data
+      returning id, data_model_id, workspace_id, entity_id, observed_at, inserted_at, data, ${SLOT_COLUMNS}
     ),
     cur as (
-      insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
-      select s.data_model_id, s.axis, s.entity_key, s.id, s.workspace_id, s.entity_id, s.observed_at, s.inserted_at, s.data
+      insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data, ${SLOT_COLUMNS})
+      select s.data_model_id, s.axis, s.entity_key, s.id, s.workspace_id, s.entity_id, s.observed_at, s.inserted_at, s.data, ${slotColumnsOf('s')}
       from (
         (select distinct on (f.data_model_id, entity_key) 'observed_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
-                f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+                f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data, ${slotColumnsOf('f')}
          from ins f
          order by f.data_model_id, entity_key, f.observed_at desc, f.inserted_at desc, f.id desc)
         union all
         (select distinct on (f.data_model_id, entity_key) 'inserted_at'::text as axis, coalesce(f.entity_id, '#' || f.id::text) as entity_key,
-                f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+                f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data, ${slotColumnsOf('f')}
          from ins f
          order by f.data_model_id, entity_key, f.inserted_at desc, f.id desc)
       ) s
@@ -170,11 +177,11 @@ export async function restoreCurrent(db: Db, dataModelId: string, axis: TimeAxis
   if (entityIds.length === 0) return;
   const latest = axis === 'observed_at' ? sql`order by f.observed_at desc, f.inserted_at desc, f.id desc` : sql`order by f.inserted_at desc, f.id desc`;
   await sql`
-    insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data)
-    select l.data_model_id, ${axis}::text, l.entity_id, l.id, l.workspace_id, l.entity_id, l.observed_at, l.inserted_at, l.data
+    insert into fact_current as c (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data, ${SLOT_COLUMNS})
+    select l.data_model_id, ${axis}::text, l.entity_id, l.id, l.workspace_id, l.entity_id, l.observed_at, l.inserted_at, l.data, ${slotColumnsOf('l')}
     from unnest(${entityIds}::text[]) as e(entity_id)
     cross join lateral (
-      select f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data
+      select f.id, f.data_model_id, f.workspace_id, f.entity_id, f.observed_at, f.inserted_at, f.data, ${slotColumnsOf('f')}
       from facts f
       where f.data_model_id = ${dataModelId} and f.entity_id = e.entity_id
       ${latest}

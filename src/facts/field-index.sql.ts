@@ -14,6 +14,7 @@ import type { Db } from '../db/connect.ts';
 import type { FieldType } from '../db/tables.ts';
 import { isUuid } from '../ids.ts';
 import type { Frag } from './query/plan-types.ts';
+import { ALL_SLOTS, assignSlot, backfillSlot, markSlotReady, releaseSlot, waitForOlderWriters } from './slots.sql.ts';
 
 /**
  * Types whose filters an index answers better than the GIN index on data: numbers, for
@@ -24,6 +25,13 @@ import type { Frag } from './query/plan-types.ts';
  * may read TimeZone), and an index expression must be IMMUTABLE.
  */
 export const INDEXABLE_TYPES: ReadonlySet<FieldType | null> = new Set<FieldType | null>(['integer', 'float']);
+
+/**
+ * Types an indexed field may have: those with a typed slot (slots.sql.ts), whose column the
+ * field's indexes key on. Map and untyped fields have none (eq on them is containment,
+ * answered by the GIN index on data).
+ */
+export const SLOTTED_TYPES: ReadonlySet<FieldType | null> = new Set<FieldType | null>(['integer', 'float', 'string', 'boolean', 'datetime']);
 
 const FIELD_NAME = /^[a-z][a-z0-9_]*$/;
 
@@ -45,6 +53,11 @@ export function fieldIndexNames(fieldId: string): string[] {
   return PARTITIONS.map((p) => `fact_current_field_${fieldId.replaceAll('-', '')}_${p.suffix}`);
 }
 
+/** The field's index on facts (timeline windows on observed_at filtered or grouped by the field). */
+export function factsFieldIndexName(fieldId: string): string {
+  return `facts_field_${fieldId.replaceAll('-', '')}`;
+}
+
 /** 'concurrent': PostgreSQL, outside any transaction; 'plain': PGlite, or inside a transaction. */
 export type IndexBuild = 'concurrent' | 'plain';
 
@@ -54,39 +67,56 @@ interface IndexedField {
   data_model_id: string;
   name: string;
   type: FieldType | null;
+  slot?: string | null;
 }
 
 /**
- * Builds the field's index, one per partition of fact_current (an index of the partitioned
- * table would need one predicate for both): its predicate names the model, its workspace
- * and the partition's axis, every condition a latest read has besides its filters, so the
- * planner drops them from the scan and a count of one filter is an index-only scan.
+ * Makes the field's typed storage and builds its indexes (docs/architecture.md, "Typed storage
+ * of indexed fields"): the field takes a slot (slots.sql.ts), so writers fill it from then on;
+ * with every statement that read the slots before gone (concurrent builds), the backfill fills
+ * it on the facts and current rows stored before, in batches; then the indexes, and the slot
+ * becomes what readers read (slot_ready). Each step can run again: setting is_indexed: true
+ * again redoes all of it, the way out after a build that failed midway.
+ *
+ * Per partition of fact_current one index keyed by (slot, observed_at, fact_id) and carrying
+ * every other slot: its predicate names the model, its workspace and the partition's axis,
+ * every condition a latest read has besides its filters, so a filtered count, or a count
+ * grouped by the field, reads only the index (an index-only scan), and a page filtered by eq
+ * walks it in order. On facts one index (slot, observed_at, id) including workspace_id, for
+ * timeline windows. The old expression index of the field (issue 25) had the same names: it
+ * is replaced.
  *
  * 'concurrent' builds without blocking writers (CREATE INDEX CONCURRENTLY, PostgreSQL only,
- * never inside a transaction; the service's write routes run on the database, not in a
- * transaction). 'plain' holds writers of the partition for the build: PGlite (one
- * connection, writers wait for it anyway), or a caller inside a transaction.
+ * never inside a transaction). 'plain' holds writers of the table for the build: PGlite, or a
+ * caller inside a transaction.
  */
 export async function createFieldIndex(db: Db, build: IndexBuild, f: IndexedField): Promise<void> {
   if (!isUuid(f.data_model_id) || !isUuid(f.workspace_id)) throw new Error(`not a data model of a workspace: ${f.data_model_id}`);
+  if (!FIELD_NAME.test(f.name)) throw new Error(`not an indexable field name: ${f.name}`);
+  const assigned = await assignSlot(db, f);
+  if (assigned === undefined) throw new Error(`no free slot for field ${f.name} of type ${f.type ?? 'untyped'}`);
+  const { slot } = assigned;
+  if (build === 'concurrent') await waitForOlderWriters(db, 'postgres', assigned.xid);
+  await backfillSlot(db, f, slot, slot);
   const names = fieldIndexNames(f.id);
   const concurrently = build === 'concurrent' ? sql`concurrently` : sql``;
+  const carried = sql.raw(['workspace_id', ...ALL_SLOTS.filter((s) => s !== slot)].join(', '));
   for (const [i, p] of PARTITIONS.entries()) {
     const name = sql.id(names[i]!);
-    const operand = indexedOperand(sql.ref('data') as Frag, f.name);
     // A concurrent build that failed leaves an invalid index behind: dropped first, then built again.
     await sql`drop index ${concurrently} if exists ${name}`.execute(db);
-    await sql`create index ${concurrently} ${name} on ${sql.id(p.table)} (${operand})
+    await sql`create index ${concurrently} ${name} on ${sql.id(p.table)} (${sql.id(slot)}, observed_at, fact_id) include (${carried})
       where data_model_id = ${sql.lit(f.data_model_id)} and workspace_id = ${sql.lit(f.workspace_id)} and axis = ${sql.lit(p.axis)}`.execute(db);
-    // The planner takes no statistics from a partial index's expression: without these it
-    // guesses a filter's rows (0.5% for eq, a third for a range), and with that guess it
-    // neither combines two filters' indexes nor walks the page in order where it should.
-    // Per model (data_model_id with the value), so one model's values do not stand for another's;
-    // the list keeps the most common pairs of the whole partition, so a small model among
-    // large ones may fall back to the guess.
+    // The planner's column statistics mix every model's values of a slot: per model (data_model_id
+    // with the slot), so one model's values do not stand for another's.
     await sql`drop statistics if exists ${name}`.execute(db);
-    await sql`create statistics ${name} (mcv) on data_model_id, (${operand}) from ${sql.id(p.table)}`.execute(db);
+    await sql`create statistics ${name} (mcv, dependencies) on data_model_id, ${sql.id(slot)} from ${sql.id(p.table)}`.execute(db);
   }
+  const factsIndex = sql.id(factsFieldIndexName(f.id));
+  await sql`drop index ${concurrently} if exists ${factsIndex}`.execute(db);
+  await sql`create index ${concurrently} ${factsIndex} on facts (${sql.id(slot)}, observed_at, id) include (workspace_id)
+    where data_model_id = ${sql.lit(f.data_model_id)}`.execute(db);
+  await markSlotReady(db, f.id, slot);
   for (const p of PARTITIONS) await sql`analyze ${sql.id(p.table)}`.execute(db);
 }
 
@@ -97,4 +127,18 @@ export async function dropFieldIndex(db: Db, build: IndexBuild, fieldId: string)
     await sql`drop index ${concurrently} if exists ${sql.id(name)}`.execute(db);
     await sql`drop statistics if exists ${sql.id(name)}`.execute(db);
   }
+  await sql`drop index ${concurrently} if exists ${sql.id(factsFieldIndexName(fieldId))}`.execute(db);
+}
+
+/**
+ * is_indexed turned off: the field gives up its slot (readers go back to `data` at once),
+ * then its indexes, and its values are cleared from the slot, so the next field to take it
+ * starts from nulls (its own backfill writes every row again anyway).
+ */
+export async function dropFieldStorage(db: Db, build: IndexBuild, f: { id: string; data_model_id: string; name: string; type: FieldType | null }): Promise<void> {
+  const released = await releaseSlot(db, f.id);
+  await dropFieldIndex(db, build, f.id);
+  if (released === undefined) return;
+  if (build === 'concurrent') await waitForOlderWriters(db, 'postgres', released.xid);
+  await backfillSlot(db, f, null, released.slot);
 }

@@ -13,6 +13,8 @@ export interface ModelField {
   is_required: boolean;
   /** Has an index on fact_current (field-index.sql.ts); absent in models read before migration 0017's column. */
   is_indexed?: boolean;
+  /** The typed slot (slots.sql.ts) that holds the field's value on every stored fact; null or absent: read `data`. */
+  slot?: string | null;
 }
 
 export interface DataModelWithFields {
@@ -36,13 +38,13 @@ export interface DataModelWithFields {
  * statement, that they have not changed since.
  */
 export function modelsFingerprint(workspaceId: string, slugs: readonly string[]): RawBuilder<string> {
-  return sql<string>`(select md5(coalesce(string_agg(fm.id::text || '/' || fm.slug || '/' || coalesce((select string_agg(ff.name || ':' || coalesce(ff.type::text, '') || ':' || ff.is_primary_key::text || ':' || ff.is_required::text || ':' || ff.is_indexed::text, ',' order by ff.name)
+  return sql<string>`(select md5(coalesce(string_agg(fm.id::text || '/' || fm.slug || '/' || coalesce((select string_agg(ff.name || ':' || coalesce(ff.type::text, '') || ':' || ff.is_primary_key::text || ':' || ff.is_required::text || ':' || ff.is_indexed::text || ':' || coalesce(case when ff.slot_ready then ff.slot end, ''), ',' order by ff.name)
       from data_model_fields as ff where ff.data_model_id = fm.id), ''), ';' order by fm.slug), ''))
     from data_models as fm where fm.workspace_id = ${workspaceId} and fm.slug = any(${[...slugs]}::text[]))`;
 }
 
 /** The fields of the data model `m` as a JSON array of ModelField, by name. */
-const FIELDS_OF_M = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type, 'is_primary_key', f.is_primary_key, 'is_required', f.is_required, 'is_indexed', f.is_indexed) order by f.name), '[]'::json)
+const FIELDS_OF_M = sql`(select coalesce(json_agg(json_build_object('name', f.name, 'type', f.type, 'is_primary_key', f.is_primary_key, 'is_required', f.is_required, 'is_indexed', f.is_indexed, 'slot', case when f.slot_ready then f.slot end) order by f.name), '[]'::json)
     from data_model_fields as f where f.data_model_id = m.id)`;
 
 /**

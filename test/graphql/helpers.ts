@@ -14,6 +14,7 @@ import type { Db } from '../../src/db/connect.ts';
 import type { FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import { createFieldIndex } from '../../src/facts/field-index.sql.ts';
+import { refillSlots } from '../../src/facts/slots.sql.ts';
 import type { TestApp, Tenant } from '../helpers/app.ts';
 
 export interface GqlError {
@@ -175,6 +176,8 @@ export async function rebuildCurrent(db: Db, modelId: string): Promise<void> {
   await sql`insert into fact_current (data_model_id, axis, entity_key, fact_id, workspace_id, entity_id, observed_at, inserted_at, data) ${currentFromHistory(modelId)}`.execute(
     db,
   );
+  // Rows inserted here bypass the writer, which fills the typed slots of indexed fields.
+  await refillSlots(db, modelId);
 }
 
 export interface CurrentRow {

@@ -6,6 +6,8 @@ import { sql } from 'kysely';
 import type { FactFilter } from './filters.ts';
 import type { Frag } from './plan-types.ts';
 import { INDEXABLE_TYPES, indexedOperand } from '../field-index.sql.ts';
+import { fieldValue } from '../typed.sql.ts';
+import { slotRef } from '../slots.sql.ts';
 
 // Stored datetimes are ISO 8601 strings. A field whose type was changed after facts were
 // written may hold other strings: the guard keeps out those of another shape (and what
@@ -113,16 +115,76 @@ function ginAnswers(data: Frag, c: FactFilter): boolean {
   return (c.op === 'eq' && scalarEquality(data, c) !== undefined) || (c.op === 'in' && scalarMembership(data, c) !== undefined);
 }
 
-/**
- * The filters of a read of fact_current, where indexed fields have their indexes. Ranges on
- * indexed fields take the indexed form unless another clause is answered by the GIN index:
- * then the planner starts from that one and tests the range on each row it names, and the
- * indexed form costs about twice the jsonpath's per row tested (docs/benchmarks.md).
- */
-export function currentFiltersSql(data: Frag, filters: readonly FactFilter[]): Frag[] {
-  const gin = filters.some((c) => ginAnswers(data, c));
-  return filters.map((c) => (gin ? undefined : indexedClause(data, c)) ?? clauseSql(data, c));
+/** The array type a slot's list of values binds as. */
+function slotArray(c: FactFilter): Frag {
+  if (c.type === 'integer' || c.type === 'float') return sql`numeric[]`;
+  if (c.type === 'datetime') return sql`timestamptz[]`;
+  return sql`text[]`;
 }
+
+/** A value as the slot stores it: booleans are the text 'true' / 'false' in a txt slot. */
+const slotBound = (c: FactFilter, v: unknown): unknown => (c.type === 'boolean' ? String(v) : v);
+
+/**
+ * A clause on a field with a typed slot, over the row `alias` (facts or fact_current), as a
+ * comparison of the slot column, which the field's btree indexes key on and carry (an
+ * index-only count; field-index.sql.ts). The same rows as the JSON forms: the slot holds
+ * exactly fieldValue's reading of the member, null when it is missing, null or of another
+ * JSON type, and every value was checked against the field's type (filters.ts). is_null
+ * keeps the JSON form: a member of another type is not null there, yet has no slot value.
+ */
+export function slotClauseSql(alias: string, c: FactFilter): Frag | undefined {
+  if (!c.slot || c.op === 'is_null' || c.type === null || c.type === 'map') return undefined;
+  const col = slotRef(alias, c.slot);
+  const one = () => {
+    const v = slotBound(c, c.value);
+    if (c.type === 'integer' || c.type === 'float') return sql`${v as number}::numeric`;
+    if (c.type === 'datetime') return sql`${v as string}::timestamptz`;
+    return sql`${v as string}::text`;
+  };
+  const list = () => sql`${(c.value as unknown[]).map((v) => slotBound(c, v))}::${slotArray(c)}`;
+  switch (c.op) {
+    case 'eq':
+      return sql`${col} = ${one()}`;
+    case 'ne':
+      return sql`${col} is distinct from ${one()}`;
+    case 'in':
+      return sql`${col} = any(${list()})`;
+    case 'nin':
+      return sql`(${col} is null or not (${col} = any(${list()})))`;
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte':
+      return sql`${col} ${sql.raw(COMPARISON[c.op])} ${one()}`;
+    case 'contains':
+      return sql`strpos(${col}, ${c.value as string}::text) > 0`;
+    case 'starts_with':
+      return sql`starts_with(${col}, ${c.value as string}::text)`;
+  }
+}
+
+/**
+ * The filters of a read of fact_current or facts (the row `alias`). Clauses on fields with a
+ * typed slot compare the slot. Of the others, on fact_current, ranges on indexed fields of
+ * before (an expression index, no slot yet) take the indexed form unless another clause is
+ * answered by the GIN index: then the planner starts from that one and tests the range on
+ * each row it names, and the indexed form costs about twice the jsonpath's per row tested
+ * (docs/benchmarks.md).
+ */
+export function rowFiltersSql(alias: string, filters: readonly FactFilter[], current: boolean): Frag[] {
+  const data = sql.ref(`${alias}.data`) as Frag;
+  const gin = filters.some((c) => !c.slot && ginAnswers(data, c));
+  return filters.map((c) => slotClauseSql(alias, c) ?? (gin || !current ? undefined : indexedClause(data, c)) ?? clauseSql(data, c));
+}
+
+/** The filters of a read of fact_current `alias`. */
+export function currentFiltersSql(alias: string, filters: readonly FactFilter[]): Frag[] {
+  return rowFiltersSql(alias, filters, true);
+}
+
+/** The field's typed value, for readers that build their own comparisons (fieldValue with the clause's slot). */
+export const clauseOperand = (alias: string, c: FactFilter): Frag => fieldValue(alias, { name: c.field, type: c.type, slot: c.slot ?? null });
 
 export function clauseSql(data: Frag, c: FactFilter): Frag {
   const x = operand(data, c);

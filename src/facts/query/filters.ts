@@ -36,6 +36,8 @@ export interface FieldDef {
   type: FieldType | null;
   /** The field has an index on fact_current (field-index.sql.ts). */
   is_indexed?: boolean;
+  /** The typed slot holding the field's value (ModelField.slot). */
+  slot?: string | null;
 }
 
 /**
@@ -49,6 +51,8 @@ export interface FactFilter {
   value: unknown;
   /** The field has an index on fact_current: eq and ranges compare its indexed expression. */
   indexed?: boolean;
+  /** The field's typed slot (slots.sql.ts): where the row has it (facts, fact_current), clauses compare it. */
+  slot?: string;
 }
 
 export interface RawClause {
@@ -99,7 +103,9 @@ function fieldList(fields: ReadonlyMap<string, FieldDef>): string {
 export function typeFilters(raw: readonly RawClause[], fields: ReadonlyMap<string, FieldDef>, argument: string, modelSlug: string): FactFilter[] {
   return raw.map((c, i): FactFilter => {
     const checked = typeClause(c, i, fields, argument, modelSlug);
-    return fields.get(checked.field)?.is_indexed === true ? { ...checked, indexed: true } : checked;
+    const def = fields.get(checked.field);
+    if (def?.is_indexed !== true) return checked;
+    return def.slot ? { ...checked, indexed: true, slot: def.slot } : { ...checked, indexed: true };
   });
 }
 

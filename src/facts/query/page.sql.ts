@@ -17,7 +17,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import { clauseSql, currentFiltersSql } from './filters.sql.ts';
+import { clauseSql, rowFiltersSql } from './filters.sql.ts';
 import { asOfFromCurrent, asOfFromHistory, AS_OF_WALK_WINDOW, walkable, walkPage, withAsOfSource } from './as-of.sql.ts';
 import { AXIS_COLUMN, columns, joinLateral, orderBy, ref, whereClause, withLeftJoin } from './fragments.sql.ts';
 import type { FactQueryPlan, FactSqlRow, Frag } from './plan-types.ts';
@@ -30,6 +30,8 @@ interface Source {
   id: string;
   /** b is fact_current itself, whose partitions hold the field indexes. */
   current?: boolean;
+  /** b is an as-of subquery, whose rows carry data but no typed slots. */
+  as_of?: boolean;
 }
 
 function baseSource(p: FactQueryPlan): Source {
@@ -55,12 +57,13 @@ function baseSource(p: FactQueryPlan): Source {
       id: 'fact_id',
     };
   } else {
-    source = { from: sql`(${p.asOf === 'current' ? asOfFromCurrent(p) : asOfFromHistory(p)}) as b`, where: [], id: 'id' };
+    source = { from: sql`(${p.asOf === 'current' ? asOfFromCurrent(p) : asOfFromHistory(p)}) as b`, where: [], id: 'id', as_of: true };
   }
   if (p.mode === 'latest' && p.since !== undefined) where.push(sql`${ref('b', axis)} >= ${p.since}`);
   const data = sql.ref('b.data') as Frag;
-  // Field indexes exist on fact_current only; elsewhere every clause is tested per row in its cheapest form.
-  where.push(...(source.current === true ? currentFiltersSql(data, p.filters) : p.filters.map((c) => clauseSql(data, c))));
+  // Typed slots are on fact_current and facts (the timeline); an as-of source has data only,
+  // where every clause is tested per row in its cheapest form.
+  where.push(...(source.as_of === true ? p.filters.map((c) => clauseSql(data, c)) : rowFiltersSql('b', p.filters, source.current === true)));
   return { ...source, where: [...source.where, ...where] };
 }
 

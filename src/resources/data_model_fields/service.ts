@@ -11,7 +11,8 @@ import { findDataModel } from '../data_models/data-models.sql.ts';
 import { FIELD_TYPES } from './resource.ts';
 import { deleteFieldRow, FIELD_CONSTRAINTS, insertField, lockFieldWithModel, modelHasFacts, updateField } from './data-model-fields.sql.ts';
 import { refuseIfUsed } from '../workflows/usage.ts';
-import { createFieldIndex, dropFieldIndex, INDEXABLE_TYPES, type IndexBuild } from '../../facts/field-index.sql.ts';
+import { createFieldIndex, dropFieldIndex, dropFieldStorage, SLOTTED_TYPES, type IndexBuild } from '../../facts/field-index.sql.ts';
+import { freeSlots, slotKind } from '../../facts/slots.sql.ts';
 
 /** Checked by readAttributes before a write sees attrs: the casts of its members in the writes below restate the kind each was checked to have. */
 export const fieldInput: InputSchema = {
@@ -35,13 +36,18 @@ export const fieldInput: InputSchema = {
 
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
-/** An indexed field must have a type whose filters its index answers. */
-function checkIndexable(indexed: boolean, type: FieldType | null): void {
-  if (indexed && !INDEXABLE_TYPES.has(type)) {
+/** An indexed field must have a type with typed storage, and its model a free slot of that kind (slots.sql.ts). */
+async function checkIndexable(db: Db, indexed: boolean, type: FieldType | null, dataModelId: string, fieldId?: string): Promise<void> {
+  if (!indexed) return;
+  if (!SLOTTED_TYPES.has(type)) {
     throw invalidAt(
       '/data/attributes/is_indexed',
-      `is_indexed applies to fields of type integer or float (their ranges; eq on any field already has an index), not ${type ?? 'untyped'}`,
+      `is_indexed applies to fields of type string, integer, float, boolean or datetime (their values are stored typed), not ${type ?? 'untyped'}`,
     );
+  }
+  const kind = slotKind(type)!;
+  if ((await freeSlots(db, dataModelId, kind, fieldId)) === 0) {
+    throw invalidAt('/data/attributes/is_indexed', `the data model has no free typed slot for another indexed ${type} field (docs/architecture.md, Typed storage of indexed fields)`);
   }
 }
 
@@ -58,7 +64,7 @@ export async function createField(db: Db, principal: Principal, attrs: Record<st
   const name = attrs.name as string;
   const type = (attrs.type as FieldType | null | undefined) ?? null;
   const indexed = (attrs.is_indexed as boolean | null | undefined) ?? false;
-  checkIndexable(indexed, type);
+  await checkIndexable(db, indexed, type, model.id);
   let row;
   try {
     const check = async (trx: Db) => {
@@ -108,7 +114,10 @@ export async function patchField(
   if (attrs.is_indexed !== undefined) patch.is_indexed = (attrs.is_indexed as boolean | null) ?? false;
   if (attrs.constraints !== undefined) patch.constraints = json(attrs.constraints);
   const typeChanges = patch.type !== undefined && patch.type !== existing.type;
-  checkIndexable(patch.is_indexed ?? existing.is_indexed, patch.type === undefined ? existing.type : patch.type);
+  await checkIndexable(db, patch.is_indexed ?? existing.is_indexed, patch.type === undefined ? existing.type : patch.type, existing.data_model_id, existing.id);
+  // A renamed or retyped field's slot holds the values of before: readers go back to `data`
+  // in the same statement, until the rebuild below has filled it again.
+  if ((patch.name !== undefined && patch.name !== existing.name) || typeChanges) patch.slot_ready = false;
   let row;
   try {
     row = await updateField(db, principal.workspaceId, existing.id, patch, now, typeChanges);
@@ -127,7 +136,7 @@ export async function patchField(
   }
   // The index's expression names the field and its type: a rename or retype rebuilds it.
   const reshaped = row.name !== existing.name || row.type !== existing.type;
-  if (!row.is_indexed && existing.is_indexed) await dropFieldIndex(db, build, row.id);
+  if (!row.is_indexed && existing.is_indexed) await dropFieldStorage(db, build, row);
   // Setting is_indexed: true again rebuilds: the way out after a build that failed midway.
   if (row.is_indexed && (!existing.is_indexed || reshaped || attrs.is_indexed === true)) await createFieldIndex(db, build, row);
   return row;
