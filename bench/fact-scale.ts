@@ -14,8 +14,8 @@
  * migrations.
  *
  * Load: a workspace, `orders` (order_id the primary key; status, region, customer_id,
- * amount float, placed_at datetime; status, region and amount marked indexed, and given
- * today's field index where today's store has one: integer and float fields) and
+ * amount float, placed_at datetime; status, region and amount indexed: typed slots
+ * backfilled and indexed by createFieldIndex after the load, as when a field is indexed) and
  * `customers` (entities / 10, one fact each). One `insert ... select from generate_series`
  * per model producing exactly the rows writeFacts would store (uuidv7 ids of the write
  * instant, entity ids, derived source keys, data), fact_current from the history with the
@@ -42,7 +42,7 @@ import pg from 'pg';
 import { createDb, type Db } from '../src/db/connect.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { checkArguments } from '../src/graphql/fact-query.ts';
-import { INDEXABLE_TYPES, createFieldIndex } from '../src/facts/field-index.sql.ts';
+import { SLOTTED_TYPES, createFieldIndex } from '../src/facts/field-index.sql.ts';
 import { planFactQuery } from '../src/facts/query/plan.ts';
 import { selectCount, selectPage } from '../src/facts/query/page.sql.ts';
 import type { FactQueryPlan } from '../src/facts/query/plan-types.ts';
@@ -288,7 +288,7 @@ const fields = (m: GenModel) =>
     is_indexed: f.indexed ?? false,
   }));
 
-/** The indexes today's store builds for the indexed fields (field-index.sql.ts), built after the load. */
+/** The indexed fields' typed slots, backfilled, and their indexes (field-index.sql.ts), after the load. */
 async function indexFields(
   db: Db,
   ids: { org: string; ws: string },
@@ -297,7 +297,7 @@ async function indexFields(
 ): Promise<{ fields: string[]; seconds: number }> {
   const t0 = performance.now();
   const fields: string[] = [];
-  for (const f of ORDERS.fields.filter((x) => x.indexed && INDEXABLE_TYPES.has(x.type))) {
+  for (const f of ORDERS.fields.filter((x) => x.indexed && SLOTTED_TYPES.has(x.type))) {
     await createFieldIndex(db, 'plain', { id: fieldIds.get(f.name)!, workspace_id: ids.ws, data_model_id: model, name: f.name, type: f.type });
     fields.push(f.name);
   }
@@ -519,7 +519,7 @@ async function main() {
       const indexed = await indexFields(db, { org: org.id, ws: ws.id }, orders.id, orders.fieldIds);
       const loadSeconds = (performance.now() - t0) / 1000;
       console.log(`  field indexes (${indexed.fields.join(', ') || 'none'}): ${indexed.seconds.toFixed(1)} s; load total ${loadSeconds.toFixed(1)} s`);
-      loadText = `Fields indexed by today's store: ${indexed.fields.join(', ') || 'none'}. Load ${loadSeconds.toFixed(0)} s at nice 19 (${steps.map((x) => `${x.label} ${x.seconds.toFixed(0)} s`).join(', ')}, field indexes ${indexed.seconds.toFixed(0)} s).`;
+      loadText = `Indexed fields (typed slots, backfilled after the load): ${indexed.fields.join(', ') || 'none'}. Load ${loadSeconds.toFixed(0)} s at nice 19 (${steps.map((x) => `${x.label} ${x.seconds.toFixed(0)} s`).join(', ')}, field indexes ${indexed.seconds.toFixed(0)} s).`;
     }
     const now = new Date(endMs + 60_000);
     const scope = { organizationId: ids.org, workspaceId: ids.ws };

@@ -12,7 +12,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import { clauseSql, currentFiltersSql } from '../query/filters.sql.ts';
+import { clauseSql, currentFiltersSql, rowFiltersSql } from '../query/filters.sql.ts';
 import { asOfFromCurrent, asOfFromHistory, withAsOfSource } from '../query/as-of.sql.ts';
 import { AXIS_COLUMN, DIRECTION, joinLateral, ref, whereClause } from '../query/fragments.sql.ts';
 import type { FactQueryPlan, Frag } from '../query/plan-types.ts';
@@ -52,12 +52,12 @@ function rowsOf(q: FactQueryPlan, needJoin: boolean): { from: Frag; where: Frag[
       sql`b.workspace_id = ${q.workspaceId}`,
       sql`${ref('b', axis)} >= ${q.since!}`,
       sql`${ref('b', axis)} < ${q.until!}`,
-      ...q.filters.map((c) => clauseSql(data, c)),
+      ...rowFiltersSql('b', q.filters, false),
     ];
   } else if (q.until === undefined) {
     from = sql`fact_current as b`;
     id = 'fact_id';
-    where = [sql`b.data_model_id = ${q.model.id}`, sql`b.workspace_id = ${q.workspaceId}`, sql`b.axis = ${q.axis}`, ...currentFiltersSql(data, q.filters)];
+    where = [sql`b.data_model_id = ${q.model.id}`, sql`b.workspace_id = ${q.workspaceId}`, sql`b.axis = ${q.axis}`, ...currentFiltersSql('b', q.filters)];
   } else {
     from = sql`(${q.asOf === 'current' ? asOfFromCurrent(q) : asOfFromHistory(q)}) as b`;
     where = q.filters.map((c) => clauseSql(data, c));
