@@ -34,6 +34,7 @@ const { values: opts } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     database: { type: 'string', default: 'tributary_scale' },
     'drop-pg': { type: 'boolean', default: false },
+    history: { type: 'boolean', default: false },
   },
 });
 const RUNS = Math.max(5, Number(opts.runs));
@@ -289,7 +290,9 @@ async function main() {
     const sec = (ms: number) => Math.floor(ms / 1000);
 
     const queries: Array<{ name: string; run: () => Promise<string> }> = [
-      ...(['history', 'current'] as const).flatMap((source) => {
+      // Latest state recomputed from the history (argMax per entity) is a minute per run at 10M on
+      // this machine: measured only when asked (--history); checked against PostgreSQL always.
+      ...(opts.history ? (['history', 'current'] as const) : (['current'] as const)).flatMap((source) => {
         const from = source === 'history' ? latest : current;
         const arg = (c: string) => (source === 'history' ? `argMax(${c}, ${version_})` : `argMaxMerge(${c})`);
         const where = source === 'history' ? 'argMax over facts' : 'fact_current (AggregatingMergeTree)';
@@ -377,13 +380,14 @@ async function main() {
       `select count(*)::int as n from fact_current where data_model_id = $1 and axis = 'observed_at' and data @> '{"status":"open","region":"eu"}'`,
       [model],
     );
-    for (const i of [0, 2])
-      if (!answers[i]!.endsWith(`/ ${fmt(pgOpen[0]!.n)}`)) throw new Error(`(1) differs: ClickHouse ${answers[i]}, PostgreSQL count ${pgOpen[0]!.n}`);
+    const answerOf = (prefix: string) => answers.filter((_, i) => queries[i]!.name.startsWith(prefix));
+    for (const a of answerOf('(1)'))
+      if (!a.endsWith(`/ ${fmt(pgOpen[0]!.n)}`)) throw new Error(`(1) differs: ClickHouse ${a}, PostgreSQL count ${pgOpen[0]!.n}`);
     const pgDays = await pgAnswer(
       `select count(*)::int as n from facts where data_model_id = $1 and observed_at >= to_timestamp($2 / 1000.0) and observed_at < to_timestamp($3 / 1000.0)`,
       [model, since90, now],
     );
-    if (!answers[4]!.endsWith(`/ ${fmt(pgDays[0]!.n)}`)) throw new Error(`(3) differs: ClickHouse ${answers[4]}, PostgreSQL ${pgDays[0]!.n}`);
+    for (const a of answerOf('(3)')) if (!a.endsWith(`/ ${fmt(pgDays[0]!.n)}`)) throw new Error(`(3) differs: ClickHouse ${a}, PostgreSQL ${pgDays[0]!.n}`);
     const lastOpen = await pgAnswer(
       `select count(*)::int as n from fact_current where data_model_id = $1 and axis = 'observed_at' and data->>'status' = 'open' and observed_at < to_timestamp($2 / 1000.0)`,
       [model, end],
