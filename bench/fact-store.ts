@@ -60,7 +60,14 @@ const FIELDS = (entities: number) => [
   { name: 'amount', type: 'integer' as const, expr: `((h / 60000) % 10000)` },
 ];
 
-async function load(db: Db, orgId: string, wsId: string, slug: string, facts: number, endMs: number): Promise<{ model: FactModel; fieldIds: Map<string, string> }> {
+async function load(
+  db: Db,
+  orgId: string,
+  wsId: string,
+  slug: string,
+  facts: number,
+  endMs: number,
+): Promise<{ model: FactModel; fieldIds: Map<string, string> }> {
   const entities = Math.max(100, Math.floor(facts / 10));
   const spec = FIELDS(entities);
   const fields = spec.map((f) => ({ name: f.name, type: f.type, is_primary_key: f.name === 'invoice_id', is_required: f.name === 'invoice_id' }));
@@ -88,7 +95,9 @@ async function load(db: Db, orgId: string, wsId: string, slug: string, facts: nu
       )
       .execute(db);
   }
-  console.log(`  ${slug}: loaded ${facts.toLocaleString('en-US')} facts, ${entities.toLocaleString('en-US')} entities in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `  ${slug}: loaded ${facts.toLocaleString('en-US')} facts, ${entities.toLocaleString('en-US')} entities in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
   return { model: { id: modelId, fields }, fieldIds };
 }
 
@@ -106,7 +115,14 @@ function exprOf(field: { name: string; type: string }, data: Frag): Frag {
   return field.type === 'integer' ? indexedOperand(data, field.name) : (sql`(${data} ->> ${sql.lit(field.name)})` as Frag);
 }
 
-async function buildExprIndexes(db: Db, modelId: string, wsId: string, fields: Array<{ name: string; type: string }>, tag: string, concurrently: boolean): Promise<void> {
+async function buildExprIndexes(
+  db: Db,
+  modelId: string,
+  wsId: string,
+  fields: Array<{ name: string; type: string }>,
+  tag: string,
+  concurrently: boolean,
+): Promise<void> {
   const conc = concurrently ? sql`concurrently` : sql``;
   for (const f of fields) {
     for (const [table, axis] of [
@@ -181,7 +197,9 @@ function benchEngine(engine: Engine): Promise<{ notes: string[] }> {
     const main = await load(db, org.id, ws.id, 'invoices', FACTS, Date.now());
     await sql`vacuum (analyze) facts, fact_current`.execute(db);
     const build = await setIndexed(deps, principal, main.fieldIds);
-    notes.push(`typed storage of ${INDEXED.join(', ')} (slot, backfill in batches, indexes ${engine === 'postgres' ? 'concurrently' : 'plain'}): ${build.toFixed(1)} s`);
+    notes.push(
+      `typed storage of ${INDEXED.join(', ')} (slot, backfill in batches, indexes ${engine === 'postgres' ? 'concurrently' : 'plain'}): ${build.toFixed(1)} s`,
+    );
     const exprFields = FIELDS(1).filter((f) => INDEXED.includes(f.name));
     const t0 = performance.now();
     await buildExprIndexes(db, main.model.id, ws.id, exprFields, 'main', engine === 'postgres');
@@ -218,9 +236,14 @@ function benchEngine(engine: Engine): Promise<{ notes: string[] }> {
     const counts = await Promise.all([countSql(p.json), exprCount, countSql(p.slots)].map(async (q) => ((await exec(db, q)).rows[0] as { n: number }).n));
     if (new Set(counts).size !== 1) throw new Error(`page + count: the forms differ (${counts.join(', ')})`);
     const r1 = await interleaved(forms1);
-    notes.push(`filtered latest page (50) + count, status = open and amount >= 5000 (count ${counts[0]}): json ${r1.json!.toFixed(2)} ms, expr ${r1.expr!.toFixed(2)} ms, slots ${r1.slots!.toFixed(2)} ms (target <= 5)`);
+    notes.push(
+      `filtered latest page (50) + count, status = open and amount >= 5000 (count ${counts[0]}): json ${r1.json!.toFixed(2)} ms, expr ${r1.expr!.toFixed(2)} ms, slots ${r1.slots!.toFixed(2)} ms (target <= 5)`,
+    );
     console.log(`  ${notes.at(-1)}`);
-    if (explainAll) console.log(`\n${await explain(db, countSql(p.slots))}\n\n${await explain(db, pageSql(p.slots, { withData: true, extra: 1 }))}\n\n${await explain(db, exprCount)}`);
+    if (explainAll)
+      console.log(
+        `\n${await explain(db, countSql(p.slots))}\n\n${await explain(db, pageSql(p.slots, { withData: true, extra: 1 }))}\n\n${await explain(db, exprCount)}`,
+      );
 
     // 2. A count grouped by a string field over latest.
     const grouped = (v: Frag) => sql`select ${v} as k, count(*)::int as n from fact_current b where ${scope} group by 1 order by 1`;
@@ -232,7 +255,9 @@ function benchEngine(engine: Engine): Promise<{ notes: string[] }> {
     const answers = await Promise.all(Object.values(g).map(async (q) => JSON.stringify((await exec(db, q)).rows)));
     if (new Set(answers).size !== 1) throw new Error(`grouped count: the forms differ ${answers.join(' / ')}`);
     const r2 = await interleaved(Object.fromEntries(Object.entries(g).map(([k, q]) => [k, () => exec(db, q)])), Math.max(3, Math.floor(RUNS / 4)));
-    notes.push(`count grouped by status over latest: json ${r2.json!.toFixed(2)} ms, expr ${r2.expr!.toFixed(2)} ms, slots ${r2.slots!.toFixed(2)} ms (target <= 20)`);
+    notes.push(
+      `count grouped by status over latest: json ${r2.json!.toFixed(2)} ms, expr ${r2.expr!.toFixed(2)} ms, slots ${r2.slots!.toFixed(2)} ms (target <= 20)`,
+    );
     console.log(`  ${notes.at(-1)}`);
     if (explainAll) console.log(`\n${await explain(db, g.slots)}`);
 

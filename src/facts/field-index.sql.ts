@@ -135,7 +135,11 @@ export async function dropFieldIndex(db: Db, build: IndexBuild, fieldId: string)
  * then its indexes, and its values are cleared from the slot, so the next field to take it
  * starts from nulls (its own backfill writes every row again anyway).
  */
-export async function dropFieldStorage(db: Db, build: IndexBuild, f: { id: string; data_model_id: string; name: string; type: FieldType | null }): Promise<void> {
+export async function dropFieldStorage(
+  db: Db,
+  build: IndexBuild,
+  f: { id: string; data_model_id: string; name: string; type: FieldType | null },
+): Promise<void> {
   const released = await releaseSlot(db, f.id);
   await dropFieldIndex(db, build, f.id);
   if (released === undefined) return;

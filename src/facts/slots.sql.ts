@@ -119,7 +119,9 @@ export async function assignSlot(db: Db, field: SlottedField): Promise<{ slot: s
   if (kind === undefined) return undefined;
   const assign = async (trx: Db) => {
     await sql`select id from data_models where id = ${field.data_model_id} for no key update`.execute(trx);
-    const { rows } = await sql<{ slot: string | null }>`select slot from data_model_fields where data_model_id = ${field.data_model_id} and id <> ${field.id} and slot is not null`.execute(trx);
+    const { rows } = await sql<{
+      slot: string | null;
+    }>`select slot from data_model_fields where data_model_id = ${field.data_model_id} and id <> ${field.id} and slot is not null`.execute(trx);
     const taken = new Set(rows.map((r) => r.slot));
     const own = (await sql<{ slot: string | null }>`select slot from data_model_fields where id = ${field.id}`.execute(trx)).rows[0]?.slot ?? null;
     const free = own !== null && kindOf(own) === kind ? own : ALL_SLOTS.find((s) => kindOf(s) === kind && !taken.has(s));
@@ -162,7 +164,9 @@ export async function waitForOlderWriters(db: Db, engine: 'postgres' | 'pglite',
   const started = Date.now();
   for (;;) {
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-      where pid <> pg_backend_pid() and datname = current_database() and backend_type = 'client backend' and backend_xmin is not null and age(backend_xmin) >= age(${changedBy}::xid)`.execute(db);
+      where pid <> pg_backend_pid() and datname = current_database() and backend_type = 'client backend' and backend_xmin is not null and age(backend_xmin) >= age(${changedBy}::xid)`.execute(
+      db,
+    );
     if (rows[0]!.n === 0) return;
     if (Date.now() - started > timeoutMs) throw new Error('typed slots: statements older than the slot change are still running');
     await new Promise((r) => setTimeout(r, 50));
@@ -177,11 +181,19 @@ export const BACKFILL_BATCH = 5_000;
  * no batch rereads the ones before. A row a writer changes meanwhile is recomputed from its
  * new version (the update re-reads a row it waited for).
  */
-export async function backfillSlot(db: Db, field: { data_model_id: string; name: string; type: FieldType | null }, slot: string | null, target: string, batch = BACKFILL_BATCH): Promise<number> {
+export async function backfillSlot(
+  db: Db,
+  field: { data_model_id: string; name: string; type: FieldType | null },
+  slot: string | null,
+  target: string,
+  batch = BACKFILL_BATCH,
+): Promise<number> {
   const kind = kindOf(target);
   const col = sql.id(target);
   const value = (alias: string) =>
-    slot === null ? sql`null` : slotValue(kind, sql.ref(`${alias}.data`) as Frag, sql`${field.name}::text`, sql`${field.type === 'boolean' ? 'boolean' : 'string'}::text`);
+    slot === null
+      ? sql`null`
+      : slotValue(kind, sql.ref(`${alias}.data`) as Frag, sql`${field.name}::text`, sql`${field.type === 'boolean' ? 'boolean' : 'string'}::text`);
   let total = 0;
   let after: { t: string; id: string } | undefined;
   for (;;) {
@@ -190,7 +202,9 @@ export async function backfillSlot(db: Db, field: { data_model_id: string; name:
       with b as (select id, observed_at from facts where data_model_id = ${field.data_model_id} and ${from} order by observed_at, id limit ${batch}),
       u as (update facts f set ${col} = ${value('f')} from b where f.id = b.id and f.data_model_id = ${field.data_model_id} returning 1)
       select l.t, l.id, (select count(*)::int from b) as n
-      from (select to_char(observed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as t, id from b order by observed_at desc, id desc limit 1) l`.execute(db);
+      from (select to_char(observed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as t, id from b order by observed_at desc, id desc limit 1) l`.execute(
+      db,
+    );
     const r = rows[0];
     if (r === undefined) break;
     total += r.n;
@@ -203,7 +217,9 @@ export async function backfillSlot(db: Db, field: { data_model_id: string; name:
     const { rows } = await sql<{ axis: string; entity_key: string; n: number }>`
       with b as (select axis, entity_key from fact_current where data_model_id = ${field.data_model_id} and ${from} order by axis, entity_key limit ${batch}),
       u as (update fact_current c set ${col} = ${value('c')} from b where c.data_model_id = ${field.data_model_id} and c.axis = b.axis and c.entity_key = b.entity_key returning 1)
-      select l.axis, l.entity_key, (select count(*)::int from b) as n from (select axis, entity_key from b order by axis desc, entity_key desc limit 1) l`.execute(db);
+      select l.axis, l.entity_key, (select count(*)::int from b) as n from (select axis, entity_key from b order by axis desc, entity_key desc limit 1) l`.execute(
+      db,
+    );
     const r = rows[0];
     if (r === undefined || r.n < batch) break;
     key = { axis: r.axis, entity_key: r.entity_key };
