@@ -135,7 +135,12 @@ test('typed slots equal the JSON reading of data after writes, imports, sweeps, 
       for (const [step, a] of actions.entries()) {
         const model = (await loadModel(t.deps.db, tenant.workspaceId, m.slug))!;
         if (a.kind === 'write') {
-          const r = await writeFacts(t.deps.db, scope, model, a.facts.map((f, j) => item(f, names, step * 10 + j)));
+          const r = await writeFacts(
+            t.deps.db,
+            scope,
+            model,
+            a.facts.map((f, j) => item(f, names, step * 10 + j)),
+          );
           written += r.written;
         } else if (a.kind === 'import') {
           const target = await resolveImportTarget(t.deps.db, { workspaceId: tenant.workspaceId, dataModelSlug: m.slug });

@@ -47,7 +47,10 @@ async function checkIndexable(db: Db, indexed: boolean, type: FieldType | null, 
   }
   const kind = slotKind(type)!;
   if ((await freeSlots(db, dataModelId, kind, fieldId)) === 0) {
-    throw invalidAt('/data/attributes/is_indexed', `the data model has no free typed slot for another indexed ${type} field (docs/architecture.md, Typed storage of indexed fields)`);
+    throw invalidAt(
+      '/data/attributes/is_indexed',
+      `the data model has no free typed slot for another indexed ${type} field (docs/architecture.md, Typed storage of indexed fields)`,
+    );
   }
 }
 
