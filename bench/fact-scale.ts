@@ -54,7 +54,21 @@ import { validateFact } from '../src/facts/validate.ts';
 import { writeFacts, type FactModel } from '../src/facts/write.ts';
 import { canonicalJson } from '../src/json.ts';
 import type { FieldType } from '../src/db/tables.ts';
-import { DEFAULT_PG, ROOT, fmt, insertBenchModel, loadAverage, machineLine, redact, seedTenant, watchdog, writeSection } from './common.ts';
+import {
+  DEFAULT_PG,
+  ROOT,
+  fmt,
+  latencyStats as stats,
+  timedRuns,
+  type LatencyStats as Stats,
+  insertBenchModel,
+  loadAverage,
+  machineLine,
+  redact,
+  seedTenant,
+  watchdog,
+  writeSection,
+} from './common.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -413,27 +427,7 @@ async function checkSeries(c: Ctx, plan: AggregatePlan): Promise<void> {
   }
 }
 
-interface Stats {
-  p50: number;
-  p95: number;
-  n: number;
-}
-
-function stats(xs: number[]): Stats {
-  const s = [...xs].sort((a, b) => a - b);
-  return { p50: s[Math.floor(s.length / 2)]!, p95: s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]!, n: s.length };
-}
-
-async function timeRuns(f: () => Promise<unknown>): Promise<Stats> {
-  for (let i = 0; i < 2; i++) await f();
-  const xs: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    await f();
-    xs.push(performance.now() - t0);
-  }
-  return stats(xs);
-}
+const timeRuns = (f: () => Promise<unknown>) => timedRuns(f, RUNS);
 
 let writeSeq = 0;
 /** New facts for existing orders (each replaces its entity's current row on both axes). */

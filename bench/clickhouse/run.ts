@@ -26,7 +26,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { DEFAULT_PG, ROOT, fmt, freePort, loadAverage, machineLine, writeSection } from '../common.ts';
+import {
+  DEFAULT_PG,
+  ROOT,
+  fmt,
+  latencyStats as stats,
+  timedRuns,
+  type LatencyStats as Stats,
+  freePort,
+  loadAverage,
+  machineLine,
+  writeSection,
+} from '../common.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -191,27 +202,7 @@ const COPY = (model: string) => `copy (
          coalesce(data->>'status', ''), coalesce(data->>'region', ''), coalesce(data->>'customer_id', ''), data->>'amount', coalesce(data->>'placed_at', ''), data::text
   from facts where data_model_id = '${model}') to stdout`;
 
-interface Stats {
-  p50: number;
-  p95: number;
-  n: number;
-}
-
-function stats(xs: number[]): Stats {
-  const s = [...xs].sort((a, b) => a - b);
-  return { p50: s[Math.floor(s.length / 2)]!, p95: s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]!, n: s.length };
-}
-
-async function timeRuns(f: () => Promise<unknown>): Promise<Stats> {
-  for (let i = 0; i < 2; i++) await f();
-  const xs: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    await f();
-    xs.push(performance.now() - t0);
-  }
-  return stats(xs);
-}
+const timeRuns = (f: () => Promise<unknown>) => timedRuns(f, RUNS);
 
 async function main() {
   const started = new Date();
