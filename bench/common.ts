@@ -612,3 +612,30 @@ export async function insertBenchModel(
     .execute();
   return { id, fieldIds: new Map(rows.map((r) => [r.name, r.id])) };
 }
+
+// ---------------------------------------------------------------------------------------
+// Latency of a query run one at a time
+
+export interface LatencyStats {
+  p50: number;
+  p95: number;
+  n: number;
+}
+
+/** p50 and p95 of samples (ms), nearest rank. */
+export function latencyStats(xs: number[]): LatencyStats {
+  const s = [...xs].sort((a, b) => a - b);
+  return { p50: s[Math.floor(s.length / 2)]!, p95: s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]!, n: s.length };
+}
+
+/** Two warm-up runs of `f`, then `runs` timed ones, one at a time. */
+export async function timedRuns(f: () => Promise<unknown>, runs: number): Promise<LatencyStats> {
+  for (let i = 0; i < 2; i++) await f();
+  const xs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await f();
+    xs.push(performance.now() - t0);
+  }
+  return latencyStats(xs);
+}
