@@ -154,16 +154,15 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
   ];
   const narrow = sql`select f.entity_id, f.observed_at, f.inserted_at, f.id, (${pass}) as pass${ivColumns.length > 0 ? sql`, ${sql.join(ivColumns)}` : sql``}
     from facts as f where f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId} offset 0`;
-  const iv = sql`select width_bucket(${axis}, ${ends}) as i0,
+  // Only the facts that match and cover at least one bucket leave the window (lag() sees them all).
+  const iv = sql`select * from (select width_bucket(${axis}, ${ends}) as i0,
       case when f.entity_id is null then ${n}::int else coalesce(width_bucket(lag(${axis}) over (partition by f.entity_id order by ${newestFirst}), ${ends}), ${n}::int) end as i1,
       ${sql.join([sql`f.pass`, ...carried])}
-    from (${narrow}) as f`;
+    from (${narrow}) as f) as w where w.pass and w.i0 < w.i1`;
 
   const groupCols = keys.length > 0 ? sql`${sql.join(keys)}, ` : sql``;
   const sums = p.measures.flatMap((m, i) => (values[i] && (m.op === 'sum' || m.op === 'avg') ? [i] : []));
   const extremes = p.measures.flatMap((m, i) => (values[i] && (m.op === 'min' || m.op === 'max') ? [i] : []));
-  const sumCols = (sign: '' | '-'): Frag[] =>
-    sums.flatMap((i) => [sql`${sql.raw(sign)}sum(${values[i]!}) as ${sql.ref(`s${i}`)}`, sql`${sql.raw(sign)}count(${values[i]!}) as ${sql.ref(`n${i}`)}`]);
   const nullCols: Frag[] = [
     ...sums.flatMap((i) => [sql`null::numeric as ${sql.ref(`s${i}`)}`, sql`0::bigint as ${sql.ref(`n${i}`)}`]),
     ...extremes.flatMap((i) => [sql`null::numeric as ${sql.ref(`lo${i}`)}`, sql`null::numeric as ${sql.ref(`hi${i}`)}`]),
@@ -171,11 +170,14 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
   const tail = (cols: Frag[]): Frag => (cols.length > 0 ? sql`, ${sql.join(cols)}` : sql``);
   const groupByI = (i: Frag) => sql`group by ${groupCols}${i}`;
 
-  // Deltas per group and bucket: +1 where an interval starts covering, -1 where it stops.
-  const starting = sql`select ${groupCols}iv.i0 as i, count(*) as c${tail(sumCols(''))}${tail(extremes.flatMap((i) => [sql`null::numeric as ${sql.ref(`lo${i}`)}`, sql`null::numeric as ${sql.ref(`hi${i}`)}`]))}
-    from iv where iv.pass and iv.i0 < iv.i1 ${groupByI(sql`iv.i0`)}`;
-  const stopping = sql`select ${groupCols}iv.i1 as i, -count(*) as c${tail(sumCols('-'))}${tail(extremes.flatMap((i) => [sql`null::numeric as ${sql.ref(`lo${i}`)}`, sql`null::numeric as ${sql.ref(`hi${i}`)}`]))}
-    from iv where iv.pass and iv.i0 < iv.i1 and iv.i1 < ${n}::int ${groupByI(sql`iv.i1`)}`;
+  // Deltas per group and bucket: +1 where an interval starts covering, -1 where it stops,
+  // both from one read of the intervals.
+  const deltaSums = sums.flatMap((i) => [
+    sql`sum(e.d * ${values[i]!}) as ${sql.ref(`s${i}`)}`,
+    sql`sum(case when ${values[i]!} is not null then e.d else 0 end) as ${sql.ref(`n${i}`)}`,
+  ]);
+  const deltas = sql`select ${groupCols}e.i, sum(e.d) as c${tail(deltaSums)}${tail(extremes.flatMap((i) => [sql`null::numeric as ${sql.ref(`lo${i}`)}`, sql`null::numeric as ${sql.ref(`hi${i}`)}`]))}
+    from iv cross join lateral (values (iv.i0, 1), (iv.i1, -1)) as e(i, d) where e.i < ${n}::int ${groupByI(sql`e.i`)}`;
   // min and max over the intervals covering each bucket, without joining every interval
   // with every bucket it covers (facts x their buckets: tens of millions for a year of
   // dailies). Intervals are first reduced to one row per group and (first, stop) bucket
@@ -192,7 +194,7 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
       ? { ctes: sql``, rows: sql`` }
       : {
           ctes: sql`, pairs as (select ${groupCols}iv.i0, iv.i1, ${sql.join([...loHi('min', (i) => values[i]!), ...loHi('max', (i) => values[i]!)])}
-              from iv where iv.pass and iv.i0 < iv.i1 ${groupByI(sql`iv.i0, iv.i1`)}),
+              from iv ${groupByI(sql`iv.i0, iv.i1`)}),
             stream as (select ${groupCols}i0, 2 * i1 - 1 as at, ${extremeRefs((i) => [sql.ref(`lo${i}`) as Frag, sql.ref(`hi${i}`) as Frag])} from pairs
               union all
               select ${groupCols}g.i0, 2 * b.i as at, ${extremeRefs(() => [sql`null::numeric`, sql`null::numeric`])}
@@ -251,8 +253,10 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
     sql`r.i`,
     ...p.measures.map((_, i) => sql.ref(`r.m${i}`) as Frag),
   ];
-  return sql`with iv as materialized (${iv})${covering.ctes},
-      d as (${starting} union all ${stopping} ${covering.rows}),
+  // Read once (deltas) the intervals are streamed; min and max read them a second time.
+  const keep = extremes.length > 0 ? sql`materialized` : sql`not materialized`;
+  return sql`with iv as ${keep} (${iv})${covering.ctes},
+      d as (${deltas} ${covering.rows}),
       dense as (${dense})
     select ${sql.join(out)} from (select *, max(total) over (${keys.length > 0 ? sql`partition by ${sql.join(keys)}` : sql``}) as seen from (${cumulative}) as c) as r
     ${shown}
