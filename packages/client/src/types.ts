@@ -111,6 +111,13 @@ type JsonContent<R> = R extends { content: { 'application/json': infer D } } ? D
 export type WebhookAccepted = JsonContent<Answer<'/api/v1/webhooks/{token}', 'post', 202>>;
 export type TokenAnswer = JsonContent<Answer<'/api/v1/oauth/token', 'post', 200>>;
 
+/** One clause of factQuery's `filters` and `joinFilters`. */
+export interface FactFilterClause {
+  field: string;
+  op: string;
+  value?: unknown;
+}
+
 /** Variables of factQuery (schema.graphql: Query.factQuery). */
 export interface FactQueryVariables {
   dataModelSlug: string;
@@ -120,12 +127,111 @@ export interface FactQueryVariables {
   since?: string;
   until?: string;
   /** At most 20 {field, op, value} clauses; given as an array, sent as the JSON string the API takes. */
-  filters?: string | ReadonlyArray<{ field: string; op: string; value?: unknown }>;
+  filters?: string | ReadonlyArray<FactFilterClause>;
   sort?: 'observed_at' | 'inserted_at' | 'entity_id';
   sortDirection?: 'asc' | 'desc';
   limit?: number;
   offset?: number;
   joinDataModelSlug?: string;
   joinType?: 'left' | 'inner';
-  joinFilters?: string | ReadonlyArray<{ field: string; op: string; value?: unknown }>;
+  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+}
+
+/**
+ * What `facts` and `factPages` read: factQuery's selection of facts, without its paging
+ * (sort, sortDirection, limit and offset are the iterator's own).
+ */
+export interface FactExportVariables {
+  dataModelSlug: string;
+  mode?: 'latest' | 'timeline';
+  timeAxis?: 'observed_at' | 'inserted_at';
+  /** ISO 8601. Timeline: inclusive start, default the model's earliest fact (not factQuery's 90 days). */
+  since?: string;
+  /** Timeline: exclusive end, default the instant the iteration starts. Latest: as of (inclusive). */
+  until?: string;
+  filters?: string | ReadonlyArray<FactFilterClause>;
+  joinDataModelSlug?: string;
+  joinType?: 'left' | 'inner';
+  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+  /** Facts per request, 1 to 250 (default 250). */
+  pageSize?: number;
+}
+
+/** Variables of factAggregate (schema.graphql: Query.factAggregate). */
+export interface FactAggregateVariables {
+  dataModelSlug: string;
+  mode?: 'latest' | 'timeline';
+  timeAxis?: 'observed_at' | 'inserted_at';
+  /** ISO 8601; series: the window's start (required). */
+  since?: string;
+  /** ISO 8601; latest: as of; timeline: exclusive end; series: the window's end (default now). */
+  until?: string;
+  filters?: string | ReadonlyArray<FactFilterClause>;
+  joinDataModelSlug?: string;
+  joinType?: 'left' | 'inner';
+  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+  /** Up to 3 paths: `status`, or `<joinSlug>.region`. */
+  groupBy?: readonly string[];
+  bucket?: 'minute' | 'hour' | 'day' | 'week' | 'month';
+  /** IANA time zone of the buckets (default UTC). */
+  timezone?: string;
+  weekStart?: 'monday' | 'sunday';
+  /** Latest mode with a bucket: the latest state as of each bucket's end. */
+  series?: boolean;
+  /** Default `[{op: 'count'}]`. */
+  measures?: ReadonlyArray<FactMeasureInput>;
+  orderBy?: ReadonlyArray<FactAggregateOrderInput>;
+  /** Groups, 1 to 10 000 (default 1 000); `groupsCut` says when more matched. */
+  limit?: number;
+}
+
+export interface FactMeasureInput {
+  op: 'count' | 'count_distinct_entities' | 'sum' | 'avg' | 'min' | 'max';
+  /** The integer or float field of sum, avg, min and max (of the model, or `<joinSlug>.field`). */
+  field?: string;
+  /** The measure's name; default op, or op_field (`sum_amount`). */
+  as?: string;
+}
+
+export interface FactAggregateOrderInput {
+  /** A measure's name, a groupBy path, or `bucket`. */
+  by: string;
+  direction?: 'asc' | 'desc';
+}
+
+/** factAggregate's answer. */
+export interface FactAggregate {
+  /** The groupBy paths, in order. */
+  groupBy: string[];
+  /** The measures' names, in order. */
+  measures: string[];
+  groups: FactGroup[];
+  /** More groups matched than `limit`. */
+  groupsCut: boolean;
+}
+
+export interface FactGroup {
+  /** One per groupBy path, in order. */
+  keys: FactGroupKey[];
+  /** The bucket's start (ISO 8601), null without a bucket. */
+  bucket: string | null;
+  /** One per measure, in order. */
+  values: FactMeasureValue[];
+}
+
+/** Exactly the member of the field's type is set; all null for a null key (the fact lacks the field). */
+export interface FactGroupKey {
+  field: string;
+  string: string | null;
+  number: number | null;
+  boolean: boolean | null;
+  dateTime: string | null;
+  /** JSON text (the Json scalar), for map fields. */
+  json: string | null;
+}
+
+export interface FactMeasureValue {
+  name: string;
+  /** Null when no fact had a number in the field (sum, avg, min, max). */
+  value: number | null;
 }
