@@ -43,15 +43,22 @@ function checkInstant(value: string | undefined, option: string): void {
     throw new UsageError(`${option} must be an ISO 8601 date-time such as 2026-07-01T00:00:00Z, not ${JSON.stringify(value)}`);
 }
 
-/** The model's field names in their order (oldest first), for the CSV header. */
+/**
+ * The model's field names in the order they were added (ties by name), for the CSV header. Looked up for
+ * NDJSON too: an unknown slug is said with its name before any fact is asked for.
+ */
 async function fieldNames(client: ApiClient, slug: string): Promise<string[]> {
   const models = await client.list('data_models', { filter: { slug } });
   const model = models.data[0];
   if (!model) throw new CommandFailure(`no data model "${slug}" in the account's workspace`, 'not_found');
-  const names: string[] = [];
-  for await (const f of client.iterate('data_model_fields', { filter: { data_model_id: model.id }, sort: 'inserted_at', page: { size: 100 } }))
-    names.push(String(asResource(f).attributes.name));
-  return names;
+  const fields: Array<{ name: string; at: string }> = [];
+  for await (const f of client.iterate('data_model_fields', { filter: { data_model_id: model.id }, page: { limit: 100 } })) {
+    const { name, inserted_at: at } = asResource(f).attributes;
+    fields.push({ name: String(name), at: String(at) });
+  }
+  // Fields added in one request share an instant: their names order them.
+  fields.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return fields.map((f) => f.name);
 }
 
 function progress(io: Io, enabled: boolean, clock: () => number) {
@@ -78,7 +85,7 @@ function progress(io: Io, enabled: boolean, clock: () => number) {
 export async function exportFacts(client: ApiClient, o: ExportOptions, sink: Writable, io: Io, clock: () => number = Date.now): Promise<number> {
   checkInstant(o.since, '--since');
   checkInstant(o.until, '--until');
-  const fields = o.format === 'csv' ? await fieldNames(client, o.dataModel) : [];
+  const fields = await fieldNames(client, o.dataModel);
   const variables: FactExportVariables = { dataModelSlug: o.dataModel, mode: o.mode, timeAxis: o.timeAxis };
   if (o.since !== undefined) variables.since = o.since;
   if (o.until !== undefined) variables.until = o.until;
