@@ -70,7 +70,7 @@ function progress(io: Io, enabled: boolean, clock: () => number) {
       if (!enabled || now - last < 100) return;
       last = now;
       shown = true;
-      io.err(`\r\x1b[2K${n.toLocaleString('en-US')} facts${upTo ? `, up to ${upTo}` : ''}`);
+      io.err(`\r\x1b[2K${n.toLocaleString('en-US')} ${n === 1 ? 'fact' : 'facts'}${upTo ? `, up to ${upTo}` : ''}`);
     },
     clear() {
       if (shown) io.err('\r\x1b[2K');

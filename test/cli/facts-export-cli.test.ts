@@ -249,6 +249,47 @@ describe('facts export', () => {
     assert.ok(most <= 250, `at most one page held beyond what the output took, saw ${most}`);
   });
 
+  it('a terminal gets a progress line on stderr, redrawn in place and cleared at the end', async () => {
+    const client = createApiClient({ url: t.url, credentials: { clientId: tenant.clientId, clientSecret: tenant.clientSecret, source: 'test' } });
+    let err = '';
+    let out = '';
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        out += chunk.toString();
+        done();
+      },
+    });
+    let now = 0;
+    const io = { out: () => undefined, err: (x: string) => (err += x), errIsTTY: () => true };
+    const o = { dataModel: s.model.slug, mode: 'timeline' as const, timeAxis: 'observed_at' as const, format: 'ndjson' as const };
+    const n = await exportFacts(client, o, sink, io, () => (now += 1000));
+    assert.equal(n, s.facts.length);
+    const frames = err.split('\r\x1b[2K');
+    assert.equal(frames.shift(), '');
+    assert.equal(frames.pop(), '', 'cleared at the end');
+    assert.ok(frames.length >= Math.ceil(s.facts.length / 250), `a frame a page: ${frames.length}`);
+    assert.equal(frames[0], '1 fact, up to 2009-02-13T23:31:30.000Z', 'the first window holds the first fact alone');
+    assert.equal(
+      frames.at(-1),
+      `1,501 facts, up to ${out
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l).observed_at as string)
+        .at(-1)}`,
+    );
+  });
+
+  it("the docs' NDJSON line has the members an exported line has", async () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Exporting facts'));
+    const example = /^\{"id".*$/m.exec(section)?.[0];
+    assert.ok(example, 'docs/cli.md shows an exported line');
+    const r = ok(await cli(['facts', 'export', '--data-model', s.model.slug, '--format', 'ndjson']));
+    const line = JSON.parse(r.stdout.split('\n')[0]!) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(JSON.parse(example) as object), Object.keys(line));
+    assert.match(section, /^exported: 2 facts to open-orders\.csv$/m);
+  });
+
   it('a reader that stops early (| head) ends the export quietly', async () => {
     const r = await runProcess(
       '/bin/sh',
