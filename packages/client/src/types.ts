@@ -118,58 +118,50 @@ export interface FactFilterClause {
   value?: unknown;
 }
 
-/** Variables of factQuery (schema.graphql: Query.factQuery). */
-export interface FactQueryVariables {
+/**
+ * Which facts a query reads: the arguments factQuery, factAggregate and the fact iterators
+ * share (schema.graphql).
+ */
+export interface FactSelection {
   dataModelSlug: string;
   mode?: 'latest' | 'timeline';
   timeAxis?: 'observed_at' | 'inserted_at';
-  /** ISO 8601 date-time. */
+  /** ISO 8601 date-time. Timeline: inclusive start. Latest: entities whose latest fact is older are left out. */
   since?: string;
+  /** ISO 8601 date-time. Timeline: exclusive end. Latest: as of this instant (inclusive). */
   until?: string;
   /** At most 20 {field, op, value} clauses; given as an array, sent as the JSON string the API takes. */
   filters?: string | ReadonlyArray<FactFilterClause>;
+  /** Latest mode only: a second data model matched on entityId. */
+  joinDataModelSlug?: string;
+  joinType?: 'left' | 'inner';
+  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+}
+
+/** Variables of factQuery (schema.graphql: Query.factQuery). */
+export interface FactQueryVariables extends FactSelection {
   sort?: 'observed_at' | 'inserted_at' | 'entity_id';
   sortDirection?: 'asc' | 'desc';
   limit?: number;
   offset?: number;
-  joinDataModelSlug?: string;
-  joinType?: 'left' | 'inner';
-  joinFilters?: string | ReadonlyArray<FactFilterClause>;
 }
 
 /**
- * What `facts` and `factPages` read: factQuery's selection of facts, without its paging
- * (sort, sortDirection, limit and offset are the iterator's own).
+ * What `facts` and `factPages` read: factQuery's selection without its paging (sort,
+ * sortDirection, limit and offset are the iterator's own). A timeline without `since`
+ * starts at the model's earliest fact (not factQuery's 90 days before `until`); without
+ * `until` it ends at the instant the iteration starts.
  */
-export interface FactExportVariables {
-  dataModelSlug: string;
-  mode?: 'latest' | 'timeline';
-  timeAxis?: 'observed_at' | 'inserted_at';
-  /** ISO 8601. Timeline: inclusive start, default the model's earliest fact (not factQuery's 90 days). */
-  since?: string;
-  /** Timeline: exclusive end, default the instant the iteration starts. Latest: as of (inclusive). */
-  until?: string;
-  filters?: string | ReadonlyArray<FactFilterClause>;
-  joinDataModelSlug?: string;
-  joinType?: 'left' | 'inner';
-  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+export interface FactExportVariables extends FactSelection {
   /** Facts per request, 1 to 250 (default 250). */
   pageSize?: number;
 }
 
-/** Variables of factAggregate (schema.graphql: Query.factAggregate). */
-export interface FactAggregateVariables {
-  dataModelSlug: string;
-  mode?: 'latest' | 'timeline';
-  timeAxis?: 'observed_at' | 'inserted_at';
-  /** ISO 8601; series: the window's start (required). */
-  since?: string;
-  /** ISO 8601; latest: as of; timeline: exclusive end; series: the window's end (default now). */
-  until?: string;
-  filters?: string | ReadonlyArray<FactFilterClause>;
-  joinDataModelSlug?: string;
-  joinType?: 'left' | 'inner';
-  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+/**
+ * Variables of factAggregate (schema.graphql: Query.factAggregate). With `series`, `since`
+ * is the window's start (required) and `until` its end (default now).
+ */
+export interface FactAggregateVariables extends FactSelection {
   /** Up to 3 paths: `status`, or `<joinSlug>.region`. */
   groupBy?: readonly string[];
   bucket?: 'minute' | 'hour' | 'day' | 'week' | 'month';
