@@ -52,6 +52,8 @@ export interface Metrics {
   providerCall(connectorId: string, operation: string, driver: string, status: string, seconds: number): void;
   factsWritten(n: number): void;
   importLines(n: number): void;
+  /** One factAggregate answered or refused after its mode was known (`mode`: latest, timeline or series). */
+  graphqlAggregate(mode: 'latest' | 'timeline' | 'series', seconds: number): void;
 }
 
 export interface MetricsSources {
@@ -198,6 +200,20 @@ export const METRIC_DEFINITIONS = {
   importLines: {
     args: ['n'],
     metrics: [{ name: 'fact_import_lines_total', kind: 'counter', help: 'Lines read by fact imports', labels: [], value: 'n' }],
+  },
+  graphqlAggregate: {
+    args: ['mode', 'seconds'],
+    metrics: [
+      { name: 'graphql_aggregate_requests_total', kind: 'counter', help: 'factAggregate fields resolved, by mode', labels: ['mode'] },
+      {
+        name: 'graphql_aggregate_seconds',
+        kind: 'histogram',
+        help: 'Time to resolve a factAggregate field, by mode',
+        labels: ['mode'],
+        buckets: SECONDS_BUCKETS,
+        value: 'seconds',
+      },
+    ],
   },
 } as const satisfies { [K in Counting]: CountingDefinition<Parameters<Metrics[K]>['length']> };
 

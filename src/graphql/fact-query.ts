@@ -14,6 +14,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import type { Deps } from '../deps.ts';
+import type { TraceSpan } from '../tracing.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { TimeAxis } from '../db/tables.ts';
 import { invalidArgument } from './errors.ts';
@@ -47,6 +48,8 @@ export interface GraphqlContext {
    * token is verified, and the resolver re-checks the account in its own statement.
    */
   deferred?: DeferredCheck;
+  /** The request's span, when tracing is on: resolvers open theirs under it. */
+  span?: TraceSpan | undefined;
 }
 
 export interface DeferredCheck {
@@ -68,7 +71,7 @@ function remember(d: DeferredCheck, models: PrefetchedModels['models'], fingerpr
  * The account re-check with the document's models as they are now (one statement), as the
  * route does without remembered models; the models are remembered again.
  */
-async function recheck(db: Db, d: DeferredCheck): Promise<PrefetchedModels> {
+export async function recheck(db: Db, d: DeferredCheck): Promise<PrefetchedModels> {
   const { claims, remembered } = d;
   const { account, rows } = await loadAccountWith(db, claims.sub, { rows: modelsQuery(db, claims.ws, remembered.slugs) });
   authorize(principalFromAccount(claims, account), 'facts.query');

@@ -7,7 +7,9 @@
  * Complexity: every selected field costs 1 plus what it selects. factQuery adds a fixed 10
  * (a database statement; 10 more with a join), and the fields under `results` count once
  * per 25 rows of `limit`. So one factQuery selecting every field with limit 250 costs 78
- * (88 with a join) and fits in 200; ten such fields cost 780. Fragments are costed once
+ * (88 with a join) and fits in 200; ten such fields cost 780. factAggregate costs the same
+ * fixed 10 (10 more with a join, 10 more for a series), and the fields under `groups` count
+ * once per 1,000 groups of its `limit`: one statement answers all its groups, which are small. Fragments are costed once
  * per (fragment, multiplier) and spreads reuse that, so nested spreads cannot blow up the
  * analysis itself.
  */
@@ -30,6 +32,7 @@ import {
   type ValueNode,
 } from 'graphql';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './fact-query.ts';
+import { DEFAULT_GROUPS, MAX_GROUPS } from '../facts/aggregate/plan.ts';
 
 export const MAX_COMPLEXITY = 200;
 export const MAX_DEPTH = 10;
@@ -40,6 +43,8 @@ export const MAX_NESTING = 32;
 const FACT_QUERY_COST = 10;
 const JOIN_COST = 10;
 const ROWS_PER_COST_UNIT = 25;
+const GROUPS_PER_COST_UNIT = 1000;
+const SERIES_COST = 10;
 
 /**
  * Scans the tokens (comments and whitespace are not tokens, as for parse's maxTokens)
@@ -74,17 +79,25 @@ interface Cost {
   depth: number;
 }
 
-/** The rows a factQuery may return, from a literal, a variable or the default; bounded so a bad limit is reported as such by the resolver, not as complexity. */
-function limitOf(value: ValueNode | undefined, variables: Readonly<Record<string, unknown>>, defaults: ReadonlyMap<string, ValueNode>): number {
-  let n: unknown = DEFAULT_LIMIT;
+/**
+ * The rows a factQuery (or groups a factAggregate) may return, from a literal, a variable or
+ * the default; bounded so a bad limit is reported as such by the resolver, not as complexity.
+ */
+function limitOf(
+  value: ValueNode | undefined,
+  variables: Readonly<Record<string, unknown>>,
+  defaults: ReadonlyMap<string, ValueNode>,
+  bounds: { def: number; max: number } = { def: DEFAULT_LIMIT, max: MAX_LIMIT },
+): number {
+  let n: unknown = bounds.def;
   if (value?.kind === Kind.INT) n = Number(value.value);
   else if (value?.kind === Kind.VARIABLE) {
     const name = value.name.value;
     const given = Object.hasOwn(variables, name) ? variables[name] : undefined;
     const def = defaults.get(name);
-    n = typeof given === 'number' ? given : def?.kind === Kind.INT ? Number(def.value) : DEFAULT_LIMIT;
+    n = typeof given === 'number' ? given : def?.kind === Kind.INT ? Number(def.value) : bounds.def;
   }
-  return typeof n === 'number' && Number.isFinite(n) ? Math.min(MAX_LIMIT, Math.max(1, Math.trunc(n))) : DEFAULT_LIMIT;
+  return typeof n === 'number' && Number.isFinite(n) ? Math.min(bounds.max, Math.max(1, Math.trunc(n))) : bounds.def;
 }
 
 export function documentCost(schema: GraphQLSchema, document: DocumentNode, variables: Readonly<Record<string, unknown>>): DocumentCost {
@@ -115,8 +128,19 @@ export function documentCost(schema: GraphQLSchema, document: DocumentNode, vari
           const limitArg = sel.arguments?.find((a) => a.name.value === 'limit');
           childFactor = Math.ceil(limitOf(limitArg?.value, variables, varDefaults) / ROWS_PER_COST_UNIT);
         }
-        // The rows factor of the enclosing factQuery applies to what results selects.
-        const resultsFactor = name === 'results' && parent?.name === 'PageOfFact' ? rowsFactor : 1;
+        if (name === 'factAggregate' && parent === schema.getQueryType()) {
+          own += FACT_QUERY_COST;
+          const present = (arg: string) => {
+            const a = sel.arguments?.find((x) => x.name.value === arg);
+            return a !== undefined && a.value.kind !== Kind.NULL && !(a.value.kind === Kind.BOOLEAN && !a.value.value);
+          };
+          if (present('joinDataModelSlug')) own += JOIN_COST;
+          if (present('series')) own += SERIES_COST;
+          const limitArg = sel.arguments?.find((a) => a.name.value === 'limit');
+          childFactor = Math.ceil(limitOf(limitArg?.value, variables, varDefaults, { def: DEFAULT_GROUPS, max: MAX_GROUPS }) / GROUPS_PER_COST_UNIT);
+        }
+        // The rows factor of the enclosing factQuery (or factAggregate) applies to what results (groups) selects.
+        const resultsFactor = (name === 'results' && parent?.name === 'PageOfFact') || (name === 'groups' && parent?.name === 'FactAggregate') ? rowsFactor : 1;
         const child = selectionCost(sel.selectionSet, childType, childFactor);
         c = { cost: own + child.cost * resultsFactor, depth: 1 + child.depth };
       } else if (sel.kind === Kind.INLINE_FRAGMENT) {

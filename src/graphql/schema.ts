@@ -15,6 +15,7 @@ import {
   type GraphQLFieldConfigArgumentMap,
 } from 'graphql';
 import { DateTimeScalar, JsonScalar } from './scalars.ts';
+import { factAggregateField } from './fact-aggregate.ts';
 import { resolveFactQuery, type FactRow, type GraphqlContext } from './fact-query.ts';
 
 export const SCHEMA_VERSION = '2026-07-05';
@@ -84,6 +85,7 @@ const QueryType = new GraphQLObjectType<unknown, GraphqlContext>({
       args: factQueryArgs,
       resolve: (_root, args, context, info) => resolveFactQuery(args, context, info),
     },
+    factAggregate: factAggregateField,
     health: { type: GraphQLString, description: 'Returns ok. The only field that needs no token.', resolve: () => 'ok' },
   },
 });

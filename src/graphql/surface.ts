@@ -71,7 +71,7 @@ const renderGraphqlError: RenderError = (e, _request, reply) => send(reply, e.st
 const MAX_PREFETCH_SLUGS = 20;
 
 /**
- * The data model slugs the operation's factQuery fields name (as literals or variables), so
+ * The data model slugs the operation's factQuery and factAggregate fields name (as literals or variables), so
  * that they can be looked up in the account re-check's statement: one round trip instead of
  * two. The document is not validated yet; anything odd here just means no prefetch.
  */
@@ -80,7 +80,8 @@ function slugsOf(document: DocumentNode, operation: OperationDefinitionNode, var
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d;
   const slugs = new Set<string>();
   try {
-    for (const node of selectedFields([operation.selectionSet], { fragments, variableValues: variables }).get('factQuery') ?? []) {
+    const selected = selectedFields([operation.selectionSet], { fragments, variableValues: variables });
+    for (const node of [...(selected.get('factQuery') ?? []), ...(selected.get('factAggregate') ?? [])]) {
       for (const arg of node.arguments ?? []) {
         if (arg.name.value !== 'dataModelSlug' && arg.name.value !== 'joinDataModelSlug') continue;
         const v = arg.value.kind === Kind.STRING ? arg.value.value : arg.value.kind === Kind.VARIABLE ? variables[arg.value.name.value] : undefined;
@@ -265,6 +266,7 @@ function registerGraphqlRoute(app: FastifyInstance, deps: Deps): void {
       principal: auth?.principal,
       models: auth?.models ?? deferred?.remembered.prefetched,
       now: new Date(deps.clock()),
+      span: request.traceSpan,
       ...(deferred ? { deferred } : {}),
     };
     const result = await executeCompiled({ schema, entry: read.cached, variableValues: vars, operationName: operation.name?.value, contextValue });
