@@ -6,6 +6,8 @@
  * rows, apart from factQuery's SQL.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
@@ -13,6 +15,7 @@ import { createClient, type TributaryClient } from '../../packages/client/src/in
 import { writeFacts } from '../../src/facts/write.ts';
 import { seedTenant, startApp, type Tenant, type TestApp } from '../helpers/app.ts';
 import { createModel } from '../facts/helpers.ts';
+import { ROOT } from '../helpers/cli.ts';
 
 let t: TestApp;
 let tenant: Tenant;
@@ -124,4 +127,54 @@ test('every matching fact once, for any page size, ties, windows, mode and axis'
     ),
     { numRuns: 40 },
   );
+});
+
+test('factAggregate through the SDK: typed groups whose counts and sums are those of the facts facts() reads', async () => {
+  const model = await createModel(t.deps.db, tenant, [
+    { name: 'k', type: 'string', is_primary_key: true },
+    { name: 'status', type: 'string' },
+    { name: 'amount', type: 'integer' },
+  ]);
+  const items = Array.from({ length: 40 }, (_, i) => ({
+    observed_at: new Date(Date.parse('2026-01-01T00:00:00Z') + i * 3_600_000).toISOString(),
+    data: { k: `o${i % 15}`, status: ['open', 'paid', 'shipped'][i % 3]!, ...(i % 4 === 0 ? {} : { amount: i }) },
+  }));
+  assert.equal((await writeFacts(t.deps.db, tenant, model, items)).written, 40);
+  const { factAggregate } = await client.factAggregate(
+    `query ($dataModelSlug: String!, $mode: String, $since: DateTime, $groupBy: [String!], $measures: [FactMeasureInput!]) {
+      factAggregate(dataModelSlug: $dataModelSlug, mode: $mode, since: $since, groupBy: $groupBy, measures: $measures) {
+        groupBy measures groupsCut groups { keys { field string number boolean dateTime json } bucket values { name value } }
+      }
+    }`,
+    {
+      dataModelSlug: model.slug,
+      mode: 'timeline',
+      since: '2025-12-31T00:00:00Z',
+      groupBy: ['status'],
+      measures: [{ op: 'count' }, { op: 'sum', field: 'amount' }],
+    },
+  );
+  assert.ok(factAggregate);
+  assert.deepEqual([factAggregate.groupBy, factAggregate.measures, factAggregate.groupsCut], [['status'], ['count', 'sum_amount'], false]);
+  const expected = new Map<string, [number, number]>();
+  for await (const f of client.facts({ dataModelSlug: model.slug, mode: 'timeline' })) {
+    const [n, sum] = expected.get(String(f.data.status)) ?? [0, 0];
+    expected.set(String(f.data.status), [n + 1, sum + (typeof f.data.amount === 'number' ? f.data.amount : 0)]);
+  }
+  const got = new Map(factAggregate.groups.map((g) => [g.keys[0]!.string!, g.values.map((v) => v.value ?? 0) as [number, number]]));
+  assert.deepEqual(got, expected);
+  assert.ok(factAggregate.groups.every((g) => g.bucket === null && g.keys[0]!.number === null && g.keys[0]!.json === null));
+
+  // The README's query, with its variables' shape, answers the same groups (latest mode: one fact per entity).
+  const readme = fs.readFileSync(path.join(ROOT, 'packages', 'client', 'README.md'), 'utf8');
+  const query = /## Aggregates[\s\S]*?`(query Open[\s\S]*?)`/.exec(readme)?.[1];
+  assert.ok(query, 'the README shows a factAggregate query');
+  const latest = await client.factAggregate(query, {
+    dataModelSlug: model.slug,
+    groupBy: ['status'],
+    measures: [{ op: 'count' }, { op: 'sum', field: 'amount' }],
+  });
+  const entities = new Map<string, number>();
+  for await (const f of client.facts({ dataModelSlug: model.slug })) entities.set(String(f.data.status), (entities.get(String(f.data.status)) ?? 0) + 1);
+  assert.deepEqual(new Map(latest.factAggregate!.groups.map((g) => [g.keys[0]!.string!, g.values[0]!.value])), entities);
 });

@@ -234,11 +234,11 @@ describe("the README's example, installed from the tarball", () => {
       const r = await run(node!, ['example.js'], project, env);
       assert.equal(r.stderr, '', `${version} wrote to stderr`);
       const lines = r.stdout.trimEnd().split('\n');
-      assert.equal(lines.length, 4, r.stdout);
+      assert.equal(lines.length, 5, r.stdout);
       const replayed = /^replayed (\S+) as (\S+)$/.exec(lines[0]!);
       assert.ok(replayed, lines[0]);
       assert.equal(replayed[1], w.failedRunId);
-      assert.deepEqual(lines.slice(1), ['orders: o-1 (1 in all)', 'order facts: 1', 'webhook accepted']);
+      assert.deepEqual(lines.slice(1), ['orders: o-1 (1 in all)', 'order facts: 1', 'count 1, sum_amount 12.5', 'webhook accepted']);
       // What it printed is what the server holds: the replay and the delivery are runs.
       const again = (await w.c.get('workflow_runs', replayed[2]!)).data;
       assert.equal(again.id, replayed[2]);
