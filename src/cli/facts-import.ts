@@ -12,6 +12,7 @@ import https from 'node:https';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { CommanderError, type Command } from 'commander';
 import { AdminApiError, CommandFailure, EXIT_FAILURE, errorFromBody, networkReason, reportFailure, resolveClientSettings } from './admin-client.ts';
+import { registerExportCommand } from './facts-export.ts';
 import { LINES_STORED_HEADER, PROGRESS_REQUEST_HEADER, PROGRESS_REQUEST_VALUE } from '../facts/import-progress.ts';
 
 type Io = {
@@ -250,4 +251,5 @@ export function registerFactsCommands(program: Command, io: Io): void {
         reportFailure(err, asJson, io);
       }
     });
+  registerExportCommand(facts, program, io);
 }

@@ -85,7 +85,7 @@ describe('the installed package', () => {
     fs.writeFileSync(
       path.join(project, 'typed.ts'),
       [
-        "import { createClient, TributaryError, type ResourceOf } from '@tributary/client';",
+        "import { createClient, TributaryError, type FactGroup, type ResourceOf } from '@tributary/client';",
         "const c = createClient({ baseUrl: 'http://127.0.0.1:1', clientId: 'tbci_x', clientSecret: 'tbcs_x' });",
         'export async function names(): Promise<string[]> {',
         "  const runs: ResourceOf<'workflow_runs'>[] = (await c.list('workflow_runs', { filter: { status: 'failed' } })).data;",
@@ -94,6 +94,21 @@ describe('the installed package', () => {
         '}',
         '// @ts-expect-error: not a collection',
         "c.list('nope');",
+        'export async function facts(): Promise<number> {',
+        '  let n = 0;',
+        "  for await (const page of c.factPages({ dataModelSlug: 'orders', mode: 'timeline', pageSize: 100 })) n += page.length;",
+        "  for await (const f of c.facts({ dataModelSlug: 'orders', filters: [{ field: 'status', op: 'eq', value: 'open' }] })) n += f.entityId === null ? 0 : 1;",
+        '  return n;',
+        '}',
+        'export async function aggregate(): Promise<Array<number | null>> {',
+        "  const { factAggregate } = await c.factAggregate('query { ... }', { dataModelSlug: 'orders', groupBy: ['status'], bucket: 'day', measures: [{ op: 'sum', field: 'amount' }] });",
+        '  const group: FactGroup | undefined = factAggregate?.groups[0];',
+        '  return [group?.keys[0]?.number ?? null, ...(group?.values.map((v) => v.value) ?? [])];',
+        '}',
+        '// @ts-expect-error: not a measure',
+        "c.factAggregate('query { ... }', { dataModelSlug: 'orders', measures: [{ op: 'median' }] });",
+        "// @ts-expect-error: pages are a factQuery's own",
+        "c.facts({ dataModelSlug: 'orders', offset: 10 });",
         '',
       ].join('\n'),
     );
@@ -219,11 +234,11 @@ describe("the README's example, installed from the tarball", () => {
       const r = await run(node!, ['example.js'], project, env);
       assert.equal(r.stderr, '', `${version} wrote to stderr`);
       const lines = r.stdout.trimEnd().split('\n');
-      assert.equal(lines.length, 3, r.stdout);
+      assert.equal(lines.length, 5, r.stdout);
       const replayed = /^replayed (\S+) as (\S+)$/.exec(lines[0]!);
       assert.ok(replayed, lines[0]);
       assert.equal(replayed[1], w.failedRunId);
-      assert.deepEqual(lines.slice(1), ['orders: o-1 (1 in all)', 'webhook accepted']);
+      assert.deepEqual(lines.slice(1), ['orders: o-1 (1 in all)', 'order facts: 1', 'count 1, sum_amount 12.5', 'webhook accepted']);
       // What it printed is what the server holds: the replay and the delivery are runs.
       const again = (await w.c.get('workflow_runs', replayed[2]!)).data;
       assert.equal(again.id, replayed[2]);

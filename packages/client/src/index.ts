@@ -2,12 +2,13 @@
  * @tributary/client: a typed client of the Tributary API as one service account.
  * Token exchange and renewal, one re-exchange on 401, Retry-After and backoff on 429/503 with
  * the same Idempotency-Key on every retry, pages as async iterators, GraphQL factQuery and
- * webhook sending. The secret and the tokens never appear in an error message.
+ * factAggregate, every fact of a query as an async iterator, and webhook sending. The secret and the tokens never appear in an error message.
  */
 import { uuidV4 } from './uuid.ts';
 import { TributaryError, errorFromAnswer } from './errors.ts';
 import { withRetries, type RetryPolicy } from './retry.ts';
 import { tokenSource, type TokenSource } from './token.ts';
+import { factPages, type Fact, type FactQueryCall } from './facts.ts';
 import {
   API_PREFIX,
   type BulkReplayDocument,
@@ -16,6 +17,9 @@ import {
   type CreateData,
   type Creatable,
   type Deletable,
+  type FactAggregate,
+  type FactAggregateVariables,
+  type FactExportVariables,
   type FactQueryVariables,
   type ListOptions,
   type One,
@@ -33,6 +37,7 @@ import {
 export { TributaryError, type ErrorSource } from './errors.ts';
 export { retryAfterMs, backoffMs, type RetryPolicy } from './retry.ts';
 export type * from './types.ts';
+export { MAX_PAGE_SIZE as FACT_PAGE_MAX, type Fact } from './facts.ts';
 
 export const TOKEN_PATH = '/api/v1/oauth/token';
 export const GRAPHQL_PATH = '/api/graphql';
@@ -127,6 +132,18 @@ export interface TributaryClient {
   connectorRateLimit(connectorId: string): Promise<import('./types.ts').ConnectorRateLimitDocument>;
   /** A GraphQL query of facts; its variables are factQuery's arguments. Resolves to `data`. */
   factQuery<T = { factQuery: FactPage | null }>(query: string, variables: FactQueryVariables): Promise<T>;
+  /** A GraphQL query of factAggregate; its variables are factAggregate's arguments. Resolves to `data`. */
+  factAggregate<T = { factAggregate: FactAggregate | null }>(query: string, variables: FactAggregateVariables): Promise<T>;
+  /**
+   * Every fact factQuery matches, page after page (at most `pageSize`, default 250, each),
+   * oldest first on the time axis (latest mode: by observedAt), at any depth at the cost of
+   * the first page. A timeline without `since` starts at the model's earliest fact and, without
+   * `until`, ends when the iteration starts; longer than factQuery's 366 days, it is read
+   * window after window.
+   */
+  factPages(variables: FactExportVariables): AsyncIterableIterator<Fact[]>;
+  /** The facts of factPages, one by one. */
+  facts(variables: FactExportVariables): AsyncIterableIterator<Fact>;
   /** Delivers a payload to a workflow trigger as this account (POST /api/v1/webhooks/{token}). */
   sendWebhook(triggerToken: string, body: unknown, opts?: WebhookOptions): Promise<WebhookAccepted & { deliveryId: string }>;
   /** Raw JSON:API call under /api/json/v1 with the client's token and retry rules. */
@@ -198,7 +215,7 @@ export function createClient(options: ClientOptions): TributaryClient {
 
   /**
    * `fn` whose failure is given to options.mapError. Every call that reaches the network goes
-   * through exactly one of the guarded three (request, factQuery, sendWebhook): a call is
+   * through exactly one of the guarded three (request, graphql, sendWebhook): a call is
    * mapped once, and a new call needs no line of its own.
    */
   const mapError = options.mapError;
@@ -337,6 +354,28 @@ export function createClient(options: ClientOptions): TributaryClient {
     };
   };
 
+  /** A GraphQL query; filter clauses given as arrays are sent as the JSON text the API takes. Resolves to `data`. */
+  const graphql = guarded(async <T>(query: string, variables: FactQueryVariables | FactAggregateVariables | Record<string, unknown>): Promise<T> => {
+    const vars: Record<string, unknown> = { ...variables };
+    for (const k of ['filters', 'joinFilters'] as const) if (Array.isArray(vars[k])) vars[k] = JSON.stringify(vars[k]);
+    const { response, attempts } = await authed(
+      `${base}${GRAPHQL_PATH}`,
+      { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify({ query, variables: vars }) },
+      () => true,
+    );
+    const text = await response.text();
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    let doc: { data?: T | null; errors?: unknown[] };
+    try {
+      doc = JSON.parse(text) as typeof doc;
+    } catch {
+      throw errorFromAnswer(response.status, text, requestId, attempts);
+    }
+    // GraphQL answers a request error with 200 and errors, no data (docs/graphql.md).
+    if (!response.ok || (Array.isArray(doc.errors) && doc.errors.length > 0)) throw errorFromAnswer(response.status, text, requestId, attempts);
+    return doc.data as T;
+  });
+
   const client: TributaryClient = {
     list: (collection, opts) => page(`${API_PREFIX}/${collection}${queryString(opts as ListOptions<Collection>)}`),
     async *iterate(collection, opts) {
@@ -371,26 +410,12 @@ export function createClient(options: ClientOptions): TributaryClient {
     connectorRateLimit: async (connectorId) =>
       (await request('GET', `/external_connectors/${encodeURIComponent(connectorId)}/rate_limit`)) as import('./types.ts').ConnectorRateLimitDocument,
 
-    factQuery: guarded(async <T>(query: string, variables: FactQueryVariables): Promise<T> => {
-      const vars: Record<string, unknown> = { ...variables };
-      for (const k of ['filters', 'joinFilters'] as const) if (Array.isArray(vars[k])) vars[k] = JSON.stringify(vars[k]);
-      const { response, attempts } = await authed(
-        `${base}${GRAPHQL_PATH}`,
-        { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify({ query, variables: vars }) },
-        () => true,
-      );
-      const text = await response.text();
-      const requestId = response.headers.get('x-request-id') ?? undefined;
-      let doc: { data?: T | null; errors?: unknown[] };
-      try {
-        doc = JSON.parse(text) as typeof doc;
-      } catch {
-        throw errorFromAnswer(response.status, text, requestId, attempts);
-      }
-      // GraphQL answers a request error with 200 and errors, no data (docs/graphql.md).
-      if (!response.ok || (Array.isArray(doc.errors) && doc.errors.length > 0)) throw errorFromAnswer(response.status, text, requestId, attempts);
-      return doc.data as T;
-    }) as TributaryClient['factQuery'],
+    factQuery: graphql as TributaryClient['factQuery'],
+    factAggregate: graphql as TributaryClient['factAggregate'],
+    factPages: (variables) => factPages(graphql as FactQueryCall, variables, clock),
+    async *facts(variables) {
+      for await (const page of client.factPages(variables)) yield* page;
+    },
 
     sendWebhook: guarded(async (triggerToken: string, body: unknown, opts: WebhookOptions = {}) => {
       const deliveryId = opts.deliveryId ?? uuidV4();

@@ -111,21 +111,119 @@ type JsonContent<R> = R extends { content: { 'application/json': infer D } } ? D
 export type WebhookAccepted = JsonContent<Answer<'/api/v1/webhooks/{token}', 'post', 202>>;
 export type TokenAnswer = JsonContent<Answer<'/api/v1/oauth/token', 'post', 200>>;
 
-/** Variables of factQuery (schema.graphql: Query.factQuery). */
-export interface FactQueryVariables {
+/** One clause of factQuery's `filters` and `joinFilters`. */
+export interface FactFilterClause {
+  field: string;
+  op: string;
+  value?: unknown;
+}
+
+/**
+ * Which facts a query reads: the arguments factQuery, factAggregate and the fact iterators
+ * share (schema.graphql).
+ */
+export interface FactSelection {
   dataModelSlug: string;
   mode?: 'latest' | 'timeline';
   timeAxis?: 'observed_at' | 'inserted_at';
-  /** ISO 8601 date-time. */
+  /** ISO 8601 date-time. Timeline: inclusive start. Latest: entities whose latest fact is older are left out. */
   since?: string;
+  /** ISO 8601 date-time. Timeline: exclusive end. Latest: as of this instant (inclusive). */
   until?: string;
   /** At most 20 {field, op, value} clauses; given as an array, sent as the JSON string the API takes. */
-  filters?: string | ReadonlyArray<{ field: string; op: string; value?: unknown }>;
+  filters?: string | ReadonlyArray<FactFilterClause>;
+  /** Latest mode only: a second data model matched on entityId. */
+  joinDataModelSlug?: string;
+  joinType?: 'left' | 'inner';
+  joinFilters?: string | ReadonlyArray<FactFilterClause>;
+}
+
+/** Variables of factQuery (schema.graphql: Query.factQuery). */
+export interface FactQueryVariables extends FactSelection {
   sort?: 'observed_at' | 'inserted_at' | 'entity_id';
   sortDirection?: 'asc' | 'desc';
   limit?: number;
   offset?: number;
-  joinDataModelSlug?: string;
-  joinType?: 'left' | 'inner';
-  joinFilters?: string | ReadonlyArray<{ field: string; op: string; value?: unknown }>;
+}
+
+/**
+ * What `facts` and `factPages` read: factQuery's selection without its paging (sort,
+ * sortDirection, limit and offset are the iterator's own). A timeline without `since`
+ * starts at the model's earliest fact (not factQuery's 90 days before `until`); without
+ * `until` it ends at the instant the iteration starts.
+ */
+export interface FactExportVariables extends FactSelection {
+  /** Facts per request, 1 to 250 (default 250). */
+  pageSize?: number;
+}
+
+/**
+ * Variables of factAggregate (schema.graphql: Query.factAggregate). With `series`, `since`
+ * is the window's start (required) and `until` its end (default now).
+ */
+export interface FactAggregateVariables extends FactSelection {
+  /** Up to 3 paths: `status`, or `<joinSlug>.region`. */
+  groupBy?: readonly string[];
+  bucket?: 'minute' | 'hour' | 'day' | 'week' | 'month';
+  /** IANA time zone of the buckets (default UTC). */
+  timezone?: string;
+  weekStart?: 'monday' | 'sunday';
+  /** Latest mode with a bucket: the latest state as of each bucket's end. */
+  series?: boolean;
+  /** Default `[{op: 'count'}]`. */
+  measures?: ReadonlyArray<FactMeasureInput>;
+  orderBy?: ReadonlyArray<FactAggregateOrderInput>;
+  /** Groups, 1 to 10 000 (default 1 000); `groupsCut` says when more matched. */
+  limit?: number;
+}
+
+export interface FactMeasureInput {
+  op: 'count' | 'count_distinct_entities' | 'sum' | 'avg' | 'min' | 'max';
+  /** The integer or float field of sum, avg, min and max (of the model, or `<joinSlug>.field`). */
+  field?: string;
+  /** The measure's name; default op, or op_field (`sum_amount`). */
+  as?: string;
+}
+
+export interface FactAggregateOrderInput {
+  /** A measure's name, a groupBy path, or `bucket`. */
+  by: string;
+  direction?: 'asc' | 'desc';
+}
+
+/** factAggregate's answer. */
+export interface FactAggregate {
+  /** The groupBy paths, in order. */
+  groupBy: string[];
+  /** The measures' names, in order. */
+  measures: string[];
+  groups: FactGroup[];
+  /** More groups matched than `limit`. */
+  groupsCut: boolean;
+}
+
+export interface FactGroup {
+  /** One per groupBy path, in order. */
+  keys: FactGroupKey[];
+  /** The bucket's start (ISO 8601), null without a bucket. */
+  bucket: string | null;
+  /** One per measure, in order. */
+  values: FactMeasureValue[];
+}
+
+/** Exactly the member of the field's type is set; all null for a null key (the fact lacks the field). */
+export interface FactGroupKey {
+  field: string;
+  string: string | null;
+  number: number | null;
+  boolean: boolean | null;
+  dateTime: string | null;
+  /** JSON text (the Json scalar), for map fields. */
+  json: string | null;
+}
+
+export interface FactMeasureValue {
+  name: string;
+  /** Null when no fact had a number in the field (sum, avg, min, max). */
+  value: number | null;
 }
