@@ -207,6 +207,13 @@ describe('mapError', () => {
     verifyConnector: (c) => c.verifyConnector('ec-1'),
     connectorRateLimit: (c) => c.connectorRateLimit('ec-1'),
     factQuery: (c) => c.factQuery('{ factQuery(dataModelSlug: "x") { count } }', { dataModelSlug: 'x' }),
+    factAggregate: (c) => c.factAggregate('{ factAggregate(dataModelSlug: "x") { groupsCut } }', { dataModelSlug: 'x' }),
+    factPages: async (c) => {
+      for await (const _ of c.factPages({ dataModelSlug: 'x', mode: 'latest' })) void _;
+    },
+    facts: async (c) => {
+      for await (const _ of c.facts({ dataModelSlug: 'x', mode: 'latest' })) void _;
+    },
     sendWebhook: (c) => c.sendWebhook('tbwh_token', { a: 1 }),
     request: (c) => c.request('GET', '/organizations'),
   };
