@@ -31,6 +31,7 @@ import type { Principal } from '../src/auth/principal.ts';
 import type { Db } from '../src/db/connect.ts';
 import type { Deps } from '../src/deps.ts';
 import { checkArguments } from '../src/graphql/fact-query.ts';
+import { refreshSupersededOfModel } from '../src/facts/facts.sql.ts';
 import { planFactQuery } from '../src/facts/query/plan.ts';
 import { countSql, pageSql } from '../src/facts/query/page.sql.ts';
 import type { FactQueryPlan, Frag } from '../src/facts/query/plan-types.ts';
@@ -95,6 +96,8 @@ async function load(
       )
       .execute(db);
   }
+  // The writer maintains the superseded columns (migration 0032); a set-based load fills them as the migration does.
+  await refreshSupersededOfModel(db, modelId);
   console.log(
     `  ${slug}: loaded ${facts.toLocaleString('en-US')} facts, ${entities.toLocaleString('en-US')} entities in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
   );

@@ -24,6 +24,7 @@ import path from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import type { Db } from '../src/db/connect.ts';
 import { loadModel, type DataModelWithFields } from '../src/facts/models.sql.ts';
+import { refreshSupersededOfModel } from '../src/facts/facts.sql.ts';
 import { planFactQuery } from '../src/facts/query/plan.ts';
 import { selectCount } from '../src/facts/query/page.sql.ts';
 import type { RawClause } from '../src/facts/query/filters.ts';
@@ -116,6 +117,8 @@ async function load(db: Db, orgId: string, wsId: string, endMs: number): Promise
       )
       .execute(db);
   }
+  // The writer maintains the superseded columns; a set-based load fills them in one pass, as migration 0032 does.
+  await refreshSupersededOfModel(db, modelId);
   await sql`vacuum (analyze) facts, fact_current`.execute(db);
   console.log(
     `  loaded ${FACTS.toLocaleString('en-US')} facts, ${ENTITIES.toLocaleString('en-US')} entities in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
