@@ -5,9 +5,10 @@
  * For bucket i of the window the values are those of a latest-mode aggregate as of
  * `end(i) - 1 ms` (factQuery's as-of: per entity its newest fact at or before that instant;
  * facts without an entity id are each their own entity). Running one as-of read per bucket
- * would read the history once per bucket; instead one pass over the history gives each fact
+ * would read the history once per bucket; instead one scan of the facts gives each fact
  * the buckets it is its entity's newest in: from the bucket its time falls in up to (not
- * including) the bucket its successor's time falls in. Counts and sums are then a sweep, +1
+ * including) the bucket its successor's time falls in, the successor's time being kept on
+ * the fact by the writer (superseded_at, superseded_inserted_at: migration 0032). Counts and sums are then a sweep, +1
  * (or +value) at the first bucket a matching fact covers and -1 at the first it no longer
  * does, summed cumulatively per group; min and max join each interval with the bucket ends
  * it covers. Filters and group keys are read on the fact itself: the fact that covers an
