@@ -9,7 +9,7 @@
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
  * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
  */
-import { preferPrepared, type Db } from '../db/connect.ts';
+import { opensTransactions, preferPrepared, type Db } from '../db/connect.ts';
 import { sql } from 'kysely';
 import type { TimeAxis } from '../db/tables.ts';
 import type { Frag } from './query/plan-types.ts';
@@ -74,7 +74,11 @@ export async function storeFactRows(db: Db, rows: ScopedFact[]): Promise<string[
   // (every writer of an entity waits there), the second, whose snapshot then holds every
   // fact of those entities committed before, sets the superseded columns around the new
   // facts. Within one statement a concurrent writer's facts would be invisible to it.
-  if (db.isTransaction) return storeAndSupersede(db, rows);
+  // PGlite's bulk lane (the import) opens no transaction. Its statements run one at a time
+  // with all others (one connection), each seeing every one before it, so the second still
+  // reads the complete history; only a failure between the two would leave these entities'
+  // superseded columns for refreshSupersededOfModel.
+  if (db.isTransaction || !opensTransactions(db)) return storeAndSupersede(db, rows);
   return db.transaction().execute((trx) => storeAndSupersede(trx, rows));
 }
 
