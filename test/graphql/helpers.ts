@@ -15,6 +15,7 @@ import type { FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import { createFieldIndex } from '../../src/facts/field-index.sql.ts';
 import { refillSlots } from '../../src/facts/slots.sql.ts';
+import { refreshSupersededOfModel } from '../../src/facts/facts.sql.ts';
 import type { TestApp, Tenant } from '../helpers/app.ts';
 
 export interface GqlError {
@@ -178,6 +179,8 @@ export async function rebuildCurrent(db: Db, modelId: string): Promise<void> {
   );
   // Rows inserted here bypass the writer, which fills the typed slots of indexed fields.
   await refillSlots(db, modelId);
+  // ... and the superseded columns (migration 0032), which the series reads.
+  await refreshSupersededOfModel(db, modelId);
 }
 
 export interface CurrentRow {
