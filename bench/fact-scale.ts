@@ -283,20 +283,6 @@ async function load(ids: { org: string; ws: string }, models: { orders: string; 
       'fact_current, both models and axes',
       [models.orders, models.customers].flatMap((m) => [currentSql(m, 'observed_at'), currentSql(m, 'inserted_at')]).join(';\n'),
     );
-    // The writer keeps each fact's superseded times (migration 0032); a set-based load fills them as
-    // refreshSupersededOfModel does, or a series would count every loaded fact as still current.
-    await step(
-      'superseded columns, both models',
-      [models.orders, models.customers]
-        .map(
-          (m) => `update facts f set superseded_at = n.so, superseded_inserted_at = n.si from (
-            select id, lead(observed_at) over (partition by entity_id order by observed_at, inserted_at, id) as so,
-              lead(inserted_at) over (partition by entity_id order by inserted_at, id) as si
-            from facts where data_model_id = '${m}' and entity_id is not null) n
-          where f.id = n.id and (n.so is not null or n.si is not null)`,
-        )
-        .join(';\n'),
-    );
     // An index of a partitioned table is listed as `ON ONLY` the parent; built that way it would cover no partition.
     await step(`${indexes.length} secondary indexes`, indexes.map((i) => i.indexdef.replace(' ON ONLY ', ' ON ')).join(';\n'));
     await c.query('set session_replication_role = origin');
