@@ -24,31 +24,25 @@
  * Writes: writeFacts of one fact and of 500, to existing entities of two models of
  * BENCH_STORE_WRITE_FACTS facts each (default 200,000): one with three indexed fields on the
  * store of before (expression indexes over data, no slots), one with the same three as typed
- * slots, interleaved over the same rounds; with BENCH_STORE_MAIN=path/to/main/src/facts/write.ts
- * also main's own writer on the first model (the cost per fact the issue's 1.3x is of).
+ * slots, interleaved over the same rounds.
  */
-import path from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import type { Principal } from '../src/auth/principal.ts';
 import type { Db } from '../src/db/connect.ts';
 import type { Deps } from '../src/deps.ts';
 import { checkArguments } from '../src/graphql/fact-query.ts';
-import { refreshSupersededOfModel } from '../src/facts/facts.sql.ts';
 import { planFactQuery } from '../src/facts/query/plan.ts';
 import { countSql, pageSql } from '../src/facts/query/page.sql.ts';
 import type { FactQueryPlan, Frag } from '../src/facts/query/plan-types.ts';
 import { loadModel, type ModelField } from '../src/facts/models.sql.ts';
 import { dataValue, fieldValue } from '../src/facts/typed.sql.ts';
-import { writeFacts, type FactModel, type FactStore } from '../src/facts/write.ts';
+import { writeFacts, type FactModel } from '../src/facts/write.ts';
 import { patchField } from '../src/resources/data_model_fields/service.ts';
 import { indexedOperand } from '../src/facts/field-index.sql.ts';
 import { insertBenchModel, intEnv, loadAverage, runBench, runDeps, seedTenant, watchdog, withEngine, type Engine } from './common.ts';
 
 const FACTS = intEnv('BENCH_STORE_FACTS', 1_000_000, 1_000, 10_000_000);
 const WRITE_FACTS = intEnv('BENCH_STORE_WRITE_FACTS', 200_000, 1_000, 10_000_000);
-/** BENCH_STORE_MAIN: the path of main's src/facts/write.ts (a `git archive main` in /tmp, node_modules linked); its storeDirect joins the write rounds. */
-const MAIN = process.env.BENCH_STORE_MAIN;
-const mainStore: FactStore | undefined = MAIN === undefined ? undefined : ((await import(path.resolve(MAIN))) as { storeDirect: FactStore }).storeDirect;
 const ROUNDS = intEnv('BENCH_STORE_ROUNDS', 7, 5, 100);
 const RUNS = intEnv('BENCH_STORE_RUNS', 20, 3, 1000);
 const SINGLES = intEnv('BENCH_STORE_SINGLES', 40, 5, 10_000);
@@ -101,8 +95,6 @@ async function load(
       )
       .execute(db);
   }
-  // The writer maintains the superseded columns (migration 0032); a set-based load fills them as the migration does.
-  await refreshSupersededOfModel(db, modelId);
   console.log(
     `  ${slug}: loaded ${facts.toLocaleString('en-US')} facts, ${entities.toLocaleString('en-US')} entities in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
   );
@@ -324,19 +316,16 @@ async function writes(deps: Deps, principal: Principal, orgId: string, wsId: str
     const beforeModel = (await loadModel(db, ws.id, 'w-before'))!;
     const scopeW = { organizationId: org.id, workspaceId: ws.id };
     const entities = Math.floor(WRITE_FACTS / 10);
-    const single = (m: FactModel, store?: FactStore) => async () => {
-      for (let i = 0; i < SINGLES; i++) await writeFacts(db, scopeW, m, items(1, entities), undefined, store);
+    const single = (m: FactModel) => async () => {
+      for (let i = 0; i < SINGLES; i++) await writeFacts(db, scopeW, m, items(1, entities));
     };
-    const batch = (m: FactModel, store?: FactStore) => async () => writeFacts(db, scopeW, m, items(BATCH, entities), undefined, store);
-    // With BENCH_STORE_MAIN, main's own writer on the expression-index model joins the rounds: the issue's "today".
-    const w1 = await interleaved({ before: single(beforeModel), after: single(afterModel), ...(mainStore ? { main: single(beforeModel, mainStore) } : {}) }, 1);
-    const w2 = await interleaved({ before: batch(beforeModel), after: batch(afterModel), ...(mainStore ? { main: batch(beforeModel, mainStore) } : {}) }, 2);
+    const batch = (m: FactModel) => async () => writeFacts(db, scopeW, m, items(BATCH, entities));
+    const w1 = await interleaved({ before: single(beforeModel), after: single(afterModel) }, 1);
+    const w2 = await interleaved({ before: batch(beforeModel), after: batch(afterModel) }, 2);
     const perFact = (ms: number, n: number) => (ms / n).toFixed(3);
-    const vsMain = (w: Record<string, number>, n: number) =>
-      w.main === undefined ? '' : `; main's writer ${perFact(w.main, n)} ms per fact, slots x${(w.after! / w.main).toFixed(2)} of it (target <= 1.3)`;
     notes.push(
-      `write one fact per writeFacts, 3 indexed fields: before ${perFact(w1.before!, SINGLES)} ms, slots ${perFact(w1.after!, SINGLES)} ms per fact (x${(w1.after! / w1.before!).toFixed(2)}, target <= 1.3)${vsMain(w1, SINGLES)}`,
-      `write ${BATCH} facts per writeFacts, 3 indexed fields: before ${perFact(w2.before!, BATCH)} ms, slots ${perFact(w2.after!, BATCH)} ms per fact (x${(w2.after! / w2.before!).toFixed(2)}, target <= 1.3)${vsMain(w2, BATCH)}`,
+      `write one fact per writeFacts, 3 indexed fields: before ${perFact(w1.before!, SINGLES)} ms, slots ${perFact(w1.after!, SINGLES)} ms per fact (x${(w1.after! / w1.before!).toFixed(2)}, target <= 1.3)`,
+      `write ${BATCH} facts per writeFacts, 3 indexed fields: before ${perFact(w2.before!, BATCH)} ms, slots ${perFact(w2.after!, BATCH)} ms per fact (x${(w2.after! / w2.before!).toFixed(2)}, target <= 1.3)`,
       `load after: ${loadAverage()}`,
     );
   }

@@ -18,14 +18,12 @@
  * (default 7) after one warm-up; the median and the spread are reported.
  *
  * Settings: BENCH_SERIES_FACTS, BENCH_SERIES_RUNS, BENCH_NO_WRITE=1, BENCH_KEEP_DB=1,
- * BENCH_SERIES_BEFORE=path/to/series.sql.ts (another release's, run alternately with this one),
  * BENCH_SERIES_EXPLAIN=1 (the sweep's plan for the filtered count).
  */
 import path from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import type { Db } from '../src/db/connect.ts';
 import { loadModel, type DataModelWithFields } from '../src/facts/models.sql.ts';
-import { refreshSupersededOfModel } from '../src/facts/facts.sql.ts';
 import { planFactQuery } from '../src/facts/query/plan.ts';
 import { selectCount } from '../src/facts/query/page.sql.ts';
 import type { RawClause } from '../src/facts/query/filters.ts';
@@ -118,8 +116,6 @@ async function load(db: Db, orgId: string, wsId: string, endMs: number): Promise
       )
       .execute(db);
   }
-  // The writer maintains the superseded columns; a set-based load fills them in one pass, as migration 0032 does.
-  await refreshSupersededOfModel(db, modelId);
   await sql`vacuum (analyze) facts, fact_current`.execute(db);
   console.log(
     `  loaded ${FACTS.toLocaleString('en-US')} facts, ${ENTITIES.toLocaleString('en-US')} entities in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
@@ -168,15 +164,6 @@ async function check(db: Db, p: AggregatePlan, s: Scenario, starts: Date[]): Pro
   }
 }
 
-/**
- * BENCH_SERIES_BEFORE: the path of another release's series.sql.ts (e.g. a `git archive` of the
- * commit before into /tmp, with node_modules linked): its runSeries runs alternately with
- * this one on the same data, and must give the same rows.
- */
-const BEFORE = process.env.BENCH_SERIES_BEFORE;
-const before: typeof runSeries | undefined =
-  BEFORE === undefined ? undefined : ((await import(path.resolve(BEFORE))) as { runSeries: typeof runSeries }).runSeries;
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Report {
@@ -202,26 +189,15 @@ function benchEngine(engine: Engine): Promise<Report> {
       const p = await seriesPlan(deps.db, model, ws.id, s, since, until);
       await check(deps.db, p, s, starts);
       await runSeries(deps.db, p);
-      if (before !== undefined) await before(deps.db, p);
       const times: number[] = [];
-      const beforeTimes: number[] = [];
       let rows = 0;
       for (let i = 0; i < RUNS; i++) {
-        // With BENCH_SERIES_BEFORE the two statements alternate, so both see the same load.
-        if (before !== undefined) {
-          const t0 = performance.now();
-          const r = await before(deps.db, p);
-          beforeTimes.push(performance.now() - t0);
-          if (i === 0 && JSON.stringify(r) !== JSON.stringify(await runSeries(deps.db, p))) throw new Error(`${s.name}: before and after differ`);
-        }
         const t0 = performance.now();
         rows = (await runSeries(deps.db, p)).rows.length;
         times.push(performance.now() - t0);
       }
-      const spread = (xs: number[]) =>
-        `median ${median(xs).toFixed(0)} ms of ${RUNS} runs (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
       notes.push(
-        `${s.name}: ${rows} rows; ${spread(times)}${before !== undefined ? `; before (${BEFORE}, alternating): ${spread(beforeTimes)}` : ''}; load ${loadAverage()}`,
+        `${s.name}: ${rows} rows; median ${median(times).toFixed(0)} ms of ${RUNS} runs (min ${Math.min(...times).toFixed(0)}, max ${Math.max(...times).toFixed(0)}); load ${loadAverage()}`,
       );
       if (process.env.BENCH_SERIES_EXPLAIN === '1') {
         const q = seriesSql(p, starts).compile(deps.db);

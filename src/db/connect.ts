@@ -142,21 +142,12 @@ export function createDb(opts: DbOptions): DbHandle {
   return { db, bulkDb, engine: 'pglite', poolStats: PGLITE_POOL, lastAnswer };
 }
 
-const singleStatementHandles = new WeakSet<Db>();
-
-/**
- * Whether `db` can open a transaction: PGlite's bulk lane runs single statements only (each
- * one at a time with every other statement of the database: one connection).
- */
-export function opensTransactions(db: Db): boolean {
-  return !singleStatementHandles.has(db);
-}
-
 /** Kysely over the thread, and over its bulk lane (whose destroy leaves the database open). */
 function pgliteHandles(thread: PgliteThread, log: (event: LogEvent) => void): { db: Db; bulkDb: Db } {
-  const bulkDb = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: thread.bulk() as unknown as PgliteThread }), log });
-  singleStatementHandles.add(bulkDb);
-  return { db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: thread }), log }), bulkDb };
+  return {
+    db: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: thread }), log }),
+    bulkDb: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: thread.bulk() as unknown as PgliteThread }), log }),
+  };
 }
 
 const PGLITE_POOL = () => ({ inUse: 1, waiting: 0 });

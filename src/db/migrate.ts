@@ -36,7 +36,6 @@ import * as m0028 from './migrations/0028_concurrency_keys.ts';
 import * as m0029 from './migrations/0029_workflow_state.ts';
 import * as m0030 from './migrations/0030_state_keys.ts';
 import * as m0031 from './migrations/0031_typed_slots.ts';
-import * as m0032 from './migrations/0032_superseded.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_tenancy': m0001,
@@ -69,7 +68,6 @@ export const migrations: Record<string, Migration> = {
   '0029_workflow_state': m0029,
   '0030_state_keys': m0030,
   '0031_typed_slots': m0031,
-  '0032_superseded': m0032,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

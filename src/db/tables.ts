@@ -154,10 +154,6 @@ export interface FactTable {
   inserted_at: Timestamp;
   data: Json<unknown>;
   source_key: string;
-  /** observed_at of the entity's next fact in the observed_at order; null while newest or without entity id (0032). */
-  superseded_at: Timestamp | null;
-  /** inserted_at of the entity's next fact in the inserted_at order; null while newest or without entity id (0032). */
-  superseded_inserted_at: Timestamp | null;
 }
 
 export type TimeAxis = 'observed_at' | 'inserted_at';

@@ -9,7 +9,7 @@
  * The greatest tuple is the current fact of its (data model, axis, entity_key); entity_key
  * is the entity id, or '#' || fact id for a fact without one (each such fact its own entity).
  */
-import { opensTransactions, preferPrepared, type Db } from '../db/connect.ts';
+import { preferPrepared, type Db } from '../db/connect.ts';
 import { sql } from 'kysely';
 import type { TimeAxis } from '../db/tables.ts';
 import type { Frag } from './query/plan-types.ts';
@@ -70,26 +70,6 @@ const byModelAndKey = (a: ScopedFact, b: ScopedFact) =>
  */
 export async function storeFactRows(db: Db, rows: ScopedFact[]): Promise<string[]> {
   if (rows.length === 0) return [];
-  // Two statements in one transaction: the first takes the entities' fact_current rows
-  // (every writer of an entity waits there), the second, whose snapshot then holds every
-  // fact of those entities committed before, sets the superseded columns around the new
-  // facts. Within one statement a concurrent writer's facts would be invisible to it.
-  // PGlite's bulk lane (the import) opens no transaction. Its statements run one at a time
-  // with all others (one connection), each seeing every one before it, so the second still
-  // reads the complete history; only a failure between the two would leave these entities'
-  // superseded columns for refreshSupersededOfModel.
-  if (db.isTransaction || !opensTransactions(db)) return storeAndSupersede(db, rows);
-  return db.transaction().execute((trx) => storeAndSupersede(trx, rows));
-}
-
-async function storeAndSupersede(db: Db, rows: ScopedFact[]): Promise<string[]> {
-  const written = await insertFactRows(db, rows);
-  if (written.length > 0)
-    await refreshSuperseded(db, sql`select data_model_id, entity_id, observed_at, inserted_at, id from facts where id = any(${written}::uuid[])`);
-  return written;
-}
-
-async function insertFactRows(db: Db, rows: ScopedFact[]): Promise<string[]> {
   const sorted = [...rows].sort(byModelAndKey);
   const column = <K extends keyof ScopedFact>(k: K) => sorted.map((r) => r[k]);
   // The typed slots (slots.sql.ts) are computed here from the assignments this statement
@@ -133,67 +113,6 @@ async function insertFactRows(db: Db, rows: ScopedFact[]): Promise<string[]> {
   return written.map((r) => r.id);
 }
 
-/**
- * Sets superseded_at and superseded_inserted_at right around `anchors` (a query of
- * data_model_id, entity_id, observed_at, inserted_at, id): facts just written, or facts
- * just deleted. The facts whose next fact changed are exactly the anchors that exist and,
- * on each axis, the fact right before each anchor; each of them is given its next fact's
- * time from the history (a few probes of the entity indexes), and only a changed value is
- * written. The caller holds the entities' fact_current rows, so no other writer of them
- * runs meanwhile.
- */
-export async function refreshSuperseded(db: Db, anchors: Frag): Promise<void> {
-  const statement = sql`
-    with a as (select * from (${anchors}) as a where a.entity_id is not null),
-    c as (
-      select f.id, f.data_model_id, f.entity_id, f.observed_at, f.inserted_at from facts f join a on f.id = a.id
-      union
-      select p.* from a cross join lateral (
-        select f.id, f.data_model_id, f.entity_id, f.observed_at, f.inserted_at from facts f
-        where f.data_model_id = a.data_model_id and f.entity_id = a.entity_id and (f.observed_at, f.inserted_at, f.id) < (a.observed_at, a.inserted_at, a.id)
-        order by f.observed_at desc, f.inserted_at desc, f.id desc limit 1) p
-      union
-      select p.* from a cross join lateral (
-        select f.id, f.data_model_id, f.entity_id, f.observed_at, f.inserted_at from facts f
-        where f.data_model_id = a.data_model_id and f.entity_id = a.entity_id and (f.inserted_at, f.id) < (a.inserted_at, a.id)
-        order by f.inserted_at desc, f.id desc limit 1) p
-    ),
-    n as (
-      select c.id,
-        (select g.observed_at from facts g
-         where g.data_model_id = c.data_model_id and g.entity_id = c.entity_id and (g.observed_at, g.inserted_at, g.id) > (c.observed_at, c.inserted_at, c.id)
-         order by g.observed_at, g.inserted_at, g.id limit 1) as so,
-        (select g.inserted_at from facts g
-         where g.data_model_id = c.data_model_id and g.entity_id = c.entity_id and (g.inserted_at, g.id) > (c.inserted_at, c.id)
-         order by g.inserted_at, g.id limit 1) as si
-      from c
-    )
-    update facts f set superseded_at = n.so, superseded_inserted_at = n.si
-    from n
-    where f.id = n.id and (f.superseded_at is distinct from n.so or f.superseded_inserted_at is distinct from n.si)
-  `.compile(db);
-  preferPrepared(statement.sql);
-  await db.executeQuery(statement);
-}
-
-/**
- * Recomputes both superseded columns of every fact of a model from its history (one sort):
- * the repair after facts were written by a release that does not maintain them (see
- * migration 0032), and the bench loaders' fill.
- */
-export async function refreshSupersededOfModel(db: Db, dataModelId: string): Promise<void> {
-  await sql`
-    update facts f set superseded_at = n.so, superseded_inserted_at = n.si
-    from (
-      select id,
-        lead(observed_at) over (partition by entity_id order by observed_at, inserted_at, id) as so,
-        lead(inserted_at) over (partition by entity_id order by inserted_at, id) as si
-      from facts where data_model_id = ${dataModelId} and entity_id is not null
-    ) n
-    where f.id = n.id and (f.superseded_at is distinct from n.so or f.superseded_inserted_at is distinct from n.si)
-  `.execute(db);
-}
-
 /** The workspace an import names, with its organization (the import's scope). */
 export function findImportWorkspace(db: Db, id: string) {
   return db.selectFrom('workspaces').select(['id', 'organization_id']).where('id', '=', id).executeTakeFirst();
@@ -208,60 +127,24 @@ export async function modelsWithRetention(db: Db, now: Date): Promise<Array<{ id
   return rows;
 }
 
-/** A deleted fact's place in its entity's history (refreshSuperseded's anchor). */
-export interface DeletedFact {
-  id: string;
-  entity_id: string | null;
-  observed_at: Date;
-  inserted_at: Date;
-}
-
 /**
  * Deletes up to `limit` facts of a model observed before `cutoff`, oldest first; returns
- * them. Only one sweep runs at a time (sweepExclusive in maintenance/sweep.ts): two would
- * each restore fact_current to facts the other is deleting.
- *
- * The entities' fact_current rows are locked first, in the writers' order, and the facts
- * deleted after: a writer holds an entity's rows while it sets the superseded columns of
- * that entity's facts, so taking the facts first could deadlock with it, and once the rows
- * are held the superseded columns of the survivors can be set from a complete history.
- * SKIP LOCKED only keeps a batch from waiting on a fact some other transaction holds; the
- * next sweep takes it.
+ * their ids. Only one sweep runs at a time (sweepExclusive in maintenance/sweep.ts): two would
+ * each restore fact_current to facts the other is deleting. SKIP LOCKED only keeps a batch
+ * from waiting on a row some other transaction holds; the next sweep takes it.
  */
-export async function deleteExpiredFacts(db: Db, dataModelId: string, cutoff: Date, limit: number): Promise<DeletedFact[]> {
-  const { rows: expired } = await sql<{ id: string; entity_key: string }>`
-    select id, coalesce(entity_id, '#' || id::text) as entity_key from facts
-    where data_model_id = ${dataModelId} and observed_at < ${cutoff.toISOString()}::timestamptz
-    order by observed_at, id
-    limit ${limit}
-  `.execute(db);
-  if (expired.length === 0) return [];
-  await sql`
-    select 1 from fact_current
-    where data_model_id = ${dataModelId} and entity_key = any(${[...new Set(expired.map((r) => r.entity_key))]}::text[])
-    order by axis, entity_key
-    for update
-  `.execute(db);
-  const { rows } = await sql<DeletedFact>`
+export async function deleteExpiredFacts(db: Db, dataModelId: string, cutoff: Date, limit: number): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
     delete from facts where id in (
-      select id from facts where id = any(${expired.map((r) => r.id)}::uuid[]) and observed_at < ${cutoff.toISOString()}::timestamptz
+      select id from facts
+      where data_model_id = ${dataModelId} and observed_at < ${cutoff.toISOString()}::timestamptz
+      order by observed_at, id
+      limit ${limit}
       for update skip locked
     )
-    returning id, entity_id, observed_at, inserted_at
+    returning id
   `.execute(db);
-  return rows;
-}
-
-/** After deleteExpiredFacts: the survivors right before the deleted facts take their next surviving fact's time. */
-export async function supersedeDeleted(db: Db, dataModelId: string, deleted: DeletedFact[]): Promise<void> {
-  const withEntity = deleted.filter((d) => d.entity_id !== null);
-  if (withEntity.length === 0) return;
-  await refreshSuperseded(
-    db,
-    sql`select ${dataModelId}::uuid as data_model_id, d.entity_id, d.observed_at, d.inserted_at, d.id
-      from unnest(${withEntity.map((d) => d.entity_id)}::text[], ${withEntity.map((d) => d.observed_at.toISOString())}::timestamptz[],
-                  ${withEntity.map((d) => d.inserted_at.toISOString())}::timestamptz[], ${withEntity.map((d) => d.id)}::uuid[]) as d(entity_id, observed_at, inserted_at, id)`,
-  );
+  return rows.map((r) => r.id);
 }
 
 /**

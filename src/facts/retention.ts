@@ -2,7 +2,7 @@
  * Retention of facts: a model with retention_days keeps the facts observed within that many
  * days; older ones are deleted by the sweep, a bounded batch per short transaction, and
  * fact_current follows (an entity's row moves to its latest remaining fact on that axis,
- * or goes when none remains), and so do the superseded columns of the facts that survive.
+ * or goes when none remains).
  */
 import type { Db } from '../db/connect.ts';
 import type { TimeAxis } from '../db/tables.ts';
@@ -17,17 +17,12 @@ const ATTEMPTS = 3;
 async function deleteBatch(trx: Db, dataModelId: string, cutoff: Date, limit: number): Promise<number> {
   const deleted = await q.deleteExpiredFacts(trx, dataModelId, cutoff, limit);
   if (deleted.length === 0) return 0;
-  const detached = await q.detachCurrent(
-    trx,
-    dataModelId,
-    deleted.map((d) => d.id),
-  );
+  const detached = await q.detachCurrent(trx, dataModelId, deleted);
   const byAxis: Record<TimeAxis, Set<string>> = { observed_at: new Set(), inserted_at: new Set() };
   // A fact without an entity id was its own entity: with the fact gone, so is its row.
   for (const row of detached) if (row.entity_id !== null) byAxis[row.axis].add(row.entity_id);
   await q.restoreCurrent(trx, dataModelId, 'inserted_at', [...byAxis.inserted_at].sort());
   await q.restoreCurrent(trx, dataModelId, 'observed_at', [...byAxis.observed_at].sort());
-  await q.supersedeDeleted(trx, dataModelId, deleted);
   return deleted.length;
 }
 

@@ -45,7 +45,7 @@ const item = (entity: string, key: string, minutes: number, amount = 1) => ({
 /** Rows of `facts` per writing transaction: a batch is one statement, so one transaction. */
 async function transactionsOf(dataModelIds: string[]): Promise<number> {
   const { rows } = await sql<{ n: number }>`
-    select count(distinct inserted_at)::int as n from facts where data_model_id = any(${dataModelIds}::uuid[])
+    select count(distinct xmin::text)::int as n from facts where data_model_id = any(${dataModelIds}::uuid[])
   `.execute(t.deps.db);
   return rows[0]!.n;
 }

@@ -15,7 +15,6 @@ import type { FieldType } from '../../src/db/tables.ts';
 import { uuidv7 } from '../../src/ids.ts';
 import { createFieldIndex } from '../../src/facts/field-index.sql.ts';
 import { refillSlots } from '../../src/facts/slots.sql.ts';
-import { refreshSupersededOfModel } from '../../src/facts/facts.sql.ts';
 import type { TestApp, Tenant } from '../helpers/app.ts';
 
 export interface GqlError {
@@ -179,8 +178,6 @@ export async function rebuildCurrent(db: Db, modelId: string): Promise<void> {
   );
   // Rows inserted here bypass the writer, which fills the typed slots of indexed fields.
   await refillSlots(db, modelId);
-  // ... and the superseded columns (migration 0032), which the series reads.
-  await refreshSupersededOfModel(db, modelId);
 }
 
 export interface CurrentRow {

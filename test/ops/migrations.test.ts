@@ -82,7 +82,6 @@ test('0003 keeps every fact_current row, key and index name, with the rows split
       '0029_workflow_state',
       '0030_state_keys',
       '0031_typed_slots',
-      '0032_superseded',
     ]);
     // 0031 adds the typed slots, null on the rows of before (no field has a slot yet).
     const after = await current();
@@ -179,7 +178,6 @@ test('0014 gives every saved workflow version an id and its workflow workspace; 
       '0029_workflow_state',
       '0030_state_keys',
       '0031_typed_slots',
-      '0032_superseded',
     ]);
     const versions = await sql<{ id: string; workspace_id: string; workflow_id: string }>`
       select id, workspace_id, workflow_id from workflow_versions`.execute(db);
@@ -246,7 +244,6 @@ test('0024 gives every trigger saved before accept json, and its check refuses a
       '0029_workflow_state',
       '0030_state_keys',
       '0031_typed_slots',
-      '0032_superseded',
     ]);
     const rows = await sql<{ accept: string }>`select accept from workflow_triggers`.execute(db);
     assert.deepEqual(rows.rows, [{ accept: 'json' }]);

@@ -5,10 +5,9 @@
  * For bucket i of the window the values are those of a latest-mode aggregate as of
  * `end(i) - 1 ms` (factQuery's as-of: per entity its newest fact at or before that instant;
  * facts without an entity id are each their own entity). Running one as-of read per bucket
- * would read the history once per bucket; instead one scan of the facts gives each fact
+ * would read the history once per bucket; instead one pass over the history gives each fact
  * the buckets it is its entity's newest in: from the bucket its time falls in up to (not
- * including) the bucket its successor's time falls in, the successor's time being kept on
- * the fact by the writer (superseded_at, superseded_inserted_at: migration 0032). Counts and sums are then a sweep, +1
+ * including) the bucket its successor's time falls in. Counts and sums are then a sweep, +1
  * (or +value) at the first bucket a matching fact covers and -1 at the first it no longer
  * does, summed cumulatively per group; min and max join each interval with the bucket ends
  * it covers. Filters and group keys are read on the fact itself: the fact that covers an
@@ -129,30 +128,37 @@ export function seriesSql(p: AggregatePlan, starts: Date[]): Frag {
   const ends = sql`${starts.slice(1).map((d) => d.toISOString())}::timestamptz[]`;
 
   const axis = sql.ref(`f.${p.axis}`);
-  // When the fact stops being its entity's newest on the axis (the writer maintains it, null
-  // while newest and for facts without an entity id).
-  const superseded = sql.ref(p.axis === 'observed_at' ? 'f.superseded_at' : 'f.superseded_inserted_at');
+  // Newest first, the order of the (model, entity, axis desc) index: the fact before a fact
+  // in this order is its successor, the one that replaces it as its entity's newest.
+  const newestFirst = p.axis === 'observed_at' ? sql`f.observed_at desc, f.inserted_at desc, f.id desc` : sql`f.inserted_at desc, f.id desc`;
   const keys = p.groupBy.map((_, i) => sql.ref(`k${i}`) as Frag);
   const values = p.measures.map((m, i) => (m.field === undefined ? undefined : (sql.ref(`v${i}`) as Frag)));
   const ivColumns: Frag[] = [
     ...p.groupBy.map((g, i) => sql`${fieldValue('f', g.field)} as ${sql.ref(`k${i}`)}`),
     ...p.measures.flatMap((m, i) => (m.field === undefined ? [] : [sql`${fieldValue('f', m.field.field)} as ${sql.ref(`v${i}`)}`])),
   ];
-  const pass = p.filters.map((c) => clauseSql(sql.ref('f.data') as Frag, c));
-  // Each matching fact covers the buckets from the one its time falls in up to (not
-  // including) the one its successor's falls in. Only the facts that cover at least one
-  // bucket are read: before the last bucket's end, and not superseded before the first
-  // bucket's end. One scan, no sort.
-  const first = starts[1]!.toISOString();
-  const last = starts[n]!.toISOString();
-  const iv = sql`select * from (select width_bucket(${axis}, ${ends}) as i0, coalesce(width_bucket(${superseded}, ${ends}), ${n}::int) as i1${
-    ivColumns.length > 0 ? sql`, ${sql.join(ivColumns)}` : sql``
-  }
-    from facts as f
-    where f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId}
-      and ${axis} < ${last}::timestamptz and (${superseded} is null or ${superseded} >= ${first}::timestamptz)${
-        pass.length > 0 ? sql` and ${sql.join(pass, sql` and `)}` : sql``
-      }) as w where w.i0 < w.i1`;
+  const pass =
+    p.filters.length === 0
+      ? sql`true`
+      : sql.join(
+          p.filters.map((c) => clauseSql(sql.ref('f.data') as Frag, c)),
+          sql` and `,
+        );
+  // The filters, keys and operands are computed on each fact before the facts are sorted by
+  // entity for lag(), so the sort carries a few narrow columns instead of each fact's data
+  // (`offset 0` keeps the planner from merging the two levels, which would sort the rows
+  // with their data and compute the expressions after).
+  const carried = [
+    ...p.groupBy.map((_, i) => sql.ref(`f.k${i}`) as Frag),
+    ...p.measures.flatMap((m, i) => (m.field === undefined ? [] : [sql.ref(`f.v${i}`) as Frag])),
+  ];
+  const narrow = sql`select f.entity_id, f.observed_at, f.inserted_at, f.id, (${pass}) as pass${ivColumns.length > 0 ? sql`, ${sql.join(ivColumns)}` : sql``}
+    from facts as f where f.data_model_id = ${p.model.id} and f.workspace_id = ${p.workspaceId} offset 0`;
+  // Only the facts that match and cover at least one bucket leave the window (lag() sees them all).
+  const iv = sql`select * from (select width_bucket(${axis}, ${ends}) as i0,
+      case when f.entity_id is null then ${n}::int else coalesce(width_bucket(lag(${axis}) over (partition by f.entity_id order by ${newestFirst}), ${ends}), ${n}::int) end as i1,
+      ${sql.join([sql`f.pass`, ...carried])}
+    from (${narrow}) as f) as w where w.pass and w.i0 < w.i1`;
 
   const groupCols = keys.length > 0 ? sql`${sql.join(keys)}, ` : sql``;
   const sums = p.measures.flatMap((m, i) => (values[i] && (m.op === 'sum' || m.op === 'avg') ? [i] : []));
